@@ -1,0 +1,643 @@
+/*
+ * agent.c -- the injected agent: init entry point, agent thread, session
+ * protocol (src/ha_proto.h) and fork handling.
+ *
+ * heapattach_agent_init() runs on a hijacked thread of the target: it checks
+ * the arguments, claims the state word (DORMANT -> STARTING), copies the
+ * arguments and starts one detached thread with every signal blocked.  No
+ * stdio, no allocation of ours (pthread_create allocates the thread's TLS
+ * and the first call registers the atfork handlers; both are glibc's).
+ *
+ * The agent thread: connect, check SO_PEERCRED, HELLO, CONFIG (+ ring memfd),
+ * map the ring, resolve the real allocator functions, patch the GOT, ACTIVE,
+ * READY; then serve STATS_REQ until DETACH or a hang-up; then restore the GOT,
+ * unmap the ring, DETACHED, close, DORMANT, exit.  Every step of the
+ * handshake has a 5 s timeout.  On failure: clean up everything, send ERROR
+ * when the peer is the attacher and the socket is up, DORMANT, exit.
+ *
+ * fork(): a pthread_atfork child handler restores the GOT in the child's
+ * memory, forgets the ring (mapped MADV_DONTFORK, so the child never had it)
+ * and closes the socket; the prepare handler takes the fork lock so that the
+ * child never sees a half-patched table, a half-made mapping or our thread
+ * inside dl_iterate_phdr.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "got.h"
+#include "ha_proto.h"
+#include "ha_ring_map.h"
+#include "hooks.h"
+
+#define HA_HANDSHAKE_TIMEOUT_S 5
+#define HA_TICK_MS 1000              /* look for newly loaded modules */
+#define HA_AGENT_STACK (256u * 1024u)
+#define HA_MAX_RX_FDS 8
+
+/* ------------------------------------------------------------------ */
+/* Exported state                                                      */
+/* ------------------------------------------------------------------ */
+
+struct ha_agent_state heapattach_agent_state = {
+	.magic = HA_PROTO_MAGIC,
+	.version = HA_PROTO_VERSION,
+	.state = HA_STATE_DORMANT,
+	.attacher_pid = 0,
+	.sessions = 0,
+};
+
+static void set_state(uint32_t s)
+{
+	__atomic_store_n(&heapattach_agent_state.state, s, __ATOMIC_RELEASE);
+}
+
+static uint32_t get_state(void)
+{
+	return __atomic_load_n(&heapattach_agent_state.state, __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------------ */
+/* Session resources                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Copy of the init arguments: written by init while the state is STARTING
+ * and before the thread exists, read by the thread. */
+static struct ha_init_args g_args;
+
+/* Changed only under the fork lock, so a fork() child sees all or nothing. */
+static int g_sock = -1;           /* connected socket */
+static int g_ring_fd = -1;        /* memfd between recvmsg and close */
+static void *g_ring;              /* mapping (header first), or NULL */
+static uint64_t g_ring_data;      /* its data_size */
+static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
+static struct ha_msg_config g_cfg;
+
+static pthread_mutex_t g_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static int g_atfork_ok;
+
+void ha_fork_lock(void)
+{
+	/* A default mutex only fails on misuse; there is nothing to do then. */
+	(void)pthread_mutex_lock(&g_fork_mutex);
+}
+
+void ha_fork_unlock(void)
+{
+	(void)pthread_mutex_unlock(&g_fork_mutex);
+}
+
+/* Close a session descriptor: forget it first (under the lock), then close,
+ * so that no fork child ever closes a number the host reused meanwhile. */
+static void close_fd(int *fdp)
+{
+	ha_fork_lock();
+	int fd = *fdp;
+	*fdp = -1;
+	if (fd >= 0)
+		(void)close(fd);  /* Linux releases the fd even on EINTR */
+	ha_fork_unlock();
+}
+
+static void ring_unmap(void)
+{
+	ha_fork_lock();
+	if (g_ring) {
+		ha_ring_unmap(g_ring, g_ring_data);
+		g_ring = NULL;
+		g_ring_data = 0;
+		g_ring_inherited = 0;
+	}
+	ha_fork_unlock();
+}
+
+/* ------------------------------------------------------------------ */
+/* fork                                                                */
+/* ------------------------------------------------------------------ */
+
+static void atfork_prepare(void)
+{
+	int e = errno;
+	ha_fork_lock();
+	errno = e;
+}
+
+static void atfork_parent(void)
+{
+	int e = errno;
+	ha_fork_unlock();
+	errno = e;
+}
+
+/* In the child: one thread (the one that called fork), no agent thread.
+ * The fork lock was taken by that thread's prepare handler, so the table,
+ * the descriptors and the mapping are in a consistent state. */
+static void atfork_child(void)
+{
+	int e = errno;
+	if (get_state() != HA_STATE_DORMANT) {
+		ha_got_restore_child();
+		if (g_ring) {
+			/* Normally MADV_DONTFORK kept it out of the child; never
+			 * munmap a range that is not ours in the child. */
+			if (g_ring_inherited)
+				ha_ring_unmap(g_ring, g_ring_data);
+			g_ring = NULL;
+			g_ring_data = 0;
+			g_ring_inherited = 0;
+		}
+		if (g_ring_fd >= 0)
+			(void)close(g_ring_fd);
+		g_ring_fd = -1;
+		if (g_sock >= 0)
+			(void)close(g_sock);
+		g_sock = -1;
+		heapattach_agent_state.attacher_pid = 0;
+		set_state(HA_STATE_DORMANT);
+	}
+	ha_fork_unlock();
+	errno = e;
+}
+
+static void register_atfork(void)
+{
+	g_atfork_ok = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Small helpers (no stdio)                                            */
+/* ------------------------------------------------------------------ */
+
+struct text {
+	char *buf;
+	size_t cap, len;
+};
+
+static void text_add(struct text *t, const char *s)
+{
+	for (; s && *s && t->len + 1 < t->cap; s++)
+		t->buf[t->len++] = *s;
+	t->buf[t->len] = '\0';
+}
+
+static void text_num(struct text *t, long long v)
+{
+	char tmp[24];
+	int n = 0;
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u && n < (int)sizeof tmp);
+	if (v < 0)
+		text_add(t, "-");
+	while (n > 0 && t->len + 1 < t->cap) {
+		t->buf[t->len++] = tmp[--n];
+		t->buf[t->len] = '\0';
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                            */
+/* ------------------------------------------------------------------ */
+
+static int send_msg(int fd, const struct ha_msg *m)
+{
+	for (;;) {
+		ssize_t n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
+		if (n == (ssize_t)sizeof *m)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 ? -errno : -EIO;
+	}
+}
+
+static void fill_counters(struct ha_counters *c)
+{
+	memset(c, 0, sizeof *c);
+	ha_hooks_read_counters(c);
+	ha_got_counts(&c->slots_patched, &c->modules_patched);
+}
+
+static int send_counters(int fd, uint16_t type)
+{
+	struct ha_msg m;
+	ha_msg_init(&m, type);
+	fill_counters(&m.u.counters);
+	return send_msg(fd, &m);
+}
+
+static void send_error(int fd, int code, const char *what, const char *detail)
+{
+	struct ha_msg m;
+	struct text t;
+	if (fd < 0)
+		return;
+	ha_msg_init(&m, HA_MSG_ERROR);
+	m.u.error.code = code;
+	t = (struct text){ m.u.error.text, sizeof m.u.error.text, 0 };
+	text_add(&t, "agent: ");
+	text_add(&t, what);
+	if (detail && *detail) {
+		text_add(&t, ": ");
+		text_add(&t, detail);
+	}
+	if (code) {
+		text_add(&t, " (errno ");
+		text_num(&t, code);
+		text_add(&t, ")");
+	}
+	(void)send_msg(fd, &m);
+}
+
+/* Receive one message, waiting at most timeout_ms for it.  The descriptors
+ * passed with it are taken under the fork lock, so a fork() child never
+ * inherits one we have not recorded: the first goes to *fd_slot if fd_slot
+ * is given and *fd_slot < 0, every other one is closed at once.  Returns the
+ * byte count, 0 at end of stream, or -errno (-EAGAIN: nothing in time,
+ * -EMSGSIZE: truncated message or descriptors). */
+static ssize_t recv_msg(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * HA_MAX_RX_FDS)];
+	} cbuf;
+	struct iovec iov = { m, sizeof *m };
+	struct msghdr mh;
+	struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -EAGAIN;
+
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof cbuf.buf;
+	ha_fork_lock();
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	int err = errno;
+	if (n >= 0) {
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+			    c->cmsg_len < CMSG_LEN(0))
+				continue;
+			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			const unsigned char *data = CMSG_DATA(c);
+			for (size_t i = 0; i < nfd; i++) {
+				int rfd;
+				memcpy(&rfd, data + i * sizeof(int), sizeof rfd);
+				if (fd_slot && *fd_slot < 0)
+					*fd_slot = rfd;
+				else
+					(void)close(rfd);
+			}
+		}
+	}
+	ha_fork_unlock();
+	if (n < 0)
+		return -err;
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EMSGSIZE;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Handshake steps                                                     */
+/* ------------------------------------------------------------------ */
+
+struct failure {
+	int code;
+	const char *what;
+	char detail[64];
+};
+
+static int fail(struct failure *f, int code, const char *what)
+{
+	f->code = code < 0 ? -code : code;
+	f->what = what;
+	return -1;
+}
+
+static int connect_attacher(struct failure *f, int *verified)
+{
+	struct sockaddr_un sa;
+	socklen_t salen;
+	size_t len;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (g_args.sock_path[0] == '\0') {
+		/* Abstract name: '\0' then the name, NUL-terminated in the array. */
+		len = strnlen(g_args.sock_path + 1, sizeof g_args.sock_path - 1);
+		if (len == 0 || len + 1 > sizeof sa.sun_path)
+			return fail(f, EINVAL, "bad socket name");
+		memcpy(sa.sun_path, g_args.sock_path, len + 1);
+		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+	} else {
+		len = strnlen(g_args.sock_path, sizeof g_args.sock_path);
+		if (len >= sizeof sa.sun_path)
+			return fail(f, ENAMETOOLONG, "socket path too long");
+		memcpy(sa.sun_path, g_args.sock_path, len);
+		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+	}
+
+	ha_fork_lock();
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int err = errno;
+	if (fd >= 0)
+		g_sock = fd;
+	ha_fork_unlock();
+	if (fd < 0)
+		return fail(f, err, "socket");
+
+	/* Bounds connect() and every send (receives wait in poll()). */
+	struct timeval tv = { HA_HANDSHAKE_TIMEOUT_S, 0 };
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+		return fail(f, errno, "setsockopt");
+	if (connect(fd, (const struct sockaddr *)&sa, salen) != 0)
+		return fail(f, errno, "connect");
+
+	struct ucred cred;
+	socklen_t clen = sizeof cred;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred)
+		return fail(f, errno ? errno : EPROTO, "SO_PEERCRED");
+	if (cred.pid != g_args.attacher_pid)
+		return fail(f, EPERM, "peer is not the attacher");
+	*verified = 1;
+	return 0;
+}
+
+static int send_hello(struct failure *f)
+{
+	struct ha_msg m;
+	ha_msg_init(&m, HA_MSG_HELLO);
+	m.u.hello.pid = (int32_t)getpid();
+	m.u.hello.agent_version = HA_PROTO_VERSION;
+	m.u.hello.sessions = __atomic_load_n(&heapattach_agent_state.sessions, __ATOMIC_RELAXED);
+	int r = send_msg(g_sock, &m);
+	return r ? fail(f, r, "send HELLO") : 0;
+}
+
+/* Read the ring header through process_vm_readv: a memfd shrunk under us
+ * makes the read fail instead of raising SIGBUS in the host. */
+static int read_ring_hdr(const void *ring, struct ha_ring_hdr *h)
+{
+	struct iovec local = { h, sizeof *h };
+	struct iovec remote = { (void *)ring, sizeof *h };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof *h ? 0 : -1;
+}
+
+static int recv_config(struct failure *f)
+{
+	struct ha_msg m;
+	ssize_t n = recv_msg(g_sock, &m, &g_ring_fd, HA_HANDSHAKE_TIMEOUT_S * 1000);
+	int rfd = g_ring_fd;
+
+	if (n == 0)
+		return fail(f, ECONNRESET, "attacher closed before CONFIG");
+	if (n < 0)
+		return fail(f, (int)-n, n == -EAGAIN ? "timeout waiting for CONFIG" : "receive CONFIG");
+	if (!ha_msg_valid(&m, n) || m.type != HA_MSG_CONFIG)
+		return fail(f, EPROTO, "expected CONFIG");
+	if (rfd < 0)
+		return fail(f, EPROTO, "CONFIG without ring descriptor");
+
+	g_cfg = m.u.config;
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps <= 0)
+		ps = 4096;
+	if (g_cfg.ring_size <= HA_RING_HDR_SIZE)
+		return fail(f, EINVAL, "ring too small");
+	uint64_t data_size = g_cfg.ring_size - HA_RING_HDR_SIZE;
+	if (!ha_ring_size_ok(data_size) || data_size % (uint64_t)ps != 0 ||
+	    HA_RING_HDR_SIZE % (uint64_t)ps != 0)
+		return fail(f, EINVAL, "bad ring size");
+
+	struct stat st;
+	if (fstat(rfd, &st) != 0)
+		return fail(f, errno, "fstat ring");
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != g_cfg.ring_size)
+		return fail(f, EINVAL, "ring descriptor size mismatch");
+
+	ha_fork_lock();
+	void *ring = ha_ring_map(rfd, data_size);
+	int err = errno;
+	if (ring != MAP_FAILED) {
+		g_ring = ring;
+		g_ring_data = data_size;
+		/* Keep the ring out of fork() children altogether. */
+		g_ring_inherited = madvise(ring, ha_ring_map_len(data_size), MADV_DONTFORK) != 0;
+	}
+	ha_fork_unlock();
+	if (ring == MAP_FAILED)
+		return fail(f, err, "map ring");
+
+	struct ha_ring_hdr h;
+	if (read_ring_hdr(ring, &h) != 0)
+		return fail(f, EFAULT, "read ring header");
+	if (h.magic != HA_RING_MAGIC || h.version != HA_PROTO_VERSION || h.data_size != data_size)
+		return fail(f, EPROTO, "bad ring header");
+
+	close_fd(&g_ring_fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The agent thread                                                    */
+/* ------------------------------------------------------------------ */
+
+enum end_reason { END_DETACH, END_HANGUP };
+
+/* Serve the attacher until DETACH or hang-up. */
+static enum end_reason serve(void)
+{
+	for (;;) {
+		struct pollfd p = { .fd = g_sock, .events = POLLIN, .revents = 0 };
+		int r = poll(&p, 1, HA_TICK_MS);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return END_HANGUP;
+		}
+		if (r == 0) {
+			/* Modules loaded since: patch them (no-op if none). */
+			(void)ha_got_patch();
+			continue;
+		}
+		if (p.revents & POLLIN) {
+			struct ha_msg m;
+			/* Nothing after CONFIG carries a descriptor: close any. */
+			ssize_t n = recv_msg(g_sock, &m, NULL, 0);
+			if (n == 0)
+				return END_HANGUP;
+			if (n < 0) {
+				if (n == -EAGAIN || n == -EWOULDBLOCK || n == -EMSGSIZE)
+					continue;
+				return END_HANGUP;
+			}
+			if (!ha_msg_valid(&m, n))
+				continue;  /* not a message of ours: ignore */
+			switch (m.type) {
+			case HA_MSG_STATS_REQ:
+				if (send_counters(g_sock, HA_MSG_STATS) != 0)
+					return END_HANGUP;
+				break;
+			case HA_MSG_DETACH:
+				return END_DETACH;
+			default:
+				send_error(g_sock, EPROTO, "unexpected message", NULL);
+				break;
+			}
+			continue;
+		}
+		if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+			return END_HANGUP;
+	}
+}
+
+/* Undo everything of the session; reply with `reply` (DETACHED) or an error
+ * if the socket is still up; the state goes DORMANT last. */
+static void end_session(uint16_t reply, const struct failure *f)
+{
+	set_state(HA_STATE_STOPPING);
+	ha_got_restore();
+	ring_unmap();
+	close_fd(&g_ring_fd);
+	if (g_sock >= 0) {
+		if (f)
+			send_error(g_sock, f->code, f->what, f->detail);
+		else if (reply)
+			(void)send_counters(g_sock, reply);
+	}
+	close_fd(&g_sock);
+	__atomic_store_n(&heapattach_agent_state.attacher_pid, 0, __ATOMIC_RELAXED);
+	set_state(HA_STATE_DORMANT);
+	/* From here on the next init may start a new session: touch nothing. */
+}
+
+static void *agent_main(void *arg)
+{
+	struct failure f;
+	int verified = 0;
+	(void)arg;
+
+	memset(&f, 0, sizeof f);
+	/* The agent thread's own allocations are never the profile's business
+	 * (issue 3 samples only outside the guard). */
+	ha_hook_guard = 1;
+	/* Visible in top/ps as the agent; failure is harmless. */
+	(void)pthread_setname_np(pthread_self(), "heapattach");
+
+	ha_hooks_reset_counters();
+	ha_got_session_start();
+
+	if (connect_attacher(&f, &verified) != 0 || send_hello(&f) != 0 ||
+	    recv_config(&f) != 0)
+		goto failed;
+	if (ha_got_resolve_real(f.detail, sizeof f.detail) != 0) {
+		fail(&f, ENOENT, "resolve allocator");
+		goto failed;
+	}
+	int r = ha_got_patch();
+	if (r != 0) {
+		fail(&f, r, "patch GOT: module list kept changing");
+		goto failed;
+	}
+	/* Handshake done.  From now on the loop polls (a quiet attacher is
+	 * fine) and reads with MSG_DONTWAIT; SO_SNDTIMEO still bounds replies. */
+	set_state(HA_STATE_ACTIVE);
+	if (send_counters(g_sock, HA_MSG_READY) != 0) {
+		end_session(0, NULL);  /* attacher gone: nobody to tell */
+		return NULL;
+	}
+
+	/* DETACH or hang-up: restore either way; DETACHED reaches the attacher
+	 * only if it is still there (the send fails quietly otherwise). */
+	(void)serve();
+	end_session(HA_MSG_DETACHED, NULL);
+	return NULL;
+
+failed:
+	if (!verified)
+		close_fd(&g_sock);  /* never talk to a stranger */
+	end_session(0, &f);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry point                                                         */
+/* ------------------------------------------------------------------ */
+
+int heapattach_agent_init(const struct ha_init_args *args)
+{
+	if (!args || args->magic != HA_PROTO_MAGIC || args->version != HA_PROTO_VERSION)
+		return HA_INIT_BADARGS;
+
+	/* Before anything else: a fork() from now on must find our handlers. */
+	if (pthread_once(&g_atfork_once, register_atfork) != 0 || !g_atfork_ok)
+		return HA_INIT_NOTHREAD;
+
+	uint32_t expect = HA_STATE_DORMANT;
+	if (!__atomic_compare_exchange_n(&heapattach_agent_state.state, &expect,
+	                                 HA_STATE_STARTING, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE))
+		return HA_INIT_BUSY;
+
+	g_args = *args;
+	__atomic_store_n(&heapattach_agent_state.attacher_pid, args->attacher_pid, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&heapattach_agent_state.sessions, 1, __ATOMIC_RELAXED);
+
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc == 0) {
+		if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
+		    pthread_attr_setstacksize(&attr, HA_AGENT_STACK) != 0)
+			rc = EINVAL;
+		if (rc == 0) {
+			/* The new thread starts with the creator's mask: block
+			 * everything around the creation.  No signal of the host
+			 * is ever delivered to the agent thread. */
+			sigset_t all, old;
+			sigfillset(&all);
+			rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+			if (rc == 0) {
+				pthread_t tid;
+				rc = pthread_create(&tid, &attr, agent_main, NULL);
+				(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+			}
+		}
+		(void)pthread_attr_destroy(&attr);
+	}
+	if (rc != 0) {
+		__atomic_fetch_sub(&heapattach_agent_state.sessions, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&heapattach_agent_state.attacher_pid, 0, __ATOMIC_RELAXED);
+		set_state(HA_STATE_DORMANT);
+		return HA_INIT_NOTHREAD;
+	}
+	return HA_INIT_STARTED;
+}

@@ -1,0 +1,45 @@
+/*
+ * got.h -- find, patch and restore the GOT slots of malloc/free/calloc/realloc
+ * in every loaded module (except the agent, the vdso and the dynamic loader).
+ *
+ * All functions except ha_got_restore_child() run on the agent thread only.
+ * They take the agent's fork lock (agent.h) around every dl_iterate_phdr()
+ * pass and every change of the slot table, so that fork() never snapshots a
+ * half-written table or a thread of ours inside dl_iterate_phdr (glibc 2.36
+ * does not reset dl_load_write_lock in the child).
+ */
+#ifndef HA_AGENT_GOT_H
+#define HA_AGENT_GOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hooks.h"
+
+/* Resolve the real malloc/free/calloc/realloc the process uses (what a call
+ * from the main program binds to: dlsym(RTLD_DEFAULT), corrected for the
+ * canonical PLT entry of a non-PIE executable).  Done once per process; later
+ * calls return 0 at once.  0 or -errno; on error why[] says which. */
+HA_HIDDEN int ha_got_resolve_real(char *why, size_t whylen);
+
+/* Start of a session: forget which module set the last pass saw, so that the
+ * next ha_got_patch() scans everything. */
+HA_HIDDEN void ha_got_session_start(void);
+
+/* Patch every matching slot of every module not patched yet.  Does nothing if
+ * no module was loaded or unloaded since the last successful pass.  Returns 0,
+ * or -EAGAIN if the set of modules kept changing (try again later). */
+HA_HIDDEN int ha_got_patch(void);
+
+/* Put back the original value of every slot that still holds our hook and
+ * whose module is still loaded; forget the others. */
+HA_HIDDEN void ha_got_restore(void);
+
+/* Same, in the child of fork() (single thread, fork lock held by the forking
+ * thread's prepare handler): no dl_iterate_phdr, every slot read safely. */
+HA_HIDDEN void ha_got_restore_child(void);
+
+/* Slots currently pointing at a hook, modules with at least one of them. */
+HA_HIDDEN void ha_got_counts(uint64_t *slots, uint64_t *modules);
+
+#endif /* HA_AGENT_GOT_H */

@@ -1,0 +1,312 @@
+/*
+ * sampler.c -- Poisson sampling, stack capture and the live sampled set
+ * (see sampler.h).
+ *
+ * Sampling: each thread counts down a number of bytes drawn from an
+ * exponential distribution of mean `interval`; the allocation that makes
+ * it negative is sampled.  An allocation of size S is then taken with
+ * probability 1 - exp(-S/interval), which the attacher undoes with the
+ * weight 1 / (1 - exp(-S/interval)) (Go, tcmalloc, jemalloc do the same).
+ *
+ * A sample is one ring record: the registers captured here, and a copy of
+ * the raw stack from the captured sp upward (capped), which the attacher
+ * unwinds out of process.  The copy is a plain word loop: memcpy may be
+ * instrumented or vectorised in ways that trip on stack guard areas.
+ */
+#define _GNU_SOURCE
+#include "sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ha_ring.h"
+#include "hooks.h"
+
+__thread struct ha_tstate ha_ts __attribute__((tls_model("initial-exec")));
+uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
+
+/* While dormant, a thread looks at the session state again after this many
+ * bytes: cheap, and it notices a new session soon enough. */
+#define DORMANT_COUNTDOWN (1 << 20)
+
+static struct ha_sampler_cfg cfg;  /* written by the agent thread only while inactive */
+static uint32_t active;            /* 1 while a session may write to the ring */
+static uint32_t session;           /* current session number, never 0 when active */
+static uint64_t inflight;          /* threads between "may write" and "done" */
+static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) * HA_LS_WAYS addresses */
+static uint64_t n_samples, n_frees, n_untracked, seq;
+
+/* ------------------------------------------------------------------ */
+/* live sampled set                                                    */
+/* ------------------------------------------------------------------ */
+
+static size_t ls_bytes(void)
+{
+	return (sizeof(uint64_t) << HA_LS_BUCKET_BITS) * HA_LS_WAYS;
+}
+
+static int ls_insert(const void *p)
+{
+	uint32_t b = ha_ls_bucket(p);
+	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
+	/* Count first, fill after: a reader never sees an entry in a bucket
+	 * whose occupancy says empty. */
+	__atomic_fetch_add(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < HA_LS_WAYS; i++) {
+		uint64_t expect = 0;
+		if (__atomic_compare_exchange_n(&way[i], &expect, (uint64_t)(uintptr_t)p, 0,
+		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return 1;
+	}
+	__atomic_fetch_sub(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int ls_remove(const void *p)
+{
+	uint32_t b = ha_ls_bucket(p);
+	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
+	for (int i = 0; i < HA_LS_WAYS; i++) {
+		uint64_t expect = (uint64_t)(uintptr_t)p;
+		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == expect &&
+		    __atomic_compare_exchange_n(&way[i], &expect, 0, 0, __ATOMIC_SEQ_CST,
+		                                __ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* per-thread state                                                    */
+/* ------------------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Bytes until the next sample: exponential with mean interval. */
+static int64_t draw_countdown(uint64_t interval)
+{
+	if (interval <= 1)
+		return 0; /* every allocation of at least one byte */
+	/* u in (0, 1]: 53 random bits, never 0. */
+	double u = (double)((rng_next(&ha_ts.rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double d = -log(u) * (double)interval;
+	return d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
+}
+
+static void thread_setup(void)
+{
+	if (!ha_ts.tid)
+		ha_ts.tid = (uint32_t)syscall(SYS_gettid);
+	if (!ha_ts.rng) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ha_ts.rng = ((uint64_t)t.tv_nsec * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)ha_ts.tid << 32) ^
+		            (uint64_t)(uintptr_t)&t;
+		if (!ha_ts.rng)
+			ha_ts.rng = 0x853c49e6748fea9bULL;
+	}
+	if (!ha_ts.stack_hi) {
+		/* pthread_getattr_np allocates (and reads /proc/self/maps for the
+		 * main thread): the caller holds the re-entrancy guard. */
+		pthread_attr_t attr;
+		void *lo;
+		size_t size;
+		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+			if (pthread_attr_getstack(&attr, &lo, &size) == 0)
+				ha_ts.stack_hi = (uint64_t)(uintptr_t)lo + size;
+			pthread_attr_destroy(&attr);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* records                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Enter the ring-writing section; 0 if no session is active. */
+static int ring_enter(void)
+{
+	__atomic_fetch_add(&inflight, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST))
+		return 1;
+	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void ring_leave(void)
+{
+	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Capture the registers and copy the stack into a new record.  noinline:
+ * the captured rip, rsp and callee-saved registers all belong to this
+ * frame, which the attacher unwinds (and then skips as the agent's own). */
+__attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn)
+{
+	struct ha_regs r;
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+	                 "mov %%rax, 0(%0)\n\t"
+	                 "mov %%rsp, 8(%0)\n\t"
+	                 "mov %%rbp, 16(%0)\n\t"
+	                 "mov %%rbx, 24(%0)\n\t"
+	                 "mov %%r12, 32(%0)\n\t"
+	                 "mov %%r13, 40(%0)\n\t"
+	                 "mov %%r14, 48(%0)\n\t"
+	                 "mov %%r15, 56(%0)\n\t"
+	                 :
+	                 : "r"(&r)
+	                 : "rax", "memory");
+	uint64_t lo = r.rsp, hi = ha_ts.stack_hi, len;
+	uint16_t flags = 0;
+	if (hi <= lo || hi - lo > (64ull << 20))
+		hi = lo + cfg.stack_bytes; /* unknown bounds: the cap only */
+	len = (hi - lo) & ~7ull;
+	if (len > cfg.stack_bytes) {
+		len = cfg.stack_bytes & ~7u;
+		flags |= HA_REC_F_TRUNCATED;
+	}
+	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) + len));
+	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block);
+	if (!rec)
+		return;
+	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
+	s->seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+	s->time_ns = now_ns();
+	s->addr = (uint64_t)(uintptr_t)p;
+	s->size = size;
+	s->tid = ha_ts.tid;
+	s->func = (uint16_t)fn;
+	s->pad = 0;
+	s->stack_len = (uint32_t)len;
+	s->pad2 = 0;
+	s->regs = r;
+	const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)lo;
+	uint64_t *dst = (uint64_t *)(s + 1);
+	for (uint64_t i = 0; i < len / 8; i++)
+		dst[i] = src[i];
+	ha_ring_publish(cfg.ring, rec, rec_len, HA_REC_SAMPLE, flags);
+	__atomic_fetch_add(&n_samples, 1, __ATOMIC_RELAXED);
+}
+
+void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn)
+{
+	int saved_errno = errno;
+	if (ha_hook_guard)
+		goto out; /* an allocation made by our own sampling code */
+	uint32_t sess = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
+		ha_ts.countdown = DORMANT_COUNTDOWN;
+		goto out;
+	}
+	ha_hook_guard = 1;
+	thread_setup();
+	if (ha_ts.session != sess) {
+		/* First look at this session: start a fresh countdown here (the
+		 * exponential has no memory, so this adds no bias). */
+		ha_ts.session = sess;
+		if (cfg.interval > 1) {
+			ha_ts.countdown = draw_countdown(cfg.interval);
+			ha_hook_guard = 0;
+			goto out;
+		}
+	}
+	ha_ts.countdown = draw_countdown(cfg.interval);
+	if (p && ring_enter()) {
+		if (ls_insert(p))
+			write_sample(p, size, fn);
+		else
+			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
+		ring_leave();
+	}
+	ha_hook_guard = 0;
+out:
+	errno = saved_errno;
+}
+
+void ha_sample_free(void *p)
+{
+	int saved_errno = errno;
+	if (!ring_enter())
+		goto out;
+	if (ls_remove(p)) {
+		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
+		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
+		if (f) {
+			if (!ha_ts.tid)
+				ha_ts.tid = (uint32_t)syscall(SYS_gettid);
+			f->seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+			f->time_ns = now_ns();
+			f->addr = (uint64_t)(uintptr_t)p;
+			f->tid = ha_ts.tid;
+			f->pad = 0;
+			ha_ring_publish(cfg.ring, f, len, HA_REC_FREE, 0);
+			__atomic_fetch_add(&n_frees, 1, __ATOMIC_RELAXED);
+		}
+	}
+	ring_leave();
+out:
+	errno = saved_errno;
+}
+
+void ha_sampler_start(const struct ha_sampler_cfg *c)
+{
+	if (!ls_table) {
+		/* Allocated once, never unmapped: a free hook may read it at any
+		 * time, even long after a session.  Pages are given back at stop. */
+		void *t = mmap(NULL, ls_bytes(), PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (t == MAP_FAILED)
+			return; /* no live set: the session samples nothing */
+		ls_table = t;
+	}
+	cfg = *c;
+	n_samples = n_frees = n_untracked = seq = 0;
+	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&session, s ? s : 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&active, 1, __ATOMIC_SEQ_CST);
+}
+
+void ha_sampler_stop(void)
+{
+	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	/* Threads that entered before the store finish their record; none can
+	 * enter after it.  The wait is as long as one stack copy. */
+	while (__atomic_load_n(&inflight, __ATOMIC_SEQ_CST) != 0) {
+		struct timespec t = { 0, 50000 };
+		nanosleep(&t, NULL);
+	}
+	if (ls_table) {
+		madvise(ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
+		memset(ha_ls_occ, 0, sizeof ha_ls_occ);
+	}
+}
+
+void ha_sampler_counters(uint64_t *samples, uint64_t *frees, uint64_t *untracked)
+{
+	*samples = __atomic_load_n(&n_samples, __ATOMIC_RELAXED);
+	*frees = __atomic_load_n(&n_frees, __ATOMIC_RELAXED);
+	*untracked = __atomic_load_n(&n_untracked, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,85 @@
+/*
+ * sampler.h -- Poisson sampling of allocations inside the target, and the
+ * set of sampled blocks still live (so that only their frees leave the
+ * process).
+ *
+ * The path that does not sample is a handful of instructions on per-thread
+ * state (initial-exec TLS): subtract the size from a countdown, test the
+ * sign.  A free of a block that was never sampled costs one hash and one
+ * load from a small occupancy table.  Nothing on those paths locks, and
+ * nothing on any path allocates outside the re-entrancy guard.
+ *
+ * The ring is touched only while a thread holds an "in flight" count, so
+ * ha_sampler_stop() can wait until nobody writes before the ring is unmapped.
+ */
+#ifndef HA_AGENT_SAMPLER_H
+#define HA_AGENT_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ha_proto.h"
+
+#define HA_HIDDEN __attribute__((visibility("hidden")))
+
+struct ha_sampler_cfg {
+	struct ha_ring_hdr *ring;
+	uint64_t data_size;
+	uint64_t interval;      /* mean bytes between samples; 1 = every call */
+	uint32_t stack_bytes;   /* cap of each stack copy */
+	int block;              /* wait when the ring is full */
+};
+
+/* Per-thread sampling state.  Zero-initialised TLS is "not set up yet". */
+struct ha_tstate {
+	int64_t countdown;      /* bytes until the next sample */
+	uint64_t rng;
+	uint64_t stack_hi;      /* top of this thread's stack, 0 = unknown */
+	uint32_t tid;
+	uint32_t session;       /* the session the countdown was drawn for */
+};
+extern HA_HIDDEN __thread struct ha_tstate ha_ts __attribute__((tls_model("initial-exec")));
+
+/* Occupancy of the live-set buckets: 0 means "no sampled block hashes
+ * here", the cheap negative answer for frees. */
+#define HA_LS_BUCKET_BITS 13
+#define HA_LS_WAYS 8
+extern HA_HIDDEN uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
+
+static inline uint32_t ha_ls_bucket(const void *p)
+{
+	return (uint32_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - HA_LS_BUCKET_BITS));
+}
+
+/* Could p be a live sampled block?  (False positives allowed, never false
+ * negatives while a session is active.) */
+static inline int ha_ls_maybe(const void *p)
+{
+	return __atomic_load_n(&ha_ls_occ[ha_ls_bucket(p)], __ATOMIC_RELAXED) != 0;
+}
+
+/* Account size bytes; nonzero when this allocation is to be sampled. */
+static inline int ha_sampler_due(size_t size)
+{
+	ha_ts.countdown -= (int64_t)size;
+	return __builtin_expect(ha_ts.countdown < 0, 0);
+}
+
+/* The allocation that made the countdown run out: record it (or, outside a
+ * session or inside the guard, just draw a new countdown).  errno is kept. */
+HA_HIDDEN void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn);
+
+/* p, for which ha_ls_maybe() said yes, is being freed or moved: if it was a
+ * live sampled block, send its free.  Call before the real free. */
+HA_HIDDEN void ha_sample_free(void *p);
+
+/* Start a session (the ring is mapped, hooks not yet installed). */
+HA_HIDDEN void ha_sampler_start(const struct ha_sampler_cfg *cfg);
+/* Stop: no thread writes to the ring after this returns; the live set is
+ * emptied.  Call after the hooks are restored, before unmapping the ring. */
+HA_HIDDEN void ha_sampler_stop(void);
+
+/* Samples taken and sampled frees sent in this session. */
+HA_HIDDEN void ha_sampler_counters(uint64_t *samples, uint64_t *frees, uint64_t *untracked);
+
+#endif /* HA_AGENT_SAMPLER_H */

@@ -1,0 +1,353 @@
+-- heapattach profile database, schema version 1.
+--
+-- Written by heapattach (src/db.c, one writer thread per attacher), read by
+-- heapdiff and by anyone with the sqlite3 CLI:
+--
+--     sqlite3 -header -column heapattach-myservice-4242.db \
+--       'SELECT * FROM growth_text WHERE from_snapshot = 1 AND to_snapshot = 7
+--        ORDER BY live_bytes_delta DESC LIMIT 10'
+--
+-- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 1);
+-- a program reading the file checks both and refuses other versions.  The
+-- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
+-- it while heapattach is writing, and a crash of the writer loses at most the
+-- snapshot in progress.
+--
+-- Model.  A session is one attachment to one process.  The attacher keeps,
+-- for every callstack and kind of memory, CUMULATIVE values since the session
+-- began (allocated, freed and live objects and bytes; unbiased estimates from
+-- sampling, hence REAL).  A snapshot stores only the buckets whose values
+-- changed since the previous snapshot of the same session, so
+--
+--     the value of a bucket at snapshot S is its latest row at or before S
+--     in the session of S (and it does not exist before its first row).
+--
+-- The view bucket_at does this lookup; use it (or the views built on it)
+-- rather than reading the buckets table directly.
+--
+-- Conventions: times are unix times in seconds (REAL); sizes are bytes;
+-- unknown text values are stored as '' (never NULL: they are part of the
+-- UNIQUE keys used for interning); ids are INTEGER PRIMARY KEYs and grow
+-- monotonically, so within a session a higher snapshot id is a later one.
+--
+-- Growing.  A new kind of memory is a row of kinds, not a schema change.
+-- The history of one callstack is one range of the buckets primary key
+-- (session, stack, kind, snapshot), which is what trend measures over all
+-- snapshots of a session (leak suspects) read.  Any change to the tables or
+-- views bumps schema_version; readers refuse a version they do not know.
+
+PRAGMA application_id = 1214603632;
+
+-- Identification of the file: format = 'heapattach', schema_version = '1'.
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '1');
+
+-- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap.
+CREATE TABLE kinds (
+	id   INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE
+);
+INSERT INTO kinds (id, name) VALUES (0, 'heap'), (1, 'mmap');
+
+-- One attachment to one process.  end_time is NULL while the attacher runs,
+-- and stays NULL if it died without detaching cleanly.
+CREATE TABLE sessions (
+	id              INTEGER PRIMARY KEY,
+	pid             INTEGER NOT NULL,
+	comm            TEXT NOT NULL DEFAULT '',   -- /proc/PID/comm
+	exe             TEXT NOT NULL DEFAULT '',   -- /proc/PID/exe
+	sample_interval INTEGER NOT NULL,           -- mean sampling interval, bytes
+	start_time      REAL NOT NULL,
+	end_time        REAL
+);
+
+-- A loaded object (executable or shared library); path '' = unknown
+-- (anonymous or JIT memory).  build_id is lowercase hex, '' if none.
+CREATE TABLE modules (
+	id       INTEGER PRIMARY KEY,
+	path     TEXT NOT NULL,
+	build_id TEXT NOT NULL DEFAULT '',
+	UNIQUE (path, build_id)
+);
+
+-- A symbolized frame.  rel_pc is the program counter relative to the
+-- module's load base (what addr2line/eu-addr2line take with the module's
+-- file), kept so that a profile can be re-symbolized later.  An inlined
+-- function gets its own frame (inlined = 1) with the same module and rel_pc
+-- as the frame it was inlined into, which follows it in the stack.
+-- function, file: '' = unknown; line: 0 = unknown.
+CREATE TABLE frames (
+	id        INTEGER PRIMARY KEY,
+	module_id INTEGER NOT NULL REFERENCES modules (id),
+	rel_pc    INTEGER NOT NULL,
+	function  TEXT NOT NULL DEFAULT '',         -- demangled
+	file      TEXT NOT NULL DEFAULT '',
+	line      INTEGER NOT NULL DEFAULT 0,
+	inlined   INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (module_id, rel_pc, function, file, line, inlined)
+);
+
+-- An interned callstack.  hash is a 64-bit hash of the content of its
+-- frames (module path and build-id, rel_pc, function, file, line, inlined),
+-- so the same callstack gets the same id in every session of the file.
+CREATE TABLE stacks (
+	id    INTEGER PRIMARY KEY,
+	hash  INTEGER NOT NULL UNIQUE,
+	depth INTEGER NOT NULL
+);
+
+-- The frames of a stack: pos 0 is the leaf (the code that called the
+-- allocator), pos depth-1 the outermost frame (main, thread start...).
+CREATE TABLE stack_frames (
+	stack_id INTEGER NOT NULL REFERENCES stacks (id),
+	pos      INTEGER NOT NULL,
+	frame_id INTEGER NOT NULL REFERENCES frames (id),
+	PRIMARY KEY (stack_id, pos)
+) WITHOUT ROWID;
+CREATE INDEX stack_frames_frame ON stack_frames (frame_id);
+
+-- A snapshot of a session.  samples, drops (ring full) and unwind_failures
+-- are cumulative counts since the session began, like the buckets.
+-- reason: 'periodic', 'signal' (SIGUSR1), 'detach' or 'exit' (target exited).
+CREATE TABLE snapshots (
+	id              INTEGER PRIMARY KEY,
+	session_id      INTEGER NOT NULL REFERENCES sessions (id),
+	time            REAL NOT NULL,
+	rss_bytes       INTEGER NOT NULL,           -- VmRSS of the target
+	samples         INTEGER NOT NULL DEFAULT 0,
+	drops           INTEGER NOT NULL DEFAULT 0,
+	unwind_failures INTEGER NOT NULL DEFAULT 0,
+	reason          TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX snapshots_session ON snapshots (session_id, id);
+
+-- Cumulative values of (stack, kind) in a session, written at a snapshot
+-- only when they changed since the previous snapshot of the session.
+-- session_id repeats snapshots.session_id so that the latest row at or
+-- before a snapshot is one index seek.  live = alloc - free.
+CREATE TABLE buckets (
+	session_id  INTEGER NOT NULL REFERENCES sessions (id),
+	stack_id    INTEGER NOT NULL REFERENCES stacks (id),
+	kind        INTEGER NOT NULL REFERENCES kinds (id),
+	snapshot_id INTEGER NOT NULL REFERENCES snapshots (id),
+	alloc_count REAL NOT NULL,
+	alloc_bytes REAL NOT NULL,
+	free_count  REAL NOT NULL,
+	free_bytes  REAL NOT NULL,
+	live_count  REAL NOT NULL,
+	live_bytes  REAL NOT NULL,
+	PRIMARY KEY (session_id, stack_id, kind, snapshot_id)
+) WITHOUT ROWID;
+CREATE INDEX buckets_snapshot ON buckets (snapshot_id);
+
+-- Every (stack, kind) that has a bucket in a session, with the snapshot of
+-- its first row: the keys of the session's buckets, kept by the writer in
+-- the same transaction as the buckets.
+CREATE TABLE session_stacks (
+	session_id        INTEGER NOT NULL REFERENCES sessions (id),
+	stack_id          INTEGER NOT NULL REFERENCES stacks (id),
+	kind              INTEGER NOT NULL REFERENCES kinds (id),
+	first_snapshot_id INTEGER NOT NULL REFERENCES snapshots (id),
+	PRIMARY KEY (session_id, stack_id, kind)
+) WITHOUT ROWID;
+
+-- ======================================================================
+-- Views.  Columns named kind in views hold the name ('heap', 'mmap').
+-- Estimates are REAL: round them for display, e.g. printf('%.0f', x).
+-- ======================================================================
+
+-- bucket_at: the value of every bucket at every snapshot, i.e. the live
+-- heap per stack at each snapshot (and the cumulative alloc/free totals).
+-- written_at is the snapshot whose row holds the value.
+--   Live heap at snapshot 7, largest first:
+--     SELECT stack_id, kind, live_bytes, live_count FROM bucket_at
+--      WHERE snapshot_id = 7 ORDER BY live_bytes DESC;
+--   History of one stack:
+--     SELECT snapshot_id, time, live_bytes FROM bucket_at
+--      WHERE stack_id = 12 ORDER BY snapshot_id;
+CREATE VIEW bucket_at AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, k.stack_id, kn.name AS kind,
+       b.snapshot_id AS written_at,
+       b.alloc_count, b.alloc_bytes, b.free_count, b.free_bytes,
+       b.live_count, b.live_bytes
+  FROM snapshots s
+  JOIN session_stacks k ON k.session_id = s.session_id AND k.first_snapshot_id <= s.id
+  JOIN buckets b ON b.session_id = s.session_id AND b.stack_id = k.stack_id
+                AND b.kind = k.kind
+                AND b.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x
+                                      WHERE x.session_id = s.session_id
+                                        AND x.stack_id = k.stack_id
+                                        AND x.kind = k.kind
+                                        AND x.snapshot_id <= s.id)
+  JOIN kinds kn ON kn.id = k.kind;
+
+-- growth: what changed per stack between any two snapshots; select the
+-- pair with from_snapshot and to_snapshot (it may span two sessions: then
+-- the values of each snapshot come from its own session).  The *_delta
+-- columns are the value at to_snapshot minus the value at from_snapshot
+-- (a bucket that does not exist yet counts as 0).
+--   What grew from snapshot 1 to snapshot 7 (what heapdiff DB 1 7 shows):
+--     SELECT stack_id, kind, live_bytes_delta, live_count_delta FROM growth
+--      WHERE from_snapshot = 1 AND to_snapshot = 7 AND live_bytes_delta <> 0
+--      ORDER BY live_bytes_delta DESC LIMIT 10;
+CREATE VIEW growth AS
+SELECT a.id AS from_snapshot, b.id AS to_snapshot, k.stack_id, kn.name AS kind,
+       coalesce(vb.live_bytes, 0.0) - coalesce(va.live_bytes, 0.0) AS live_bytes_delta,
+       coalesce(vb.live_count, 0.0) - coalesce(va.live_count, 0.0) AS live_count_delta,
+       coalesce(vb.alloc_bytes, 0.0) - coalesce(va.alloc_bytes, 0.0) AS alloc_bytes_delta,
+       coalesce(vb.alloc_count, 0.0) - coalesce(va.alloc_count, 0.0) AS alloc_count_delta,
+       coalesce(vb.free_bytes, 0.0) - coalesce(va.free_bytes, 0.0) AS free_bytes_delta,
+       coalesce(vb.free_count, 0.0) - coalesce(va.free_count, 0.0) AS free_count_delta,
+       coalesce(va.live_bytes, 0.0) AS from_live_bytes,
+       coalesce(vb.live_bytes, 0.0) AS to_live_bytes
+  FROM snapshots a
+  JOIN snapshots b
+  -- keys: every bucket that exists at b ...
+  JOIN session_stacks k ON k.session_id = b.session_id AND k.first_snapshot_id <= b.id
+  JOIN kinds kn ON kn.id = k.kind
+  LEFT JOIN buckets va ON va.session_id = a.session_id AND va.stack_id = k.stack_id
+                      AND va.kind = k.kind
+                      AND va.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x
+                                             WHERE x.session_id = a.session_id
+                                               AND x.stack_id = k.stack_id
+                                               AND x.kind = k.kind
+                                               AND x.snapshot_id <= a.id)
+  JOIN buckets vb ON vb.session_id = b.session_id AND vb.stack_id = k.stack_id
+                 AND vb.kind = k.kind
+                 AND vb.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x
+                                        WHERE x.session_id = b.session_id
+                                          AND x.stack_id = k.stack_id
+                                          AND x.kind = k.kind
+                                          AND x.snapshot_id <= b.id)
+UNION ALL
+SELECT a.id, b.id, k.stack_id, kn.name,
+       -va.live_bytes, -va.live_count, -va.alloc_bytes, -va.alloc_count,
+       -va.free_bytes, -va.free_count, va.live_bytes, 0.0
+  FROM snapshots a
+  JOIN snapshots b
+  -- ... and every bucket that exists at a but not at b (b earlier than a,
+  -- or in another session)
+  JOIN session_stacks k ON k.session_id = a.session_id AND k.first_snapshot_id <= a.id
+  JOIN kinds kn ON kn.id = k.kind
+  JOIN buckets va ON va.session_id = a.session_id AND va.stack_id = k.stack_id
+                 AND va.kind = k.kind
+                 AND va.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x
+                                        WHERE x.session_id = a.session_id
+                                          AND x.stack_id = k.stack_id
+                                          AND x.kind = k.kind
+                                          AND x.snapshot_id <= a.id)
+ WHERE NOT EXISTS (SELECT 1 FROM session_stacks kb
+                    WHERE kb.session_id = b.session_id AND kb.stack_id = k.stack_id
+                      AND kb.kind = k.kind AND kb.first_snapshot_id <= b.id);
+
+-- session_bounds: the first and last snapshot of every session.
+--     SELECT * FROM session_bounds ORDER BY session_id DESC LIMIT 1;
+CREATE VIEW session_bounds AS
+SELECT s.id AS session_id, s.pid, s.comm,
+       (SELECT min(id) FROM snapshots WHERE session_id = s.id) AS first_snapshot,
+       (SELECT max(id) FROM snapshots WHERE session_id = s.id) AS last_snapshot,
+       (SELECT count(*) FROM snapshots WHERE session_id = s.id) AS snapshots
+  FROM sessions s;
+
+-- frame_text: one frame as text, "function (file:line)"; an unknown
+-- function shows as 0x<rel_pc> in <module>, an unknown file is left out.
+--   Where a function was seen, with its module and offset (to re-symbolize):
+--     SELECT text, module, printf('0x%x', rel_pc) FROM frame_text
+--      WHERE function LIKE '%parse%';
+CREATE VIEW frame_text AS
+SELECT f.id AS frame_id, f.module_id, m.path AS module, f.rel_pc, f.function,
+       f.file, f.line, f.inlined,
+       CASE WHEN f.function <> '' THEN f.function
+            ELSE printf('0x%x in %s', f.rel_pc,
+                        CASE WHEN m.path <> '' THEN m.path ELSE '[unknown]' END)
+       END
+       || CASE WHEN f.file <> '' THEN ' (' || f.file
+                 || CASE WHEN f.line > 0 THEN ':' || f.line ELSE '' END || ')'
+               ELSE '' END AS text
+  FROM frames f JOIN modules m ON m.id = f.module_id;
+
+-- stack_text: a whole stack on one line, leaf first:
+-- "leak (leak.c:12) <- handle (server.c:80) <- main (server.c:120)".
+-- leaf_function is the function of frame 0 ('' if unknown).
+--     SELECT text FROM stack_text WHERE stack_id = 12;
+CREATE VIEW stack_text AS
+SELECT st.id AS stack_id, st.depth,
+       (SELECT f.function FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+         WHERE sf.stack_id = st.id AND sf.pos = 0) AS leaf_function,
+       (WITH RECURSIVE r (pos, text) AS (
+            SELECT 0, ft.text FROM stack_frames sf
+              JOIN frame_text ft ON ft.frame_id = sf.frame_id
+             WHERE sf.stack_id = st.id AND sf.pos = 0
+            UNION ALL
+            SELECT r.pos + 1, r.text || ' <- ' || ft.text FROM r
+              JOIN stack_frames sf ON sf.stack_id = st.id AND sf.pos = r.pos + 1
+              JOIN frame_text ft ON ft.frame_id = sf.frame_id)
+        SELECT text FROM r ORDER BY pos DESC LIMIT 1) AS text
+  FROM stacks st;
+
+-- live_text / growth_text: bucket_at and growth with the stack as text.
+--     SELECT live_bytes, live_count, stack FROM live_text
+--      WHERE snapshot_id = 7 ORDER BY live_bytes DESC LIMIT 10;
+--     SELECT live_bytes_delta, stack FROM growth_text
+--      WHERE from_snapshot = 1 AND to_snapshot = 7
+--      ORDER BY live_bytes_delta DESC LIMIT 10;
+CREATE VIEW live_text AS
+SELECT v.snapshot_id, v.stack_id, v.kind, v.live_bytes, v.live_count,
+       v.alloc_bytes, v.alloc_count, t.text AS stack
+  FROM bucket_at v JOIN stack_text t ON t.stack_id = v.stack_id;
+
+CREATE VIEW growth_text AS
+SELECT g.from_snapshot, g.to_snapshot, g.stack_id, g.kind, g.live_bytes_delta,
+       g.live_count_delta, g.alloc_bytes_delta, g.alloc_count_delta, t.text AS stack
+  FROM growth g JOIN stack_text t ON t.stack_id = g.stack_id;
+
+-- top_sites: allocation sites (the leaf frame of the stacks, i.e. the code
+-- that called the allocator; all stacks through it summed) at every snapshot.
+--     SELECT site, live_bytes, alloc_bytes, stacks FROM top_sites
+--      WHERE snapshot_id = 7 ORDER BY live_bytes DESC LIMIT 10;
+CREATE VIEW top_sites AS
+SELECT v.snapshot_id, sf.frame_id, ft.text AS site, ft.module, v.kind,
+       total(v.live_bytes) AS live_bytes, total(v.live_count) AS live_count,
+       total(v.alloc_bytes) AS alloc_bytes, total(v.alloc_count) AS alloc_count,
+       total(v.free_bytes) AS free_bytes, total(v.free_count) AS free_count,
+       count(*) AS stacks
+  FROM bucket_at v
+  JOIN stack_frames sf ON sf.stack_id = v.stack_id AND sf.pos = 0
+  JOIN frame_text ft ON ft.frame_id = sf.frame_id
+ GROUP BY v.snapshot_id, sf.frame_id, v.kind;
+
+-- module_totals: live heap per module at every snapshot.  self_* counts
+-- the stacks whose leaf frame is in the module (allocated by its code);
+-- total_* counts every stack with a frame in the module (allocated by its
+-- code or by code it called), each stack once.
+--     SELECT module, self_live_bytes, total_live_bytes FROM module_totals
+--      WHERE snapshot_id = 7 ORDER BY total_live_bytes DESC;
+CREATE VIEW module_totals AS
+SELECT v.snapshot_id, m.id AS module_id, m.path AS module, m.build_id, v.kind,
+       total(CASE WHEN sm.leaf THEN v.live_bytes END) AS self_live_bytes,
+       total(CASE WHEN sm.leaf THEN v.live_count END) AS self_live_count,
+       total(v.live_bytes) AS total_live_bytes,
+       total(v.live_count) AS total_live_count,
+       total(CASE WHEN sm.leaf THEN v.alloc_bytes END) AS self_alloc_bytes,
+       total(v.alloc_bytes) AS total_alloc_bytes
+  FROM bucket_at v
+  JOIN (SELECT sf.stack_id, f.module_id, max(sf.pos = 0) AS leaf
+          FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+         GROUP BY sf.stack_id, f.module_id) sm ON sm.stack_id = v.stack_id
+  JOIN modules m ON m.id = sm.module_id
+ GROUP BY v.snapshot_id, m.id, v.kind;
+
+-- snapshot_totals: per snapshot, the estimated live heap (all stacks and
+-- kinds) next to the target's RSS, and the counters.
+--     SELECT snapshot_id, time, live_bytes, rss_bytes FROM snapshot_totals
+--      WHERE session_id = 1 ORDER BY snapshot_id;
+CREATE VIEW snapshot_totals AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
+       (SELECT total(v.live_bytes) FROM bucket_at v WHERE v.snapshot_id = s.id) AS live_bytes,
+       (SELECT total(v.live_count) FROM bucket_at v WHERE v.snapshot_id = s.id) AS live_count,
+       s.samples, s.drops, s.unwind_failures
+  FROM snapshots s;

@@ -1,0 +1,282 @@
+/* buckets.c -- callstack interning, per-stack estimates, live sampled
+ * blocks (see buckets.h).  Two open-addressing hash tables, both owned by
+ * the collector thread, so no locking anywhere. */
+#define _GNU_SOURCE
+#include "buckets.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct stack {
+	uint64_t hash;
+	uint64_t *pcs;
+	int n;
+	int changed;
+	struct ha_db_bucket v;
+};
+
+struct live {            /* key 0 = empty slot */
+	uint64_t addr;
+	uint32_t stack;
+	uint64_t size;
+	double weight;
+};
+
+struct ha_book {
+	struct stack *stacks;    /* index = id - 1 */
+	size_t nstacks, capstacks;
+	uint32_t *stack_index;   /* open addressing over ids; 0 = empty */
+	size_t index_cap;        /* power of two */
+	struct live *live;
+	size_t live_cap, nlive;  /* power of two; load kept under 1/2 */
+	uint32_t *changed;       /* ids changed since the last take */
+	size_t nchanged, capchanged;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t hash_pcs(const uint64_t *pcs, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+	for (int i = 0; i < n; i++)
+		h = mix64(h ^ pcs[i]) + 0x9e3779b97f4a7c15ULL;
+	return h ? h : 1;
+}
+
+double ha_sample_weight(uint64_t size, uint64_t interval)
+{
+	if (interval <= 1)
+		return 1.0;
+	if (size == 0)
+		size = 1;
+	double p = -expm1(-(double)size / (double)interval);
+	return p > 0 ? 1.0 / p : 1.0;
+}
+
+struct ha_book *ha_book_new(void)
+{
+	struct ha_book *b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->index_cap = 1024;
+	b->stack_index = calloc(b->index_cap, sizeof *b->stack_index);
+	b->live_cap = 1024;
+	b->live = calloc(b->live_cap, sizeof *b->live);
+	if (!b->stack_index || !b->live) {
+		ha_book_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void ha_book_free(struct ha_book *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->nstacks; i++)
+		free(b->stacks[i].pcs);
+	free(b->stacks);
+	free(b->stack_index);
+	free(b->live);
+	free(b->changed);
+	free(b);
+}
+
+static int grow_index(struct ha_book *b)
+{
+	size_t cap = b->index_cap * 2;
+	uint32_t *idx = calloc(cap, sizeof *idx);
+	if (!idx)
+		return -1;
+	for (size_t i = 0; i < b->nstacks; i++) {
+		size_t j = b->stacks[i].hash & (cap - 1);
+		while (idx[j])
+			j = (j + 1) & (cap - 1);
+		idx[j] = (uint32_t)(i + 1);
+	}
+	free(b->stack_index);
+	b->stack_index = idx;
+	b->index_cap = cap;
+	return 0;
+}
+
+uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int *is_new)
+{
+	uint64_t h = hash_pcs(pcs, n);
+	size_t j = h & (b->index_cap - 1);
+	*is_new = 0;
+	for (uint32_t id; (id = b->stack_index[j]) != 0; j = (j + 1) & (b->index_cap - 1)) {
+		const struct stack *s = &b->stacks[id - 1];
+		if (s->hash == h && s->n == n && memcmp(s->pcs, pcs, (size_t)n * sizeof *pcs) == 0)
+			return id;
+	}
+	if (b->nstacks == b->capstacks) {
+		size_t cap = b->capstacks ? b->capstacks * 2 : 256;
+		struct stack *ns = realloc(b->stacks, cap * sizeof *ns);
+		if (!ns)
+			return 0;
+		b->stacks = ns;
+		b->capstacks = cap;
+	}
+	struct stack *s = &b->stacks[b->nstacks];
+	memset(s, 0, sizeof *s);
+	s->pcs = malloc((size_t)(n ? n : 1) * sizeof *pcs);
+	if (!s->pcs)
+		return 0;
+	memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
+	s->n = n;
+	s->hash = h;
+	uint32_t id = (uint32_t)++b->nstacks;
+	s->v.stack_id = id;
+	b->stack_index[j] = id;
+	if (b->nstacks * 2 > b->index_cap && grow_index(b) != 0) {
+		/* The table is still valid, only fuller: carry on. */
+	}
+	*is_new = 1;
+	return id;
+}
+
+static void mark_changed(struct ha_book *b, struct stack *s)
+{
+	if (s->changed)
+		return;
+	if (b->nchanged == b->capchanged) {
+		size_t cap = b->capchanged ? b->capchanged * 2 : 256;
+		uint32_t *nc = realloc(b->changed, cap * sizeof *nc);
+		if (!nc)
+			return; /* reported at the next change that fits */
+		b->changed = nc;
+		b->capchanged = cap;
+	}
+	s->changed = 1;
+	b->changed[b->nchanged++] = (uint32_t)s->v.stack_id;
+}
+
+static size_t live_slot(const struct ha_book *b, uint64_t addr)
+{
+	return mix64(addr) & (b->live_cap - 1);
+}
+
+static int grow_live(struct ha_book *b)
+{
+	size_t old_cap = b->live_cap, cap = old_cap * 2;
+	struct live *old = b->live, *nl = calloc(cap, sizeof *nl);
+	if (!nl)
+		return -1;
+	b->live = nl;
+	b->live_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].addr) {
+			size_t j = live_slot(b, old[i].addr);
+			while (nl[j].addr)
+				j = (j + 1) & (cap - 1);
+			nl[j] = old[i];
+		}
+	free(old);
+	return 0;
+}
+
+/* Remove slot i with backward-shift deletion (keeps probe chains intact). */
+static void live_delete(struct ha_book *b, size_t i)
+{
+	size_t mask = b->live_cap - 1;
+	for (size_t j = (i + 1) & mask; b->live[j].addr; j = (j + 1) & mask) {
+		size_t home = live_slot(b, b->live[j].addr);
+		/* Move j into the hole at i if its home is not in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			b->live[i] = b->live[j];
+			i = j;
+		}
+	}
+	memset(&b->live[i], 0, sizeof b->live[i]);
+	b->nlive--;
+}
+
+void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
+{
+	if (stack == 0 || stack > b->nstacks || addr == 0)
+		return;
+	/* The same address sampled twice without a free in between (a free we
+	 * did not see): the older sample is no longer live. */
+	ha_book_release(b, addr);
+	if ((b->nlive + 1) * 2 > b->live_cap && grow_live(b) != 0)
+		return;
+	size_t j = live_slot(b, addr);
+	while (b->live[j].addr)
+		j = (j + 1) & (b->live_cap - 1);
+	b->live[j] = (struct live){ addr, stack, size, weight };
+	b->nlive++;
+	struct stack *s = &b->stacks[stack - 1];
+	s->v.alloc_count += weight;
+	s->v.alloc_bytes += weight * (double)size;
+	s->v.live_count += weight;
+	s->v.live_bytes += weight * (double)size;
+	mark_changed(b, s);
+}
+
+int ha_book_release(struct ha_book *b, uint64_t addr)
+{
+	if (!addr)
+		return 0;
+	for (size_t j = live_slot(b, addr); b->live[j].addr; j = (j + 1) & (b->live_cap - 1)) {
+		if (b->live[j].addr != addr)
+			continue;
+		struct live l = b->live[j];
+		struct stack *s = &b->stacks[l.stack - 1];
+		s->v.free_count += l.weight;
+		s->v.free_bytes += l.weight * (double)l.size;
+		s->v.live_count -= l.weight;
+		s->v.live_bytes -= l.weight * (double)l.size;
+		/* Rounding must never show a negative live heap. */
+		if (s->v.live_count < 1e-6)
+			s->v.live_count = 0;
+		if (s->v.live_bytes < 1e-3)
+			s->v.live_bytes = 0;
+		mark_changed(b, s);
+		live_delete(b, j);
+		return 1;
+	}
+	return 0;
+}
+
+size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
+{
+	size_t n = b->nchanged;
+	*rows = NULL;
+	if (n == 0)
+		return 0;
+	struct ha_db_bucket *r = malloc(n * sizeof *r);
+	if (!r)
+		return 0; /* the marks stay: the next snapshot carries them */
+	for (size_t i = 0; i < n; i++) {
+		struct stack *s = &b->stacks[b->changed[i] - 1];
+		r[i] = s->v;
+		s->changed = 0;
+	}
+	b->nchanged = 0;
+	*rows = r;
+	return n;
+}
+
+void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_count,
+                    size_t *stacks, size_t *live_blocks)
+{
+	double lb = 0, lc = 0;
+	for (size_t i = 0; i < b->nstacks; i++) {
+		lb += b->stacks[i].v.live_bytes;
+		lc += b->stacks[i].v.live_count;
+	}
+	*live_bytes = lb;
+	*live_count = lc;
+	*stacks = b->nstacks;
+	*live_blocks = b->nlive;
+}

@@ -1,0 +1,43 @@
+/* buckets.h -- the attacher's bookkeeping: callstacks interned by their
+ * program counters, per-callstack allocation/free/live estimates, and the
+ * set of sampled blocks still live.  Owned by one thread (the collector).
+ *
+ * Estimates are unbiased: a sample of size S taken at mean interval I
+ * stands for 1 / (1 - exp(-S/I)) allocations of that size (Go's
+ * scaleHeapSample); the free of a sampled block removes what its sample
+ * added. */
+#ifndef HA_BUCKETS_H
+#define HA_BUCKETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "db.h"
+
+struct ha_book;
+
+struct ha_book *ha_book_new(void);
+void ha_book_free(struct ha_book *b);
+
+/* Weight of one sample of size bytes at mean interval (1 = every call). */
+double ha_sample_weight(uint64_t size, uint64_t interval);
+
+/* Intern a stack of n pcs (leaf first); *is_new tells whether it was seen
+ * for the first time.  Returns its id (>= 1), 0 when out of memory. */
+uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int *is_new);
+
+/* A sampled allocation of size bytes at addr with the given weight. */
+void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight);
+/* addr was freed: if it was a live sampled block, move its estimate from
+ * live to freed.  Returns 1 if it was, 0 otherwise. */
+int ha_book_release(struct ha_book *b, uint64_t addr);
+
+/* The buckets changed since the previous call, with their cumulative
+ * values (stack_id holds the local stack id).  *rows is malloc'ed; the
+ * caller owns it.  Returns the count. */
+size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
+
+/* Totals over every stack (live bytes and objects), for status lines. */
+void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_count,
+                    size_t *stacks, size_t *live_blocks);
+
+#endif

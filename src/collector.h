@@ -1,0 +1,53 @@
+/* collector.h -- the collector thread: drains the ring, unwinds each copied
+ * stack, interns callstacks, symbolizes the new ones, keeps the buckets, and
+ * on request turns what changed into a snapshot message for the writer.
+ * It owns the unwinder, the symbolizer and the bookkeeping; it talks to the
+ * main thread and the writer only through queues. */
+#ifndef HA_COLLECTOR_H
+#define HA_COLLECTOR_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "ha_proto.h"
+#include "queue.h"
+
+/* Messages the main thread sends to the collector. */
+enum { HA_CMD_SNAPSHOT = 1, HA_CMD_STOP = 2 };
+struct ha_cmd {
+	struct ha_qmsg q;
+	const char *reason;     /* static string: "periodic", "signal", ... */
+};
+
+/* Counters the collector publishes for status lines (relaxed atomics;
+ * written only by the collector). */
+struct ha_collector_stats {
+	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
+	uint64_t unwind_ns;     /* time spent unwinding */
+};
+
+struct ha_collector {
+	/* configuration, set before start */
+	pid_t pid;
+	struct ha_ring_hdr *ring;
+	uint64_t data_size;
+	uint64_t interval;
+	struct ha_queue *to_writer;
+	/* owned by the collector thread */
+	struct ha_queue inbox;
+	pthread_t thread;
+	struct ha_collector_stats stats;
+	struct ha_cmd stop_cmd;     /* the last command: no allocation can fail it */
+	char err[256];
+};
+
+/* Start the thread.  0 or -1 with c->err. */
+int ha_collector_start(struct ha_collector *c);
+/* Ask for a snapshot (reason: a static string). */
+void ha_collector_snapshot(struct ha_collector *c, const char *reason);
+/* Drain what is left, write the final snapshot, stop, join. */
+void ha_collector_stop(struct ha_collector *c, const char *reason);
+/* Read a consistent-enough copy of the counters (main thread). */
+void ha_collector_read_stats(struct ha_collector *c, struct ha_collector_stats *out);
+
+#endif

@@ -1,0 +1,978 @@
+/* db.c -- the profile database (schema/schema.sql, compiled into
+ * ha_schema_sql[] by the Makefile).
+ *
+ * Opening: an existing non-empty file is first checked through a read-only
+ * connection (a read-only connection never writes the main file, not even a
+ * checkpoint on close), so a refused file is left exactly as it was.  A new
+ * or empty file gets the schema in one transaction.
+ *
+ * Writing: the file is in WAL mode with synchronous=NORMAL, so interning a
+ * new callstack is a cheap transaction of its own; a snapshot is one
+ * transaction committed with synchronous=FULL, which also makes everything
+ * committed before it durable.  A kill -9 at any moment loses at most the
+ * transaction in progress.
+ *
+ * Interning: modules and frames by INSERT OR IGNORE on their UNIQUE keys and
+ * a lookup; callstacks by a 64-bit content hash (stacks.hash, verified
+ * against the stored frames on a hit, with linear probing on a collision)
+ * and an in-memory cache keyed by a 128-bit content hash, so a callstack
+ * already seen costs no SQL at all. */
+#define _GNU_SOURCE
+#include "db.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+extern const char ha_schema_sql[];
+
+/* PRAGMA application_id of a heapattach database: 0x48656170, "Heap". */
+#define HA_DB_APPLICATION_ID 1214603632
+#define HA_DB_BUSY_TIMEOUT_MS 10000
+#define HA_DB_HASH_PROBES 16
+
+struct stack_slot {
+	uint64_t a, b;            /* 128-bit content hash */
+	int64_t id;               /* 0 = empty slot */
+};
+
+struct module_slot {
+	uint64_t h;
+	int64_t id;               /* 0 = empty slot */
+	char *path, *build_id;
+};
+
+enum {
+	ST_INS_MODULE, ST_SEL_MODULE, ST_INS_FRAME, ST_SEL_FRAME,
+	ST_INS_STACK, ST_SEL_STACK, ST_SEL_STACK_FRAMES, ST_INS_STACK_FRAME,
+	ST_INS_SESSION, ST_END_SESSION, ST_INS_SNAPSHOT, ST_INS_BUCKET,
+	ST_INS_SESSION_STACK, ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_INS_MODULE] = "INSERT OR IGNORE INTO modules (path, build_id) VALUES (?1, ?2)",
+	[ST_SEL_MODULE] = "SELECT id FROM modules WHERE path = ?1 AND build_id = ?2",
+	[ST_INS_FRAME] = "INSERT OR IGNORE INTO frames (module_id, rel_pc, function, file, line, inlined)"
+	                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_SEL_FRAME] = "SELECT id FROM frames WHERE module_id = ?1 AND rel_pc = ?2 AND function = ?3"
+	                 " AND file = ?4 AND line = ?5 AND inlined = ?6",
+	[ST_INS_STACK] = "INSERT OR IGNORE INTO stacks (hash, depth) VALUES (?1, ?2)",
+	[ST_SEL_STACK] = "SELECT id, depth FROM stacks WHERE hash = ?1",
+	[ST_SEL_STACK_FRAMES] = "SELECT frame_id FROM stack_frames WHERE stack_id = ?1 ORDER BY pos",
+	[ST_INS_STACK_FRAME] = "INSERT INTO stack_frames (stack_id, pos, frame_id) VALUES (?1, ?2, ?3)",
+	[ST_INS_SESSION] = "INSERT INTO sessions (pid, comm, exe, sample_interval, start_time)"
+	                   " VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_END_SESSION] = "UPDATE sessions SET end_time = ?2 WHERE id = ?1",
+	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
+	                    " unwind_failures, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_INS_BUCKET] = "INSERT INTO buckets (session_id, stack_id, kind, snapshot_id,"
+	                  " alloc_count, alloc_bytes, free_count, free_bytes, live_count, live_bytes)"
+	                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+	                  /* Two buckets of one snapshot with the same callstack
+	                   * (two callers' stacks that symbolize the same) are
+	                   * one bucket: their cumulative values add up. */
+	                  " ON CONFLICT DO UPDATE SET"
+	                  " alloc_count = alloc_count + excluded.alloc_count,"
+	                  " alloc_bytes = alloc_bytes + excluded.alloc_bytes,"
+	                  " free_count = free_count + excluded.free_count,"
+	                  " free_bytes = free_bytes + excluded.free_bytes,"
+	                  " live_count = live_count + excluded.live_count,"
+	                  " live_bytes = live_bytes + excluded.live_bytes",
+	[ST_INS_SESSION_STACK] = "INSERT OR IGNORE INTO session_stacks"
+	                         " (session_id, stack_id, kind, first_snapshot_id) VALUES (?1, ?2, ?3, ?4)",
+};
+
+struct ha_db {
+	sqlite3 *h;
+	char *path;
+	int readonly;
+	sqlite3_stmt *st[ST_COUNT];
+	struct stack_slot *stacks;
+	size_t stacks_cap, stacks_n;
+	struct module_slot *modules;
+	size_t modules_cap, modules_n;
+	int64_t *frame_ids;       /* scratch for ha_db_stack */
+	size_t frame_ids_cap;
+};
+
+/* ------------------------------------------------------------ hashing */
+
+struct h128 {
+	uint64_t a, b;
+};
+
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static void hash_bytes(struct h128 *h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++) {
+		h->a = (h->a ^ c[i]) * 0x100000001b3ULL;                 /* FNV-1a */
+		h->b = ((h->b ^ c[i]) * 0x9e3779b97f4a7c15ULL);
+		h->b = (h->b << 23) | (h->b >> 41);
+	}
+}
+
+static void hash_str(struct h128 *h, const char *s)
+{
+	if (!s)
+		s = "";
+	hash_bytes(h, s, strlen(s) + 1); /* the NUL separates fields */
+}
+
+static void hash_u64(struct h128 *h, uint64_t v)
+{
+	hash_bytes(h, &v, sizeof v);
+}
+
+static struct h128 hash_stack(const struct ha_db_frame *f, int n)
+{
+	struct h128 h = { 0xcbf29ce484222325ULL, 0x6a09e667f3bcc909ULL };
+	hash_u64(&h, (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		hash_str(&h, f[i].module);
+		hash_str(&h, f[i].build_id);
+		hash_u64(&h, f[i].rel_pc);
+		hash_str(&h, f[i].function);
+		hash_str(&h, f[i].file);
+		hash_u64(&h, (uint64_t)(int64_t)f[i].line);
+		hash_u64(&h, f[i].inlined ? 1 : 0);
+	}
+	h.a = fmix64(h.a);
+	h.b = fmix64(h.b ^ h.a);
+	return h;
+}
+
+/* ------------------------------------------------------------ caches */
+
+static int64_t stack_cache_get(struct ha_db *db, struct h128 k)
+{
+	if (!db->stacks_cap)
+		return 0;
+	for (size_t i = k.a & (db->stacks_cap - 1);; i = (i + 1) & (db->stacks_cap - 1)) {
+		struct stack_slot *s = &db->stacks[i];
+		if (!s->id)
+			return 0;
+		if (s->a == k.a && s->b == k.b)
+			return s->id;
+	}
+}
+
+static void stack_cache_put(struct ha_db *db, struct h128 k, int64_t id)
+{
+	if ((db->stacks_n + 1) * 2 > db->stacks_cap) {
+		size_t ncap = db->stacks_cap ? db->stacks_cap * 2 : 1024;
+		struct stack_slot *n = calloc(ncap, sizeof *n);
+		if (!n)
+			return; /* a cache: running without it is fine */
+		for (size_t i = 0; i < db->stacks_cap; i++) {
+			struct stack_slot *o = &db->stacks[i];
+			if (!o->id)
+				continue;
+			size_t j = o->a & (ncap - 1);
+			while (n[j].id)
+				j = (j + 1) & (ncap - 1);
+			n[j] = *o;
+		}
+		free(db->stacks);
+		db->stacks = n;
+		db->stacks_cap = ncap;
+	}
+	size_t i = k.a & (db->stacks_cap - 1);
+	while (db->stacks[i].id) {
+		if (db->stacks[i].a == k.a && db->stacks[i].b == k.b)
+			return;
+		i = (i + 1) & (db->stacks_cap - 1);
+	}
+	db->stacks[i] = (struct stack_slot){ k.a, k.b, id };
+	db->stacks_n++;
+}
+
+static uint64_t module_key(const char *path, const char *build_id)
+{
+	struct h128 h = { 0xcbf29ce484222325ULL, 0 };
+	hash_str(&h, path);
+	hash_str(&h, build_id);
+	return fmix64(h.a);
+}
+
+static int64_t module_cache_get(struct ha_db *db, uint64_t h, const char *path, const char *bid)
+{
+	if (!db->modules_cap)
+		return 0;
+	for (size_t i = h & (db->modules_cap - 1);; i = (i + 1) & (db->modules_cap - 1)) {
+		struct module_slot *s = &db->modules[i];
+		if (!s->id)
+			return 0;
+		if (s->h == h && strcmp(s->path, path) == 0 && strcmp(s->build_id, bid) == 0)
+			return s->id;
+	}
+}
+
+static void module_cache_clear(struct ha_db *db)
+{
+	for (size_t i = 0; i < db->modules_cap; i++) {
+		free(db->modules[i].path);
+		free(db->modules[i].build_id);
+	}
+	free(db->modules);
+	db->modules = NULL;
+	db->modules_cap = db->modules_n = 0;
+}
+
+static void module_cache_put(struct ha_db *db, uint64_t h, const char *path, const char *bid,
+                             int64_t id)
+{
+	if ((db->modules_n + 1) * 2 > db->modules_cap) {
+		size_t ncap = db->modules_cap ? db->modules_cap * 2 : 64;
+		struct module_slot *n = calloc(ncap, sizeof *n);
+		if (!n)
+			return;
+		for (size_t i = 0; i < db->modules_cap; i++) {
+			struct module_slot *o = &db->modules[i];
+			if (!o->id)
+				continue;
+			size_t j = o->h & (ncap - 1);
+			while (n[j].id)
+				j = (j + 1) & (ncap - 1);
+			n[j] = *o;
+		}
+		free(db->modules);
+		db->modules = n;
+		db->modules_cap = ncap;
+	}
+	char *p = strdup(path), *b = strdup(bid);
+	if (!p || !b) {
+		free(p);
+		free(b);
+		return;
+	}
+	size_t i = h & (db->modules_cap - 1);
+	while (db->modules[i].id)
+		i = (i + 1) & (db->modules_cap - 1);
+	db->modules[i] = (struct module_slot){ h, id, p, b };
+	db->modules_n++;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int sql_fail(struct ha_db *db, char *err, size_t errlen, const char *what)
+{
+	ha_err(err, errlen, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+	return -1;
+}
+
+static int exec(struct ha_db *db, const char *sql, char *err, size_t errlen)
+{
+	if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return sql_fail(db, err, errlen, sql);
+	return 0;
+}
+
+static void rollback(struct ha_db *db)
+{
+	if (!sqlite3_get_autocommit(db->h))
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static sqlite3_stmt *stmt(struct ha_db *db, int which)
+{
+	sqlite3_stmt *s = db->st[which];
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return s;
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *t)
+{
+	sqlite3_bind_text(s, i, t ? t : "", -1, SQLITE_STATIC);
+}
+
+/* Step a statement expected to finish without rows. */
+static int step_done(struct ha_db *db, sqlite3_stmt *s, char *err, size_t errlen, const char *what)
+{
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE) {
+		sql_fail(db, err, errlen, what);
+		sqlite3_reset(s);
+		return -1;
+	}
+	sqlite3_reset(s);
+	return 0;
+}
+
+/* Step a statement expected to give one integer; *v = 0 if no row. */
+static int step_int(struct ha_db *db, sqlite3_stmt *s, int64_t *v, char *err, size_t errlen,
+                    const char *what)
+{
+	int rc = sqlite3_step(s);
+	*v = 0;
+	if (rc == SQLITE_ROW) {
+		*v = sqlite3_column_int64(s, 0);
+		rc = sqlite3_step(s);
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return sql_fail(db, err, errlen, what);
+	return 0;
+}
+
+/* ------------------------------------------------------------ open */
+
+enum check_result { CHECK_OK, CHECK_EMPTY };
+
+/* One value of a query on a connection that is being checked.  Returns the
+ * SQLite result code; *out gets a malloc'ed copy of the text (NULL if no
+ * row). */
+static int query_text(sqlite3 *h, const char *sql, char **out)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(h, sql, -1, &s, NULL);
+	*out = NULL;
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(s, 0);
+		*out = strdup(t ? (const char *)t : "");
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int refuse_sqlite(sqlite3 *h, const char *path, char *err, size_t errlen)
+{
+	int code = sqlite3_errcode(h);
+	if (code == SQLITE_NOTADB)
+		ha_err(err, errlen, "%s: not a heapattach database: %s", path, sqlite3_errmsg(h));
+	else if (code == SQLITE_CORRUPT)
+		ha_err(err, errlen, "%s: corrupt database: %s", path, sqlite3_errmsg(h));
+	else if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)
+		ha_err(err, errlen, "%s: cannot read: %s (SQLite needs to create or write %s-shm)", path,
+		       sqlite3_errmsg(h), path);
+	else
+		ha_err(err, errlen, "%s: cannot read: %s", path, sqlite3_errmsg(h));
+	return -1;
+}
+
+/* Is the database behind h a heapattach database of our version?  Only
+ * reads. */
+static int check_schema(sqlite3 *h, const char *path, enum check_result *res, char *err,
+                        size_t errlen)
+{
+	char *v = NULL;
+	long appid, nobj;
+
+	if (query_text(h, "PRAGMA application_id", &v) != SQLITE_OK)
+		return refuse_sqlite(h, path, err, errlen);
+	appid = v ? strtol(v, NULL, 10) : 0;
+	free(v);
+	if (query_text(h, "SELECT count(*) FROM sqlite_master", &v) != SQLITE_OK)
+		return refuse_sqlite(h, path, err, errlen);
+	nobj = v ? strtol(v, NULL, 10) : 0;
+	free(v);
+	if (nobj == 0 && (appid == 0 || appid == HA_DB_APPLICATION_ID)) {
+		*res = CHECK_EMPTY;
+		return 0;
+	}
+	if (query_text(h, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'", &v)
+	    != SQLITE_OK)
+		return refuse_sqlite(h, path, err, errlen);
+	if (!v) {
+		if (appid != 0 && appid != HA_DB_APPLICATION_ID)
+			ha_err(err, errlen, "%s: not a heapattach database (no meta table; application_id 0x%08lx)",
+			       path, (unsigned long)appid & 0xffffffffUL);
+		else
+			ha_err(err, errlen, "%s: not a heapattach database (no meta table)", path);
+		return -1;
+	}
+	free(v);
+	if (query_text(h, "SELECT value FROM meta WHERE key = 'format'", &v) != SQLITE_OK) {
+		if (sqlite3_errcode(h) == SQLITE_CORRUPT || sqlite3_errcode(h) == SQLITE_NOTADB)
+			return refuse_sqlite(h, path, err, errlen);
+		ha_err(err, errlen, "%s: not a heapattach database (meta table: %s)", path,
+		       sqlite3_errmsg(h));
+		return -1;
+	}
+	if (!v || strcmp(v, "heapattach") != 0) {
+		if (v)
+			ha_err(err, errlen, "%s: not a heapattach database (meta format '%s')", path, v);
+		else
+			ha_err(err, errlen, "%s: not a heapattach database (no format in meta table)", path);
+		free(v);
+		return -1;
+	}
+	free(v);
+	if (appid != 0 && appid != HA_DB_APPLICATION_ID) {
+		ha_err(err, errlen, "%s: not a heapattach database (application_id 0x%08lx)", path,
+		       (unsigned long)appid & 0xffffffffUL);
+		return -1;
+	}
+	if (query_text(h, "SELECT value FROM meta WHERE key = 'schema_version'", &v) != SQLITE_OK)
+		return refuse_sqlite(h, path, err, errlen);
+	if (!v) {
+		ha_err(err, errlen, "%s: damaged heapattach database (no schema_version in meta table)", path);
+		return -1;
+	}
+	char *end;
+	long ver = strtol(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || ver != HA_DB_SCHEMA_VERSION) {
+		ha_err(err, errlen, "%s: database schema version %s, this heapattach reads %d", path, v,
+		       HA_DB_SCHEMA_VERSION);
+		free(v);
+		return -1;
+	}
+	free(v);
+	*res = CHECK_OK;
+	return 0;
+}
+
+static sqlite3 *open_conn(const char *path, int flags, char *err, size_t errlen)
+{
+	sqlite3 *h = NULL;
+	int rc = sqlite3_open_v2(path, &h, flags, NULL);
+	if (rc != SQLITE_OK) {
+		ha_err(err, errlen, "%s: cannot open: %s", path, h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+		sqlite3_close(h);
+		return NULL;
+	}
+	sqlite3_extended_result_codes(h, 0);
+	sqlite3_busy_timeout(h, HA_DB_BUSY_TIMEOUT_MS);
+	return h;
+}
+
+/* Read-only and immutable (no locks, no -wal/-shm), for a database whose
+ * directory we cannot write and that has no -wal file; NULL otherwise. */
+static sqlite3 *open_immutable(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char *wal = NULL, *uri;
+	size_t n = strlen(path), k = 0;
+	sqlite3 *h;
+
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return NULL;
+	if (stat(wal, &st) == 0 || errno != ENOENT) {
+		free(wal);
+		return NULL; /* keep the first error */
+	}
+	free(wal);
+	uri = malloc(5 + 3 * n + sizeof "?immutable=1");
+	if (!uri)
+		return NULL;
+	k = (size_t)sprintf(uri, "file:");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("/._-~", c))
+			uri[k++] = (char)c;
+		else
+			k += (size_t)sprintf(uri + k, "%%%02X", c);
+	}
+	strcpy(uri + k, "?immutable=1");
+	h = open_conn(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err, errlen);
+	free(uri);
+	return h;
+}
+
+static void db_free(struct ha_db *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(db->st[i]);
+	if (db->h)
+		sqlite3_close(db->h);
+	module_cache_clear(db);
+	free(db->stacks);
+	free(db->frame_ids);
+	free(db->path);
+	free(db);
+}
+
+static int open_db(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
+{
+	struct stat st;
+	enum check_result res = CHECK_EMPTY;
+	int exists;
+	struct ha_db *db;
+	sqlite3 *h;
+
+	*out = NULL;
+	if (!path || !*path) {
+		ha_err(err, errlen, "empty database file name");
+		return -1;
+	}
+	exists = stat(path, &st) == 0;
+	if (!exists && (errno != ENOENT || readonly)) {
+		ha_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (exists && S_ISDIR(st.st_mode)) {
+		ha_err(err, errlen, "%s: %s", path, strerror(EISDIR));
+		return -1;
+	}
+	if (exists && st.st_size == 0 && readonly) {
+		ha_err(err, errlen, "%s: not a heapattach database (empty file)", path);
+		return -1;
+	}
+	if (exists && st.st_size > 0) {
+		/* Check through a read-only connection: it never writes the
+		 * main file, so a refused file stays byte-identical. */
+		h = open_conn(path, SQLITE_OPEN_READONLY, err, errlen);
+		if (!h)
+			return -1;
+		if (check_schema(h, path, &res, err, errlen) < 0) {
+			int code = sqlite3_errcode(h);
+			sqlite3_close(h);
+			/* A WAL database in a directory we cannot write: SQLite
+			 * cannot create the -shm file.  Without a -wal file no
+			 * writer is active (a writer keeps one), so the file
+			 * can be read as immutable. */
+			if (!readonly || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) ||
+			    !(h = open_immutable(path, err, errlen)))
+				return -1;
+			if (check_schema(h, path, &res, err, errlen) < 0) {
+				sqlite3_close(h);
+				return -1;
+			}
+		}
+		if (res == CHECK_EMPTY && readonly) {
+			ha_err(err, errlen, "%s: not a heapattach database (empty database)", path);
+			sqlite3_close(h);
+			return -1;
+		}
+		if (readonly) {
+			db = calloc(1, sizeof *db);
+			if (!db || !(db->path = strdup(path))) {
+				free(db);
+				sqlite3_close(h);
+				ha_err(err, errlen, "%s: out of memory", path);
+				return -1;
+			}
+			db->h = h;
+			db->readonly = 1;
+			*out = db;
+			return 0;
+		}
+		sqlite3_close(h);
+	}
+
+	db = calloc(1, sizeof *db);
+	if (!db || !(db->path = strdup(path))) {
+		free(db);
+		ha_err(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	db->h = open_conn(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, errlen);
+	if (!db->h)
+		goto fail;
+	if (exec(db, "PRAGMA synchronous = NORMAL", err, errlen) < 0 ||
+	    exec(db, "PRAGMA foreign_keys = ON", err, errlen) < 0)
+		goto fail;
+	if (res == CHECK_EMPTY) {
+		/* Nothing is written before this transaction has checked that
+		 * the file is still empty (another program may have created it
+		 * meanwhile): a file refused here is left as it was. */
+		char *v = NULL;
+		if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+			goto fail;
+		/* Another writer may have created it meanwhile. */
+		if (query_text(db->h, "SELECT count(*) FROM sqlite_master", &v) != SQLITE_OK) {
+			refuse_sqlite(db->h, path, err, errlen);
+			rollback(db);
+			goto fail;
+		}
+		if (v && strcmp(v, "0") == 0) {
+			if (sqlite3_exec(db->h, ha_schema_sql, NULL, NULL, NULL) != SQLITE_OK) {
+				sql_fail(db, err, errlen, "creating the schema");
+				free(v);
+				rollback(db);
+				goto fail;
+			}
+		} else if (check_schema(db->h, path, &res, err, errlen) < 0) {
+			free(v);
+			rollback(db);
+			goto fail;
+		}
+		free(v);
+		if (exec(db, "COMMIT", err, errlen) < 0) {
+			rollback(db);
+			goto fail;
+		}
+	}
+	/* WAL: readers never block the writer, a crash loses at most the
+	 * transaction in progress.  (journal_mode cannot change inside a
+	 * transaction, hence after the schema; it is persistent, so this is a
+	 * no-op on a database we created before.)  Where WAL is impossible
+	 * (no shared memory on the file system) the rollback journal stays:
+	 * still transactional and crash-safe, with readers blocking the writer
+	 * for a moment. */
+	if (exec(db, "PRAGMA journal_mode = WAL", err, errlen) < 0)
+		goto fail;
+	for (int i = 0; i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(db->h, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &db->st[i],
+		                       NULL) != SQLITE_OK) {
+			sql_fail(db, err, errlen, "preparing statements");
+			goto fail;
+		}
+	}
+	*out = db;
+	return 0;
+fail:
+	db_free(db);
+	return -1;
+}
+
+int ha_db_open(const char *path, struct ha_db **out, char *err, size_t errlen)
+{
+	return open_db(path, 0, out, err, errlen);
+}
+
+int ha_db_open_readonly(const char *path, struct ha_db **out, char *err, size_t errlen)
+{
+	return open_db(path, 1, out, err, errlen);
+}
+
+void ha_db_close(struct ha_db *db)
+{
+	db_free(db);
+}
+
+struct sqlite3 *ha_db_handle(struct ha_db *db)
+{
+	return db ? db->h : NULL;
+}
+
+static int check_writable(struct ha_db *db, char *err, size_t errlen)
+{
+	if (!db) {
+		ha_err(err, errlen, "database not open");
+		return -1;
+	}
+	if (db->readonly) {
+		ha_err(err, errlen, "%s: opened read-only", db->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t *session_id,
+                        char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	q = stmt(db, ST_INS_SESSION);
+	sqlite3_bind_int64(q, 1, s->pid);
+	bind_text(q, 2, s->comm);
+	bind_text(q, 3, s->exe);
+	sqlite3_bind_int64(q, 4, (int64_t)s->interval);
+	sqlite3_bind_double(q, 5, s->start_time);
+	if (step_done(db, q, err, errlen, "recording the session") < 0)
+		return -1;
+	*session_id = sqlite3_last_insert_rowid(db->h);
+	return 0;
+}
+
+int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time, char *err,
+                      size_t errlen)
+{
+	sqlite3_stmt *q;
+	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	q = stmt(db, ST_END_SESSION);
+	sqlite3_bind_int64(q, 1, session_id);
+	sqlite3_bind_double(q, 2, end_time);
+	if (step_done(db, q, err, errlen, "ending the session") < 0)
+		return -1;
+	if (sqlite3_changes(db->h) != 1) {
+		ha_err(err, errlen, "%s: no session %lld", db->path, (long long)session_id);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ stacks */
+
+static int intern_module(struct ha_db *db, const char *path, const char *bid, int64_t *id,
+                         char *err, size_t errlen)
+{
+	uint64_t h;
+	sqlite3_stmt *q;
+	if (!path)
+		path = "";
+	if (!bid)
+		bid = "";
+	h = module_key(path, bid);
+	if ((*id = module_cache_get(db, h, path, bid)))
+		return 0;
+	q = stmt(db, ST_INS_MODULE);
+	bind_text(q, 1, path);
+	bind_text(q, 2, bid);
+	if (step_done(db, q, err, errlen, "interning a module") < 0)
+		return -1;
+	q = stmt(db, ST_SEL_MODULE);
+	bind_text(q, 1, path);
+	bind_text(q, 2, bid);
+	if (step_int(db, q, id, err, errlen, "looking up a module") < 0)
+		return -1;
+	if (*id <= 0) {
+		ha_err(err, errlen, "%s: module '%s' not found after insert", db->path, path);
+		return -1;
+	}
+	module_cache_put(db, h, path, bid, *id);
+	return 0;
+}
+
+static void bind_frame(sqlite3_stmt *q, int64_t module_id, const struct ha_db_frame *f)
+{
+	sqlite3_bind_int64(q, 1, module_id);
+	sqlite3_bind_int64(q, 2, (int64_t)f->rel_pc);
+	bind_text(q, 3, f->function);
+	bind_text(q, 4, f->file);
+	sqlite3_bind_int(q, 5, f->line > 0 ? f->line : 0);
+	sqlite3_bind_int(q, 6, f->inlined ? 1 : 0);
+}
+
+static int intern_frame(struct ha_db *db, const struct ha_db_frame *f, int64_t *id, char *err,
+                        size_t errlen)
+{
+	int64_t mid;
+	sqlite3_stmt *q;
+	if (intern_module(db, f->module, f->build_id, &mid, err, errlen) < 0)
+		return -1;
+	q = stmt(db, ST_INS_FRAME);
+	bind_frame(q, mid, f);
+	if (step_done(db, q, err, errlen, "interning a frame") < 0)
+		return -1;
+	q = stmt(db, ST_SEL_FRAME);
+	bind_frame(q, mid, f);
+	if (step_int(db, q, id, err, errlen, "looking up a frame") < 0)
+		return -1;
+	if (*id <= 0) {
+		ha_err(err, errlen, "%s: frame not found after insert", db->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Does stored stack sid have exactly the frames fid[0..n)? */
+static int stack_matches(struct ha_db *db, int64_t sid, const int64_t *fid, int n, int *match,
+                         char *err, size_t errlen)
+{
+	sqlite3_stmt *q = stmt(db, ST_SEL_STACK_FRAMES);
+	int i = 0, rc;
+	sqlite3_bind_int64(q, 1, sid);
+	*match = 1;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (i >= n || sqlite3_column_int64(q, 0) != fid[i])
+			*match = 0;
+		i++;
+	}
+	sqlite3_reset(q);
+	if (rc != SQLITE_DONE)
+		return sql_fail(db, err, errlen, "reading a stack");
+	if (i != n)
+		*match = 0;
+	return 0;
+}
+
+static int intern_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, uint64_t hash,
+                        int64_t *stack_id, char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+	if ((size_t)n > db->frame_ids_cap) {
+		size_t ncap = (size_t)n + 64;
+		int64_t *p = realloc(db->frame_ids, ncap * sizeof *p);
+		if (!p) {
+			ha_err(err, errlen, "%s: out of memory", db->path);
+			return -1;
+		}
+		db->frame_ids = p;
+		db->frame_ids_cap = ncap;
+	}
+	for (int i = 0; i < n; i++)
+		if (intern_frame(db, &frames[i], &db->frame_ids[i], err, errlen) < 0)
+			return -1;
+	/* Linear probing on the 64-bit hash: a hit is verified against the
+	 * stored frames, so a collision can never merge two stacks. */
+	for (uint64_t probe = 0; probe < HA_DB_HASH_PROBES; probe++) {
+		int64_t key = (int64_t)(hash + probe), sid;
+		int match;
+		q = stmt(db, ST_INS_STACK);
+		sqlite3_bind_int64(q, 1, key);
+		sqlite3_bind_int(q, 2, n);
+		if (step_done(db, q, err, errlen, "interning a stack") < 0)
+			return -1;
+		if (sqlite3_changes(db->h) == 1) {
+			sid = sqlite3_last_insert_rowid(db->h);
+			for (int i = 0; i < n; i++) {
+				q = stmt(db, ST_INS_STACK_FRAME);
+				sqlite3_bind_int64(q, 1, sid);
+				sqlite3_bind_int(q, 2, i);
+				sqlite3_bind_int64(q, 3, db->frame_ids[i]);
+				if (step_done(db, q, err, errlen, "storing a stack") < 0)
+					return -1;
+			}
+			*stack_id = sid;
+			return 0;
+		}
+		q = stmt(db, ST_SEL_STACK);
+		sqlite3_bind_int64(q, 1, key);
+		if (step_int(db, q, &sid, err, errlen, "looking up a stack") < 0)
+			return -1;
+		if (sid <= 0) {
+			ha_err(err, errlen, "%s: stack not found after insert", db->path);
+			return -1;
+		}
+		if (stack_matches(db, sid, db->frame_ids, n, &match, err, errlen) < 0)
+			return -1;
+		if (match) {
+			*stack_id = sid;
+			return 0;
+		}
+	}
+	ha_err(err, errlen, "%s: too many callstack hash collisions", db->path);
+	return -1;
+}
+
+int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64_t *stack_id,
+                char *err, size_t errlen)
+{
+	struct h128 h;
+	int64_t id;
+	int own_tx;
+
+	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	if (n < 0 || (n > 0 && !frames)) {
+		ha_err(err, errlen, "invalid callstack (%d frames)", n);
+		return -1;
+	}
+	h = hash_stack(frames, n);
+	if ((id = stack_cache_get(db, h))) {
+		*stack_id = id;
+		return 0;
+	}
+	own_tx = sqlite3_get_autocommit(db->h);
+	if (own_tx && exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+		return -1;
+	if (intern_stack(db, frames, n, h.a, &id, err, errlen) < 0)
+		goto fail;
+	if (own_tx && exec(db, "COMMIT", err, errlen) < 0)
+		goto fail;
+	stack_cache_put(db, h, id);
+	*stack_id = id;
+	return 0;
+fail:
+	if (own_tx) {
+		rollback(db);
+		/* Module ids cached during the transaction may be gone. */
+		module_cache_clear(db);
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
+                          const struct ha_db_bucket *b, size_t n, int64_t *snapshot_id,
+                          char *err, size_t errlen)
+{
+	sqlite3_stmt *q = stmt(db, ST_INS_SNAPSHOT);
+	int64_t sid;
+
+	sqlite3_bind_int64(q, 1, session_id);
+	sqlite3_bind_double(q, 2, s->time);
+	sqlite3_bind_int64(q, 3, (int64_t)s->rss_bytes);
+	sqlite3_bind_int64(q, 4, (int64_t)s->samples);
+	sqlite3_bind_int64(q, 5, (int64_t)s->drops);
+	sqlite3_bind_int64(q, 6, (int64_t)s->unwind_failures);
+	bind_text(q, 7, s->reason);
+	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
+		return -1;
+	sid = sqlite3_last_insert_rowid(db->h);
+	for (size_t i = 0; i < n; i++) {
+		const struct ha_db_bucket *x = &b[i];
+		double v[6] = { x->alloc_count, x->alloc_bytes, x->free_count,
+		                x->free_bytes, x->live_count, x->live_bytes };
+		for (int j = 0; j < 6; j++) {
+			if (!isfinite(v[j])) {
+				ha_err(err, errlen, "%s: bucket of stack %lld has a non-finite value",
+				       db->path, (long long)x->stack_id);
+				return -1;
+			}
+		}
+		q = stmt(db, ST_INS_BUCKET);
+		sqlite3_bind_int64(q, 1, session_id);
+		sqlite3_bind_int64(q, 2, x->stack_id);
+		sqlite3_bind_int(q, 3, x->kind);
+		sqlite3_bind_int64(q, 4, sid);
+		for (int j = 0; j < 6; j++)
+			sqlite3_bind_double(q, 5 + j, v[j]);
+		if (step_done(db, q, err, errlen, "writing a bucket") < 0)
+			return -1;
+		q = stmt(db, ST_INS_SESSION_STACK);
+		sqlite3_bind_int64(q, 1, session_id);
+		sqlite3_bind_int64(q, 2, x->stack_id);
+		sqlite3_bind_int(q, 3, x->kind);
+		sqlite3_bind_int64(q, 4, sid);
+		if (step_done(db, q, err, errlen, "writing a bucket key") < 0)
+			return -1;
+	}
+	*snapshot_id = sid;
+	return 0;
+}
+
+int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
+                   const struct ha_db_bucket *buckets, size_t n, int64_t *snapshot_id,
+                   char *err, size_t errlen)
+{
+	int64_t sid;
+	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	if (!sqlite3_get_autocommit(db->h)) {
+		ha_err(err, errlen, "%s: snapshot inside an open transaction", db->path);
+		return -1;
+	}
+	if (n > 0 && !buckets) {
+		ha_err(err, errlen, "invalid snapshot (no buckets)");
+		return -1;
+	}
+	/* The commit of a snapshot is synced (and with it everything
+	 * committed before); the many small stack transactions are not. */
+	if (exec(db, "PRAGMA synchronous = FULL", err, errlen) < 0)
+		return -1;
+	if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+		goto fail;
+	if (write_snapshot(db, session_id, s, buckets, n, &sid, err, errlen) < 0)
+		goto fail;
+	if (exec(db, "COMMIT", err, errlen) < 0)
+		goto fail;
+	sqlite3_exec(db->h, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	*snapshot_id = sid;
+	return 0;
+fail:
+	rollback(db);
+	sqlite3_exec(db->h, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	return -1;
+}

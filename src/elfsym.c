@@ -1,0 +1,415 @@
+/* elfsym.c -- symbol addresses inside a target, from its ELF files (libelf).
+ *
+ * A module's .dynsym is read once into a small table (sorted by address) and
+ * kept in a process-wide cache keyed by (path, dev, inode), so that the
+ * dozens of lookups one injection makes -- several per frame of every thread
+ * it inspects while the thread is stopped -- cost a binary search, not an
+ * open + parse of libc.  ha_elf_cache_clear() drops the cache.
+ *
+ * The files are read from disk, never from the target's memory: a hostile
+ * target cannot feed us crafted tables, only a crafted file it owns, and
+ * libelf bounds-checks that. */
+#define _GNU_SOURCE
+#include "elfsym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define CACHE_MAX 64
+#define VERSYM_HIDDEN 0x8000
+
+struct sym {
+	uint64_t value;         /* link-time address */
+	uint64_t size;
+	uint32_t name;          /* offset into strtab */
+	unsigned char type;     /* STT_* */
+	unsigned char hidden;   /* non-default version (name@VER, not @@) */
+};
+
+struct symtab {
+	char *path;             /* path in the target's mount namespace */
+	uint64_t dev, inode;    /* as /proc/PID/maps shows them */
+	uint64_t link_base;     /* first PT_LOAD p_vaddr, page-aligned down */
+	struct sym *v;          /* sorted by value */
+	size_t n;
+	char *str;              /* NUL-terminated copy of .dynstr */
+	size_t strsz;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct symtab *cache[CACHE_MAX];
+static size_t cache_next;       /* round-robin eviction slot */
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static int elf_ok;
+
+static void elf_init(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+static void symtab_free(struct symtab *t)
+{
+	if (!t)
+		return;
+	free(t->path);
+	free(t->v);
+	free(t->str);
+	free(t);
+}
+
+void ha_elf_cache_clear(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	for (size_t i = 0; i < CACHE_MAX; i++) {
+		symtab_free(cache[i]);
+		cache[i] = NULL;
+	}
+	cache_next = 0;
+	pthread_mutex_unlock(&cache_lock);
+}
+
+static int file_matches(int fd, const struct ha_map *mod)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_ino == mod->inode &&
+	       (uint64_t)major(st.st_dev) == (mod->dev >> 32) &&
+	       (uint64_t)minor(st.st_dev) == (mod->dev & 0xffffffffu);
+}
+
+/* Open the file a module was mapped from, as the target sees it.  The path
+ * goes through /proc/PID/root (the target's mount namespace).  If the file
+ * there is not the mapped one (deleted, replaced by an upgrade), try
+ * /proc/PID/map_files/, which reaches the mapped inode itself (needs
+ * CAP_SYS_ADMIN); failing that, use what the path gave.  fd or -errno. */
+static int open_module(pid_t pid, const struct ha_map *mod)
+{
+	char path[4200];
+	int fd = -1, e = ENOENT;
+
+	if (!mod->deleted && mod->path[0] == '/') {
+		snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		e = errno;
+		if (fd >= 0 && file_matches(fd, mod))
+			return fd;
+	}
+	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
+	         (unsigned long long)mod->start, (unsigned long long)mod->end);
+	{
+		int fd2 = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd2 >= 0) {
+			if (fd >= 0)
+				close(fd);
+			return fd2;
+		}
+	}
+	return fd >= 0 ? fd : -e;
+}
+
+/* p_vaddr of the first PT_LOAD, page-aligned down: what the offset-0
+ * mapping's start corresponds to. */
+static int first_load_vaddr(Elf *elf, uint64_t *out)
+{
+	size_t nph;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return -ENOEXEC;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -ENOEXEC;
+		if (ph.p_type == PT_LOAD) {
+			*out = ph.p_vaddr & ~(uint64_t)(pg > 0 ? pg - 1 : 4095);
+			return 0;
+		}
+	}
+	return -ENOEXEC;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	/* aliases: default-versioned before hidden, then by string offset,
+	 * only so that the order is deterministic */
+	if (x->hidden != y->hidden)
+		return x->hidden - y->hidden;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Copy .dynsym (defined functions and objects) and .dynstr into t. */
+static int load_dynsym(Elf *elf, struct symtab *t)
+{
+	Elf_Scn *scn = NULL, *dyn = NULL, *ver = NULL;
+	GElf_Shdr dynsh = { 0 }, sh;
+	Elf_Data *syms, *strs, *vers = NULL;
+	size_t nsyms;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_DYNSYM && !dyn) {
+			dyn = scn;
+			dynsh = sh;
+		} else if (sh.sh_type == SHT_GNU_versym) {
+			ver = scn;
+		}
+	}
+	if (!dyn || dynsh.sh_entsize == 0)
+		return -ENOENT;         /* no dynamic symbols at all */
+
+	syms = elf_getdata(dyn, NULL);
+	scn = elf_getscn(elf, dynsh.sh_link);
+	strs = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!syms || !strs || !strs->d_buf || strs->d_size == 0)
+		return -ENOEXEC;
+	if (ver)
+		vers = elf_getdata(ver, NULL);
+
+	t->strsz = strs->d_size;
+	t->str = malloc(t->strsz + 1);
+	nsyms = syms->d_size / dynsh.sh_entsize;
+	t->v = calloc(nsyms ? nsyms : 1, sizeof *t->v);
+	if (!t->str || !t->v)
+		return -ENOMEM;
+	memcpy(t->str, strs->d_buf, t->strsz);
+	t->str[t->strsz] = '\0';        /* a last name cannot run off the end */
+
+	for (size_t i = 1; i < nsyms; i++) {  /* entry 0 is the null symbol */
+		GElf_Sym s;
+		GElf_Versym vs = 0;
+		int type;
+		if (!gelf_getsym(syms, (int)i, &s))
+			break;
+		type = GELF_ST_TYPE(s.st_info);
+		if (s.st_shndx == SHN_UNDEF || s.st_name == 0 || s.st_name >= t->strsz ||
+		    (type != STT_FUNC && type != STT_OBJECT))
+			continue;
+		if (vers && vers->d_buf && (i + 1) * sizeof vs <= vers->d_size)
+			gelf_getversym(vers, (int)i, &vs);
+		t->v[t->n].value = s.st_value;
+		t->v[t->n].size = s.st_size;
+		t->v[t->n].name = (uint32_t)s.st_name;
+		t->v[t->n].type = (unsigned char)type;
+		t->v[t->n].hidden = (vs & VERSYM_HIDDEN) != 0;
+		t->n++;
+	}
+	qsort(t->v, t->n, sizeof *t->v, cmp_sym);
+	return 0;
+}
+
+/* Build the table of module mod.  0 or -errno. */
+static int symtab_load(pid_t pid, const struct ha_map *mod, struct symtab **out)
+{
+	struct symtab *t = calloc(1, sizeof *t);
+	Elf *elf = NULL;
+	int fd, rc;
+
+	if (!t)
+		return -ENOMEM;
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		free(t);
+		return -ENOSYS;
+	}
+	fd = open_module(pid, mod);
+	if (fd < 0) {
+		free(t);
+		return fd;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	rc = first_load_vaddr(elf, &t->link_base);
+	if (rc == 0)
+		rc = load_dynsym(elf, t);
+	if (rc == 0) {
+		t->path = strdup(mod->path);
+		t->dev = mod->dev;
+		t->inode = mod->inode;
+		if (!t->path)
+			rc = -ENOMEM;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (rc < 0) {
+		symtab_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+/* The cached table for mod, loading it if needed.  Call with cache_lock
+ * held; the table stays valid until the lock is released. */
+static int symtab_get(pid_t pid, const struct ha_map *mod, struct symtab **out)
+{
+	struct symtab *t;
+	int rc;
+
+	if (!mod || !mod->path || mod->path[0] != '/')
+		return -EINVAL;
+	for (size_t i = 0; i < CACHE_MAX; i++) {
+		t = cache[i];
+		if (t && t->inode == mod->inode && t->dev == mod->dev &&
+		    strcmp(t->path, mod->path) == 0) {
+			*out = t;
+			return 0;
+		}
+	}
+	rc = symtab_load(pid, mod, &t);
+	if (rc < 0)
+		return rc;
+	symtab_free(cache[cache_next]);
+	cache[cache_next] = t;
+	cache_next = (cache_next + 1) % CACHE_MAX;
+	*out = t;
+	return 0;
+}
+
+static uint64_t load_bias(const struct symtab *t, const struct ha_map *mod)
+{
+	return mod->start - t->link_base;   /* wraps correctly for ET_EXEC */
+}
+
+int ha_elf_symbol(pid_t pid, const struct ha_map *mod, const char *sym, uint64_t *addr)
+{
+	struct symtab *t;
+	const struct sym *best = NULL;
+	int rc;
+
+	pthread_mutex_lock(&cache_lock);
+	rc = symtab_get(pid, mod, &t);
+	if (rc == 0) {
+		for (size_t i = 0; i < t->n; i++) {
+			const struct sym *s = &t->v[i];
+			if (strcmp(t->str + s->name, sym) != 0)
+				continue;
+			/* name@@VER (the default) wins over name@OLDVER */
+			if (!best || (best->hidden && !s->hidden))
+				best = s;
+		}
+		if (best)
+			*addr = load_bias(t, mod) + best->value;
+		else
+			rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return rc;
+}
+
+/* Rank of an alias as the name to show: the default version, then a
+ * public name (malloc rather than __libc_malloc), then the shorter one
+ * (free rather than cfree).  Lower is better. */
+static size_t alias_rank(const struct symtab *t, const struct sym *s)
+{
+	const char *name = t->str + s->name;
+	return (size_t)s->hidden * 1000000 + (name[0] == '_') * 100000 + strlen(name);
+}
+
+/* Among the functions at the same address as t->v[i], the best name. */
+static const struct sym *best_alias(const struct symtab *t, size_t i)
+{
+	const struct sym *best = &t->v[i];
+	size_t lo = i, rank = alias_rank(t, best);
+
+	while (lo > 0 && t->v[lo - 1].value == best->value)
+		lo--;
+	for (size_t j = lo; j < t->n && t->v[j].value == t->v[i].value; j++) {
+		if (t->v[j].type == STT_FUNC && alias_rank(t, &t->v[j]) < rank) {
+			best = &t->v[j];
+			rank = alias_rank(t, best);
+		}
+	}
+	return best;
+}
+
+int ha_elf_symbol_at(pid_t pid, const struct ha_map *mod, uint64_t addr, char *out, size_t outlen)
+{
+	struct symtab *t;
+	int rc;
+
+	pthread_mutex_lock(&cache_lock);
+	rc = symtab_get(pid, mod, &t);
+	if (rc == 0) {
+		uint64_t rel = addr - load_bias(t, mod);
+		size_t lo = 0, hi = t->n;
+		rc = -ENOENT;
+		/* last symbol with value <= rel */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->v[mid].value <= rel)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		/* Look back a little: aliases share a value, and a zero-sized or
+		 * object symbol may sit between a function and the address. */
+		for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++) {
+			const struct sym *s = &t->v[i];
+			if (s->type == STT_FUNC && rel - s->value < s->size) {
+				s = best_alias(t, i);
+				if (out && outlen)
+					snprintf(out, outlen, "%s", t->str + s->name);
+				rc = 0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return rc;
+}
+
+int ha_elf_exe_info(pid_t pid, int *elf_class, int *machine, int *has_interp)
+{
+	char path[64];
+	Elf *elf;
+	GElf_Ehdr eh;
+	size_t nph;
+	int fd, rc = 0;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok)
+		return -ENOSYS;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    elf_getphdrnum(elf, &nph) != 0) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	*elf_class = eh.e_ident[EI_CLASS];
+	*machine = eh.e_machine;
+	*has_interp = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			*has_interp = 1;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,264 @@
+/*
+ * ha_proto.h -- the one definition of everything that crosses the boundary
+ * between the injected agent (agent/) and the attacher (src/):
+ *
+ *   1. the arguments of the remote init call the injector makes;
+ *   2. the agent's exported state word the attacher reads before injecting;
+ *   3. the control messages on the Unix socket (SOCK_SEQPACKET, fixed size);
+ *   4. the layout of the shared-memory ring (a memfd passed with SCM_RIGHTS).
+ *
+ * Both sides include this file; nothing here may be defined a second time
+ * anywhere else.  Everything the attacher reads from the target (messages,
+ * ring header, ring records) is untrusted and must be bounds-checked there.
+ *
+ * Only fixed-width types; every struct has its size asserted below so that a
+ * change of layout is a compile error on both sides, not a silent mismatch.
+ */
+#ifndef HA_PROTO_H
+#define HA_PROTO_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
+#define HA_PROTO_VERSION 1u
+
+/* Name of the agent's shared object as installed and built. */
+#define HA_AGENT_SONAME "heapattach_agent.so"
+
+/* ------------------------------------------------------------------ */
+/* 1. Remote init call                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Exported by the agent with C linkage:
+ *     int heapattach_agent_init(const struct ha_init_args *args);
+ * Called on a hijacked thread of the target.  It copies *args, starts the
+ * agent thread and returns at once.  Return values: */
+#define HA_AGENT_INIT_SYMBOL "heapattach_agent_init"
+#define HA_INIT_STARTED   0   /* agent thread started, it will connect    */
+#define HA_INIT_BUSY      1   /* an agent session is already active       */
+#define HA_INIT_BADARGS   2   /* magic/version mismatch                    */
+#define HA_INIT_NOTHREAD  3   /* pthread_create failed                     */
+
+#define HA_SOCK_PATH_MAX 108  /* sizeof(sun_path) */
+
+struct ha_init_args {
+	uint32_t magic;                     /* HA_PROTO_MAGIC */
+	uint32_t version;                   /* HA_PROTO_VERSION */
+	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid */
+	uint32_t attacher_uid;
+	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
+	uint8_t  reserved[16];
+};
+
+/* ------------------------------------------------------------------ */
+/* 2. Agent state word                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Exported by the agent:  struct ha_agent_state heapattach_agent_state;
+ * The attacher reads it from the target (process_vm_readv) to find out,
+ * without touching the target, whether an agent is loaded and busy. */
+#define HA_AGENT_STATE_SYMBOL "heapattach_agent_state"
+#define HA_STATE_DORMANT  0u  /* loaded, no session: init may be called */
+#define HA_STATE_STARTING 1u  /* init called, agent thread connecting   */
+#define HA_STATE_ACTIVE   2u  /* handshake done, hooks installed        */
+#define HA_STATE_STOPPING 3u  /* restoring hooks, leaving                */
+
+struct ha_agent_state {
+	uint32_t magic;         /* HA_PROTO_MAGIC once the agent is loaded */
+	uint32_t version;       /* HA_PROTO_VERSION of the loaded agent   */
+	uint32_t state;         /* HA_STATE_*                              */
+	int32_t  attacher_pid;  /* pid of the attacher of the session      */
+	uint64_t sessions;      /* number of sessions started so far       */
+};
+
+/* ------------------------------------------------------------------ */
+/* 3. Socket messages                                                  */
+/* ------------------------------------------------------------------ */
+
+/* Sequence of one session:
+ *   agent    -> attacher  HA_MSG_HELLO
+ *   attacher -> agent     HA_MSG_CONFIG   (+ ring memfd via SCM_RIGHTS)
+ *   agent    -> attacher  HA_MSG_READY    (hooks installed) or HA_MSG_ERROR
+ *   attacher -> agent     HA_MSG_STATS_REQ   any number of times
+ *   agent    -> attacher  HA_MSG_STATS       one per request
+ *   attacher -> agent     HA_MSG_DETACH
+ *   agent    -> attacher  HA_MSG_DETACHED (hooks restored, ring unmapped)
+ * A hang-up at any point makes the agent restore everything by itself.
+ * Every message is exactly sizeof(struct ha_msg) bytes. */
+enum ha_msg_type {
+	HA_MSG_HELLO = 1,
+	HA_MSG_CONFIG = 2,
+	HA_MSG_READY = 3,
+	HA_MSG_ERROR = 4,
+	HA_MSG_STATS_REQ = 5,
+	HA_MSG_STATS = 6,
+	HA_MSG_DETACH = 7,
+	HA_MSG_DETACHED = 8,
+};
+
+#define HA_CFG_BLOCK 0x1u /* ring full: wait instead of dropping */
+
+struct ha_msg_hello {
+	int32_t  pid;          /* getpid() of the target, as the agent sees it */
+	uint32_t agent_version;
+	uint64_t sessions;
+};
+
+struct ha_msg_config {
+	uint64_t ring_size;       /* total memfd size, bytes                */
+	uint64_t sample_interval; /* mean bytes between samples (issue 3)   */
+	uint32_t stack_bytes;     /* cap of the raw stack copy (issue 3)    */
+	uint32_t flags;           /* HA_CFG_*                                */
+};
+
+/* Counters the agent keeps.  Cumulative over the session. */
+struct ha_counters {
+	uint64_t malloc_calls;
+	uint64_t free_calls;
+	uint64_t calloc_calls;
+	uint64_t realloc_calls;
+	uint64_t samples;
+	uint64_t drops;
+	uint64_t slots_patched;  /* GOT slots currently pointing at hooks */
+	uint64_t modules_patched;
+};
+
+struct ha_msg_error {
+	int32_t code;            /* errno-style */
+	char    text[120];       /* NUL-terminated inside the array */
+};
+
+struct ha_msg {
+	uint32_t magic;          /* HA_PROTO_MAGIC */
+	uint16_t version;        /* HA_PROTO_VERSION */
+	uint16_t type;           /* enum ha_msg_type */
+	union {
+		struct ha_msg_hello hello;
+		struct ha_msg_config config;
+		struct ha_counters counters;   /* READY, STATS, DETACHED */
+		struct ha_msg_error error;
+		uint8_t pad[128];
+	} u;
+};
+
+/* ------------------------------------------------------------------ */
+/* 4. Shared-memory ring                                               */
+/* ------------------------------------------------------------------ */
+
+/* memfd layout: one header page (HA_RING_HDR_SIZE bytes) followed by
+ * data_size bytes of record data (a power of two, a multiple of the page
+ * size).  Both sides map the data area twice, back to back, right after the
+ * header, so a record that runs past the end of the data area continues in
+ * the second mapping and is always contiguous in memory:
+ *
+ *   [hdr][data 0..size)[data 0..size again]
+ *
+ * Positions (prod, cons) are byte offsets that only grow; a record lives at
+ * data + (pos & (size - 1)).  Multiple producers (target threads) reserve
+ * space with a CAS on prod; the single consumer (the attacher) advances cons
+ * after zeroing what it consumed, so a reserved but not yet written record
+ * reads as a zero header ("not ready").  A record is published by storing
+ * its header with release semantics; the consumer loads it with acquire. */
+#define HA_RING_MAGIC    0x48415247u /* "HARG" */
+#define HA_RING_HDR_SIZE 4096u
+#define HA_RING_ALIGN    8u          /* every record length is a multiple */
+
+struct ha_ring_hdr {
+	uint32_t magic;          /* HA_RING_MAGIC */
+	uint32_t version;        /* HA_PROTO_VERSION */
+	uint64_t data_size;      /* bytes, power of two */
+	uint8_t  pad0[48];
+	uint64_t prod;           /* producers: next free position (CAS)  */
+	uint8_t  pad1[56];
+	uint64_t cons;           /* consumer: first unconsumed position  */
+	uint8_t  pad2[56];
+	uint64_t drops;          /* records not written because full     */
+	uint32_t consumer_waiting; /* futex word: consumer sleeps on it   */
+	uint32_t producers_waiting; /* --block: producers asleep on cons   */
+	uint8_t  pad4[48];
+};
+
+/* Record header.  len includes the header and is a multiple of
+ * HA_RING_ALIGN; 0 means "not yet published". */
+struct ha_rec_hdr {
+	uint32_t len;
+	uint16_t type;           /* enum ha_rec_type */
+	uint16_t flags;
+};
+
+enum ha_rec_type {
+	HA_REC_SAMPLE = 1,       /* struct ha_rec_sample + stack bytes       */
+	HA_REC_FREE = 2,         /* struct ha_rec_free: a sampled block freed */
+	HA_REC_PAD = 0x7fff,     /* filler; consumer skips it */
+};
+
+/* ha_rec_hdr.flags */
+#define HA_REC_F_TRUNCATED 0x1u  /* the stack copy was cut at stack_bytes */
+
+/* Which call made the allocation (ha_rec_sample.func). */
+enum ha_alloc_func {
+	HA_FN_MALLOC = 1, HA_FN_CALLOC, HA_FN_REALLOC, HA_FN_OTHER,
+};
+
+/* Registers captured in the hook, enough for DWARF unwinding on x86_64:
+ * the hook's own pc and sp and every callee-saved register. */
+struct ha_regs {
+	uint64_t rip, rsp, rbp, rbx, r12, r13, r14, r15;
+};
+
+/* A sampled allocation.  The raw stack copy (stack_len bytes, taken from
+ * regs.rsp upward) follows the struct; h.len covers both, rounded up to
+ * HA_RING_ALIGN. */
+struct ha_rec_sample {
+	struct ha_rec_hdr h;
+	uint64_t seq;            /* per-session sequence of sample records   */
+	uint64_t time_ns;        /* CLOCK_MONOTONIC                         */
+	uint64_t addr;           /* the block returned to the program       */
+	uint64_t size;           /* bytes requested                         */
+	uint32_t tid;
+	uint16_t func;           /* enum ha_alloc_func                      */
+	uint16_t pad;
+	uint32_t stack_len;      /* bytes of stack copy that follow          */
+	uint32_t pad2;
+	struct ha_regs regs;
+};
+
+/* A block that was sampled has been freed (or moved by realloc). */
+struct ha_rec_free {
+	struct ha_rec_hdr h;
+	uint64_t seq;
+	uint64_t time_ns;
+	uint64_t addr;
+	uint32_t tid;
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct ha_init_args) == 4 * 4 + HA_SOCK_PATH_MAX + 16, "init args layout");
+_Static_assert(sizeof(struct ha_agent_state) == 24, "agent state layout");
+_Static_assert(sizeof(struct ha_msg) == 8 + 128, "message layout");
+_Static_assert(sizeof(struct ha_ring_hdr) == 256, "ring header layout");
+_Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line");
+_Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
+_Static_assert(sizeof(struct ha_rec_hdr) == 8, "record header layout");
+_Static_assert(sizeof(struct ha_regs) == 64, "regs layout");
+_Static_assert(sizeof(struct ha_rec_sample) == 8 + 48 + 64, "sample record layout");
+_Static_assert(sizeof(struct ha_rec_free) == 8 + 32, "free record layout");
+
+/* Fill the fixed part of a message. */
+static inline void ha_msg_init(struct ha_msg *m, uint16_t type)
+{
+	__builtin_memset(m, 0, sizeof *m);
+	m->magic = HA_PROTO_MAGIC;
+	m->version = HA_PROTO_VERSION;
+	m->type = type;
+}
+
+/* Check the fixed part of a received message of n bytes. */
+static inline int ha_msg_valid(const struct ha_msg *m, long n)
+{
+	return n == (long)sizeof *m && m->magic == HA_PROTO_MAGIC &&
+	       m->version == HA_PROTO_VERSION;
+}
+
+#endif /* HA_PROTO_H */

@@ -1,0 +1,144 @@
+/*
+ * ha_ring.h -- the ring protocol of ha_proto.h as code: reserve/publish for
+ * the producers (threads of the target, inside the agent's hooks) and
+ * peek/consume for the single consumer (the attacher).  Kept in one header
+ * so that both sides run the very same protocol.
+ *
+ * Producers: a CAS on prod reserves len bytes if they fit behind cons; the
+ * record is written in place and published by a release store of its
+ * header's len.  Consumer: an acquire load of the header at cons; len == 0
+ * means reserved but not published yet.  After use it zeroes the record and
+ * advances cons (release), so memory handed out again reads as "not ready".
+ *
+ * Wake-ups are batched: the consumer sleeps on the consumer_waiting futex
+ * only when the ring is empty, and a producer makes the FUTEX_WAKE system
+ * call only when it sees that flag set.  With --block, a producer facing a
+ * full ring sleeps on the low word of cons until the consumer moves it.
+ *
+ * Only atomics and raw system calls: usable inside the agent's hooks.
+ */
+#ifndef HA_RING_H
+#define HA_RING_H
+
+#include <linux/futex.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "ha_proto.h"
+
+static inline char *ha_ring_data(struct ha_ring_hdr *h)
+{
+	return (char *)h + HA_RING_HDR_SIZE;
+}
+
+static inline uint32_t ha_ring_round(uint32_t len)
+{
+	return (len + HA_RING_ALIGN - 1) & ~(HA_RING_ALIGN - 1);
+}
+
+static inline long ha_futex(uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+	/* Shared (not FUTEX_PRIVATE): the word lives in memory of two processes. */
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+/* Reserve len bytes (already rounded).  Returns where to write the record,
+ * or NULL when the ring is full and block is 0 (the drop is counted). */
+static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, uint32_t len,
+                                    int block)
+{
+	uint64_t pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
+	if (len == 0 || len > data_size / 2)
+		goto drop;
+	for (;;) {
+		uint64_t cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+		if (pos + len - cons > data_size) {
+			if (!block)
+				goto drop;
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			__atomic_fetch_add(&h->producers_waiting, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&h->cons, __ATOMIC_SEQ_CST) == cons)
+				ha_futex((uint32_t *)&h->cons, FUTEX_WAIT, (uint32_t)cons, &ts);
+			__atomic_fetch_sub(&h->producers_waiting, 1, __ATOMIC_SEQ_CST);
+			pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&h->prod, &pos, pos + len, 1, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_RELAXED))
+			return ha_ring_data(h) + (pos & (data_size - 1));
+	}
+drop:
+	__atomic_fetch_add(&h->drops, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Publish a record written at rec; wake the consumer if it sleeps. */
+static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint32_t len, uint16_t type,
+                                   uint16_t flags)
+{
+	struct ha_rec_hdr *r = rec;
+	r->type = type;
+	r->flags = flags;
+	__atomic_store_n(&r->len, len, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->consumer_waiting, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST))
+		ha_futex(&h->consumer_waiting, FUTEX_WAKE, 1, NULL);
+}
+
+/* Consumer: the next published record at *pos, or NULL (empty or not yet
+ * published).  Everything in the ring is untrusted: a header that is not a
+ * multiple of HA_RING_ALIGN, shorter than a header or running past prod sets
+ * *corrupt. */
+static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint64_t data_size,
+                                                    uint64_t pos, int *corrupt)
+{
+	uint64_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	*corrupt = 0;
+	if (prod == pos)
+		return NULL;
+	if (prod - pos > data_size) {
+		*corrupt = 1;
+		return NULL;
+	}
+	const struct ha_rec_hdr *r =
+		(const struct ha_rec_hdr *)(ha_ring_data(h) + (pos & (data_size - 1)));
+	uint32_t len = __atomic_load_n(&r->len, __ATOMIC_ACQUIRE);
+	if (len == 0)
+		return NULL;
+	if (len % HA_RING_ALIGN || len < sizeof *r || len > prod - pos) {
+		*corrupt = 1;
+		return NULL;
+	}
+	return r;
+}
+
+/* Consumer: done with len bytes at pos; zero them, move cons, wake blocked
+ * producers.  Returns the new position. */
+static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
+                                       uint64_t len)
+{
+	memset(ha_ring_data(h) + (pos & (data_size - 1)), 0, len);
+	__atomic_store_n(&h->cons, pos + len, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->producers_waiting, __ATOMIC_SEQ_CST))
+		ha_futex((uint32_t *)&h->cons, FUTEX_WAKE, INT32_MAX, NULL);
+	return pos + len;
+}
+
+/* Consumer: sleep until a producer publishes or timeout_ms passes.  Call it
+ * when ha_ring_peek returned NULL at pos. */
+static inline void ha_ring_wait(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
+                                int timeout_ms)
+{
+	int corrupt;
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	__atomic_store_n(&h->consumer_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!ha_ring_peek(h, data_size, pos, &corrupt) && !corrupt)
+		ha_futex(&h->consumer_waiting, FUTEX_WAIT, 1, &ts);
+	__atomic_store_n(&h->consumer_waiting, 0, __ATOMIC_RELAXED);
+}
+
+#endif /* HA_RING_H */

@@ -1,0 +1,35 @@
+/* inject.h -- load the agent into a running process with ptrace and call its
+ * init on one hijacked thread; restore that thread exactly. */
+#ifndef HA_INJECT_H
+#define HA_INJECT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "ha_proto.h"
+
+struct ha_inject_opts {
+	pid_t pid;
+	/* Path of the agent .so as seen inside the target (dlopen argument). */
+	const char *agent_path;
+	/* If the agent is already loaded in the target: skip dlopen, call init. */
+	int agent_loaded;
+	const struct ha_init_args *args;
+	int timeout_ms;       /* overall budget to find a safe thread and call */
+	int verbose;          /* progress lines on stderr */
+};
+
+struct ha_inject_result {
+	pid_t tid;            /* the hijacked thread */
+	int init_ret;         /* return value of heapattach_agent_init */
+	int tries;            /* threads stopped and inspected */
+	double ms;            /* time spent in ha_inject */
+};
+
+/* Returns 0 when the agent's init ran (its return value in r->init_ret),
+ * -1 with a one-line reason in err otherwise.  In every case the target's
+ * threads are left running with their registers, FP state and signal mask
+ * exactly as they were, and no ptrace attachment remains. */
+int ha_inject(const struct ha_inject_opts *o, struct ha_inject_result *r,
+              char *err, size_t errlen);
+
+#endif

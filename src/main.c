@@ -1,0 +1,598 @@
+/*
+ * main.c -- heapattach: attach to a running process, profile, detach.
+ *
+ * The order of events is the product's promise to the user:
+ *   1. check the target by reading /proc only (refusals leave it untouched);
+ *   2. open the socket and the ring the agent will use;
+ *   3. inject: one thread briefly hijacked to dlopen the agent and call its
+ *      init, then restored exactly (src/inject.c);
+ *   4. handshake with the agent (src/session.c);
+ *   5. stay attached until Ctrl-C, SIGTERM, --duration or the target's exit;
+ *   6. detach: the agent restores what it changed and goes dormant.
+ * Termination signals are blocked from the start and read from a signalfd,
+ * so a Ctrl-C can never interrupt the injector half-way.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "db.h"
+#include "writer.h"
+
+#include "ha_proto.h"
+#include "ha_ring_map.h"
+#include "inject.h"
+#include "session.h"
+#include "target.h"
+#include "util.h"
+
+#ifndef HA_PKGLIBDIR
+#define HA_PKGLIBDIR "/usr/local/lib/heapattach"
+#endif
+#ifndef HA_VERSION
+#define HA_VERSION "0"
+#endif
+
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_FAILED = 3 };
+
+struct options {
+	pid_t pid;
+	double duration_s;      /* 0 = until a signal or the target's exit */
+	double timeout_s;       /* to find a safe thread, and for the handshake */
+	int verbose;
+	const char *agent;      /* --agent */
+	uint64_t ring_bytes;
+	uint64_t interval;
+	uint64_t stack_bytes;
+	int block;
+	const char *db;         /* -o/--db */
+	double snapshot_every_s;
+	int quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: heapattach [options] PID\n"
+	        "Attach to a running process, profile its heap, detach; the process goes on.\n"
+	        "\n"
+	        "  -o, --db FILE         the profile database (default heapattach-COMM-PID.db;\n"
+	        "                        an existing one gets a new session appended)\n"
+	        "  -i, --interval BYTES  mean bytes between samples (default 512K; 1 = every\n"
+	        "                        allocation)\n"
+	        "  -d, --duration SECS   detach after SECS seconds (default: until Ctrl-C,\n"
+	        "                        SIGTERM or the target's exit)\n"
+	        "  -s, --snapshot-every SECS  snapshot period (default 10); SIGUSR1 to\n"
+	        "                        heapattach takes one at once; one is taken at detach\n"
+	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
+	        "      --block           when the ring is full, make the target wait instead of\n"
+	        "                        dropping samples (drops are counted either way)\n"
+	        "  -q, --quiet           no status line\n"
+	        "  -v, --verbose         progress and timings on stderr\n"
+	        "      --agent PATH      the agent shared object to inject (default:\n"
+	        "                        $HEAPATTACH_AGENT, else the installed one)\n"
+	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
+	        "                        for the agent to answer (default 5)\n"
+	        "      --ring-size BYTES size of the shared ring (power of two, default 8 MiB)\n"
+	        "  -h, --help            this help\n"
+	        "  -V, --version         print the version\n"
+	        "\n"
+	        "Exit status: 0 detached cleanly, 1 refused (the target was not touched),\n"
+	        "2 usage error, 3 failed after injection (the agent restores itself).\n");
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK };
+	static const struct option longopts[] = {
+		{ "db", required_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "snapshot-every", required_argument, NULL, 's' },
+		{ "stack-bytes", required_argument, NULL, OPT_STACK },
+		{ "block", no_argument, NULL, OPT_BLOCK },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "o:i:s:d:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->db = optarg;
+			break;
+		case 'i':
+			if (parse_u64(optarg, &o->interval) || o->interval == 0) {
+				fprintf(stderr, "heapattach: --interval wants a positive number of bytes, "
+				        "not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 's':
+			if (parse_double(optarg, &o->snapshot_every_s) || o->snapshot_every_s < 0.1) {
+				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1), "
+				        "not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_STACK:
+			if (parse_u64(optarg, &o->stack_bytes) || o->stack_bytes < 256 ||
+			    o->stack_bytes > (8u << 20)) {
+				fprintf(stderr, "heapattach: --stack-bytes wants 256 to 8M, not '%s'\n",
+				        optarg);
+				return -1;
+			}
+			break;
+		case OPT_BLOCK:
+			o->block = 1;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'd':
+			if (parse_double(optarg, &o->duration_s) || o->duration_s <= 0) {
+				fprintf(stderr, "heapattach: --duration wants a positive number of "
+				        "seconds, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case OPT_AGENT:
+			o->agent = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double(optarg, &o->timeout_s) || o->timeout_s <= 0) {
+				fprintf(stderr, "heapattach: --timeout wants a positive number of seconds, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_RING:
+			if (parse_u64(optarg, &o->ring_bytes)) {
+				fprintf(stderr, "heapattach: --ring-size wants a size in bytes, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("heapattach %s (protocol %u)\n", HA_VERSION, HA_PROTO_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "heapattach: expected exactly one PID (try --help)\n");
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	long pid = strtol(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "heapattach: '%s' is not a process id\n", argv[optind]);
+		return -1;
+	}
+	o->pid = (pid_t)pid;
+	return 0;
+}
+
+/* The agent to inject: --agent, $HEAPATTACH_AGENT, the build tree next to
+ * this binary (src/../agent/.libs), then the installed one. */
+static int find_agent(const struct options *o, char *out, size_t outlen)
+{
+	const char *cand = o->agent ? o->agent : getenv("HEAPATTACH_AGENT");
+	char self[PATH_MAX], built[PATH_MAX + 64];
+
+	if (!cand || !*cand) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		cand = HA_PKGLIBDIR "/" HA_AGENT_SONAME;
+		if (n > 0) {
+			self[n] = '\0';
+			snprintf(built, sizeof built, "%s/../agent/.libs/%s", dirname(self),
+			         HA_AGENT_SONAME);
+			if (access(built, R_OK) == 0)
+				cand = built;
+		}
+	}
+	if (!realpath(cand, out)) {
+		fprintf(stderr, "heapattach: agent not found: %s: %s\n", cand, strerror(errno));
+		return -1;
+	}
+	(void)outlen;
+	return 0;
+}
+
+/* What ends a session. */
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_TARGET_EXIT, STOP_AGENT_LOST };
+
+static int make_timer(double period_s)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd < 0 || period_s <= 0)
+		return fd;
+	struct itimerspec it;
+	it.it_interval.tv_sec = (time_t)period_s;
+	it.it_interval.tv_nsec = (long)((period_s - (double)(time_t)period_s) * 1e9);
+	it.it_value = it.it_interval;
+	timerfd_settime(fd, 0, &it, NULL);
+	return fd;
+}
+
+/* One status line, rewritten in place on a terminal. */
+static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint64_t data_size,
+                         uint64_t *last_samples)
+{
+	struct ha_collector_stats st;
+	ha_collector_read_stats(c, &st);
+	uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
+	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
+	double fill = prod >= cons ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
+	fprintf(stderr, "\rheapattach: %llu samples (%llu/s), %llu stacks, %llu drops, ring %.0f%%, "
+	        "%llu snapshots   ", (unsigned long long)st.samples,
+	        (unsigned long long)(st.samples - *last_samples), (unsigned long long)st.stacks,
+	        (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
+	        (unsigned long long)st.snapshots);
+	*last_samples = st.samples;
+}
+
+/* Stay attached.  Polls the signalfd, the agent's socket and the timers;
+ * the duration is a deadline on the poll timeout. */
+static enum stop_reason stay_attached(const struct options *o, struct ha_session *s, int sigfd,
+                                      struct ha_collector *coll, int *signo)
+{
+	double deadline = o->duration_s > 0 ? ha_now_ms() + o->duration_s * 1e3 : 0;
+	int status = !o->quiet && isatty(STDERR_FILENO);
+	int snap_fd = make_timer(o->snapshot_every_s);
+	int status_fd = make_timer(status ? 1.0 : 0);
+	uint64_t last_samples = 0, ticks;
+	enum stop_reason why;
+	for (;;) {
+		int timeout = -1;
+		if (deadline) {
+			double left = deadline - ha_now_ms();
+			if (left <= 0) {
+				why = STOP_DURATION;
+				break;
+			}
+			timeout = (int)ceil(left);
+		}
+		struct pollfd p[4] = { { .fd = sigfd, .events = POLLIN },
+		                       { .fd = s->conn_fd, .events = POLLIN },
+		                       { .fd = snap_fd, .events = POLLIN },
+		                       { .fd = status_fd, .events = POLLIN } };
+		int n = poll(p, 4, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			why = STOP_AGENT_LOST;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGUSR1) {
+					ha_collector_snapshot(coll, "signal");
+				} else {
+					*signo = (int)si.ssi_signo;
+					why = STOP_SIGNAL;
+					break;
+				}
+			}
+		}
+		if (p[1].revents) {
+			/* The agent only speaks when asked; anything here is a
+			 * hang-up: the target exited, or the agent gave up. */
+			why = ha_target_alive(o->pid) ? STOP_AGENT_LOST : STOP_TARGET_EXIT;
+			break;
+		}
+		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0)
+			ha_collector_snapshot(coll, "periodic");
+		if ((p[3].revents & POLLIN) && read(status_fd, &ticks, sizeof ticks) > 0)
+			print_status(coll, s->ring, s->ring_data_size, &last_samples);
+	}
+	if (status)
+		fputc('\n', stderr);
+	close(snap_fd);
+	close(status_fd);
+	return why;
+}
+
+/* heapattach-<comm>-<pid>.db, with the comm made safe for a file name. */
+static void default_db_name(const struct ha_target *t, char *out, size_t outlen)
+{
+	char comm[sizeof t->comm];
+	snprintf(comm, sizeof comm, "%s", t->comm);
+	for (char *p = comm; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			*p = '_';
+	snprintf(out, outlen, "heapattach-%s-%d.db", comm, (int)t->pid);
+}
+
+static double unix_now(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+static void print_counters(const char *what, pid_t pid, double ms, const struct ha_counters *c)
+{
+	fprintf(stderr,
+	        "heapattach: %s %d in %.1f ms: malloc=%llu free=%llu calloc=%llu realloc=%llu "
+	        "slots=%llu\n",
+	        what, (int)pid, ms, (unsigned long long)c->malloc_calls,
+	        (unsigned long long)c->free_calls, (unsigned long long)c->calloc_calls,
+	        (unsigned long long)c->realloc_calls, (unsigned long long)c->slots_patched);
+}
+
+/* Block the signals we handle and return a signalfd for them.  From here
+ * on, termination signals arrive only through it, so nothing can interrupt
+ * the injector half-way. */
+static int setup_signals(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGCHLD); /* the injector waits for ptrace stops */
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigdelset(&mask, SIGCHLD);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Inject the agent and complete the handshake.  Returns 0, or an exit
+ * status after printing the reason. */
+static int attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
+                  double t_start, double t_checked)
+{
+	char err[512];
+	struct ha_init_args args = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
+	                             .attacher_pid = (int32_t)getpid(),
+	                             .attacher_uid = (uint32_t)geteuid() };
+	snprintf(args.sock_path, sizeof args.sock_path, "%s", s->sock_target);
+	struct ha_inject_opts io = { .pid = t->pid, .agent_path = t->agent_path,
+	                             .agent_loaded = t->agent_loaded, .args = &args,
+	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose };
+	struct ha_inject_result ir = { 0 };
+	if (ha_inject(&io, &ir, err, sizeof err)) {
+		fprintf(stderr, "heapattach: %s\n", err);
+		return EXIT_REFUSED;
+	}
+	double t_injected = ha_now_ms();
+	if (o->verbose)
+		fprintf(stderr, "heapattach: injected through thread %d in %.1f ms (%d tries)\n",
+		        (int)ir.tid, ir.ms, ir.tries);
+	if (ir.init_ret == HA_INIT_BUSY) {
+		fprintf(stderr, "heapattach: %d (%s) is already being profiled by another heapattach\n",
+		        (int)t->pid, t->comm);
+		return EXIT_REFUSED;
+	}
+	if (ir.init_ret != HA_INIT_STARTED) {
+		fprintf(stderr, "heapattach: the agent in %d (%s) refused to start (code %d)\n",
+		        (int)t->pid, t->comm, ir.init_ret);
+		return EXIT_REFUSED;
+	}
+
+	struct ha_msg_config cfg = { .sample_interval = o->interval,
+	                             .stack_bytes = (uint32_t)o->stack_bytes,
+	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
+	struct ha_counters ready;
+	if (ha_session_handshake(s, &cfg, (int)(o->timeout_s * 1e3), &ready, err, sizeof err)) {
+		/* The agent restores itself when we hang up. */
+		fprintf(stderr, "heapattach: handshake with the agent in %d failed: %s\n", (int)t->pid,
+		        err);
+		return EXIT_FAILED;
+	}
+	double t_ready = ha_now_ms();
+	fprintf(stderr, "heapattach: attached to %d (%s): agent ready in %.1f ms\n", (int)t->pid,
+	        t->comm, t_ready - t_start);
+	if (o->verbose)
+		fprintf(stderr, "heapattach: checks %.1f ms, injection %.1f ms, handshake %.1f ms; "
+		        "%llu GOT slots patched in %llu modules\n", t_checked - t_start,
+		        t_injected - t_checked, t_ready - t_injected,
+		        (unsigned long long)ready.slots_patched, (unsigned long long)ready.modules_patched);
+	return 0;
+}
+
+/* Tell the agent to leave and report what it says.  Returns the exit status. */
+static int detach(const struct options *o, const struct ha_target *t, struct ha_session *s,
+                  enum stop_reason why, int signo)
+{
+	char err[512];
+	if (why == STOP_TARGET_EXIT) {
+		fprintf(stderr, "heapattach: target %d exited\n", (int)t->pid);
+		return 0;
+	}
+	if (why == STOP_AGENT_LOST) {
+		fprintf(stderr, "heapattach: lost the agent in %d: it hung up; it restores the process "
+		        "by itself\n", (int)t->pid);
+		return EXIT_FAILED;
+	}
+	if (o->verbose)
+		fprintf(stderr, "heapattach: detaching (%s)\n",
+		        why == STOP_SIGNAL ? strsignal(signo) : "duration reached");
+	struct ha_counters final;
+	double t_detach = ha_now_ms();
+	if (ha_session_detach(s, (int)(o->timeout_s * 1e3), &final, err, sizeof err) == 0) {
+		print_counters("detached from", t->pid, ha_now_ms() - t_detach, &final);
+		return 0;
+	}
+	if (!ha_target_alive(t->pid)) {
+		fprintf(stderr, "heapattach: target %d exited\n", (int)t->pid);
+		return 0;
+	}
+	fprintf(stderr, "heapattach: detach from %d failed: %s\n", (int)t->pid, err);
+	return EXIT_FAILED;
+}
+
+int main(int argc, char **argv)
+{
+	double t_start = ha_now_ms();
+	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
+	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10 };
+	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
+	struct ha_target t;
+	struct ha_session s;
+	struct ha_db *db = NULL;
+	int status;
+
+	if (parse_args(argc, argv, &o))
+		return EXIT_USAGE;
+	if (!ha_ring_size_ok(o.ring_bytes)) {
+		fprintf(stderr, "heapattach: --ring-size must be a power of two between 64K and 1G\n");
+		return EXIT_USAGE;
+	}
+	int sigfd = setup_signals();
+	if (sigfd < 0) {
+		fprintf(stderr, "heapattach: signalfd: %s\n", strerror(errno));
+		return EXIT_FAILED;
+	}
+
+	/* Everything that can refuse does so before the target is touched. */
+	if (find_agent(&o, agent, sizeof agent))
+		return EXIT_REFUSED;
+	if (ha_target_check(o.pid, agent, &t, err, sizeof err)) {
+		fprintf(stderr, "heapattach: %s\n", err);
+		return EXIT_REFUSED;
+	}
+	double t_checked = ha_now_ms();
+	if (o.verbose)
+		fprintf(stderr, "heapattach: target %d (%s) checked in %.1f ms%s%s\n", (int)t.pid,
+		        t.comm, t_checked - t_start, t.agent_loaded ? "; agent already loaded" : "",
+		        t.seccomp_filter ? "; a seccomp filter is active" : "");
+	if (o.db)
+		snprintf(dbname, sizeof dbname, "%s", o.db);
+	else
+		default_db_name(&t, dbname, sizeof dbname);
+	if (ha_db_open(dbname, &db, err, sizeof err)) {
+		fprintf(stderr, "heapattach: %s\n", err);
+		return EXIT_REFUSED;
+	}
+	ha_session_init(&s);
+	if (ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes, err, sizeof err)) {
+		fprintf(stderr, "heapattach: %s\n", err);
+		ha_session_close(&s);
+		ha_db_close(db);
+		return EXIT_REFUSED;
+	}
+
+	status = attach(&o, &t, &s, t_start, t_checked);
+	if (status) {
+		ha_session_close(&s);
+		ha_db_close(db);
+		return status;
+	}
+
+	/* The session is live: record it, start the writer and the collector. */
+	char exe_link[64], exe[PATH_MAX] = "";
+	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t.pid);
+	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	struct ha_db_session info = { .pid = t.pid, .comm = t.comm, .exe = exe,
+	                              .interval = o.interval, .start_time = unix_now() };
+	static struct ha_writer writer;
+	static struct ha_collector coll;
+	writer.db = db;
+	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
+	    ha_writer_start(&writer)) {
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
+		ha_session_close(&s); /* the agent restores itself on hang-up */
+		ha_db_close(db);
+		return EXIT_FAILED;
+	}
+	coll.pid = t.pid;
+	coll.ring = s.ring;
+	coll.data_size = s.ring_data_size;
+	coll.interval = o.interval;
+	coll.to_writer = &writer.inbox;
+	if (ha_collector_start(&coll)) {
+		fprintf(stderr, "heapattach: %s\n", coll.err);
+		ha_session_close(&s);
+		ha_writer_finish(&writer, unix_now());
+		return EXIT_FAILED;
+	}
+
+	int signo = 0;
+	enum stop_reason why = stay_attached(&o, &s, sigfd, &coll, &signo);
+	status = detach(&o, &t, &s, why, signo);
+
+	/* What the agent wrote before it left is still in our mapping of the
+	 * ring: the collector drains it into the final snapshot. */
+	ha_collector_stop(&coll, why == STOP_TARGET_EXIT ? "exit" : "detach");
+	ha_writer_finish(&writer, unix_now());
+	struct ha_collector_stats st;
+	ha_collector_read_stats(&coll, &st);
+	if (coll.err[0])
+		fprintf(stderr, "heapattach: %s\n", coll.err);
+	if (writer.failed) {
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err);
+		status = EXIT_FAILED;
+	}
+	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s.ring)->drops, __ATOMIC_RELAXED);
+	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
+	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
+	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
+	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
+	        (unsigned long long)writer.snapshots_written, dbname,
+	        (long long)writer.last_snapshot_id);
+	ha_session_close(&s);
+	close(sigfd);
+	return status;
+}

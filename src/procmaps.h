@@ -1,0 +1,44 @@
+/* procmaps.h -- /proc/PID/maps of a target, parsed; modules and their bases. */
+#ifndef HA_PROCMAPS_H
+#define HA_PROCMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ha_map {
+	uint64_t start, end;   /* [start, end) */
+	uint64_t offset;       /* file offset of start */
+	uint64_t inode;
+	uint64_t dev;          /* major << 32 | minor, as printed in maps */
+	unsigned prot;         /* PROT_READ | PROT_WRITE | PROT_EXEC */
+	int shared;            /* 's' in the perms column */
+	char *path;            /* "" for anonymous; "[stack]", "[vdso]" ...;
+	                          without the " (deleted)" suffix */
+	int deleted;           /* the path had a " (deleted)" suffix */
+};
+
+struct ha_maps {
+	struct ha_map *v;
+	size_t n;
+};
+
+/* Parse /proc/PID/maps.  0 or -errno.  Lines that do not parse are skipped. */
+int ha_maps_read(pid_t pid, struct ha_maps *out);
+void ha_maps_free(struct ha_maps *m);
+
+/* The first mapping whose path's basename starts with `prefix`
+ * (e.g. "libc.so.6", "heapattach_agent.so") and whose offset is 0;
+ * NULL if none.  One followed by an executable segment of the same file is
+ * preferred (a loaded module, not the file mmap'ed as data). */
+const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix);
+
+/* The mapping containing addr, or NULL. */
+const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr);
+
+/* The offset-0 mapping of the file that e (an element of m) maps, i.e. the
+ * `mod` argument ha_elf_symbol_at wants for an address inside e; NULL for
+ * anonymous and pseudo mappings or if none is found. */
+const struct ha_map *ha_maps_module_of(const struct ha_maps *m, const struct ha_map *e);
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * session.c -- the attacher's end of the agent protocol (ha_proto.h).
+ *
+ * The socket is SOCK_SEQPACKET: every message arrives whole or not at all,
+ * so a message is valid only if it has exactly sizeof(struct ha_msg) bytes
+ * and the right magic and version.  The peer is checked with SO_PEERCRED:
+ * only the target process itself may speak for the agent.
+ */
+#define _GNU_SOURCE
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ha_ring_map.h"
+#include "util.h"
+
+void ha_session_init(struct ha_session *s)
+{
+	memset(s, 0, sizeof *s);
+	s->listen_fd = s->conn_fd = s->ring_fd = -1;
+}
+
+static int make_socket_dir(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid,
+                           int same_root, char *err, size_t errlen)
+{
+	char prefix[64] = "";
+	if (!same_root)
+		snprintf(prefix, sizeof prefix, "/proc/%d/root", (int)pid);
+	snprintf(s->dir, sizeof s->dir, "%s/tmp/heapattach-%d-XXXXXX", prefix, (int)pid);
+	if (!mkdtemp(s->dir)) {
+		ha_err(err, errlen, "cannot create a socket directory in %s/tmp: %s",
+		       prefix[0] ? prefix : "", strerror(errno));
+		s->dir[0] = '\0';
+		return -1;
+	}
+	/* The agent runs as the target's user; root may be profiling someone
+	 * else's process.  The directory stays 0700: that user and root only. */
+	if (uid != geteuid() && chown(s->dir, uid, gid) != 0) {
+		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->dir, (unsigned)uid,
+		       strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(s->sock, sizeof s->sock, "%s/agent.sock", s->dir) >= sizeof s->sock) {
+		ha_err(err, errlen, "socket path too long: %s/agent.sock", s->dir);
+		return -1;
+	}
+	const char *inside = s->dir + strlen(prefix);
+	if ((size_t)snprintf(s->sock_target, sizeof s->sock_target, "%s/agent.sock", inside) >=
+	    sizeof s->sock_target) {
+		ha_err(err, errlen, "socket path too long: %s/agent.sock", inside);
+		return -1;
+	}
+	return 0;
+}
+
+static int make_listener(struct ha_session *s, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(s->sock) >= sizeof sa.sun_path) {
+		ha_err(err, errlen, "socket path too long: %s", s->sock);
+		return -1;
+	}
+	strcpy(sa.sun_path, s->sock);
+	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    listen(s->listen_fd, 4) != 0) {
+		ha_err(err, errlen, "cannot listen on %s: %s", s->sock, strerror(errno));
+		return -1;
+	}
+	if (uid != geteuid() && chown(s->sock, uid, gid) != 0) {
+		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->sock, (unsigned)uid,
+		       strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int make_ring(struct ha_session *s, uint64_t data_size, char *err, size_t errlen)
+{
+	if (!ha_ring_size_ok(data_size)) {
+		ha_err(err, errlen, "ring size %llu is not a power of two between 64 KiB and 1 GiB",
+		       (unsigned long long)data_size);
+		return -1;
+	}
+	s->ring_fd = memfd_create("heapattach-ring", MFD_CLOEXEC);
+	if (s->ring_fd < 0 || ftruncate(s->ring_fd, (off_t)(HA_RING_HDR_SIZE + data_size)) != 0) {
+		ha_err(err, errlen, "cannot create the ring (%llu bytes): %s",
+		       (unsigned long long)data_size, strerror(errno));
+		return -1;
+	}
+	void *ring = ha_ring_map(s->ring_fd, data_size);
+	if (ring == MAP_FAILED) {
+		ha_err(err, errlen, "cannot map the ring: %s", strerror(errno));
+		return -1;
+	}
+	s->ring = ring;
+	s->ring_data_size = data_size;
+	struct ha_ring_hdr *h = ring;
+	h->magic = HA_RING_MAGIC;
+	h->version = HA_PROTO_VERSION;
+	h->data_size = data_size;
+	return 0;
+}
+
+int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
+                    uint64_t ring_data_size, char *err, size_t errlen)
+{
+	s->pid = pid;
+	if (make_socket_dir(s, pid, uid, gid, same_root, err, errlen) ||
+	    make_listener(s, uid, gid, err, errlen) || make_ring(s, ring_data_size, err, errlen))
+		return -1;
+	return 0;
+}
+
+/* Wait until fd is readable, or the deadline passes.  1, 0 (timeout), -1. */
+static int wait_readable(int fd, double deadline_ms)
+{
+	for (;;) {
+		double left = deadline_ms - ha_now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int n = poll(&p, 1, (int)left + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n > 0)
+			return 1;
+	}
+}
+
+static int send_msg(struct ha_session *s, const struct ha_msg *m, int fd_to_pass,
+                    char *err, size_t errlen)
+{
+	struct iovec iov = { (void *)m, sizeof *m };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd_to_pass >= 0) {
+		memset(&ctl, 0, sizeof ctl);
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof ctl.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
+	}
+	for (;;) {
+		ssize_t n = sendmsg(s->conn_fd, &mh, MSG_NOSIGNAL);
+		if (n == (ssize_t)sizeof *m)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		ha_err(err, errlen, "cannot send to the agent: %s",
+		       n < 0 ? strerror(errno) : "short write");
+		return -1;
+	}
+}
+
+/* Receive one message of the expected type.  Any file descriptor that comes
+ * along uninvited is closed: the agent never sends one. */
+static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, double deadline_ms,
+                    char *err, size_t errlen)
+{
+	int r = wait_readable(s->conn_fd, deadline_ms);
+	if (r <= 0) {
+		ha_err(err, errlen, r == 0 ? "the agent did not answer in time"
+		                           : "waiting for the agent failed");
+		return -1;
+	}
+	struct iovec iov = { m, sizeof *m };
+	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+	                     .msg_controllen = sizeof ctl };
+	ssize_t n = recvmsg(s->conn_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+				close(fd);
+			}
+	if (n == 0) {
+		ha_err(err, errlen, "the agent closed the connection");
+		return -1;
+	}
+	if (n < 0) {
+		ha_err(err, errlen, "cannot read from the agent: %s", strerror(errno));
+		return -1;
+	}
+	if (!ha_msg_valid(m, n) || (mh.msg_flags & MSG_TRUNC)) {
+		ha_err(err, errlen, "malformed message from the agent (%zd bytes)", n);
+		return -1;
+	}
+	if (m->type == HA_MSG_ERROR) {
+		m->u.error.text[sizeof m->u.error.text - 1] = '\0';
+		ha_err(err, errlen, "the agent failed: %s (%s)", m->u.error.text,
+		       strerror(m->u.error.code > 0 ? m->u.error.code : EIO));
+		return -1;
+	}
+	if (m->type != want) {
+		ha_err(err, errlen, "unexpected message %u from the agent (wanted %u)",
+		       (unsigned)m->type, (unsigned)want);
+		return -1;
+	}
+	return 0;
+}
+
+static int accept_agent(struct ha_session *s, double deadline_ms, char *err, size_t errlen)
+{
+	for (;;) {
+		int r = wait_readable(s->listen_fd, deadline_ms);
+		if (r <= 0) {
+			ha_err(err, errlen, "the agent did not connect within the time limit");
+			return -1;
+		}
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
+				continue;
+			ha_err(err, errlen, "accept on %s: %s", s->sock, strerror(errno));
+			return -1;
+		}
+		struct ucred cred;
+		socklen_t len = sizeof cred;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == s->pid) {
+			s->conn_fd = fd;
+			return 0;
+		}
+		/* Somebody else found the socket: not our agent.  Ignore it. */
+		close(fd);
+	}
+}
+
+int ha_session_handshake(struct ha_session *s, const struct ha_msg_config *cfg,
+                         int timeout_ms, struct ha_counters *ready, char *err, size_t errlen)
+{
+	double deadline = ha_now_ms() + timeout_ms;
+	struct ha_msg m;
+
+	if (accept_agent(s, deadline, err, errlen) ||
+	    recv_msg(s, &m, HA_MSG_HELLO, deadline, err, errlen))
+		return -1;
+	if (m.u.hello.pid != s->pid) {
+		ha_err(err, errlen, "the agent says it runs in pid %d, not %d", (int)m.u.hello.pid,
+		       (int)s->pid);
+		return -1;
+	}
+	s->hello = m.u.hello;
+	ha_msg_init(&m, HA_MSG_CONFIG);
+	m.u.config = *cfg;
+	m.u.config.ring_size = HA_RING_HDR_SIZE + s->ring_data_size;
+	if (send_msg(s, &m, s->ring_fd, err, errlen) ||
+	    recv_msg(s, &m, HA_MSG_READY, deadline, err, errlen))
+		return -1;
+	if (ready)
+		*ready = m.u.counters;
+	return 0;
+}
+
+int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,
+                     char *err, size_t errlen)
+{
+	struct ha_msg m;
+	ha_msg_init(&m, HA_MSG_STATS_REQ);
+	if (send_msg(s, &m, -1, err, errlen) ||
+	    recv_msg(s, &m, HA_MSG_STATS, ha_now_ms() + timeout_ms, err, errlen))
+		return -1;
+	*out = m.u.counters;
+	return 0;
+}
+
+int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
+                      char *err, size_t errlen)
+{
+	struct ha_msg m;
+	double deadline = ha_now_ms() + timeout_ms;
+	if (s->conn_fd < 0) {
+		ha_err(err, errlen, "no agent connected");
+		return -1;
+	}
+	ha_msg_init(&m, HA_MSG_DETACH);
+	if (send_msg(s, &m, -1, err, errlen))
+		return -1;
+	/* STATS answers to earlier requests may still be queued: skip them. */
+	for (;;) {
+		if (recv_msg(s, &m, HA_MSG_DETACHED, deadline, err, errlen) == 0)
+			break;
+		if (m.type != HA_MSG_STATS)
+			return -1;
+	}
+	if (final)
+		*final = m.u.counters;
+	return 0;
+}
+
+void ha_session_close(struct ha_session *s)
+{
+	if (s->conn_fd >= 0)
+		close(s->conn_fd);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->ring_fd >= 0)
+		close(s->ring_fd);
+	ha_ring_unmap(s->ring, s->ring_data_size);
+	if (s->sock[0])
+		unlink(s->sock);
+	if (s->dir[0])
+		rmdir(s->dir);
+	ha_session_init(s);
+}

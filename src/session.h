@@ -1,0 +1,52 @@
+/* session.h -- the attacher's side of one agent session: the Unix socket the
+ * agent connects to, the shared ring, and the control protocol of
+ * ha_proto.h (hello, config, ready, stats, detach). */
+#ifndef HA_SESSION_H
+#define HA_SESSION_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "ha_proto.h"
+
+struct ha_session {
+	pid_t pid;                 /* target */
+	int listen_fd;
+	int conn_fd;
+	int ring_fd;               /* memfd, sent to the agent */
+	void *ring;                /* our mapping of it */
+	uint64_t ring_data_size;
+	char dir[PATH_MAX];        /* socket directory, as we reach it */
+	char sock[PATH_MAX];       /* socket path, as we reach it */
+	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target */
+	struct ha_msg_hello hello; /* what the agent said */
+};
+
+void ha_session_init(struct ha_session *s);
+
+/* Create the socket directory (mode 0700, owned by the target's uid/gid so
+ * only that user and root can reach it; created through /proc/PID/root when
+ * the target has another root), listen, and create the ring memfd. */
+int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
+                    uint64_t ring_data_size, char *err, size_t errlen);
+
+/* Wait up to timeout_ms for the agent: accept, check that the peer is the
+ * target (SO_PEERCRED), receive HELLO, send CONFIG with the ring, wait for
+ * READY.  0, or -1 with err. */
+int ha_session_handshake(struct ha_session *s, const struct ha_msg_config *cfg,
+                         int timeout_ms, struct ha_counters *ready, char *err, size_t errlen);
+
+/* Ask for the agent's counters.  0, or -1 with err. */
+int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,
+                     char *err, size_t errlen);
+
+/* Tell the agent to restore everything and leave; wait for its last word.
+ * 0, or -1 with err (the agent restores by itself on hang-up anyway). */
+int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
+                      char *err, size_t errlen);
+
+/* Close everything and remove the socket and its directory.  Idempotent. */
+void ha_session_close(struct ha_session *s);
+
+#endif

@@ -1,0 +1,37 @@
+/* symbolize.h -- program counters of a target to function, file:line,
+ * inlined frames and demangled names, with libdw (follows .gnu_debuglink and
+ * build-id debug files).  Each frame keeps the module path, build-id and
+ * module-relative pc so a profile can be re-symbolized later.  Owned by one
+ * thread. */
+#ifndef HA_SYMBOLIZE_H
+#define HA_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ha_symbolizer;
+
+struct ha_sym_frame {
+	const char *module;    /* path of the mapped file, "" if none        */
+	const char *build_id;  /* lowercase hex, "" if none                  */
+	uint64_t rel_pc;       /* pc relative to the module's load base      */
+	const char *function;  /* demangled; "" if unknown                   */
+	const char *file;      /* source file, "" if unknown                 */
+	int line;              /* 0 if unknown                               */
+	int inlined;           /* 1 for a frame inlined into the next one    */
+};
+
+/* Strings in the frames returned are owned by the symbolizer and stay valid
+ * until ha_symbolizer_free. */
+struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen);
+void ha_symbolizer_free(struct ha_symbolizer *s);
+void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
+
+/* Symbolize pc.  is_return_address: pc came from a caller's frame, so the
+ * call instruction is at pc - 1.  Writes the inline chain innermost first
+ * (at least one frame, even if unknown) into out[max]; returns the count. */
+int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,
+                 struct ha_sym_frame *out, int max);
+
+#endif

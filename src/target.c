@@ -1,0 +1,294 @@
+/*
+ * target.c -- decide, by reading only, whether a process can be profiled.
+ *
+ * Every check here runs before any ptrace call, so a refusal leaves the
+ * target exactly as it was.  The order matters: the cheapest and most
+ * fundamental facts first (does it exist, is it a zombie or a kernel
+ * thread), then permission, then the binary, then heapattach's own state.
+ */
+#define _GNU_SOURCE
+#include "target.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "ha_proto.h"
+#include "procmaps.h"
+#include "util.h"
+
+#define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h */
+
+/* Fields of /proc/PID/stat we need: state (3rd) and flags (9th).  The comm
+ * field may contain spaces and parentheses: parse after the last ')'. */
+static int read_stat(pid_t pid, char *state, unsigned long *flags)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	ssize_t n = ha_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	int ppid, pgrp, session, tty, tpgid;
+	if (sscanf(p + 1, " %c %d %d %d %d %d %lu", state, &ppid, &pgrp, &session,
+	           &tty, &tpgid, flags) != 7)
+		return -EINVAL;
+	return 0;
+}
+
+int ha_target_alive(pid_t pid)
+{
+	char state;
+	unsigned long flags;
+	return read_stat(pid, &state, &flags) == 0 && state != 'Z' && state != 'X';
+}
+
+static void read_comm(pid_t pid, char *out, size_t outlen)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	if (ha_read_file(path, out, outlen) < 0)
+		snprintf(out, outlen, "?");
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static int check_exists(pid_t pid, struct ha_target *t, char *err, size_t errlen)
+{
+	char buf[64];
+	char state;
+	unsigned long flags;
+	int rc;
+
+	if (pid <= 0) {
+		ha_err(err, errlen, "invalid PID %d", (int)pid);
+		return -1;
+	}
+	rc = read_stat(pid, &state, &flags);
+	if (rc == -ENOENT || rc == -ESRCH) {
+		ha_err(err, errlen, "no such process: %d", (int)pid);
+		return -1;
+	}
+	if (rc < 0) {
+		ha_err(err, errlen, "cannot read /proc/%d/stat: %s", (int)pid, strerror(-rc));
+		return -1;
+	}
+	read_comm(pid, t->comm, sizeof t->comm);
+	if (flags & PF_KTHREAD_FLAG) {
+		ha_err(err, errlen, "%d (%s) is a kernel thread: it has no user-space heap",
+		       (int)pid, t->comm);
+		return -1;
+	}
+	if (state == 'Z' || state == 'X') {
+		ha_err(err, errlen, "%d (%s) is a zombie: it has exited and waits for its parent",
+		       (int)pid, t->comm);
+		return -1;
+	}
+	/* A thread id is accepted: the whole process is what gets profiled. */
+	if (ha_proc_status_field(pid, 0, "Tgid", buf, sizeof buf) == 0) {
+		long tgid = strtol(buf, NULL, 10);
+		if (tgid > 0 && tgid != pid)
+			pid = (pid_t)tgid;
+	}
+	t->pid = pid;
+	if (ha_proc_status_field(pid, 0, "Uid", buf, sizeof buf) == 0)
+		t->uid = (uid_t)strtoul(buf, NULL, 10);
+	if (ha_proc_status_field(pid, 0, "Gid", buf, sizeof buf) == 0)
+		t->gid = (gid_t)strtoul(buf, NULL, 10);
+	return 0;
+}
+
+/* Opening /proc/PID/mem needs the same access as PTRACE_ATTACH (uid match
+ * or CAP_SYS_PTRACE, dumpable, Yama), without stopping anything. */
+static int check_permission(const struct ha_target *t, char *err, size_t errlen)
+{
+	char path[64], scope[16] = "";
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)t->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	int e = errno;
+	if (e != EACCES && e != EPERM) {
+		ha_err(err, errlen, "cannot open %s: %s", path, strerror(e));
+		return -1;
+	}
+	ha_read_file("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof scope);
+	int yama = scope[0] ? atoi(scope) : 0;
+	if (geteuid() != 0 && t->uid != geteuid())
+		ha_err(err, errlen, "permission denied: %d (%s) belongs to uid %u and you are uid %u; "
+		       "run heapattach as that user or as root (CAP_SYS_PTRACE)",
+		       (int)t->pid, t->comm, (unsigned)t->uid, (unsigned)geteuid());
+	else if (yama == 3)
+		ha_err(err, errlen, "permission denied: kernel.yama.ptrace_scope is 3, ptrace is disabled "
+		       "until reboot");
+	else if (yama >= 1 && geteuid() != 0)
+		ha_err(err, errlen, "permission denied: kernel.yama.ptrace_scope is %d; run as root "
+		       "(CAP_SYS_PTRACE) or set it to 0", yama);
+	else
+		ha_err(err, errlen, "permission denied to ptrace %d (%s): not dumpable or no "
+		       "CAP_SYS_PTRACE (%s)", (int)t->pid, t->comm, strerror(e));
+	return -1;
+}
+
+static int check_binary(const struct ha_target *t, char *err, size_t errlen)
+{
+	int elf_class = 0, machine = 0, has_interp = 0;
+	int rc = ha_elf_exe_info(t->pid, &elf_class, &machine, &has_interp);
+	if (rc < 0) {
+		ha_err(err, errlen, "cannot read the executable of %d (%s): %s", (int)t->pid,
+		       t->comm, strerror(-rc));
+		return -1;
+	}
+	if (elf_class == ELFCLASS32) {
+		ha_err(err, errlen, "%d (%s) is a 32-bit program; only x86_64 programs are supported",
+		       (int)t->pid, t->comm);
+		return -1;
+	}
+	if (machine != EM_X86_64) {
+		ha_err(err, errlen, "%d (%s) is not an x86_64 program (ELF machine %d)", (int)t->pid,
+		       t->comm, machine);
+		return -1;
+	}
+	if (!has_interp) {
+		ha_err(err, errlen, "%d (%s) is a statically linked program: it has no dynamic loader "
+		       "to load the agent with", (int)t->pid, t->comm);
+		return -1;
+	}
+	return 0;
+}
+
+/* Seccomp strict mode allows read/write/exit only; a filter may or may not
+ * allow what the agent needs, which the injector reports if it fails. */
+static int check_seccomp(struct ha_target *t, char *err, size_t errlen)
+{
+	char buf[32];
+	if (ha_proc_status_field(t->pid, 0, "Seccomp", buf, sizeof buf) != 0)
+		return 0;
+	if (atoi(buf) == 1) {
+		ha_err(err, errlen, "%d (%s) runs in seccomp strict mode: it may not open or map the "
+		       "agent", (int)t->pid, t->comm);
+		return -1;
+	}
+	t->seccomp_filter = atoi(buf) == 2;
+	return 0;
+}
+
+/* gdb, strace or an injecting heapattach hold the process: don't fight them. */
+static int check_tracer(const struct ha_target *t, char *err, size_t errlen)
+{
+	char buf[32], comm[64];
+	if (ha_proc_status_field(t->pid, 0, "TracerPid", buf, sizeof buf) != 0)
+		return 0;
+	pid_t tracer = (pid_t)atoi(buf);
+	if (tracer == 0)
+		return 0;
+	read_comm(tracer, comm, sizeof comm);
+	if (strcmp(comm, "heapattach") == 0)
+		ha_err(err, errlen, "%d (%s) is already being profiled: heapattach %d is injecting "
+		       "into it", (int)t->pid, t->comm, (int)tracer);
+	else
+		ha_err(err, errlen, "%d (%s) is being traced by %d (%s); detach that tracer first",
+		       (int)t->pid, t->comm, (int)tracer, comm);
+	return -1;
+}
+
+/* Is the agent loaded already?  Busy: refuse.  Dormant: reuse it. */
+static int check_agent_state(struct ha_target *t, const struct ha_maps *maps,
+                             char *err, size_t errlen)
+{
+	const struct ha_map *mod = ha_maps_find_module(maps, HA_AGENT_SONAME);
+	struct ha_agent_state st;
+	uint64_t addr;
+	int rc;
+
+	if (!mod)
+		return 0;
+	rc = ha_elf_symbol(t->pid, mod, HA_AGENT_STATE_SYMBOL, &addr);
+	if (rc == 0)
+		rc = ha_remote_read(t->pid, addr, &st, sizeof st);
+	if (rc < 0) {
+		ha_err(err, errlen, "%d (%s) has %s mapped but its state cannot be read: %s",
+		       (int)t->pid, t->comm, mod->path, strerror(-rc));
+		return -1;
+	}
+	if (st.magic != HA_PROTO_MAGIC || st.version != HA_PROTO_VERSION) {
+		ha_err(err, errlen, "%d (%s) has an agent of another heapattach version loaded "
+		       "(protocol %u, ours %u)", (int)t->pid, t->comm, st.version, HA_PROTO_VERSION);
+		return -1;
+	}
+	if (st.state != HA_STATE_DORMANT) {
+		ha_err(err, errlen, "%d (%s) is already being profiled by heapattach %d",
+		       (int)t->pid, t->comm, (int)st.attacher_pid);
+		return -1;
+	}
+	t->agent_loaded = 1;
+	snprintf(t->agent_path, sizeof t->agent_path, "%s", mod->path);
+	return 0;
+}
+
+/* The target opens the agent by path inside its own mount namespace: the
+ * file it finds there must be the very file we mean. */
+static int check_agent_reachable(struct ha_target *t, const char *agent_path,
+                                 char *err, size_t errlen)
+{
+	char theirs[PATH_MAX + 64];
+	struct stat ours_st, theirs_st, root_st, slash_st;
+
+	if (stat(agent_path, &ours_st) != 0) {
+		ha_err(err, errlen, "agent not found: %s: %s", agent_path, strerror(errno));
+		return -1;
+	}
+	snprintf(theirs, sizeof theirs, "/proc/%d/root", (int)t->pid);
+	t->same_root = stat(theirs, &root_st) == 0 && stat("/", &slash_st) == 0 &&
+	               root_st.st_dev == slash_st.st_dev && root_st.st_ino == slash_st.st_ino;
+	snprintf(theirs, sizeof theirs, "/proc/%d/root%s", (int)t->pid, agent_path);
+	if (stat(theirs, &theirs_st) != 0 || theirs_st.st_dev != ours_st.st_dev ||
+	    theirs_st.st_ino != ours_st.st_ino) {
+		ha_err(err, errlen, "the agent %s is not reachable inside the mount namespace of "
+		       "%d (%s)", agent_path, (int)t->pid, t->comm);
+		return -1;
+	}
+	snprintf(t->agent_path, sizeof t->agent_path, "%s", agent_path);
+	return 0;
+}
+
+int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
+                    char *err, size_t errlen)
+{
+	struct ha_maps maps = { 0 };
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	if (check_exists(pid, t, err, errlen) || check_permission(t, err, errlen) ||
+	    check_binary(t, err, errlen) || check_seccomp(t, err, errlen) ||
+	    check_tracer(t, err, errlen))
+		return -1;
+	rc = ha_maps_read(t->pid, &maps);
+	if (rc < 0) {
+		ha_err(err, errlen, "cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-rc));
+		return -1;
+	}
+	if (!ha_maps_find_module(&maps, "libc.so.6") && !ha_maps_find_module(&maps, "libc-")) {
+		ha_err(err, errlen, "%d (%s) has no glibc loaded (libc.so.6): cannot load the agent "
+		       "without its dlopen", (int)t->pid, t->comm);
+		ha_maps_free(&maps);
+		return -1;
+	}
+	rc = check_agent_state(t, &maps, err, errlen);
+	ha_maps_free(&maps);
+	if (rc)
+		return -1;
+	if (t->agent_loaded)
+		return 0; /* reuse what is mapped; nothing to open */
+	return check_agent_reachable(t, agent_path, err, errlen);
+}

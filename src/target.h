@@ -1,0 +1,30 @@
+/* target.h -- everything heapattach checks about a process before it
+ * touches it.  Each refusal is one line naming the problem; the target is
+ * only read (through /proc and process_vm_readv), never stopped. */
+#ifndef HA_TARGET_H
+#define HA_TARGET_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct ha_target {
+	pid_t pid;              /* the thread-group id */
+	uid_t uid;              /* real uid of the target */
+	gid_t gid;
+	char comm[64];
+	int seccomp_filter;     /* a seccomp filter is installed (may refuse calls) */
+	int agent_loaded;       /* heapattach_agent.so is mapped and dormant */
+	int same_root;          /* /proc/PID/root is our "/" */
+	char agent_path[4096];  /* the agent, as the target will open it */
+};
+
+/* Check pid and fill *t.  agent_path is the agent file on our side (an
+ * absolute, resolved path).  0 when the target may be injected; -1 with a
+ * one-line reason in err otherwise. */
+int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
+                    char *err, size_t errlen);
+
+/* Does the process still exist (and is it not a zombie)? */
+int ha_target_alive(pid_t pid);
+
+#endif

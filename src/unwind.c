@@ -1,0 +1,751 @@
+/* unwind.c -- unwind stacks copied out of the target with libunwind's remote
+ * API and our own accessors (modelled on perf's unwind-libunwind-local.c).
+ *
+ * Where memory reads are served from, in this order:
+ *   1. the copied stack window [regs.rsp, regs.rsp + stack_len);
+ *   2. file-backed mappings: the mapped file itself (mmap'ed read-only,
+ *      opened through /proc/PID/map_files or /proc/PID/root), at the
+ *      mapping's file offset -- code, .eh_frame_hdr, .eh_frame;
+ *      [vdso]: a copy of it read once from the process;
+ *   3. anonymous memory only (heap, JIT, "[anon:...]"): the live process via
+ *      process_vm_readv through a small cache of 4 KiB pages.
+ * Never anything else: not the rest of the thread's own stack (stale by the
+ * time we look), not [vvar]/[vsyscall], not unmapped or unreadable memory.
+ *
+ * find_proc_info locates the mapping of ip, the module's PT_GNU_EH_FRAME and
+ * lets dwarf_search_unwind_table binary-search .eh_frame_hdr through
+ * access_mem (UNW_INFO_FORMAT_REMOTE_TABLE).  With UNW_CACHE_GLOBAL libunwind
+ * keeps the register-state of every pc it has seen, so a repeated call path
+ * costs only the reads of the saved registers from the stack copy.
+ *
+ * All input (registers, stack bytes, the files, maps) is untrusted: every
+ * read is bounds-checked, the number of frames is capped, and a frame whose
+ * (pc, sp) repeats ends the walk. */
+#define _GNU_SOURCE
+#include "unwind.h"
+
+#include "procmaps.h"
+#include "util.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <libunwind.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* Not in the public headers, but exported by libunwind-x86_64 (perf uses it
+ * the same way). */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+                                              unw_dyn_info_t *di, unw_proc_info_t *pi,
+                                              int need_unwind_info, void *arg);
+#define dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
+
+#define PAGE_SZ 4096u
+#define PCACHE_N 64              /* live pages cached (direct-mapped) */
+#define PCACHE_TTL_MS 1000.0     /* live memory changes: refetch after this */
+#define RS_CACHE_SIZE 8192       /* libunwind register-state cache entries */
+#define REFRESH_MIN_MS 100.0     /* re-read maps at most this often on our own */
+#define IMAGE_MAX_BYTES (4ull << 30)
+
+/* DWARF pointer encodings used by .eh_frame_hdr */
+#define PE_OMIT 0xff
+#define PE_FMT(e) ((e) & 0x0f)
+#define PE_APP(e) ((e) & 0x70)
+#define PE_DATAREL_SDATA4 0x3b
+
+/* An ELF file (or the vdso) as bytes in our memory. */
+struct image {
+	struct image *next;
+	uint64_t dev, ino;       /* 0,0 for the vdso */
+	int is_vdso;
+	const uint8_t *data;
+	size_t size;
+	int mmapped;             /* else malloc'ed */
+	unsigned used_gen;       /* maps generation that last referenced it */
+	/* parsed on first use for unwinding */
+	int elf_state;           /* 0 not parsed, 1 ok, -1 not usable */
+	uint64_t hdr_vaddr;      /* PT_GNU_EH_FRAME p_vaddr */
+	uint64_t table_rel;      /* table start - hdr start */
+	uint64_t fde_count;
+};
+
+enum { MI_UNKNOWN = 0, MI_IMAGE, MI_LIVE, MI_NONE };
+
+/* What we know about one element of u->maps.v (same index). */
+struct mapinfo {
+	int kind;                /* MI_* */
+	struct image *img;
+	int table_state;         /* 0 unknown, 1 ok, -1 none */
+	uint64_t segbase, table_addr, fde_count;
+};
+
+struct page {
+	uint64_t addr;           /* page address */
+	unsigned gen;            /* valid iff == u->pc_gen */
+	int ok;                  /* 1 data valid, 0 read failed */
+	uint8_t data[PAGE_SZ];
+};
+
+struct ha_unwinder {
+	pid_t pid;
+	unw_addr_space_t as;
+	struct ha_maps maps;
+	struct mapinfo *mi;
+	unsigned maps_gen;
+	double maps_ms;          /* when maps were read */
+	struct image *images;
+	struct page *pages;
+	unsigned pc_gen;
+	double pc_epoch_ms;
+};
+
+/* Per-call context, the `arg` of every accessor. */
+struct uctx {
+	struct ha_unwinder *u;
+	const struct ha_regs *regs;
+	const uint8_t *stack;
+	uint64_t lo, hi;         /* the stack copy covers [lo, hi) */
+	uint64_t smap_lo, smap_hi; /* the mapping holding regs->rsp: no live reads */
+	const struct ha_map *last; /* last mapping hit */
+	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
+};
+
+/* ------------------------------------------------------------------ images */
+
+static void image_free(struct image *im)
+{
+	if (im->mmapped)
+		munmap((void *)im->data, im->size);
+	else
+		free((void *)im->data);
+	free(im);
+}
+
+static int is_pseudo(const char *path)
+{
+	return path[0] != '/';
+}
+
+/* Open the file a mapping maps, as the target sees it. */
+static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
+{
+	char p[PATH_MAX + 64];
+	struct stat st;
+	int fd;
+
+	/* map_files names exactly the mapped object (even deleted or replaced
+	 * files, across mount namespaces); it needs CAP_SYS_ADMIN/CHECKPOINT. */
+	snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)u->pid,
+	         (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == m->inode)
+			return fd;
+		close(fd);
+	}
+	if (m->deleted)
+		return -1;
+	if (snprintf(p, sizeof p, "/proc/%d/root%s", (int)u->pid, m->path) >= (int)sizeof p)
+		return -1;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	/* Only a regular file, and the same one (not replaced since). */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+	    major(st.st_dev) != (m->dev >> 32) || minor(st.st_dev) != (m->dev & 0xffffffffu)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct image *image_for_file(struct ha_unwinder *u, const struct ha_map *m)
+{
+	struct image *im;
+	struct stat st;
+	void *p;
+	int fd;
+
+	for (im = u->images; im; im = im->next)
+		if (!im->is_vdso && im->dev == m->dev && im->ino == m->inode)
+			return im;
+	fd = open_mapped_file(u, m);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > IMAGE_MAX_BYTES) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	im = calloc(1, sizeof *im);
+	if (!im) {
+		munmap(p, (size_t)st.st_size);
+		return NULL;
+	}
+	im->dev = m->dev;
+	im->ino = m->inode;
+	im->data = p;
+	im->size = (size_t)st.st_size;
+	im->mmapped = 1;
+	im->next = u->images;
+	u->images = im;
+	return im;
+}
+
+static struct image *image_for_vdso(struct ha_unwinder *u, const struct ha_map *m)
+{
+	struct image *im;
+	uint8_t *buf;
+	size_t len = m->end - m->start;
+
+	for (im = u->images; im; im = im->next)
+		if (im->is_vdso)
+			return im;
+	if (len == 0 || len > (1u << 20) || !(m->prot & PROT_READ))
+		return NULL;
+	buf = malloc(len);
+	if (!buf)
+		return NULL;
+	if (ha_remote_read(u->pid, m->start, buf, len) != 0) {
+		free(buf);
+		return NULL;
+	}
+	im = calloc(1, sizeof *im);
+	if (!im) {
+		free(buf);
+		return NULL;
+	}
+	im->is_vdso = 1;
+	im->data = buf;
+	im->size = len;
+	im->next = u->images;
+	u->images = im;
+	return im;
+}
+
+/* Size of an encoded value with encoding enc at p (uleb/sleb scanned), or 0. */
+static size_t enc_size(uint8_t enc, const uint8_t *p, const uint8_t *end)
+{
+	switch (PE_FMT(enc)) {
+	case 0x00: return 8;           /* absptr */
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	case 0x01: case 0x09: {        /* uleb128 / sleb128 */
+		size_t n = 0;
+		while (p + n < end && n < 10)
+			if (!(p[n++] & 0x80))
+				return n;
+		return 0;
+	}
+	default: return 0;
+	}
+}
+
+/* Parse the ELF header and .eh_frame_hdr of an image once. */
+static int image_parse(struct image *im)
+{
+	const Elf64_Ehdr *eh;
+	const Elf64_Phdr *ph = NULL;
+	const uint8_t *h, *p, *end;
+	uint64_t cnt = 0;
+	size_t n;
+
+	if (im->elf_state)
+		return im->elf_state;
+	im->elf_state = -1;
+	if (im->size < sizeof *eh)
+		return -1;
+	eh = (const Elf64_Ehdr *)im->data;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > im->size ||
+	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > im->size - eh->e_phoff)
+		return -1;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
+		if (q->p_type == PT_GNU_EH_FRAME)
+			ph = q;
+	}
+	if (!ph || ph->p_offset > im->size || ph->p_filesz > im->size - ph->p_offset ||
+	    ph->p_filesz < 4)
+		return -1;
+	h = im->data + ph->p_offset;
+	end = h + ph->p_filesz;
+	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc */
+	if (h[0] != 1 || h[2] == PE_OMIT || PE_APP(h[2]) != 0 || h[3] != PE_DATAREL_SDATA4)
+		return -1;
+	p = h + 4;
+	if (h[1] != PE_OMIT) {
+		n = enc_size(h[1], p, end);
+		if (!n || n > (size_t)(end - p))
+			return -1;
+		p += n;
+	}
+	n = enc_size(h[2], p, end);
+	if (!n || n > (size_t)(end - p))
+		return -1;
+	switch (PE_FMT(h[2])) {
+	case 0x03: case 0x0b: { uint32_t v; memcpy(&v, p, 4); cnt = v; break; }
+	case 0x00: case 0x04: case 0x0c: memcpy(&cnt, p, 8); break;
+	case 0x02: case 0x0a: { uint16_t v; memcpy(&v, p, 2); cnt = v; break; }
+	case 0x01: {
+		unsigned sh = 0;
+		for (size_t i = 0; i < n && sh < 64; i++, sh += 7)
+			cnt |= (uint64_t)(p[i] & 0x7f) << sh;
+		break;
+	}
+	default: return -1;
+	}
+	p += n;
+	if (cnt == 0 || cnt > (uint64_t)(end - p) / 8)
+		return -1;
+	im->hdr_vaddr = ph->p_vaddr;
+	im->table_rel = (uint64_t)(p - h);
+	im->fde_count = cnt;
+	im->elf_state = 1;
+	return 1;
+}
+
+/* ------------------------------------------------------------------ maps */
+
+static void drop_unused_images(struct ha_unwinder *u)
+{
+	struct image **pp = &u->images;
+	while (*pp) {
+		struct image *im = *pp;
+		if (im->used_gen != u->maps_gen) {
+			*pp = im->next;
+			image_free(im);
+		} else {
+			pp = &im->next;
+		}
+	}
+}
+
+static int same_maps(const struct ha_maps *a, const struct ha_maps *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ha_map *x = &a->v[i], *y = &b->v[i];
+		if (x->start != y->start || x->end != y->end || x->offset != y->offset ||
+		    x->inode != y->inode || x->dev != y->dev || x->prot != y->prot ||
+		    strcmp(x->path, y->path) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Read the maps again.  1 if they changed (caches must go), 0 if not,
+ * -errno if they cannot be read (the old ones are kept: a process that
+ * exited still has its samples in the ring). */
+static int load_maps(struct ha_unwinder *u)
+{
+	struct ha_maps nm;
+	int rc = ha_maps_read(u->pid, &nm);
+
+	u->maps_ms = ha_now_ms();
+	if (rc < 0)
+		return rc;
+	if (nm.n == 0) {                /* a zombie has no maps */
+		ha_maps_free(&nm);
+		return -ESRCH;
+	}
+	if (u->mi && same_maps(&u->maps, &nm)) {
+		ha_maps_free(&nm);
+		return 0;
+	}
+	ha_maps_free(&u->maps);
+	free(u->mi);
+	u->maps = nm;
+	u->mi = calloc(nm.n ? nm.n : 1, sizeof *u->mi);
+	u->maps_gen++;
+	if (!u->mi) {
+		ha_maps_free(&u->maps);
+		return -ENOMEM;
+	}
+	/* Keep the images of files still mapped (same dev/inode), drop the others. */
+	for (size_t i = 0; i < nm.n; i++) {
+		const struct ha_map *m = &nm.v[i];
+		for (struct image *im = u->images; im; im = im->next)
+			if ((im->is_vdso && strcmp(m->path, "[vdso]") == 0) ||
+			    (!im->is_vdso && m->inode && im->dev == m->dev && im->ino == m->inode))
+				im->used_gen = u->maps_gen;
+	}
+	drop_unused_images(u);
+	return 1;
+}
+
+/* 1 if the maps changed and every cache was flushed. */
+static int refresh(struct ha_unwinder *u)
+{
+	if (load_maps(u) != 1)
+		return 0;
+	unw_flush_cache(u->as, 0, 0);
+	u->pc_gen++;
+	return 1;
+}
+
+/* What backs mapping m (index i), decided once per maps generation. */
+static struct mapinfo *mapinfo_of(struct ha_unwinder *u, const struct ha_map *m)
+{
+	struct mapinfo *mi = &u->mi[m - u->maps.v];
+
+	if (mi->kind != MI_UNKNOWN)
+		return mi;
+	mi->kind = MI_NONE;
+	if (!(m->prot & PROT_READ))
+		return mi;
+	if (!is_pseudo(m->path) && m->inode != 0) {
+		mi->img = image_for_file(u, m);
+		if (mi->img) {
+			mi->img->used_gen = u->maps_gen;
+			mi->kind = MI_IMAGE;
+		}
+	} else if (strcmp(m->path, "[vdso]") == 0) {
+		mi->img = image_for_vdso(u, m);
+		if (mi->img) {
+			mi->img->used_gen = u->maps_gen;
+			mi->kind = MI_IMAGE;
+		}
+	} else if (m->path[0] == '\0' || strcmp(m->path, "[heap]") == 0 ||
+	           strncmp(m->path, "[anon:", 6) == 0) {
+		mi->kind = MI_LIVE;
+	}
+	/* everything else ([stack], [vvar], [vsyscall], devices...): MI_NONE */
+	return mi;
+}
+
+static const struct ha_map *find_map(struct uctx *c, uint64_t addr)
+{
+	const struct ha_map *m = c->last;
+	if (m && addr >= m->start && addr < m->end)
+		return m;
+	m = ha_maps_find_addr(&c->u->maps, addr);
+	if (m)
+		c->last = m;
+	return m;
+}
+
+/* ------------------------------------------------------------------ reads */
+
+static int read_live(struct ha_unwinder *u, uint64_t addr, uint8_t *out, size_t n)
+{
+	while (n > 0) {
+		uint64_t pa = addr & ~(uint64_t)(PAGE_SZ - 1);
+		size_t off = (size_t)(addr - pa), k = PAGE_SZ - off;
+		struct page *pg = &u->pages[(pa / PAGE_SZ) % PCACHE_N];
+		if (k > n)
+			k = n;
+		if (pg->gen != u->pc_gen || pg->addr != pa) {
+			pg->addr = pa;
+			pg->gen = u->pc_gen;
+			pg->ok = ha_remote_read(u->pid, pa, pg->data, PAGE_SZ) == 0;
+		}
+		if (!pg->ok)
+			return -1;
+		memcpy(out, pg->data + off, k);
+		out += k;
+		addr += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Read one word at addr from anything but the stack copy. */
+static int read_other(struct uctx *c, uint64_t addr, unw_word_t *valp)
+{
+	const struct ha_map *m;
+	struct mapinfo *mi;
+	uint8_t buf[8];
+
+	if (addr >= c->smap_lo && addr < c->smap_hi)
+		return -UNW_EINVAL;     /* the thread's stack outside the copy */
+	m = find_map(c, addr);
+	if (!m)
+		return -UNW_EINVAL;
+	mi = mapinfo_of(c->u, m);
+	if (mi->kind == MI_IMAGE) {
+		uint64_t off = (mi->img->is_vdso ? 0 : m->offset) + (addr - m->start);
+		size_t k;
+		if (off >= mi->img->size)
+			return -UNW_EINVAL;
+		k = mi->img->size - off < 8 ? (size_t)(mi->img->size - off) : 8;
+		memset(buf, 0, sizeof buf);
+		memcpy(buf, mi->img->data + off, k);
+	} else if (mi->kind == MI_LIVE) {
+		if (m->end - addr < 8 || read_live(c->u, addr, buf, 8) != 0)
+			return -UNW_EINVAL;
+	} else {
+		return -UNW_EINVAL;
+	}
+	memcpy(valp, buf, 8);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ accessors */
+
+static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, int write,
+                          void *arg)
+{
+	struct uctx *c = arg;
+	(void)as;
+	if (write)
+		return -UNW_EINVAL;
+	if (addr >= c->lo && addr < c->hi && c->hi - addr >= 8) {
+		memcpy(valp, c->stack + (addr - c->lo), 8);
+		return 0;
+	}
+	return read_other(c, addr, valp);
+}
+
+static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp, int write,
+                          void *arg)
+{
+	const struct ha_regs *r = ((struct uctx *)arg)->regs;
+	(void)as;
+	if (write)
+		return -UNW_EREADONLYREG;
+	switch (reg) {
+	case UNW_X86_64_RIP: *valp = r->rip; return 0;
+	case UNW_X86_64_RSP: *valp = r->rsp; return 0;
+	case UNW_X86_64_RBP: *valp = r->rbp; return 0;
+	case UNW_X86_64_RBX: *valp = r->rbx; return 0;
+	case UNW_X86_64_R12: *valp = r->r12; return 0;
+	case UNW_X86_64_R13: *valp = r->r13; return 0;
+	case UNW_X86_64_R14: *valp = r->r14; return 0;
+	case UNW_X86_64_R15: *valp = r->r15; return 0;
+	default: return -UNW_EBADREG;
+	}
+}
+
+static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                              int need_unwind_info, void *arg)
+{
+	struct uctx *c = arg;
+	const struct ha_map *m = find_map(c, ip);
+	struct mapinfo *mi;
+	unw_dyn_info_t di;
+
+	if (!m) {
+		c->unknown_ip = 1;
+		return -UNW_ENOINFO;
+	}
+	if (!(m->prot & PROT_EXEC))
+		return -UNW_ENOINFO;
+	mi = mapinfo_of(c->u, m);
+	if (mi->kind != MI_IMAGE)
+		return -UNW_ENOINFO;    /* JIT/anonymous code: frame-pointer fallback */
+	if (mi->table_state == 0) {
+		struct image *im = mi->img;
+		uint64_t fofs = (im->is_vdso ? 0 : m->offset) + (ip - m->start);
+		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
+		mi->table_state = -1;
+		if (image_parse(im) != 1)
+			return -UNW_ENOINFO;
+		/* runtime = vaddr + bias, from the PT_LOAD holding ip's file offset */
+		for (int i = 0; i < eh->e_phnum; i++) {
+			const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
+			if (q->p_type != PT_LOAD || fofs < q->p_offset || fofs - q->p_offset >= q->p_filesz)
+				continue;
+			uint64_t bias = m->start - (im->is_vdso ? 0 : m->offset) + q->p_offset - q->p_vaddr;
+			mi->segbase = im->hdr_vaddr + bias;
+			mi->table_addr = mi->segbase + im->table_rel;
+			mi->fde_count = im->fde_count;
+			mi->table_state = 1;
+			break;
+		}
+	}
+	if (mi->table_state != 1)
+		return -UNW_ENOINFO;
+	memset(&di, 0, sizeof di);
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->start;
+	di.end_ip = m->end;
+	di.u.rti.segbase = mi->segbase;
+	di.u.rti.table_data = mi->table_addr;
+	di.u.rti.table_len = mi->fde_count * 8 / sizeof(unw_word_t);
+	return dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	(void)as, (void)pi, (void)arg;
+}
+
+static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, void *arg)
+{
+	(void)as, (void)dilap, (void)arg;
+	return -UNW_ENOINFO;
+}
+
+static int acc_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+                            void *arg)
+{
+	(void)as, (void)reg, (void)val, (void)write, (void)arg;
+	return -UNW_EINVAL;
+}
+
+static int acc_resume(unw_addr_space_t as, unw_cursor_t *cu, void *arg)
+{
+	(void)as, (void)cu, (void)arg;
+	return -UNW_EINVAL;
+}
+
+static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+                             unw_word_t *offp, void *arg)
+{
+	(void)as, (void)addr, (void)buf, (void)len, (void)offp, (void)arg;
+	return -UNW_ENOINFO;    /* names come from the symbolizer */
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = acc_find_proc_info,
+	.put_unwind_info = acc_put_unwind_info,
+	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+	.access_mem = acc_access_mem,
+	.access_reg = acc_access_reg,
+	.access_fpreg = acc_access_fpreg,
+	.resume = acc_resume,
+	.get_proc_name = acc_get_proc_name,
+};
+
+/* ------------------------------------------------------------------ API */
+
+struct ha_unwinder *ha_unwinder_new(pid_t pid, char *err, size_t errlen)
+{
+	struct ha_unwinder *u = calloc(1, sizeof *u);
+	int rc;
+
+	if (!u) {
+		ha_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	u->pid = pid;
+	u->pages = calloc(PCACHE_N, sizeof *u->pages);
+	if (!u->pages) {
+		free(u);
+		ha_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	u->pc_gen = 1;           /* calloc'ed pages have gen 0: invalid */
+	u->pc_epoch_ms = ha_now_ms();
+	rc = load_maps(u);
+	if (rc < 0 || !u->mi) {
+		ha_err(err, errlen, "cannot read /proc/%d/maps: %s", (int)pid,
+		       strerror(rc < 0 ? -rc : ENOMEM));
+		ha_unwinder_free(u);
+		return NULL;
+	}
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->as) {
+		ha_err(err, errlen, "unw_create_addr_space failed");
+		ha_unwinder_free(u);
+		return NULL;
+	}
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	unw_set_cache_size(u->as, RS_CACHE_SIZE, 0);
+	return u;
+}
+
+void ha_unwinder_free(struct ha_unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->as)
+		unw_destroy_addr_space(u->as);
+	while (u->images) {
+		struct image *im = u->images;
+		u->images = im->next;
+		image_free(im);
+	}
+	ha_maps_free(&u->maps);
+	free(u->mi);
+	free(u->pages);
+	free(u);
+}
+
+void ha_unwinder_maps_changed(struct ha_unwinder *u)
+{
+	if (!u)
+		return;
+	refresh(u);
+	u->pc_gen++;            /* live pages: refetch in any case */
+}
+
+static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max)
+{
+	unw_cursor_t cur;
+	unw_word_t ip, sp, prev_ip, prev_sp;
+	const struct ha_map *sm;
+	int n = 0;
+
+	c->last = NULL;
+	c->unknown_ip = 0;
+	sm = ha_maps_find_addr(&u->maps, c->regs->rsp);
+	c->smap_lo = sm ? sm->start : c->lo;
+	c->smap_hi = sm ? sm->end : c->hi;
+	if (unw_init_remote(&cur, u->as, c) < 0)
+		return -1;
+	pcs[n++] = c->regs->rip;
+	prev_ip = c->regs->rip;
+	prev_sp = c->regs->rsp;
+	while (n < max) {
+		if (unw_step(&cur) <= 0)
+			break;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &sp) < 0)
+			break;
+		if (ip == prev_ip && sp == prev_sp)
+			break;          /* no progress: a loop */
+		pcs[n++] = ip;
+		prev_ip = ip;
+		prev_sp = sp;
+	}
+	return n;
+}
+
+int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
+              size_t stack_len, uint64_t *pcs, int max)
+{
+	struct uctx c;
+	int n;
+	double now;
+
+	if (!u || !regs || !pcs || max <= 0 || regs->rip == 0)
+		return -1;
+	if (!stack)
+		stack_len = 0;
+	if (stack_len > UINT64_MAX - regs->rsp)
+		stack_len = (size_t)(UINT64_MAX - regs->rsp);
+	memset(&c, 0, sizeof c);
+	c.u = u;
+	c.regs = regs;
+	c.stack = stack;
+	c.lo = regs->rsp;
+	c.hi = regs->rsp + stack_len;
+
+	/* Live pages age out: the process keeps running. */
+	now = ha_now_ms();
+	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
+		u->pc_gen++;
+		u->pc_epoch_ms = now;
+	}
+	n = unwind_once(u, &c, pcs, max);
+	/* A pc in no mapping: something was mapped since we read maps (dlopen,
+	 * JIT).  Re-read them (rate-limited) and try again. */
+	if (c.unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && refresh(u))
+		n = unwind_once(u, &c, pcs, max);
+	return n;
+}

@@ -1,0 +1,34 @@
+/* unwind.h -- unwind stacks copied out of the target (ring sample records)
+ * with libunwind's remote API: the copied stack window serves memory reads
+ * at and above the captured sp, the mapped ELF files serve code and unwind
+ * tables, and only anonymous/JIT memory is read from the live process
+ * through a page cache.  One unwinder per target address space; owned by
+ * one thread. */
+#ifndef HA_UNWIND_H
+#define HA_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "ha_proto.h"
+
+struct ha_unwinder;
+
+/* Create the unwinder for process pid (reads /proc/PID/maps).  NULL with
+ * err on failure. */
+struct ha_unwinder *ha_unwinder_new(pid_t pid, char *err, size_t errlen);
+void ha_unwinder_free(struct ha_unwinder *u);
+
+/* The target's mappings changed (dlopen/munmap): re-read maps, flush caches. */
+void ha_unwinder_maps_changed(struct ha_unwinder *u);
+
+/* Unwind one copied stack: regs as captured, stack bytes starting at
+ * address regs->rsp.  Writes up to max pcs, innermost first (pcs[0] =
+ * regs->rip; later entries are return addresses as found on the stack).
+ * Returns the number of pcs (>= 1), or -1 if not even the first step could
+ * be taken.  Untrusted input: never reads outside the copy, the files or
+ * the process's mappings. */
+int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
+              size_t stack_len, uint64_t *pcs, int max);
+
+#endif

@@ -1,0 +1,123 @@
+/* util.c -- small helpers shared by the attacher's modules. */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+void ha_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	for (char *p = err; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}
+
+double ha_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+ssize_t ha_read_file(const char *path, char *buf, size_t buflen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	if (fd < 0)
+		return -errno;
+	while (got + 1 < buflen) {
+		ssize_t n = read(fd, buf + got, buflen - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return (ssize_t)got;
+}
+
+int ha_proc_status_field(pid_t pid, pid_t tid, const char *field, char *out, size_t outlen)
+{
+	char path[64], buf[8192];
+	size_t flen = strlen(field);
+	ssize_t n;
+	if (tid > 0)
+		snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	n = ha_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	for (char *line = buf; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+			const char *v = line + flen + 1;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			snprintf(out, outlen, "%s", v);
+			return 0;
+		}
+		line = next;
+	}
+	return -ENOENT;
+}
+
+static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t n, int write)
+{
+	char path[64];
+	int fd;
+	size_t done = 0;
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	fd = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (done < n) {
+		ssize_t r = write ? pwrite(fd, (const char *)buf + done, n - done, (off_t)(addr + done))
+		                  : pread(fd, (char *)buf + done, n - done, (off_t)(addr + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EIO;
+			close(fd);
+			return -e;
+		}
+		done += (size_t)r;
+	}
+	close(fd);
+	return 0;
+}
+
+int ha_remote_read(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+	ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)n)
+		return 0;
+	return mem_rw(pid, addr, buf, n, 0);
+}
+
+int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n)
+{
+	return mem_rw(pid, addr, (void *)buf, n, 1);
+}

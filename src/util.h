@@ -1,0 +1,32 @@
+/* util.h -- small helpers shared by the attacher's modules. */
+#ifndef HA_UTIL_H
+#define HA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Format a one-line error message into err[errlen] (never a newline). */
+void ha_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Monotonic clock in milliseconds. */
+double ha_now_ms(void);
+
+/* Read a whole (small) file into buf, NUL-terminated.  Returns the number of
+ * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */
+ssize_t ha_read_file(const char *path, char *buf, size_t buflen);
+
+/* Value of "Field:" in /proc/PID/status (or /proc/PID/task/TID/status when
+ * tid > 0), leading blanks skipped, trailing newline cut.  0 or -errno. */
+int ha_proc_status_field(pid_t pid, pid_t tid, const char *field, char *out, size_t outlen);
+
+/* Read n bytes at addr from the target's memory (process_vm_readv, falling
+ * back to /proc/PID/mem).  0 on success, -errno otherwise. */
+int ha_remote_read(pid_t pid, uint64_t addr, void *buf, size_t n);
+
+/* Write n bytes at addr into the target's memory through /proc/PID/mem
+ * (works on a ptrace-stopped thread's stack).  0 or -errno. */
+int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n);
+
+#endif

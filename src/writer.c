@@ -1,0 +1,107 @@
+/* writer.c -- the database writer thread (see writer.h). */
+#define _GNU_SOURCE
+#include "writer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct idmap {
+	int64_t *v;
+	size_t cap;
+};
+
+static int idmap_set(struct idmap *m, uint32_t local, int64_t id)
+{
+	if (local >= m->cap) {
+		size_t cap = m->cap ? m->cap : 1024;
+		while (cap <= local)
+			cap *= 2;
+		int64_t *nv = realloc(m->v, cap * sizeof *nv);
+		if (!nv)
+			return -1;
+		memset(nv + m->cap, 0, (cap - m->cap) * sizeof *nv);
+		m->v = nv;
+		m->cap = cap;
+	}
+	m->v[local] = id;
+	return 0;
+}
+
+static void fail(struct ha_writer *w, const char *what, const char *err)
+{
+	if (!w->failed)
+		snprintf(w->err, sizeof w->err, "%s: %s", what, err);
+	w->failed = 1;
+}
+
+static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wmsg_snapshot *m)
+{
+	char err[200];
+	size_t k = 0;
+	/* Rows of stacks that could not be interned are left out, not guessed. */
+	for (size_t i = 0; i < m->n; i++) {
+		uint32_t local = (uint32_t)m->rows[i].stack_id;
+		if (local < ids->cap && ids->v[local] > 0) {
+			m->rows[k] = m->rows[i];
+			m->rows[k++].stack_id = ids->v[local];
+		}
+	}
+	int64_t snap_id;
+	if (ha_db_snapshot(w->db, w->session_id, &m->info, m->rows, k, &snap_id, err, sizeof err))
+		fail(w, "writing a snapshot", err);
+	else {
+		__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct ha_writer *w = arg;
+	struct idmap ids = { 0 };
+	char err[200];
+	for (;;) {
+		struct ha_qmsg *q = ha_queue_get(&w->inbox, -1);
+		if (q->type == HA_WMSG_STACK) {
+			struct ha_wmsg_stack *m = (struct ha_wmsg_stack *)q;
+			int64_t id;
+			if (ha_db_stack(w->db, m->frames, m->n, &id, err, sizeof err) ||
+			    idmap_set(&ids, m->local_id, id))
+				fail(w, "storing a callstack", err);
+		} else if (q->type == HA_WMSG_SNAPSHOT) {
+			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
+			write_snapshot(w, &ids, m);
+			free(m->rows);
+		} else if (q->type == HA_WMSG_END) {
+			struct ha_wmsg_end *m = (struct ha_wmsg_end *)q;
+			if (ha_db_end_session(w->db, w->session_id, m->end_time, err, sizeof err))
+				fail(w, "closing the session", err);
+			break; /* w->end is not heap-allocated */
+		}
+		free(q);
+	}
+	free(ids.v);
+	ha_db_close(w->db);
+	w->db = NULL;
+	return NULL;
+}
+
+int ha_writer_start(struct ha_writer *w)
+{
+	ha_queue_init(&w->inbox);
+	if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+		snprintf(w->err, sizeof w->err, "cannot start the writer thread");
+		return -1;
+	}
+	return 0;
+}
+
+void ha_writer_finish(struct ha_writer *w, double end_time)
+{
+	w->end.q.type = HA_WMSG_END;
+	w->end.end_time = end_time;
+	ha_queue_put(&w->inbox, &w->end.q);
+	pthread_join(w->thread, NULL);
+	ha_queue_destroy(&w->inbox);
+}

@@ -1,0 +1,51 @@
+/* writer.h -- the database writer thread.  It owns the SQLite handle; the
+ * collector sends it new callstacks and snapshots as messages.  Local
+ * stack ids (the collector's) are mapped to database ids here. */
+#ifndef HA_WRITER_H
+#define HA_WRITER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "db.h"
+#include "queue.h"
+
+enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3 };
+
+/* A new callstack: frames leaf first, strings in the same allocation. */
+struct ha_wmsg_stack {
+	struct ha_qmsg q;
+	uint32_t local_id;
+	int n;
+	struct ha_db_frame frames[]; /* strings follow the array */
+};
+
+struct ha_wmsg_snapshot {
+	struct ha_qmsg q;
+	struct ha_db_snapshot info;   /* reason is a static string */
+	size_t n;
+	struct ha_db_bucket *rows;    /* owned by the message; stack_id = local id */
+};
+
+struct ha_wmsg_end {
+	struct ha_qmsg q;
+	double end_time;
+};
+
+struct ha_writer {
+	struct ha_db *db;             /* handed over at start; the writer closes it */
+	int64_t session_id;
+	struct ha_queue inbox;
+	pthread_t thread;
+	uint64_t snapshots_written;   /* relaxed atomic, for status */
+	int64_t last_snapshot_id;
+	struct ha_wmsg_end end;       /* the last message: no allocation can fail it */
+	int failed;                   /* a write failed; err says why */
+	char err[256];
+};
+
+int ha_writer_start(struct ha_writer *w);
+/* Send END and join: every message before it is written. */
+void ha_writer_finish(struct ha_writer *w, double end_time);
+
+#endif

@@ -1,0 +1,304 @@
+/* db_fill.c -- writes profile databases through the db.h API, for the
+ * heapdiff and database tests (tests/t_heapdiff*.sh, tests/t_db*.sh).
+ *
+ *   db_fill [--sessions 1|2] DB
+ *       A synthetic profile with known values (see below); prints the ids.
+ *   db_fill --loop COUNT [--stacks N] [--step] DB
+ *       A new session with COUNT snapshots (0 = until killed), each a
+ *       different number of changed buckets, a new callstack interned before
+ *       each; prints "committed snapshot ID buckets M" after each commit.
+ *       With --step, waits for a line on stdin before each snapshot and ends
+ *       the session cleanly at end of file (tests interleave two writers).
+ *   db_fill --open DB
+ *       Open for writing and close; the error and exit 1 if refused.
+ *
+ * The synthetic profile, session 1 (pid 4242, "leaky"), snapshots 1..3 at
+ * t0, t0+10 s, t0+20 s, RSS 10000000, 11500000, 13200000; live values
+ * (bytes/objects) of each callstack, "-" = no row written (unchanged):
+ *
+ *   stack  leaf          kind  snap 1         snap 2         snap 3
+ *   grow   leak_grow     heap  1000000/100    2000000/200    4000000/400
+ *   const  pool_init     mmap   500000/10     -              -
+ *   shrink cache_fill    heap   800000/800     300000/300    -
+ *   small  mk_small      heap  (none)           10000/1000     20000/2000
+ *
+ * so from 1 to 3: grow +3000000/+300, small +20000/+2000, shrink
+ * -500000/-500, const unchanged; total +2520000, RSS +3200000.
+ *
+ * With --sessions 2, the database is closed and reopened and session 2
+ * (pid 4343) adds snapshots 4 and 5 (t0+100, t0+110; RSS 20000000,
+ * 20100000): grow 4096/1 then 12288/3 (the same callstack, so the same
+ * stack id), and a new stack "s2_leak" 1000/10 at snapshot 5 only. */
+#define _GNU_SOURCE
+#include "db.h"
+
+#include <getopt.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define T0 1700000000.0
+
+static const char *prog = "db_fill";
+static char err[512];
+
+#define CHECK(call)                                                          \
+	do {                                                                 \
+		if ((call) < 0) {                                            \
+			fprintf(stderr, "%s: %s\n", prog, err);              \
+			exit(1);                                             \
+		}                                                            \
+	} while (0)
+
+static const char *EXE = "/opt/leaky/bin/leaky";
+static const char *EXE_BID = "5f3c9a0e1b2d4c6e8f90a1b2c3d4e5f60718293a";
+static const char *LIB = "/opt/leaky/lib/libsmall.so.1";
+static const char *LIB_BID = "a1b2c3d4e5f60718293a5f3c9a0e1b2d4c6e8f90";
+
+static const struct ha_db_frame grow_frames[] = {
+	{ NULL, NULL, 0x1234, "leak_grow", "/src/leaky/leaky.c", 42, 1 },
+	{ NULL, NULL, 0x1234, "handle_request", "/src/leaky/leaky.c", 80, 0 },
+	{ NULL, NULL, 0x1300, "main", "/src/leaky/leaky.c", 120, 0 },
+};
+static const struct ha_db_frame const_frames[] = {
+	{ NULL, NULL, 0x1100, "pool_init", "/src/leaky/leaky.c", 10, 0 },
+	{ NULL, NULL, 0x12f0, "main", "/src/leaky/leaky.c", 118, 0 },
+};
+static const struct ha_db_frame shrink_frames[] = {
+	{ NULL, NULL, 0x500, "cache_fill", "/src/leaky/cache.c", 33, 0 },
+	{ NULL, NULL, 0x1310, "main", "/src/leaky/leaky.c", 125, 0 },
+};
+static const struct ha_db_frame small_frames[] = {
+	{ NULL, NULL, 0x600, "mk_small", "/src/leaky/small.c", 7, 0 },
+	{ "", "", 0x7f00, "", "", 0, 0 },     /* unknown: JIT or stripped */
+	{ NULL, NULL, 0x1320, "main", "/src/leaky/leaky.c", 130, 0 },
+};
+static const struct ha_db_frame s2_frames[] = {
+	{ NULL, NULL, 0x1400, "s2_leak", "/src/leaky/leaky.c", 200, 0 },
+	{ NULL, NULL, 0x1300, "main", "/src/leaky/leaky.c", 120, 0 },
+};
+
+/* Fill in module and build-id: the executable unless given, libsmall for
+ * the cache_fill and mk_small leaves. */
+static int64_t stack(struct ha_db *db, const struct ha_db_frame *tmpl, int n)
+{
+	struct ha_db_frame f[8];
+	int64_t id;
+	for (int i = 0; i < n; i++) {
+		f[i] = tmpl[i];
+		if (!f[i].module) {
+			int lib = strcmp(f[i].function, "cache_fill") == 0 ||
+			          strcmp(f[i].function, "mk_small") == 0;
+			f[i].module = lib ? LIB : EXE;
+			f[i].build_id = lib ? LIB_BID : EXE_BID;
+		}
+	}
+	CHECK(ha_db_stack(db, f, n, &id, err, sizeof err));
+	return id;
+}
+
+static struct ha_db_bucket bucket(int64_t stack_id, int kind, double alloc_b, double alloc_n,
+                                  double free_b, double free_n)
+{
+	struct ha_db_bucket b = {
+		.stack_id = stack_id, .kind = kind,
+		.alloc_count = alloc_n, .alloc_bytes = alloc_b,
+		.free_count = free_n, .free_bytes = free_b,
+		.live_count = alloc_n - free_n, .live_bytes = alloc_b - free_b,
+	};
+	return b;
+}
+
+static int64_t snapshot(struct ha_db *db, int64_t session, double t, uint64_t rss,
+                        uint64_t samples, uint64_t drops, uint64_t unwf, const char *reason,
+                        const struct ha_db_bucket *b, size_t n)
+{
+	struct ha_db_snapshot s = { t, rss, samples, drops, unwf, reason };
+	int64_t id;
+	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)session, n);
+	return id;
+}
+
+#define N(a) (sizeof(a) / sizeof(a)[0])
+
+static void fill(const char *path, int sessions)
+{
+	struct ha_db *db;
+	struct ha_db_session sess = { 4242, "leaky", EXE, 524288, T0 - 5 };
+	int64_t sid, g, c, s, m, again;
+
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	g = stack(db, grow_frames, N(grow_frames));
+	c = stack(db, const_frames, N(const_frames));
+	s = stack(db, shrink_frames, N(shrink_frames));
+	m = stack(db, small_frames, N(small_frames));
+	again = stack(db, grow_frames, N(grow_frames));
+	if (again != g) {
+		fprintf(stderr, "%s: the same callstack got ids %lld and %lld\n", prog,
+		        (long long)g, (long long)again);
+		exit(1);
+	}
+	printf("stack grow %lld\nstack const %lld\nstack shrink %lld\nstack small %lld\n",
+	       (long long)g, (long long)c, (long long)s, (long long)m);
+	printf("session %lld\n", (long long)sid);
+
+	struct ha_db_bucket s1[] = {
+		bucket(g, HA_KIND_HEAP, 1000000, 100, 0, 0),
+		bucket(c, HA_KIND_MMAP, 500000, 10, 0, 0),
+		bucket(s, HA_KIND_HEAP, 800000, 800, 0, 0),
+	};
+	struct ha_db_bucket s2[] = {
+		bucket(g, HA_KIND_HEAP, 2000000, 200, 0, 0),
+		bucket(s, HA_KIND_HEAP, 800000, 800, 500000, 500),
+		bucket(m, HA_KIND_HEAP, 10000, 1000, 0, 0),
+	};
+	struct ha_db_bucket s3[] = {
+		bucket(g, HA_KIND_HEAP, 4500000, 450, 500000, 50),
+		bucket(m, HA_KIND_HEAP, 25000, 2500, 5000, 500),
+	};
+	snapshot(db, sid, T0, 10000000, 1000, 0, 0, "periodic", s1, N(s1));
+	snapshot(db, sid, T0 + 10, 11500000, 2100, 0, 1, "signal", s2, N(s2));
+	snapshot(db, sid, T0 + 20, 13200000, 3500, 5, 1, "detach", s3, N(s3));
+	CHECK(ha_db_end_session(db, sid, T0 + 20.5, err, sizeof err));
+	ha_db_close(db);
+	if (sessions < 2)
+		return;
+
+	/* Session 2 after a reopen: interning must find the stored stacks. */
+	struct ha_db_session sess2 = { 4343, "leaky", EXE, 524288, T0 + 95 };
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess2, &sid, err, sizeof err));
+	again = stack(db, grow_frames, N(grow_frames));
+	if (again != g) {
+		fprintf(stderr, "%s: after reopen, the grow callstack got id %lld, was %lld\n", prog,
+		        (long long)again, (long long)g);
+		exit(1);
+	}
+	int64_t n2 = stack(db, s2_frames, N(s2_frames));
+	printf("stack s2 %lld\nsession %lld\n", (long long)n2, (long long)sid);
+	struct ha_db_bucket s4[] = { bucket(g, HA_KIND_HEAP, 4096, 1, 0, 0) };
+	struct ha_db_bucket s5[] = {
+		bucket(g, HA_KIND_HEAP, 12288, 3, 0, 0),
+		bucket(n2, HA_KIND_HEAP, 1000, 10, 0, 0),
+	};
+	snapshot(db, sid, T0 + 100, 20000000, 10, 0, 0, "periodic", s4, N(s4));
+	snapshot(db, sid, T0 + 110, 20100000, 25, 0, 0, "exit", s5, N(s5));
+	CHECK(ha_db_end_session(db, sid, T0 + 110, err, sizeof err));
+	ha_db_close(db);
+}
+
+/* Many snapshots as fast as possible, for the kill -9 test. */
+static void loop(const char *path, long count, int nstacks, int step)
+{
+	struct ha_db *db;
+	struct ha_db_session sess = { getpid(), "db_fill", "/proc/self/exe", 4096, T0 };
+	int64_t sid, *ids;
+	struct ha_db_bucket *b;
+	char fn[8][32];
+	struct ha_db_frame f[8];
+
+	ids = calloc((size_t)nstacks, sizeof *ids);
+	b = calloc((size_t)nstacks + 1, sizeof *b);
+	if (!ids || !b) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(1);
+	}
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	/* A tiny page cache: big transactions spill pages into the WAL before
+	 * their commit, so a kill also leaves uncommitted frames behind for the
+	 * recovery to ignore. */
+	if (sqlite3_exec(ha_db_handle(db), "PRAGMA cache_size = 4", NULL, NULL, NULL) != SQLITE_OK) {
+		fprintf(stderr, "%s: cannot set the cache size\n", prog);
+		exit(1);
+	}
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	for (int i = 0; i < 8; i++)
+		f[i] = (struct ha_db_frame){ EXE, EXE_BID, 0, fn[i], "/src/loop.c", 0, 0 };
+	for (int j = 0; j < nstacks; j++) {
+		for (int i = 0; i < 8; i++) {
+			snprintf(fn[i], sizeof fn[i], "loop_fn_%d_%d", j % (i + 2), i);
+			f[i].rel_pc = (uint64_t)(0x1000 + 16 * i + j % (i + 2));
+			f[i].line = 10 * i + 1;
+		}
+		CHECK(ha_db_stack(db, f, 8, &ids[j], err, sizeof err));
+	}
+	printf("session %lld stacks %d\n", (long long)sid, nstacks);
+	fflush(stdout);
+	for (long k = 1; count == 0 || k <= count; k++) {
+		size_t n = 1 + (size_t)((k * 37) % nstacks);
+		int64_t id, fresh;
+		char line[64];
+		if (step && !fgets(line, sizeof line, stdin))
+			break;
+		/* A new callstack before each snapshot: the crash can also hit a
+		 * stack-interning transaction. */
+		snprintf(fn[0], sizeof fn[0], "loop_new_%ld_%d", k, getpid());
+		f[0].rel_pc = (uint64_t)k;
+		for (int i = 1; i < 8; i++)
+			snprintf(fn[i], sizeof fn[i], "loop_fn_0_%d", i);
+		CHECK(ha_db_stack(db, f, 8, &fresh, err, sizeof err));
+		for (size_t j = 0; j < n; j++)
+			b[j] = bucket(ids[j], HA_KIND_HEAP, 4096.0 * k + j, k, 1024.0 * k, k / 2);
+		b[n] = bucket(fresh, HA_KIND_MMAP, 65536, 1, 0, 0);
+		struct ha_db_snapshot s = { T0 + k, 1000000 + 4096 * (uint64_t)k, (uint64_t)k * 10, 0, 0,
+		                            "periodic" };
+		CHECK(ha_db_snapshot(db, sid, &s, b, n + 1, &id, err, sizeof err));
+		printf("committed snapshot %lld buckets %zu\n", (long long)id, n + 1);
+		fflush(stdout);
+	}
+	CHECK(ha_db_end_session(db, sid, T0 + 1e6, err, sizeof err));
+	ha_db_close(db);
+	free(ids);
+	free(b);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+	        "usage: %s [--sessions 1|2] DB\n"
+	        "       %s --loop COUNT [--stacks N] [--step] DB\n"
+	        "       %s --open DB\n", prog, prog, prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sessions", required_argument, NULL, 's' },
+		{ "loop", required_argument, NULL, 'l' },
+		{ "stacks", required_argument, NULL, 'n' },
+		{ "open", no_argument, NULL, 'o' },
+		{ "step", no_argument, NULL, 'S' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int sessions = 1, nstacks = 500, do_open = 0, step = 0, c;
+	long count = -1;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': sessions = atoi(optarg); break;
+		case 'l': count = atol(optarg); break;
+		case 'n': nstacks = atoi(optarg); break;
+		case 'o': do_open = 1; break;
+		case 'S': step = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc - 1 || sessions < 1 || sessions > 2 || nstacks < 1)
+		usage();
+	if (do_open) {
+		struct ha_db *db;
+		CHECK(ha_db_open(argv[optind], &db, err, sizeof err));
+		ha_db_close(db);
+		return 0;
+	}
+	if (count >= 0)
+		loop(argv[optind], count, nstacks, step);
+	else
+		fill(argv[optind], sessions);
+	return 0;
+}

@@ -1,0 +1,734 @@
+/* unwind_check.c -- self-test of src/unwind.c and src/symbolize.c on real
+ * stacks of live processes, and a measurement of their speed.
+ *
+ *   unwind_check                  forked children build known call chains,
+ *                                 capture their registers and copy their
+ *                                 stack into shared memory (as the agent
+ *                                 does in its malloc hook) and wait; we
+ *                                 unwind and symbolize them by pid, check
+ *                                 names, order, file:line and inlining,
+ *                                 then time repeated unwinds
+ *   unwind_check --attach PID FILE [--expect NAME]... [--file BASENAME]
+ *                                 the same checks on a capture another
+ *                                 program wrote to FILE (struct uc_record
+ *                                 + stack bytes) while it stays alive as
+ *                                 PID (tests/t_unwind.sh builds C++ and
+ *                                 frame-pointer-less targets that way)
+ *
+ * Prints what it finds; exits 0 if every check passed, 1 otherwise. */
+#define _GNU_SOURCE
+#include "ha_proto.h"
+#include "procmaps.h"
+#include "symbolize.h"
+#include "unwind.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STACK_CAP (64 * 1024)
+#define MAX_PCS 128
+#define MAX_FR 512
+#define UC_MAGIC 0x3143455244574e55ull /* "UNWDREC1" */
+
+/* What a capture leaves behind (shared memory here, a file for --attach):
+ * this header, then stack_len bytes copied from regs[1] (rsp) upward.
+ * lines[i]: the source line frame i must show (0: not checked). */
+struct uc_record {
+	uint64_t magic;
+	uint64_t regs[8];        /* rip rsp rbp rbx r12 r13 r14 r15 */
+	uint64_t stack_len;
+	int32_t lines[16];
+};
+_Static_assert(sizeof(struct uc_record) == 144, "record layout (tests/t_unwind.sh has a copy)");
+_Static_assert(sizeof(struct ha_regs) == 8 * 8, "regs layout");
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			printf("FAIL: " __VA_ARGS__);                        \
+			printf("\n");                                        \
+			failures++;                                          \
+		}                                                            \
+	} while (0)
+
+/* ------------------------------------------------------------------ child side */
+
+static struct uc_record *g_rec;   /* shared region: header + STACK_CAP bytes */
+static uint64_t g_stack_end;      /* end of the child's stack mapping */
+static int g_ready_fd = -1, g_release_fd = -1;
+
+/* Copy the stack with a plain word loop (never memcpy: other frames'
+ * redzones under ASan, guard pages under FORTIFY). */
+__attribute__((noinline, no_sanitize_address)) static void copy_stack(struct uc_record *r)
+{
+	uint64_t sp = r->regs[1], n = g_stack_end > sp ? g_stack_end - sp : 0;
+	const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)sp;
+	uint64_t *dst = (uint64_t *)(r + 1);
+
+	if (n > STACK_CAP)
+		n = STACK_CAP;
+	n &= ~(uint64_t)7;
+	for (uint64_t i = 0; i < n / 8; i++)
+		dst[i] = src[i];
+	r->stack_len = n;
+}
+
+/* Registers as the agent's hook captures them: its own pc and sp, and every
+ * callee-saved register, at one point of a function. */
+#define CAPTURE_REGS(r)                                                           \
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"                                \
+	                 "mov %%rax, 0(%0)\n\t"                                   \
+	                 "mov %%rsp, 8(%0)\n\t"                                   \
+	                 "mov %%rbp, 16(%0)\n\t"                                  \
+	                 "mov %%rbx, 24(%0)\n\t"                                  \
+	                 "mov %%r12, 32(%0)\n\t"                                  \
+	                 "mov %%r13, 40(%0)\n\t"                                  \
+	                 "mov %%r14, 48(%0)\n\t"                                  \
+	                 "mov %%r15, 56(%0)\n\t"                                  \
+	                 :                                                        \
+	                 : "r"((r)->regs)                                         \
+	                 : "rax", "memory")
+
+/* Capture, tell the parent, wait until it is done with us. */
+__attribute__((noinline, noclone)) static int capture_here(struct uc_record *r)
+{
+	char c = 'r';
+	r->lines[0] = __LINE__; CAPTURE_REGS(r);
+	copy_stack(r);
+	r->magic = UC_MAGIC;
+	if (write(g_ready_fd, &c, 1) != 1)
+		_exit(3);
+	while (read(g_release_fd, &c, 1) > 0)
+		;
+	return (int)(r->stack_len & 1) + 1;
+}
+
+static inline __attribute__((always_inline)) int inl_step(struct uc_record *r, int x)
+{
+	r->lines[1] = __LINE__; int v = capture_here(r);
+	return v * 3 + x;
+}
+
+__attribute__((noinline, noclone)) static int chain_c(struct uc_record *r, int x)
+{
+	r->lines[2] = __LINE__; int v = inl_step(r, x + 1);
+	return v + 5;
+}
+
+__attribute__((noinline, noclone)) int chain_b(struct uc_record *r, int x)
+{
+	r->lines[3] = __LINE__; int v = chain_c(r, x * 2);
+	return v - 1;
+}
+
+__attribute__((noinline, noclone)) int chain_a(struct uc_record *r, int x)
+{
+	r->lines[4] = __LINE__; int v = chain_b(r, x + 7);
+	return v ^ 1;
+}
+
+/* qsort: the chain goes through libc (unwound with libc's .eh_frame). */
+static volatile int q_captured;
+
+static int q_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	if (!q_captured) {
+		q_captured = 1;
+		g_rec->lines[1] = __LINE__; x += capture_here(g_rec) - 1;
+	}
+	return (x > y) - (x < y);
+}
+
+__attribute__((noinline, noclone)) int q_outer(struct uc_record *r, int n)
+{
+	int v[64];
+	for (int i = 0; i < n && i < 64; i++)
+		v[i] = (i * 7919) % 61;
+	r->lines[3] = __LINE__; qsort(v, (size_t)n, sizeof v[0], q_cmp);
+	return v[0] + v[n - 1];
+}
+
+/* Recursion for a deep stack (per-frame cost). */
+__attribute__((noinline, noclone)) int deep(struct uc_record *r, int depth)
+{
+	volatile int after = depth;     /* read after the call: no tail recursion */
+	if (depth == 0)
+		return capture_here(r) + after;
+	int v = deep(r, depth - 1);
+	return v + after;
+}
+
+/* A signal handler: through the kernel's signal frame (libc's __restore_rt,
+ * registers read back from the ucontext in the stack copy). */
+static volatile int sig_result;
+
+static void sig_handler(int sig)
+{
+	g_rec->lines[1] = __LINE__; sig_result = capture_here(g_rec) + sig;
+}
+
+__attribute__((noinline, noclone)) int sig_outer(struct uc_record *r)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = sig_handler;
+	sigaction(SIGUSR1, &sa, NULL);
+	r->lines[3] = __LINE__; raise(SIGUSR1);
+	return sig_result;
+}
+
+enum scenario { SC_CHAIN, SC_QSORT, SC_DEEP, SC_SIGNAL };
+#define DEEP_DEPTH 40
+
+__attribute__((noinline)) static int child_main(enum scenario sc)
+{
+	struct ha_maps maps;
+	int local = 0;
+	const struct ha_map *m;
+
+	if (ha_maps_read(getpid(), &maps) != 0)
+		_exit(4);
+	m = ha_maps_find_addr(&maps, (uint64_t)(uintptr_t)&local);
+	if (!m)
+		_exit(5);
+	g_stack_end = m->end;
+	ha_maps_free(&maps);
+	switch (sc) {
+	case SC_CHAIN: return chain_a(g_rec, 1);
+	case SC_QSORT: return q_outer(g_rec, 40);
+	case SC_DEEP: return deep(g_rec, DEEP_DEPTH);
+	case SC_SIGNAL: return sig_outer(g_rec);
+	}
+	return 0;
+}
+
+struct child {
+	pid_t pid;
+	int release_w;
+	struct uc_record *rec;
+};
+
+static int spawn(enum scenario sc, struct child *ch)
+{
+	int rp[2], lp[2];
+	char c;
+
+	ch->rec = mmap(NULL, sizeof *ch->rec + STACK_CAP, PROT_READ | PROT_WRITE,
+	               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ch->rec == MAP_FAILED || pipe2(rp, O_CLOEXEC) || pipe2(lp, O_CLOEXEC)) {
+		perror("unwind_check: setup");
+		return -1;
+	}
+	fflush(stdout);
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		perror("unwind_check: fork");
+		return -1;
+	}
+	if (ch->pid == 0) {
+		close(rp[0]);
+		close(lp[1]);
+		g_rec = ch->rec;
+		g_ready_fd = rp[1];
+		g_release_fd = lp[0];
+		child_main(sc);
+		_exit(0);
+	}
+	close(rp[1]);
+	close(lp[0]);
+	ch->release_w = lp[1];
+	if (read(rp[0], &c, 1) != 1) {
+		printf("FAIL: child %d did not capture\n", (int)ch->pid);
+		close(rp[0]);
+		return -1;
+	}
+	close(rp[0]);
+	if (ch->rec->magic != UC_MAGIC) {
+		printf("FAIL: bad capture record\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void reap(struct child *ch)
+{
+	int st;
+	close(ch->release_w);
+	waitpid(ch->pid, &st, 0);
+	munmap(ch->rec, sizeof *ch->rec + STACK_CAP);
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static void rec_regs(const struct uc_record *r, struct ha_regs *regs)
+{
+	memcpy(regs, r->regs, sizeof *regs);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Symbolize pcs[0..n) into f (inline frames expanded); frame -> pc index in
+ * fpc. */
+static int symbolize_all(struct ha_symbolizer *s, const uint64_t *pcs, int n,
+                         struct ha_sym_frame *f, int *fpc)
+{
+	int nf = 0;
+	for (int i = 0; i < n && nf < MAX_FR; i++) {
+		int k = ha_symbolize(s, pcs[i], i > 0, f + nf, MAX_FR - nf);
+		for (int j = 0; j < k; j++)
+			fpc[nf + j] = i;
+		nf += k;
+	}
+	return nf;
+}
+
+static void print_frames(const uint64_t *pcs, const struct ha_sym_frame *f, const int *fpc,
+                         int nf)
+{
+	for (int i = 0; i < nf; i++)
+		printf("  #%-2d %#14llx %s+%#llx %s%s (%s:%d)%s\n", i,
+		       (unsigned long long)pcs[fpc[i]], base_name(f[i].module),
+		       (unsigned long long)f[i].rel_pc, f[i].inlined ? "[inlined] " : "",
+		       f[i].function[0] ? f[i].function : "??",
+		       f[i].file[0] ? base_name(f[i].file) : "?", f[i].line,
+		       f[i].build_id[0] ? "" : " (no build-id)");
+}
+
+/* f[0..nexp) must be names[] exactly, with lines[] (0 = any) in file_base. */
+static void expect_prefix(const char *label, const struct ha_sym_frame *f, int nf,
+                          const char *const *names, const int32_t *lines, int nexp,
+                          const char *file_base)
+{
+	CHECK(nf >= nexp, "%s: %d frames, expected at least %d", label, nf, nexp);
+	for (int i = 0; i < nexp && i < nf; i++) {
+		CHECK(strcmp(f[i].function, names[i]) == 0, "%s: frame %d is '%s', expected '%s'",
+		      label, i, f[i].function, names[i]);
+		if (file_base)
+			CHECK(strcmp(base_name(f[i].file), file_base) == 0,
+			      "%s: frame %d (%s) in file '%s', expected %s", label, i, names[i],
+			      f[i].file, file_base);
+		if (lines && lines[i] > 0)
+			CHECK(f[i].line == lines[i], "%s: frame %d (%s) at line %d, expected %d", label,
+			      i, names[i], f[i].line, lines[i]);
+	}
+}
+
+static int find_fn(const struct ha_sym_frame *f, int nf, int from, const char *name)
+{
+	for (int i = from; i < nf; i++)
+		if (strcmp(f[i].function, name) == 0)
+			return i;
+	return -1;
+}
+
+/* rel_pc must let a profile be re-symbolized later: pc - load bias.  For a
+ * PIE or a shared object the bias is the start of its offset-0 mapping. */
+static void check_rel_pc(const char *label, pid_t pid, const uint64_t *pcs,
+                         const struct ha_sym_frame *f, const int *fpc, int nf)
+{
+	struct ha_maps maps;
+	if (ha_maps_read(pid, &maps) != 0)
+		return;
+	for (int i = 0; i < nf; i++) {
+		const struct ha_map *m = ha_maps_find_addr(&maps, pcs[fpc[i]]);
+		const struct ha_map *mod = m ? ha_maps_module_of(&maps, m) : NULL;
+		if (!mod || strstr(mod->path, ".so") == NULL)
+			continue;       /* shared objects only: vaddr 0 at offset 0 */
+		CHECK(f[i].rel_pc == pcs[fpc[i]] - mod->start,
+		      "%s: frame %d rel_pc %#llx, expected %#llx", label, i,
+		      (unsigned long long)f[i].rel_pc,
+		      (unsigned long long)(pcs[fpc[i]] - mod->start));
+		CHECK(strcmp(f[i].module, mod->path) == 0, "%s: frame %d module '%s', expected '%s'",
+		      label, i, f[i].module, mod->path);
+	}
+	ha_maps_free(&maps);
+}
+
+/* CPU time of this thread in ms: "per core" figures that other load on the
+ * machine does not distort (much). */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Unwind the same copy for ~0.3 s of CPU; report stacks/s and us/frame. */
+static void bench(const char *label, struct ha_unwinder *u, const struct ha_regs *regs,
+                  const uint8_t *stack, size_t len)
+{
+	uint64_t pcs[MAX_PCS];
+	long iters = 0, frames = 0;
+	double c0 = cpu_ms(), w0 = ha_now_ms(), t, w;
+	int n = 0;
+	do {
+		for (int k = 0; k < 256; k++) {
+			n = ha_unwind(u, regs, stack, len, pcs, MAX_PCS);
+			frames += n;
+		}
+		iters += 256;
+		t = cpu_ms() - c0;
+		w = ha_now_ms() - w0;
+	} while (t < 300 && w < 3000);
+	printf("bench %-6s: %d frames/stack, %.0f stacks/s per core, %.3f us/stack, "
+	       "%.3f us/frame (cpu time; wall %.0f stacks/s)\n",
+	       label, n, iters / (t / 1e3), t * 1e3 / iters, t * 1e3 / frames, iters / (w / 1e3));
+}
+
+static void bench_sym(struct ha_symbolizer *s, const uint64_t *pcs, int n)
+{
+	struct ha_sym_frame f[32];
+	long iters = 0;
+	double t0 = ha_now_ms(), t;
+	do {
+		for (int k = 0; k < 1024; k++)
+			for (int i = 0; i < n; i++)
+				ha_symbolize(s, pcs[i], i > 0, f, 32);
+		iters += 1024;
+		t = ha_now_ms() - t0;
+	} while (t < 100);
+	printf("bench symbolize (cached): %.3f us/pc\n", t * 1e3 / ((double)iters * n));
+}
+
+/* Robustness: hostile or damaged input must not crash or run away. */
+static void abuse(struct ha_unwinder *u, const struct uc_record *r)
+{
+	struct ha_regs regs;
+	uint64_t pcs[MAX_PCS];
+	uint8_t *junk = malloc(STACK_CAP);
+	int n;
+
+	rec_regs(r, &regs);
+	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), 16, pcs, MAX_PCS);
+	CHECK(n >= 1 && n < 6, "truncated copy (16 bytes): %d frames", n);
+	n = ha_unwind(u, &regs, NULL, 0, pcs, MAX_PCS);
+	CHECK(n >= 1 && n < 6, "no copy: %d frames", n);
+	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs, 3);
+	CHECK(n == 3, "max=3: %d frames", n);
+	regs.rip = 0;
+	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs, MAX_PCS);
+	CHECK(n == -1, "rip=0: %d, expected -1", n);
+	if (junk) {
+		/* random stack and registers: bounded, no crash */
+		srand(1);
+		for (int k = 0; k < 200; k++) {
+			for (int i = 0; i < STACK_CAP; i++)
+				junk[i] = (uint8_t)rand();
+			rec_regs(r, &regs);
+			if (k & 1) {
+				regs.rbp = regs.rsp + (uint64_t)(rand() % 4096);
+				regs.rip += (uint64_t)(rand() % 256);
+			}
+			n = ha_unwind(u, &regs, junk, STACK_CAP, pcs, MAX_PCS);
+			CHECK(n >= 1 && n <= MAX_PCS, "junk stack: %d", n);
+		}
+		/* a self-referencing frame-pointer chain */
+		for (int i = 0; i < STACK_CAP / 8; i++)
+			((uint64_t *)junk)[i] = r->regs[1];
+		rec_regs(r, &regs);
+		regs.rbp = regs.rsp;
+		n = ha_unwind(u, &regs, junk, STACK_CAP, pcs, MAX_PCS);
+		CHECK(n >= 1 && n <= MAX_PCS, "looping stack: %d", n);
+		free(junk);
+	}
+	printf("robustness: truncated, empty, capped, rip=0, junk and looping stacks handled\n");
+}
+
+/* Unwind + symbolize one capture of process pid; print the frames. */
+static int unwind_sym(const char *label, struct ha_unwinder *u, struct ha_symbolizer *s,
+                      const struct uc_record *r, uint64_t *pcs, struct ha_sym_frame *f, int *fpc,
+                      int *nf)
+{
+	struct ha_regs regs;
+	double t0, t1, t2;
+	int n;
+
+	rec_regs(r, &regs);
+	t0 = ha_now_ms();
+	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs, MAX_PCS);
+	t1 = ha_now_ms();
+	*nf = n > 0 ? symbolize_all(s, pcs, n, f, fpc) : 0;
+	t2 = ha_now_ms();
+	printf("%s: %d pcs, %d frames (stack copy %llu bytes; first unwind %.3f ms, first "
+	       "symbolization %.3f ms)\n",
+	       label, n, *nf, (unsigned long long)r->stack_len, t1 - t0, t2 - t1);
+	if (n > 0)
+		print_frames(pcs, f, fpc, *nf);
+	CHECK(n > 0, "%s: ha_unwind failed (%d)", label, n);
+	return n;
+}
+
+static int self_test(void)
+{
+	static uint64_t pcs[MAX_PCS];
+	static struct ha_sym_frame f[MAX_FR];
+	static int fpc[MAX_FR];
+	char err[256];
+	struct child ch;
+	struct ha_unwinder *u;
+	struct ha_symbolizer *s;
+	struct ha_regs regs;
+	int n, nf, i;
+
+	/* 1. C chain with an inlined function */
+	if (spawn(SC_CHAIN, &ch) != 0)
+		return 1;
+	u = ha_unwinder_new(ch.pid, err, sizeof err);
+	s = ha_symbolizer_new(ch.pid, err, sizeof err);
+	if (!u || !s) {
+		printf("FAIL: cannot create unwinder/symbolizer: %s\n", err);
+		return 1;
+	}
+	n = unwind_sym("chain", u, s, ch.rec, pcs, f, fpc, &nf);
+	{
+		static const char *const names[] = { "capture_here", "inl_step", "chain_c", "chain_b",
+		                                     "chain_a" };
+		expect_prefix("chain", f, nf, names, ch.rec->lines, 5, "unwind_check.c");
+		CHECK(nf > 1 && f[1].inlined == 1 && f[0].inlined == 0 && f[2].inlined == 0,
+		      "chain: inlined flags wrong");
+		CHECK(nf > 2 && fpc[1] == fpc[2] && fpc[1] == 1,
+		      "chain: inl_step and chain_c must share one pc");
+		CHECK(find_fn(f, nf, 5, "main") > 0, "chain: main not found");
+		CHECK(nf > 0 && f[0].build_id[0] && f[0].module[0] == '/',
+		      "chain: module/build-id missing");
+		check_rel_pc("chain", ch.pid, pcs, f, fpc, nf);
+		/* unwinding must be repeatable (caches) */
+		uint64_t pcs2[MAX_PCS];
+		rec_regs(ch.rec, &regs);
+		int n2 = ha_unwind(u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len, pcs2,
+		                   MAX_PCS);
+		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0, "chain: second unwind differs");
+		/* and survive a maps refresh */
+		ha_unwinder_maps_changed(u);
+		ha_symbolizer_maps_changed(s);
+		n2 = ha_unwind(u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len, pcs2, MAX_PCS);
+		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
+		      "chain: unwind after maps_changed differs");
+		struct ha_sym_frame g[8];
+		int k = ha_symbolize(s, pcs[0], 0, g, 8);
+		CHECK(k >= 1 && strcmp(g[0].function, "capture_here") == 0,
+		      "chain: symbolize after maps_changed");
+	}
+	bench("chain", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
+	bench_sym(s, pcs, n);
+	abuse(u, ch.rec);
+	ha_symbolizer_free(s);
+	ha_unwinder_free(u);
+	reap(&ch);
+
+	/* 2. through libc: qsort -> (libc internals) -> q_cmp -> capture */
+	q_captured = 0;
+	if (spawn(SC_QSORT, &ch) != 0)
+		return 1;
+	u = ha_unwinder_new(ch.pid, err, sizeof err);
+	s = ha_symbolizer_new(ch.pid, err, sizeof err);
+	if (!u || !s) {
+		printf("FAIL: cannot create unwinder/symbolizer: %s\n", err);
+		return 1;
+	}
+	n = unwind_sym("qsort", u, s, ch.rec, pcs, f, fpc, &nf);
+	{
+		static const char *const names[] = { "capture_here", "q_cmp" };
+		expect_prefix("qsort", f, nf, names, ch.rec->lines, 2, "unwind_check.c");
+		/* libc's qsort (libasan's interceptor in a sanitizer build); its
+		 * static functions have names only with libc6-dbg installed, the
+		 * exported entry point always. */
+		int qo = find_fn(f, nf, 2, "q_outer"), lib = 0, named = 0;
+		CHECK(qo > 2, "qsort: q_outer not found above the library's frames");
+		for (i = 2; qo > 0 && i < qo; i++) {
+			lib += strstr(base_name(f[i].module), ".so") != NULL;
+			named += f[i].function[0] != '\0';
+		}
+		CHECK(lib == qo - 2 && lib > 0 && named > 0,
+		      "qsort: frames between q_cmp and q_outer must be in a shared library "
+		      "(%d of %d, %d named)", lib, qo - 2, named);
+		CHECK(qo < 0 || f[qo].line == ch.rec->lines[3], "qsort: q_outer at line %d, expected %d",
+		      qo >= 0 ? f[qo].line : -1, ch.rec->lines[3]);
+		CHECK(find_fn(f, nf, qo > 0 ? qo : 0, "main") > 0, "qsort: main not found");
+		check_rel_pc("qsort", ch.pid, pcs, f, fpc, nf);
+	}
+	rec_regs(ch.rec, &regs);
+	bench("qsort", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
+	{
+		/* The target exits; samples still in the ring must be handled. */
+		size_t len = sizeof *ch.rec + ch.rec->stack_len;
+		struct uc_record *copy = malloc(len);
+		uint64_t pcs2[MAX_PCS];
+		static struct ha_sym_frame f2[MAX_FR];
+		static int fpc2[MAX_FR];
+		if (!copy)
+			return 1;
+		memcpy(copy, ch.rec, len);
+		reap(&ch);
+		ha_unwinder_maps_changed(u);
+		ha_symbolizer_maps_changed(s);
+		int n2 = ha_unwind(u, &regs, (const uint8_t *)(copy + 1), copy->stack_len, pcs2, MAX_PCS);
+		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
+		      "qsort: unwind after the target exited differs (%d pcs, had %d)", n2, n);
+		int nf2 = n2 > 0 ? symbolize_all(s, pcs2, n2, f2, fpc2) : 0;
+		CHECK(nf2 == nf, "qsort: %d frames after the target exited, had %d", nf2, nf);
+		for (i = 0; i < nf2 && i < nf; i++)
+			CHECK(strcmp(f[i].function, f2[i].function) == 0 && f[i].line == f2[i].line,
+			      "qsort: frame %d after exit: %s:%d, had %s:%d", i, f2[i].function,
+			      f2[i].line, f[i].function, f[i].line);
+		printf("qsort: unwound and symbolized again after the target exited\n");
+		free(copy);
+	}
+	ha_symbolizer_free(s);
+	ha_unwinder_free(u);
+
+	/* 3. a signal handler: through the signal frame */
+	if (spawn(SC_SIGNAL, &ch) != 0)
+		return 1;
+	u = ha_unwinder_new(ch.pid, err, sizeof err);
+	s = ha_symbolizer_new(ch.pid, err, sizeof err);
+	if (!u || !s) {
+		printf("FAIL: cannot create unwinder/symbolizer: %s\n", err);
+		return 1;
+	}
+	n = unwind_sym("signal", u, s, ch.rec, pcs, f, fpc, &nf);
+	{
+		static const char *const names[] = { "capture_here", "sig_handler" };
+		expect_prefix("signal", f, nf, names, ch.rec->lines, 2, "unwind_check.c");
+		int so = find_fn(f, nf, 2, "sig_outer");
+		CHECK(so > 2, "signal: sig_outer not found beyond the signal frame");
+		CHECK(so < 0 || f[so].line == ch.rec->lines[3],
+		      "signal: sig_outer at line %d, expected %d", so >= 0 ? f[so].line : -1,
+		      ch.rec->lines[3]);
+		CHECK(find_fn(f, nf, so > 0 ? so : 0, "main") > 0, "signal: main not found");
+	}
+	ha_symbolizer_free(s);
+	ha_unwinder_free(u);
+	reap(&ch);
+
+	/* 4. deep recursion: per-frame cost */
+	if (spawn(SC_DEEP, &ch) != 0)
+		return 1;
+	u = ha_unwinder_new(ch.pid, err, sizeof err);
+	s = ha_symbolizer_new(ch.pid, err, sizeof err);
+	if (!u || !s) {
+		printf("FAIL: cannot create unwinder/symbolizer: %s\n", err);
+		return 1;
+	}
+	rec_regs(ch.rec, &regs);
+	n = ha_unwind(u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len, pcs, MAX_PCS);
+	nf = n > 0 ? symbolize_all(s, pcs, n, f, fpc) : 0;
+	{
+		int d = 0;
+		for (i = 0; i < nf; i++)
+			d += strcmp(f[i].function, "deep") == 0;
+		CHECK(d == DEEP_DEPTH + 1, "deep: %d frames of deep(), expected %d", d, DEEP_DEPTH + 1);
+		CHECK(find_fn(f, nf, 0, "main") > 0, "deep: main not found");
+		printf("deep: %d pcs, %d deep() frames\n", n, d);
+	}
+	bench("deep", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
+	ha_symbolizer_free(s);
+	ha_unwinder_free(u);
+	reap(&ch);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ --attach */
+
+static int attach_test(pid_t pid, const char *file, const char **names, int nexp,
+                       const char *file_base)
+{
+	static uint64_t pcs[MAX_PCS];
+	static struct ha_sym_frame f[MAX_FR];
+	static int fpc[MAX_FR];
+	struct uc_record *r = malloc(sizeof *r + STACK_CAP);
+	struct ha_unwinder *u;
+	struct ha_symbolizer *s;
+	struct ha_regs regs;
+	char err[256];
+	ssize_t got = 0, k;
+	int fd, nf;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (!r || fd < 0) {
+		printf("FAIL: cannot open %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	while ((size_t)got < sizeof *r + STACK_CAP &&
+	       (k = read(fd, (char *)r + got, sizeof *r + STACK_CAP - (size_t)got)) > 0)
+		got += k;
+	close(fd);
+	if ((size_t)got < sizeof *r || r->magic != UC_MAGIC ||
+	    r->stack_len > (uint64_t)got - sizeof *r) {
+		printf("FAIL: %s is not a complete capture record\n", file);
+		return 1;
+	}
+	u = ha_unwinder_new(pid, err, sizeof err);
+	s = ha_symbolizer_new(pid, err, sizeof err);
+	if (!u || !s) {
+		printf("FAIL: cannot create unwinder/symbolizer for %d: %s\n", (int)pid, err);
+		return 1;
+	}
+	unwind_sym(file_base ? file_base : "attach", u, s, r, pcs, f, fpc, &nf);
+	expect_prefix(file_base ? file_base : "attach", f, nf, names, r->lines, nexp, file_base);
+	CHECK(find_fn(f, nf, 0, "main") >= 0, "main not found");
+	rec_regs(r, &regs);
+	bench("attach", u, &regs, (const uint8_t *)(r + 1), r->stack_len);
+	ha_symbolizer_free(s);
+	ha_unwinder_free(u);
+	free(r);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: unwind_check\n"
+	                "       unwind_check --attach PID FILE [--expect NAME]... [--file BASENAME]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 1) {
+		if (self_test() != 0)
+			failures++;
+	} else if (strcmp(argv[1], "--attach") == 0 && argc >= 4) {
+		const char *names[16], *file_base = NULL;
+		int nexp = 0;
+		char *end;
+		long pid = strtol(argv[2], &end, 10);
+		if (*end || pid <= 0)
+			usage();
+		for (int i = 4; i < argc; i++) {
+			if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc && nexp < 16)
+				names[nexp++] = argv[++i];
+			else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc)
+				file_base = argv[++i];
+			else
+				usage();
+		}
+		if (attach_test((pid_t)pid, argv[3], names, nexp, file_base) != 0)
+			failures++;
+	} else {
+		usage();
+	}
+	if (failures) {
+		printf("unwind_check: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("unwind_check: all checks passed\n");
+	return 0;
+}
