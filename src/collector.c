@@ -72,12 +72,14 @@ static void find_agent_range(struct ctx *x)
 
 /* Copy the symbolized frames of a new stack into one message for the
  * writer: the array, then every string it points to. */
-static void send_stack(struct ctx *x, uint32_t id, const uint64_t *pcs, int n)
+static void send_stack(struct ctx *x, uint32_t id, const uint64_t *pcs, int n, int skipped)
 {
 	struct ha_sym_frame frames[MAX_FRAMES];
 	int nf = 0;
+	/* pcs[0] is the innermost frame the caller kept; when agent frames were
+	 * skipped before it, it too is a return address. */
 	for (int i = 0; x->sym && i < n && nf < MAX_FRAMES; i++)
-		nf += ha_symbolize(x->sym, pcs[i], i > 0, frames + nf, MAX_FRAMES - nf);
+		nf += ha_symbolize(x->sym, pcs[i], i > 0 || skipped, frames + nf, MAX_FRAMES - nf);
 	size_t strings = 0;
 	for (int i = 0; i < nf; i++)
 		strings += strlen(frames[i].module) + strlen(frames[i].build_id) +
@@ -133,7 +135,7 @@ static void on_sample(struct ctx *x, const struct ha_rec_sample *r, uint32_t len
 		return;
 	if (is_new) {
 		stat_add(&x->c->stats.stacks, 1);
-		send_stack(x, id, pcs + skip, n - skip);
+		send_stack(x, id, pcs + skip, n - skip, skip > 0);
 	}
 	ha_book_alloc(x->book, id, r->addr, r->size, ha_sample_weight(r->size, x->c->interval));
 	stat_add(&x->c->stats.samples, 1);

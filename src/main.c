@@ -495,6 +495,9 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
+	/* Symbolization never goes to the network (libdw would ask debuginfod
+	 * servers); set once here, before any thread exists. */
+	unsetenv("DEBUGINFOD_URLS");
 	if (!ha_ring_size_ok(o.ring_bytes)) {
 		fprintf(stderr, "heapattach: --ring-size must be a power of two between 64K and 1G\n");
 		return EXIT_USAGE;

@@ -642,7 +642,8 @@ static int dwarf_chain(struct ha_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr add
 		return 0;
 	lang = dwarf_srclang(cudie);
 	is_cxx = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-	         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+	         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 ||
+	         lang == 0x2a || lang == 0x2b;   /* C++17, C++20 (DWARF 6) */
 	ns = dwarf_getscopes(cudie, addr - bias, &scopes);
 	if (ns <= 0) {
 		free(scopes);

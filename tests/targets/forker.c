@@ -6,6 +6,10 @@
  *   the parent prints "round R parent hooked=0|1" (its own GOT, right after
  *   the fork), waits for the child and prints "round R child exit=S"
  *   (S = exit status, or "signal=N").
+ * A line "vfork" instead makes it vfork: the child blocks in read() on stdin
+ * (the parent's only thread cannot be stopped meanwhile: it waits for the
+ * child to exec or exit) and _exits at the next line; the parent then prints
+ * "vfork child exit=S".
  * At EOF it prints "bye" and exits 0.
  *
  * "hooked": in a PIE, taking malloc's address loads it from the GOT
@@ -53,6 +57,32 @@ static int child(int round)
 	return 0;
 }
 
+/* vfork; the child waits for one more line on stdin, then _exits. */
+__attribute__((noinline)) static int vfork_round(void)
+{
+	pid_t c;
+	int st;
+
+	printf("vforking\n");
+	fflush(stdout);
+	c = vfork();
+	if (c < 0) {
+		perror("vfork");
+		return -1;
+	}
+	if (c == 0) {
+		char b[256];
+		ssize_t n = read(0, b, sizeof b);
+		_exit(n > 0 ? 0 : 1);
+	}
+	if (waitpid(c, &st, 0) != c) {
+		perror("waitpid");
+		return -1;
+	}
+	printf("vfork child exit=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 0;
+}
+
 int main(void)
 {
 	char line[256];
@@ -64,6 +94,11 @@ int main(void)
 		pid_t c;
 		int st;
 
+		if (strcmp(line, "vfork\n") == 0) {
+			if (vfork_round() != 0)
+				return 1;
+			continue;
+		}
 		round++;
 		fflush(stdout);
 		c = fork();
