@@ -7,9 +7,12 @@
  *   2. find dlopen (libc >= 2.34, libdl, or __libc_dlopen_mode) and dlerror
  *      in the target's own libc, from the ELF file on disk;
  *   3. pick a thread: PTRACE_SEIZE + PTRACE_INTERRUPT, stop with a timeout,
- *      unwind it, and let it go again unless no frame holds a lock that
- *      dlopen needs (see inject_safe.c); try threads blocked in a syscall
- *      first and keep going round until the time budget is spent;
+ *      unwind it, and use it only if no frame holds a lock that dlopen
+ *      needs (see inject_safe.c).  A thread caught inside malloc & co. is
+ *      run to the return from the outermost such frame with a per-thread
+ *      hardware breakpoint, then checked again; other threads are let go.
+ *      Threads blocked in a syscall are tried first, and we keep going
+ *      round until the time budget is spent;
  *   4. save its registers, FP/vector state and signal mask, block
  *      (asynchronous) signals, and make calls on its stack: dlopen(agent),
  *      then heapattach_agent_init(&args).  A call "returns" to address 0:
@@ -20,7 +23,12 @@
  * All ptrace work runs on a short-lived helper thread: ptrace attachments
  * belong to the tracing thread and the kernel drops them all when it exits,
  * so a thread we seized but that never stopped (D state, vfork parent) is
- * released when we return, whatever happened. */
+ * released when we return, whatever happened.
+ *
+ * Nothing of the target is trusted: symbol addresses come from the ELF files
+ * on disk, strings read back are bounded, and every stop we did not cause
+ * is handled as the kernel would have without us (signals delivered, group
+ * stops kept). */
 #define _GNU_SOURCE
 #include "inject.h"
 #include "elfsym.h"
@@ -367,7 +375,9 @@ static const struct ha_map *find_agent(struct target *t, uint64_t handle)
 				return m;
 		}
 	}
-	m = ha_maps_find_module(&t->maps, base_name(t->o->agent_path));
+	m = NULL;
+	if (t->o->agent_path && *base_name(t->o->agent_path))
+		m = ha_maps_find_module(&t->maps, base_name(t->o->agent_path));
 	return m ? m : ha_maps_find_module(&t->maps, HA_AGENT_SONAME);
 }
 
@@ -385,7 +395,7 @@ static int resolve_init(struct target *t, uint64_t handle)
 	agent = find_agent(t, handle);
 	if (!agent) {
 		ha_err(t->err, t->errlen, "the agent (%s) is not mapped in process %d",
-		       t->o->agent_path, (int)t->pid);
+		       t->o->agent_path ? t->o->agent_path : HA_AGENT_SONAME, (int)t->pid);
 		return -1;
 	}
 	rc = ha_elf_symbol(t->pid, agent, HA_AGENT_INIT_SYMBOL, &t->init_fn);
@@ -397,6 +407,29 @@ static int resolve_init(struct target *t, uint64_t handle)
 	vlog(t, "agent %s at 0x%llx, init at 0x%llx", agent->path,
 	     (unsigned long long)agent->start, (unsigned long long)t->init_fn);
 	return 0;
+}
+
+/* Load the symbol tables the thread inspections will need most (libc's and
+ * the executable's) now, while no thread is stopped, instead of during the
+ * first inspection.  Failures do not matter here. */
+static void warm_symbols(struct target *t)
+{
+	char path[64], exe[4096];
+	const struct ha_map *m;
+	uint64_t addr;
+	ssize_t n;
+
+	m = ha_maps_find_module(&t->maps, "libc.so.6");
+	if (m)
+		ha_elf_symbol(t->pid, m, "malloc", &addr);
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->pid);
+	n = readlink(path, exe, sizeof exe - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	m = ha_maps_find_module(&t->maps, base_name(exe));
+	if (m)
+		ha_elf_symbol(t->pid, m, "main", &addr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1136,6 +1169,7 @@ static int inject_run(struct target *t)
 		goto out;
 	}
 
+	warm_symbols(t);
 	t1 = ha_now_ms();
 	if (pick_thread(t, &h) < 0)
 		goto out;
