@@ -565,7 +565,7 @@ static void *agent_main(void *arg)
 	}
 	int r = ha_got_patch();
 	if (r != 0) {
-		fail(&f, r, "patch GOT: module list kept changing");
+		fail(&f, r, "patch GOT");
 		goto failed;
 	}
 	/* Handshake done.  From now on the loop polls (a quiet attacher is

@@ -26,10 +26,15 @@
  * Modules still being loaded: dl_iterate_phdr() lists a module as soon as it
  * is mapped, before ld.so relocated it and applied RELRO; patching it then
  * would save a garbage original or collide with relocation.  A pass therefore
- * (1) reads dlpi_adds/dlpi_subs, (2) calls dladdr(), which takes and releases
- * dl_load_lock and so waits for every dlopen in progress (dlopen holds that
- * lock through mapping, relocation and RELRO), (3) walks the modules again and
- * patches only if adds/subs did not change in between.
+ * (1) reads dlpi_adds ("pass A"), (2) calls dladdr(), which takes and
+ * releases dl_load_lock and so waits for every dlopen in progress (dlopen
+ * holds that lock through mapping, relocation and RELRO), (3) walks the
+ * modules again ("pass B") and patches only those pass A could have seen:
+ * ld.so appends new modules at the tail of the list, so with k loads since
+ * pass A, the first (list length - k) modules are old enough.  The others
+ * wait for the next pass (the agent thread runs one every second while a
+ * session is active), so a process that loads and unloads plugins all the
+ * time is still patched, only its newest plugins a little later.
  *
  * Modules unloaded meanwhile: every slot access of the agent thread happens
  * inside a dl_iterate_phdr() callback for the module that contains the slot;
@@ -65,7 +70,6 @@
 
 #define GOT_MAX_ENTRIES 4096
 #define GOT_MAX_DYN 4096          /* sanity bound on a dynamic section  */
-#define GOT_PATCH_TRIES 8         /* passes before giving up (-EAGAIN) */
 #define GOT_CAS_TRIES 16
 
 #define E_RELRO 0x1u  /* the slot's page is one ld.so made read-only */
@@ -491,10 +495,12 @@ static void scan_relocs(const struct mod *m, const ElfW(Rela) *r, size_t n)
 }
 
 struct pass {
-	unsigned long long adds, subs;
-	int have;      /* adds/subs valid */
-	int first;     /* next callback is the first one */
-	int changed;   /* module set changed since pass A: nothing done */
+	unsigned long long adds, subs;  /* dlpi_adds/dlpi_subs seen by pass A */
+	int have;        /* adds/subs valid */
+	int first;       /* next callback is the first one */
+	size_t index;    /* list position of the current module */
+	size_t limit;    /* modules at positions >= limit are too new */
+	size_t skipped;  /* modules left for the next pass */
 	uint64_t modules;
 };
 
@@ -524,18 +530,40 @@ static void mark_seen(const struct dl_phdr_info *info)
 			g_tab[i].seen = g_gen;
 }
 
+static int count_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)info;
+	(void)size;
+	(*(size_t *)data)++;
+	return 0;
+}
+
 static int patch_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct pass *p = data;
 	if (p->first) {
+		/* Which modules were already listed in pass A?  ld.so only ever
+		 * appends to the list, so they are the first len - k, where k is
+		 * the number of loads since pass A.  The nested call is safe:
+		 * dl_load_write_lock is recursive, and we hold it, so the list
+		 * cannot change between the count and the rest of this pass. */
+		size_t len = 0;
 		p->first = 0;
-		if (p->have && (!have_counts(size) || info->dlpi_adds != p->adds ||
-		                info->dlpi_subs != p->subs)) {
-			p->changed = 1;
-			return 1;
+		(void)dl_iterate_phdr(count_cb, &len);
+		if (p->have && have_counts(size)) {
+			unsigned long long k = info->dlpi_adds - p->adds;
+			p->limit = k >= len ? 0 : len - (size_t)k;
+		} else {
+			p->limit = len;  /* no counters (not glibc): trust the list */
 		}
 	}
+	size_t idx = p->index++;
 	mark_seen(info);
+	if (idx >= p->limit) {
+		/* Loaded after pass A, maybe not relocated yet: next pass. */
+		p->skipped++;
+		return 0;
+	}
 	if (skip_module(info))
 		return 0;
 	struct mod m;
@@ -567,37 +595,34 @@ void ha_got_session_start(void)
 
 int ha_got_patch(void)
 {
+	struct pass a = { 0 };
+
 	(void)pagesize();
-	for (int attempt = 0; attempt < GOT_PATCH_TRIES; attempt++) {
-		struct pass a = { 0 };
-		ha_fork_lock();
-		(void)dl_iterate_phdr(counts_cb, &a);
-		int same = a.have && g_have_seen && a.adds == g_seen_adds && a.subs == g_seen_subs;
-		ha_fork_unlock();
-		if (same)
-			return 0;
+	/* Pass A: which loads happened so far. */
+	ha_fork_lock();
+	(void)dl_iterate_phdr(counts_cb, &a);
+	int same = a.have && g_have_seen && a.adds == g_seen_adds && a.subs == g_seen_subs;
+	ha_fork_unlock();
+	if (same)
+		return 0;
 
-		load_barrier();
+	/* Every load that pass A saw the start of is finished after this. */
+	load_barrier();
 
-		struct pass b = a;
-		b.first = 1;
-		b.changed = 0;
-		b.modules = 0;
-		ha_fork_lock();
-		g_gen++;
-		(void)dl_iterate_phdr(patch_cb, &b);
-		if (!b.changed) {
-			compact(1);
-			g_live_modules = b.modules;
-			g_have_seen = a.have;
-			g_seen_adds = a.adds;
-			g_seen_subs = a.subs;
-		}
-		ha_fork_unlock();
-		if (!b.changed)
-			return 0;
-	}
-	return -EAGAIN;
+	/* Pass B: patch the modules pass A saw. */
+	struct pass b = a;
+	b.first = 1;
+	ha_fork_lock();
+	g_gen++;
+	(void)dl_iterate_phdr(patch_cb, &b);
+	compact(1);  /* entries of modules no longer listed: forget */
+	g_live_modules = b.modules;
+	/* Complete only if no module was left for later. */
+	g_have_seen = a.have && b.skipped == 0;
+	g_seen_adds = a.adds;
+	g_seen_subs = a.subs;
+	ha_fork_unlock();
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

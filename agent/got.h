@@ -27,8 +27,8 @@ HA_HIDDEN int ha_got_resolve_real(char *why, size_t whylen);
 HA_HIDDEN void ha_got_session_start(void);
 
 /* Patch every matching slot of every module not patched yet.  Does nothing if
- * no module was loaded or unloaded since the last successful pass.  Returns 0,
- * or -EAGAIN if the set of modules kept changing (try again later). */
+ * no module was loaded or unloaded since the last complete pass; modules
+ * loaded while the pass runs are left for the next call.  Returns 0. */
 HA_HIDDEN int ha_got_patch(void);
 
 /* Put back the original value of every slot that still holds our hook and

@@ -1,20 +1,24 @@
 /*
  * hooks.c -- malloc/free/calloc/realloc replacements installed in GOT slots.
  *
- * Issue 2: a hook only counts the call (a relaxed atomic add on a counter of
- * the agent's own, on its own cache line) and forwards to the real function
- * with a tail call.  Nothing runs after the real function returns, so errno
- * and the return value are exactly what the real function left.
+ * The path that does not sample: call the real function, bump a per-thread
+ * call counter, subtract the size from the per-thread sampling countdown.
+ * Only when the countdown runs out does sampler.c capture a stack and write
+ * to the ring; only a free of a block the live set may hold goes there too.
+ * errno and the return value are exactly what the real function left:
+ * nothing on the fast path can change errno, and the sampling path saves it.
  *
  * Why this is safe at any time, including after detach:
- *   - the hooks only read ha_real[] (set once before any slot points at a
- *     hook, never cleared) and write the counters, both in the agent's own
- *     .bss, which lives as long as the process (the agent is never unloaded);
- *   - they never touch the ring: it is unmapped at detach while other threads
- *     may still be between "load the GOT slot" and "return from the hook".
+ *   - the hooks read ha_real[] (set once before any slot points at a hook,
+ *     never cleared), per-thread state and the live-set occupancy table, all
+ *     of which live as long as the process (the agent is never unloaded and
+ *     the live set is never unmapped);
+ *   - the ring is only touched inside sampler.c's in-flight section, which
+ *     ha_sampler_stop() drains before the ring is unmapped.
  */
 #define _GNU_SOURCE
 #include "hooks.h"
+#include "sampler.h"
 
 __thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
 
@@ -35,9 +39,17 @@ typedef void (*free_fn)(void *);
 typedef void *(*calloc_fn)(size_t, size_t);
 typedef void *(*realloc_fn)(void *, size_t);
 
+/* Calls are counted per thread and added to the shared counters in batches:
+ * a shared atomic on every call would cost more than the sampling itself. */
+#define HA_COUNT_BATCH 1024
+static __thread uint32_t ha_tcalls[HA_HOOK_COUNT] __attribute__((tls_model("initial-exec")));
+
 static inline void ha_count(enum ha_hook_fn fn)
 {
-	__atomic_fetch_add(&ha_calls[fn].v, 1, __ATOMIC_RELAXED);
+	if (__builtin_expect(++ha_tcalls[fn] == HA_COUNT_BATCH, 0)) {
+		ha_tcalls[fn] = 0;
+		__atomic_fetch_add(&ha_calls[fn].v, HA_COUNT_BATCH, __ATOMIC_RELAXED);
+	}
 }
 
 static inline uintptr_t ha_target(enum ha_hook_fn fn)
@@ -47,26 +59,45 @@ static inline uintptr_t ha_target(enum ha_hook_fn fn)
 
 void *ha_hook_malloc(size_t size)
 {
+	void *p = ((malloc_fn)ha_target(HA_HOOK_MALLOC))(size);
 	ha_count(HA_HOOK_MALLOC);
-	return ((malloc_fn)ha_target(HA_HOOK_MALLOC))(size);
+	if (ha_sampler_due(size))
+		ha_sample_alloc(p, size, HA_FN_MALLOC);
+	return p;
 }
 
 void ha_hook_free(void *ptr)
 {
 	ha_count(HA_HOOK_FREE);
+	/* Before the real free: once the block is back in the allocator another
+	 * thread may get the same address, sample it and overtake our record. */
+	if (ptr && ha_ls_maybe(ptr))
+		ha_sample_free(ptr);
 	((free_fn)ha_target(HA_HOOK_FREE))(ptr);
 }
 
 void *ha_hook_calloc(size_t nmemb, size_t size)
 {
+	void *p = ((calloc_fn)ha_target(HA_HOOK_CALLOC))(nmemb, size);
 	ha_count(HA_HOOK_CALLOC);
-	return ((calloc_fn)ha_target(HA_HOOK_CALLOC))(nmemb, size);
+	/* A non-NULL result means nmemb * size did not overflow. */
+	if (p && ha_sampler_due(nmemb * size))
+		ha_sample_alloc(p, nmemb * size, HA_FN_CALLOC);
+	return p;
 }
 
 void *ha_hook_realloc(void *ptr, size_t size)
 {
+	/* The old block leaves the live set first (see ha_hook_free).  If the
+	 * real realloc then fails, the block stays allocated but is no longer
+	 * counted: rare, and it errs towards less, never more, live heap. */
+	if (ptr && ha_ls_maybe(ptr))
+		ha_sample_free(ptr);
+	void *p = ((realloc_fn)ha_target(HA_HOOK_REALLOC))(ptr, size);
 	ha_count(HA_HOOK_REALLOC);
-	return ((realloc_fn)ha_target(HA_HOOK_REALLOC))(ptr, size);
+	if (p && ha_sampler_due(size))
+		ha_sample_alloc(p, size, HA_FN_REALLOC);
+	return p;
 }
 
 static const char *const ha_names[HA_HOOK_COUNT] = {

@@ -4,7 +4,8 @@
  * counters they keep.
  *
  * Invariants (see hooks.c):
- *   - a hook never allocates, locks, prints or touches the ring;
+ *   - a hook never allocates (outside the re-entrancy guard), locks or
+ *     prints, and touches the ring only through sampler.c;
  *   - a hook stays valid forever: the agent is never unloaded (-z nodelete),
  *     and a thread may still be inside a hook long after the slot it came
  *     through has been restored;

@@ -304,6 +304,18 @@ void ha_sampler_stop(void)
 	}
 }
 
+void ha_sampler_fork_child(void)
+{
+	/* Only the forking thread exists in the child: nobody else is in
+	 * flight, and the ring (shared with the parent) must never be written. */
+	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&inflight, 0, __ATOMIC_SEQ_CST);
+	if (ls_table) {
+		madvise(ls_table, ls_bytes(), MADV_DONTNEED);
+		memset(ha_ls_occ, 0, sizeof ha_ls_occ);
+	}
+}
+
 void ha_sampler_counters(uint64_t *samples, uint64_t *frees, uint64_t *untracked)
 {
 	*samples = __atomic_load_n(&n_samples, __ATOMIC_RELAXED);

@@ -79,6 +79,9 @@ HA_HIDDEN void ha_sampler_start(const struct ha_sampler_cfg *cfg);
  * emptied.  Call after the hooks are restored, before unmapping the ring. */
 HA_HIDDEN void ha_sampler_stop(void);
 
+/* In a fork()ed child: stop at once, without waiting (async-signal-safe). */
+HA_HIDDEN void ha_sampler_fork_child(void);
+
 /* Samples taken and sampled frees sent in this session. */
 HA_HIDDEN void ha_sampler_counters(uint64_t *samples, uint64_t *frees, uint64_t *untracked);
 

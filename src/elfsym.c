@@ -39,7 +39,7 @@ struct symtab {
 	char *path;             /* path in the target's mount namespace */
 	uint64_t dev, inode;    /* as /proc/PID/maps shows them */
 	uint64_t link_base;     /* first PT_LOAD p_vaddr, page-aligned down */
-	struct sym *v;          /* sorted by value */
+	struct sym *v;          /* sorted by value; aliases in .dynsym order */
 	size_t n;
 	char *str;              /* NUL-terminated copy of .dynstr */
 	size_t strsz;
@@ -139,16 +139,38 @@ static int first_load_vaddr(Elf *elf, uint64_t *out)
 	return -ENOEXEC;
 }
 
-static int cmp_sym(const void *a, const void *b)
+/* Sort by value: a stable LSD radix sort, a byte at a time, skipping the
+ * bytes that are the same in every key (most of them).  qsort's callback
+ * made loading libstdc++'s table take a millisecond, and a table may be
+ * loaded while a thread of the target is stopped. */
+static int sort_by_value(struct sym *v, size_t n)
 {
-	const struct sym *x = a, *y = b;
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	/* aliases: default-versioned before hidden, then by string offset,
-	 * only so that the order is deterministic */
-	if (x->hidden != y->hidden)
-		return x->hidden - y->hidden;
-	return x->name < y->name ? -1 : x->name > y->name;
+	struct sym *tmp, *src = v, *dst;
+
+	if (n < 2)
+		return 0;
+	tmp = malloc(n * sizeof *v);
+	if (!tmp)
+		return -ENOMEM;
+	dst = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[((src[i].value >> shift) & 0xff) + 1]++;
+		if (count[((src[0].value >> shift) & 0xff) + 1] == n)
+			continue;               /* one bucket: already in order */
+		for (size_t b = 1; b <= 256; b++)
+			count[b] += count[b - 1];   /* count[b]: start of bucket b */
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i].value >> shift) & 0xff]++] = src[i];
+		struct sym *x = src;
+		src = dst;
+		dst = x;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof *v);
+	free(tmp);
+	return 0;
 }
 
 /* Copy .dynsym (defined functions and objects) and .dynstr into t. */
@@ -208,8 +230,7 @@ static int load_dynsym(Elf *elf, struct symtab *t)
 		t->v[t->n].hidden = (vs & VERSYM_HIDDEN) != 0;
 		t->n++;
 	}
-	qsort(t->v, t->n, sizeof *t->v, cmp_sym);
-	return 0;
+	return sort_by_value(t->v, t->n);
 }
 
 /* Build the table of module mod.  0 or -errno. */

@@ -42,7 +42,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -59,6 +59,7 @@
 
 #define STACK_GAP        256        /* below the saved rsp: red zone + margin */
 #define STACK_MIN_ROOM   (64 << 10) /* what dlopen may need below rsp */
+#define PUSH_ROOM        (16 << 10) /* what we write below rsp ourselves, at most */
 #define STOP_TIMEOUT_MS  200        /* a thread that does not stop by then is skipped */
 #define DEFAULT_TIMEOUT_MS 5000     /* when o->timeout_ms <= 0 */
 #define CALL_MIN_MS      2000       /* a remote call always gets at least this */
@@ -66,7 +67,7 @@
 #define XSTATE_MAX       (64 << 10) /* any XSAVE layout (AMX is ~11 KiB) */
 #define FXSAVE_SIZE      512
 #define MAX_ABANDONED    64
-#define RUN_TO_EXIT_MS   100        /* to leave malloc & co. */
+#define RUN_TO_EXIT_MS   250        /* to leave malloc & co. */
 #define MAX_HOPS         2          /* run-to-exit attempts per stop */
 #define BKPT_WAIT_ROUNDS 10         /* x ABORT_WAIT_MS to stop a thread with a breakpoint */
 #define DR_OFFSET(i)     (offsetof(struct user, u_debugreg) + (i) * sizeof(long))
@@ -218,9 +219,9 @@ static void service_abandoned(struct target *t)
  * other threads do not block SIGCHLD).  1 status in *st, 0 timeout, -errno. */
 static int wait_tid(struct target *t, pid_t tid, int *st, double deadline)
 {
-	long us = 10;
+	long us = 5;
 
-	for (int spin = 0;; spin++) {
+	for (;;) {
 		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
 		if (w == tid)
 			return 1;
@@ -230,13 +231,11 @@ static int wait_tid(struct target *t, pid_t tid, int *st, double deadline)
 			service_abandoned(t);
 		if (ha_now_ms() >= deadline)
 			return 0;
-		/* Most stops come within a few microseconds (a remote call of
-		 * a small function, a breakpoint): yield first, since even a
-		 * 10 us nanosleep costs 50 us of timer slack; then back off. */
-		if (spin < 50) {
-			sched_yield();
-			continue;
-		}
+		/* Most stops come within microseconds (the end of a short
+		 * call, a breakpoint): start with short sleeps (the helper
+		 * thread runs with 1 us timer slack), then back off.  Sleeping
+		 * rather than sched_yield() also behaves on a loaded machine,
+		 * where a yield can cost a whole time slice. */
 		sleep_us(us);
 		if (us < 200)
 			us *= 2;
@@ -409,19 +408,22 @@ static int resolve_init(struct target *t, uint64_t handle)
 	return 0;
 }
 
-/* Load the symbol tables the thread inspections will need most (libc's and
- * the executable's) now, while no thread is stopped, instead of during the
- * first inspection.  Failures do not matter here. */
+/* Load the symbol tables the thread inspections will need most (libc's,
+ * libstdc++'s and the executable's) now, while no thread is stopped,
+ * instead of during the first inspection.  Failures do not matter here. */
 static void warm_symbols(struct target *t)
 {
+	static const char *const common[] = { "libc.so.6", "libc-", "libstdc++.so" };
 	char path[64], exe[4096];
 	const struct ha_map *m;
 	uint64_t addr;
 	ssize_t n;
 
-	m = ha_maps_find_module(&t->maps, "libc.so.6");
-	if (m)
-		ha_elf_symbol(t->pid, m, "malloc", &addr);
+	for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
+		m = ha_maps_find_module(&t->maps, common[i]);
+		if (m)
+			ha_elf_symbol(t->pid, m, "malloc", &addr);
+	}
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->pid);
 	n = readlink(path, exe, sizeof exe - 1);
 	if (n <= 0)
@@ -522,29 +524,32 @@ static int list_threads(pid_t pid, struct cand **out, size_t *n)
 }
 
 /* Is the stack under rsp a real thread stack we may use for dlopen?  The
- * main thread's [stack] grows on demand; a pthread stack is an anonymous
- * mapping directly above its PROT_NONE guard.  A stack malloc'ed by a
- * coroutine library has neither, and running dlopen there could overflow
- * into the heap: refuse it. */
+ * main thread's [stack] grows on demand (but only through the thread's own
+ * faults, not through our writes to /proc/PID/mem, so the data we push must
+ * fit in what is mapped); a pthread stack is an anonymous mapping directly
+ * above its PROT_NONE guard.  A stack malloc'ed by a coroutine library has
+ * neither, and running dlopen there could overflow into the heap: refuse. */
 static int stack_usable(const struct target *t, uint64_t rsp, char *why, size_t whylen)
 {
-	const struct ha_map *m = ha_maps_find_addr(&t->maps, rsp - STACK_GAP);
+	const struct ha_map *m = ha_maps_find_addr(&t->maps, rsp - 1);
+	uint64_t room;
 
-	if (!m) {
-		snprintf(why, whylen, "stack pointer 0x%llx outside any known mapping",
+	if (!m || !(m->prot & PROT_WRITE)) {
+		snprintf(why, whylen, "stack pointer 0x%llx not in a writable mapping",
 		         (unsigned long long)rsp);
 		return 0;
 	}
-	if (strcmp(m->path, "[stack]") == 0)
-		return 1;
-	if (!(m->prot & PROT_WRITE) || rsp - m->start < STACK_MIN_ROOM) {
-		snprintf(why, whylen, "too little stack below rsp (%llu bytes)",
-		         (unsigned long long)(rsp - m->start));
+	room = rsp - m->start;
+	if (strcmp(m->path, "[stack]") == 0) {
+		if (room >= PUSH_ROOM)
+			return 1;
+	} else if (room >= STACK_MIN_ROOM) {
+		if (m > t->maps.v && m[-1].end == m->start && m[-1].prot == 0)
+			return 1;
+		snprintf(why, whylen, "on a stack without a guard page (coroutine?)");
 		return 0;
 	}
-	if (m > t->maps.v && m[-1].end == m->start && m[-1].prot == 0)
-		return 1;
-	snprintf(why, whylen, "on a stack without a guard page (coroutine?)");
+	snprintf(why, whylen, "too little stack below rsp (%llu bytes)", (unsigned long long)room);
 	return 0;
 }
 
@@ -920,7 +925,7 @@ static int remote_push(struct target *t, struct hijack *h, const void *data, siz
 	uint64_t a = (h->sp - n) & ~(uint64_t)15;
 	int rc;
 
-	if (n > 16384 || h->regs.rsp - a > STACK_MIN_ROOM / 2) {
+	if (n > PUSH_ROOM / 2 || h->regs.rsp - a > PUSH_ROOM) {
 		ha_err(t->err, t->errlen, "too much data to push on the stack of thread %d",
 		       (int)h->tid);
 		return -1;
@@ -1210,6 +1215,9 @@ struct job {
 static void *inject_thread(void *arg)
 {
 	struct job *j = arg;
+	/* our short sleeps while the tracee runs should be short: the
+	 * default 50 us of slack would dominate a remote call */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	j->rc = inject_run(j->t);
 	return NULL;
 }

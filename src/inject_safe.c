@@ -6,7 +6,9 @@
  * (pthread_create) deadlocks against itself.  Those locks are only held
  * while such a function is on the thread's stack, so we unwind the stopped
  * thread and refuse it if any frame is inside one of them.  Frames we cannot
- * name are fine: user code holds none of libc's internal locks.
+ * name are fine: user code holds none of libc's internal locks.  When the
+ * answer is no, ha_thread_is_safe_ex also tells where the thread will be out
+ * of the outermost refused frame (inject.c lets it run there).
  *
  * Speed matters: the thread is stopped while we look.  Two things make an
  * unwind with the stock _UPT accessors slow (~70 us per frame): every word
@@ -20,7 +22,6 @@
 #include "inject_safe.h"
 #include "elfsym.h"
 
-#include <errno.h>
 #include <libunwind-ptrace.h>
 #include <pthread.h>
 #include <stdint.h>

@@ -1,0 +1,34 @@
+# tests/profile_lib.sh -- helpers for the tests of real profiles (issue 3),
+# on top of lib.sh: snapshots on demand, heapdiff output parsing.
+
+# snapshots DB: number of snapshots written so far.
+snapshots() {
+	sqlite3 "$1" 'SELECT count(*) FROM snapshots' 2>/dev/null || echo 0
+}
+
+# snapshot_now DB: ask the background heapattach for a snapshot (SIGUSR1)
+# and wait until it is in the database.
+snapshot_now() {
+	local db=$1 before
+	before=$(snapshots "$db")
+	kill -USR1 "$HAPID" || fail "heapattach $HAPID is gone"
+	wait_for 20 '[ "$(snapshots "$db")" -gt "$before" ]' ||
+		fail "no snapshot written within 20 s of SIGUSR1"
+}
+
+# heapdiff_rows FILE: "BYTES OBJECTS LEAF-FUNCTION" for each row of a
+# heapdiff --bytes output, in order.
+heapdiff_rows() {
+	awk '
+		/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { if (row) print row; row = $1 " " $2; leaf = 1; next }
+		row && leaf && /^ {20,}/ { sub(/^ +/, ""); split($0, f, "  "); row = row " " f[1]; leaf = 0; next }
+		END { if (row) print row }
+	' "$1"
+}
+
+# compile_c OUT SRC [gcc args...]: build a helper program at test time.
+compile_c() {
+	local out=$1 src=$2
+	shift 2
+	gcc -O2 -g -fno-omit-frame-pointer -o "$out" "$src" "$@" || fail "cannot compile $src"
+}
