@@ -81,6 +81,9 @@ static struct ha_init_args g_args;
 /* Changed only under the fork lock, so a fork() child sees all or nothing. */
 static int g_sock = -1;           /* connected socket */
 static int g_ring_fd = -1;        /* memfd between recvmsg and close */
+static dev_t g_sock_dev, g_ring_dev;  /* identity of those two, for a   */
+static ino_t g_sock_ino, g_ring_ino;  /* child that must verify them    */
+static pid_t g_owner_pid;         /* process of the session, 0 if none */
 static void *g_ring;              /* mapping (header first), or NULL */
 static uint64_t g_ring_data;      /* its data_size */
 static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
@@ -143,32 +146,50 @@ static void atfork_parent(void)
 	errno = e;
 }
 
+/* Close *fdp.  verify: only if it is still the file we recorded (a child
+ * whose atfork handler did not run may have reused the number). */
+static void child_close(int *fdp, dev_t dev, ino_t ino, int verify)
+{
+	int fd = *fdp;
+	struct stat st;
+	*fdp = -1;
+	if (fd < 0)
+		return;
+	if (verify && (ino == 0 || fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino))
+		return;
+	(void)close(fd);
+}
+
+/* Forget the session of the parent in a fork() child: the agent thread does
+ * not exist here.  verify: we are not in the atfork handler but in a later
+ * init (see heapattach_agent_init), so the child has run arbitrary code
+ * since the fork: check before closing, never unmap. */
+static void forget_parent_session(int verify)
+{
+	ha_got_restore_child();
+	if (g_ring) {
+		/* Normally MADV_DONTFORK kept it out of the child. */
+		if (g_ring_inherited && !verify)
+			ha_ring_unmap(g_ring, g_ring_data);
+		g_ring = NULL;
+		g_ring_data = 0;
+		g_ring_inherited = 0;
+	}
+	child_close(&g_ring_fd, g_ring_dev, g_ring_ino, verify);
+	child_close(&g_sock, g_sock_dev, g_sock_ino, verify);
+	g_owner_pid = 0;
+	heapattach_agent_state.attacher_pid = 0;
+	set_state(HA_STATE_DORMANT);
+}
+
 /* In the child: one thread (the one that called fork), no agent thread.
  * The fork lock was taken by that thread's prepare handler, so the table,
  * the descriptors and the mapping are in a consistent state. */
 static void atfork_child(void)
 {
 	int e = errno;
-	if (get_state() != HA_STATE_DORMANT) {
-		ha_got_restore_child();
-		if (g_ring) {
-			/* Normally MADV_DONTFORK kept it out of the child; never
-			 * munmap a range that is not ours in the child. */
-			if (g_ring_inherited)
-				ha_ring_unmap(g_ring, g_ring_data);
-			g_ring = NULL;
-			g_ring_data = 0;
-			g_ring_inherited = 0;
-		}
-		if (g_ring_fd >= 0)
-			(void)close(g_ring_fd);
-		g_ring_fd = -1;
-		if (g_sock >= 0)
-			(void)close(g_sock);
-		g_sock = -1;
-		heapattach_agent_state.attacher_pid = 0;
-		set_state(HA_STATE_DORMANT);
-	}
+	if (get_state() != HA_STATE_DORMANT)
+		forget_parent_session(0);
 	ha_fork_unlock();
 	errno = e;
 }
@@ -176,6 +197,14 @@ static void atfork_child(void)
 static void register_atfork(void)
 {
 	g_atfork_ok = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
+}
+
+/* Register the fork handlers at dlopen time, long before init can start a
+ * session: glibc runs neither the prepare nor the child handler of a
+ * registration that happened while that fork() was already under way. */
+__attribute__((constructor)) static void agent_ctor(void)
+{
+	(void)pthread_once(&g_atfork_once, register_atfork);
 }
 
 /* ------------------------------------------------------------------ */
@@ -369,8 +398,16 @@ static int connect_attacher(struct failure *f, int *verified)
 	ha_fork_lock();
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	int err = errno;
-	if (fd >= 0)
+	if (fd >= 0) {
+		struct stat st;
 		g_sock = fd;
+		g_sock_dev = 0;
+		g_sock_ino = 0;
+		if (fstat(fd, &st) == 0) {
+			g_sock_dev = st.st_dev;
+			g_sock_ino = st.st_ino;
+		}
+	}
 	ha_fork_unlock();
 	if (fd < 0)
 		return fail(f, err, "socket");
@@ -441,6 +478,10 @@ static int recv_config(struct failure *f)
 	struct stat st;
 	if (fstat(rfd, &st) != 0)
 		return fail(f, errno, "fstat ring");
+	ha_fork_lock();
+	g_ring_dev = st.st_dev;
+	g_ring_ino = st.st_ino;
+	ha_fork_unlock();
 	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != g_cfg.ring_size)
 		return fail(f, EINVAL, "ring descriptor size mismatch");
 
@@ -535,6 +576,7 @@ static void end_session(uint16_t reply, const struct failure *f)
 			(void)send_counters(g_sock, reply);
 	}
 	close_fd(&g_sock);
+	__atomic_store_n(&g_owner_pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&heapattach_agent_state.attacher_pid, 0, __ATOMIC_RELAXED);
 	set_state(HA_STATE_DORMANT);
 	/* From here on the next init may start a new session: touch nothing. */
@@ -598,15 +640,35 @@ int heapattach_agent_init(const struct ha_init_args *args)
 	if (!args || args->magic != HA_PROTO_MAGIC || args->version != HA_PROTO_VERSION)
 		return HA_INIT_BADARGS;
 
-	/* Before anything else: a fork() from now on must find our handlers. */
+	/* Normally done by the constructor already. */
 	if (pthread_once(&g_atfork_once, register_atfork) != 0 || !g_atfork_ok)
 		return HA_INIT_NOTHREAD;
 
 	uint32_t expect = HA_STATE_DORMANT;
 	if (!__atomic_compare_exchange_n(&heapattach_agent_state.state, &expect,
 	                                 HA_STATE_STARTING, 0, __ATOMIC_ACQ_REL,
-	                                 __ATOMIC_ACQUIRE))
-		return HA_INIT_BUSY;
+	                                 __ATOMIC_ACQUIRE)) {
+		/* A session of another process: we are a fork() child that was
+		 * forked while the handlers were being registered (glibc skips
+		 * them for a fork already under way), so nobody cleaned up.  No
+		 * agent thread exists here; the fork lock may have been copied
+		 * locked.  (In the owner process g_owner_pid is its pid, or 0 for
+		 * an instant after the claim: never another pid.) */
+		pid_t owner = __atomic_load_n(&g_owner_pid, __ATOMIC_ACQUIRE);
+		if (owner == 0 || owner == getpid())
+			return HA_INIT_BUSY;
+		if (pthread_mutex_init(&g_fork_mutex, NULL) != 0)
+			return HA_INIT_BUSY;
+		ha_fork_lock();
+		forget_parent_session(1);
+		ha_fork_unlock();
+		expect = HA_STATE_DORMANT;
+		if (!__atomic_compare_exchange_n(&heapattach_agent_state.state, &expect,
+		                                 HA_STATE_STARTING, 0, __ATOMIC_ACQ_REL,
+		                                 __ATOMIC_ACQUIRE))
+			return HA_INIT_BUSY;
+	}
+	__atomic_store_n(&g_owner_pid, getpid(), __ATOMIC_RELEASE);
 
 	g_args = *args;
 	__atomic_store_n(&heapattach_agent_state.attacher_pid, args->attacher_pid, __ATOMIC_RELAXED);
@@ -634,6 +696,7 @@ int heapattach_agent_init(const struct ha_init_args *args)
 		(void)pthread_attr_destroy(&attr);
 	}
 	if (rc != 0) {
+		__atomic_store_n(&g_owner_pid, 0, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&heapattach_agent_state.sessions, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&heapattach_agent_state.attacher_pid, 0, __ATOMIC_RELAXED);
 		set_state(HA_STATE_DORMANT);
