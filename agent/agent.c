@@ -41,6 +41,7 @@
 #include "got.h"
 #include "ha_proto.h"
 #include "ha_ring_map.h"
+#include "sampler.h"
 #include "hooks.h"
 
 #define HA_HANDSHAKE_TIMEOUT_S 5
@@ -166,6 +167,7 @@ static void child_close(int *fdp, dev_t dev, ino_t ino, int verify)
  * since the fork: check before closing, never unmap. */
 static void forget_parent_session(int verify)
 {
+	ha_sampler_fork_child();
 	ha_got_restore_child();
 	if (g_ring) {
 		/* Normally MADV_DONTFORK kept it out of the child. */
@@ -259,8 +261,15 @@ static int send_msg(int fd, const struct ha_msg *m)
 static void fill_counters(struct ha_counters *c)
 {
 	memset(c, 0, sizeof *c);
+	uint64_t frees, untracked;
 	ha_hooks_read_counters(c);
 	ha_got_counts(&c->slots_patched, &c->modules_patched);
+	ha_sampler_counters(&c->samples, &frees, &untracked);
+	/* Samples not taken because the ring was full, or because the live set
+	 * had no room for the block, are both drops. */
+	c->drops = untracked;
+	if (g_ring)
+		c->drops += __atomic_load_n(&((struct ha_ring_hdr *)g_ring)->drops, __ATOMIC_RELAXED);
 }
 
 static int send_counters(int fd, uint16_t type)
@@ -567,6 +576,8 @@ static void end_session(uint16_t reply, const struct failure *f)
 {
 	set_state(HA_STATE_STOPPING);
 	ha_got_restore();
+	/* Threads may still be inside a hook: no ring write after this. */
+	ha_sampler_stop();
 	ring_unmap();
 	close_fd(&g_ring_fd);
 	if (g_sock >= 0) {
@@ -605,6 +616,16 @@ static void *agent_main(void *arg)
 		fail(&f, ENOENT, "resolve allocator");
 		goto failed;
 	}
+	struct ha_sampler_cfg scfg = {
+		.ring = g_ring,
+		.data_size = g_ring_data,
+		.interval = g_cfg.sample_interval ? g_cfg.sample_interval : 1,
+		/* A record must fit in half the ring with its header. */
+		.stack_bytes = (uint32_t)(g_cfg.stack_bytes < g_ring_data / 4 ? g_cfg.stack_bytes
+		                                                               : g_ring_data / 4),
+		.block = (g_cfg.flags & HA_CFG_BLOCK) != 0,
+	};
+	ha_sampler_start(&scfg);
 	int r = ha_got_patch();
 	if (r != 0) {
 		fail(&f, r, "patch GOT");

@@ -92,8 +92,11 @@ static int make_ring(struct ha_session *s, uint64_t data_size, char *err, size_t
 		       (unsigned long long)data_size);
 		return -1;
 	}
-	s->ring_fd = memfd_create("heapattach-ring", MFD_CLOEXEC);
-	if (s->ring_fd < 0 || ftruncate(s->ring_fd, (off_t)(HA_RING_HDR_SIZE + data_size)) != 0) {
+	s->ring_fd = memfd_create("heapattach-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* Sealed at its size: the target writes into its mapping from inside
+	 * malloc, and a shrunk file would make those writes fault. */
+	if (s->ring_fd < 0 || ftruncate(s->ring_fd, (off_t)(HA_RING_HDR_SIZE + data_size)) != 0 ||
+	    fcntl(s->ring_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
 		ha_err(err, errlen, "cannot create the ring (%llu bytes): %s",
 		       (unsigned long long)data_size, strerror(errno));
 		return -1;
