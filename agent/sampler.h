@@ -42,13 +42,19 @@ extern HA_HIDDEN __thread struct ha_tstate ha_ts __attribute__((tls_model("initi
 
 /* Occupancy of the live-set buckets: 0 means "no sampled block hashes
  * here", the cheap negative answer for frees. */
-#define HA_LS_BUCKET_BITS 13
+#define HA_LS_BUCKET_BITS 14
 #define HA_LS_WAYS 8
 extern HA_HIDDEN uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
 
+/* Blocks from one size class sit at a fixed stride: a lone multiplicative
+ * hash maps such progressions onto a few buckets, so mix first. */
 static inline uint32_t ha_ls_bucket(const void *p)
 {
-	return (uint32_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - HA_LS_BUCKET_BITS));
+	uint64_t x = (uint64_t)(uintptr_t)p >> 4;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 32;
+	x *= 0x9E3779B97F4A7C15ULL;
+	return (uint32_t)(x >> (64 - HA_LS_BUCKET_BITS));
 }
 
 /* Could p be a live sampled block?  (False positives allowed, never false

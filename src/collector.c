@@ -19,20 +19,17 @@
 #include "buckets.h"
 #include "ha_ring.h"
 #include "procmaps.h"
-#include "symbolize.h"
 #include "unwind.h"
 #include "util.h"
 #include "writer.h"
 
 #define MAX_PCS 128
-#define MAX_FRAMES 512       /* with inlined frames */
 #define RING_WAIT_MS 20
 
 struct ctx {
 	struct ha_collector *c;
 	struct ha_book *book;
 	struct ha_unwinder *unw;
-	struct ha_symbolizer *sym;
 	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
 	uint64_t pos;                 /* our read position in the ring */
 	int ring_broken;
@@ -70,40 +67,18 @@ static void find_agent_range(struct ctx *x)
 	ha_maps_free(&maps);
 }
 
-/* Copy the symbolized frames of a new stack into one message for the
- * writer: the array, then every string it points to. */
+/* Hand a new stack to the writer, which symbolizes and stores it. */
 static void send_stack(struct ctx *x, uint32_t id, const uint64_t *pcs, int n, int skipped)
 {
-	struct ha_sym_frame frames[MAX_FRAMES];
-	int nf = 0;
-	/* pcs[0] is the innermost frame the caller kept; when agent frames were
-	 * skipped before it, it too is a return address. */
-	for (int i = 0; x->sym && i < n && nf < MAX_FRAMES; i++)
-		nf += ha_symbolize(x->sym, pcs[i], i > 0 || skipped, frames + nf, MAX_FRAMES - nf);
-	size_t strings = 0;
-	for (int i = 0; i < nf; i++)
-		strings += strlen(frames[i].module) + strlen(frames[i].build_id) +
-		           strlen(frames[i].function) + strlen(frames[i].file) + 4;
-	struct ha_wmsg_stack *m = malloc(sizeof *m + (size_t)nf * sizeof m->frames[0] + strings);
+	struct ha_wmsg_stack *m = malloc(sizeof *m + (size_t)n * sizeof m->pcs[0]);
 	if (!m)
 		return;
 	m->q.type = HA_WMSG_STACK;
 	m->local_id = id;
-	m->n = nf;
-	char *p = (char *)&m->frames[nf];
-	for (int i = 0; i < nf; i++) {
-		const char *src[4] = { frames[i].module, frames[i].build_id, frames[i].function,
-		                       frames[i].file };
-		const char *dst[4];
-		for (int k = 0; k < 4; k++) {
-			size_t len = strlen(src[k]) + 1;
-			memcpy(p, src[k], len);
-			dst[k] = p;
-			p += len;
-		}
-		m->frames[i] = (struct ha_db_frame){ dst[0], dst[1], frames[i].rel_pc, dst[2], dst[3],
-		                                     frames[i].line, frames[i].inlined };
-	}
+	m->n = n;
+	/* When agent frames were skipped, the first pc kept is a return address. */
+	m->first_is_return = skipped;
+	memcpy(m->pcs, pcs, (size_t)n * sizeof *pcs);
 	ha_queue_put(x->c->to_writer, &m->q);
 }
 
@@ -183,6 +158,7 @@ static size_t drain(struct ctx *x)
 			break;
 		uint32_t len = h->len;
 		on_record(x, h);
+		stat_add(&c->stats.ring_bytes, len);
 		x->pos = ha_ring_consume(c->ring, c->data_size, x->pos, len);
 		n++;
 	}
@@ -226,12 +202,11 @@ static void *collector_main(void *arg)
 
 	x.book = ha_book_new();
 	x.unw = ha_unwinder_new(c->pid, err, sizeof err);
-	x.sym = ha_symbolizer_new(c->pid, err, sizeof err);
 	find_agent_range(&x);
 	x.pos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
-	/* Without an unwinder or symbolizer the ring is still drained (a
-	 * --block target must never wait on us); samples count as failures. */
-	if (!x.book || !x.unw || !x.sym)
+	/* Without an unwinder the ring is still drained (a --block target must
+	 * never wait on us); samples count as unwind failures. */
+	if (!x.book || !x.unw)
 		snprintf(c->err, sizeof c->err, "collector: %s", x.book ? err : "out of memory");
 
 	for (int stop = 0; !stop;) {
@@ -247,7 +222,6 @@ static void *collector_main(void *arg)
 				free(q);
 		}
 	}
-	ha_symbolizer_free(x.sym);
 	ha_unwinder_free(x.unw);
 	ha_book_free(x.book);
 	return NULL;

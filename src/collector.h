@@ -1,8 +1,8 @@
 /* collector.h -- the collector thread: drains the ring, unwinds each copied
- * stack, interns callstacks, symbolizes the new ones, keeps the buckets, and
- * on request turns what changed into a snapshot message for the writer.
- * It owns the unwinder, the symbolizer and the bookkeeping; it talks to the
- * main thread and the writer only through queues. */
+ * stack, interns callstacks (new ones go to the writer to be symbolized),
+ * keeps the buckets, and on request turns what changed into a snapshot
+ * message for the writer.  It owns the unwinder and the bookkeeping; it
+ * talks to the main thread and the writer only through queues. */
 #ifndef HA_COLLECTOR_H
 #define HA_COLLECTOR_H
 
@@ -24,6 +24,7 @@ struct ha_cmd {
 struct ha_collector_stats {
 	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
 	uint64_t unwind_ns;     /* time spent unwinding */
+	uint64_t ring_bytes;    /* bytes of records consumed */
 };
 
 struct ha_collector {

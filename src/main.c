@@ -472,6 +472,9 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 	double t_detach = ha_now_ms();
 	if (ha_session_detach(s, (int)(o->timeout_s * 1e3), &final, err, sizeof err) == 0) {
 		print_counters("detached from", t->pid, ha_now_ms() - t_detach, &final);
+		if (o->verbose)
+			fprintf(stderr, "heapattach: the agent took %llu samples, dropped %llu\n",
+			        (unsigned long long)final.samples, (unsigned long long)final.drops);
 		return 0;
 	}
 	if (!ha_target_alive(t->pid)) {
@@ -553,6 +556,7 @@ int main(int argc, char **argv)
 	static struct ha_writer writer;
 	static struct ha_collector coll;
 	writer.db = db;
+	writer.pid = t.pid;
 	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
 	    ha_writer_start(&writer)) {
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
@@ -595,6 +599,11 @@ int main(int argc, char **argv)
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)writer.snapshots_written, dbname,
 	        (long long)writer.last_snapshot_id);
+	if (o.verbose && st.samples)
+		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
+		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
+		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
+		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
 	ha_session_close(&s);
 	close(sigfd);
 	return status;

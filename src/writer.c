@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolize.h"
+
+#define MAX_FRAMES 512 /* with inlined frames */
+
 struct idmap {
 	int64_t *v;
 	size_t cap;
@@ -56,19 +60,38 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 	}
 }
 
+/* Symbolize a new stack and store it. */
+static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
+                        const struct ha_wmsg_stack *m)
+{
+	static struct ha_sym_frame sf[MAX_FRAMES];
+	static struct ha_db_frame df[MAX_FRAMES];
+	char err[200] = "";
+	int nf = 0;
+	int64_t id;
+	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++)
+		nf += ha_symbolize(sym, m->pcs[i], i > 0 || m->first_is_return, sf + nf,
+		                   MAX_FRAMES - nf);
+	for (int i = 0; i < nf; i++)
+		df[i] = (struct ha_db_frame){ sf[i].module, sf[i].build_id, sf[i].rel_pc,
+		                              sf[i].function, sf[i].file, sf[i].line, sf[i].inlined };
+	if (ha_db_stack(w->db, df, nf, &id, err, sizeof err) || idmap_set(ids, m->local_id, id))
+		fail(w, "storing a callstack", err[0] ? err : "out of memory");
+}
+
 static void *writer_main(void *arg)
 {
 	struct ha_writer *w = arg;
 	struct idmap ids = { 0 };
-	char err[200];
+	char err[200] = "";
+	/* Without a symbolizer stacks are still stored, as frames without names. */
+	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
+	if (!sym)
+		fail(w, "symbolizer", err);
 	for (;;) {
 		struct ha_qmsg *q = ha_queue_get(&w->inbox, -1);
 		if (q->type == HA_WMSG_STACK) {
-			struct ha_wmsg_stack *m = (struct ha_wmsg_stack *)q;
-			int64_t id;
-			if (ha_db_stack(w->db, m->frames, m->n, &id, err, sizeof err) ||
-			    idmap_set(&ids, m->local_id, id))
-				fail(w, "storing a callstack", err);
+			write_stack(w, sym, &ids, (struct ha_wmsg_stack *)q);
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
 			write_snapshot(w, &ids, m);
@@ -82,6 +105,7 @@ static void *writer_main(void *arg)
 		free(q);
 	}
 	free(ids.v);
+	ha_symbolizer_free(sym);
 	ha_db_close(w->db);
 	w->db = NULL;
 	return NULL;

@@ -1,23 +1,28 @@
-/* writer.h -- the database writer thread.  It owns the SQLite handle; the
- * collector sends it new callstacks and snapshots as messages.  Local
- * stack ids (the collector's) are mapped to database ids here. */
+/* writer.h -- the database writer thread.  It owns the SQLite handle and
+ * the symbolizer; the collector sends it new callstacks (as pcs) and
+ * snapshots as messages.  Local stack ids (the collector's) are mapped to
+ * database ids here. */
 #ifndef HA_WRITER_H
 #define HA_WRITER_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "db.h"
 #include "queue.h"
 
 enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3 };
 
-/* A new callstack: frames leaf first, strings in the same allocation. */
+/* A new callstack: its program counters, innermost first.  The writer
+ * symbolizes it (first-time symbolization can take a while as debug info
+ * loads; that must never hold up the collector draining the ring). */
 struct ha_wmsg_stack {
 	struct ha_qmsg q;
 	uint32_t local_id;
 	int n;
-	struct ha_db_frame frames[]; /* strings follow the array */
+	int first_is_return;          /* pcs[0] is a return address too */
+	uint64_t pcs[];
 };
 
 struct ha_wmsg_snapshot {
@@ -34,6 +39,7 @@ struct ha_wmsg_end {
 
 struct ha_writer {
 	struct ha_db *db;             /* handed over at start; the writer closes it */
+	pid_t pid;                    /* the target, for the symbolizer */
 	int64_t session_id;
 	struct ha_queue inbox;
 	pthread_t thread;

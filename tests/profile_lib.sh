@@ -21,7 +21,7 @@ snapshot_now() {
 heapdiff_rows() {
 	awk '
 		/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { if (row) print row; row = $1 " " $2; leaf = 1; next }
-		row && leaf && /^ {20,}/ { sub(/^ +/, ""); split($0, f, "  "); row = row " " f[1]; leaf = 0; next }
+		row && leaf && match($0, /^ +/) && RLENGTH >= 20 { sub(/^ +/, ""); split($0, f, "  "); row = row " " f[1]; leaf = 0; next }
 		END { if (row) print row }
 	' "$1"
 }

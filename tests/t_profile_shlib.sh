@@ -58,8 +58,8 @@ wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "shmain did not exit cleanly ($RC)"
 sed 's/^/    /' "$W/live" | head -n 20
 read -r bytes objects leaf < <(heapdiff_rows "$W/live" | head -n 1)
 [ "$leaf" = shlib_make_buffer ] || fail "top of the live heap is '$leaf', expected shlib_make_buffer"
-[ "$bytes" = +10000000 ] && [ "$objects" = +10000 ] ||
-	fail "shlib_make_buffer holds $bytes bytes in $objects objects, expected +10000000 in +10000"
+[ "$bytes" = 10000000 ] && [ "$objects" = 10000 ] ||
+	fail "shlib_make_buffer holds $bytes bytes in $objects objects, expected 10000000 in 10000"
 grep 'shlib_make_buffer' "$W/live" | grep -q 'shleak\.c:[0-9]*.*\[libshleak\.so\]' ||
 	fail "the library frame lacks shleak.c:LINE or its module [libshleak.so]"
 echo ok
