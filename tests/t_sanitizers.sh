@@ -1,0 +1,40 @@
+#!/bin/bash
+# t_sanitizers: the attacher, heapdiff and the ring protocol built with
+# ASan and UBSan (src/heapattach_san, src/heapdiff_san, tests/ring_check_san)
+# run a full profile session without a single sanitizer report.  (The agent
+# is never built with sanitizers: it runs inside someone else's process.)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/profile_lib.sh"
+require_all leak_cmd
+for b in src/heapattach_san src/heapdiff_san tests/ring_check_san; do
+	[ -x "$HA_BUILDDIR/$b" ] || fail "$b was not built"
+done
+# Any report fails the run; leaks of the attacher's own are reports too,
+# except inside libraries we do not own (their caches live to exit).
+export ASAN_OPTIONS=abort_on_error=0:exitcode=99:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
+printf 'leak:libdw\nleak:libelf\nleak:libunwind\nleak:libsqlite3\n' >"$W/lsan.supp"
+export LSAN_OPTIONS=suppressions=$W/lsan.supp
+
+"$HA_BUILDDIR/tests/ring_check_san" >"$W/ring.out" 2>&1 || fail "ring_check under sanitizers: $(tail -n 20 "$W/ring.out")"
+
+HA=$HA_BUILDDIR/src/heapattach_san
+db=$W/san.db
+start_target leak leak_cmd
+pid=$TPID
+wait_syscall "$pid" "$pid" "$NR_READ"
+start_ha -q -i 4096 -s 3600 -o "$db" "$pid"
+wait_ready "$pid" leak_cmd
+send "$TFD" "churn 20000"
+wait_line "$TOUT" '^done churn 20000'
+snapshot_now "$db"
+send "$TFD" "leak 500 3000"
+wait_line "$TOUT" '^done leak 500 3000'
+detach_by_signal INT "$pid"
+grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "sanitizer report from heapattach"
+
+"$HA_BUILDDIR/src/heapdiff_san" --bytes "$db" first last >"$W/diff" 2>&1 || fail "heapdiff_san: $(tail -n 20 "$W/diff")"
+read -r bytes objects leaf < <(heapdiff_rows "$W/diff" | head -n 1)
+[ "$leaf" = leak_here ] || fail "heapdiff_san's top growth is '$leaf', expected leak_here"
+log "sanitized attacher and heapdiff: clean; top growth $leaf $bytes"
+echo ok
