@@ -402,6 +402,7 @@ static int setup_signals(void)
 static int attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
                   double t_start, double t_checked)
 {
+	double t_prepared = ha_now_ms();
 	char err[512];
 	struct ha_init_args args = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
 	                             .attacher_pid = (int32_t)getpid(),
@@ -444,9 +445,10 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	fprintf(stderr, "heapattach: attached to %d (%s): agent ready in %.1f ms\n", (int)t->pid,
 	        t->comm, t_ready - t_start);
 	if (o->verbose)
-		fprintf(stderr, "heapattach: checks %.1f ms, injection %.1f ms, handshake %.1f ms; "
-		        "%llu GOT slots patched in %llu modules\n", t_checked - t_start,
-		        t_injected - t_checked, t_ready - t_injected,
+		fprintf(stderr, "heapattach: checks %.1f ms, database and socket %.1f ms, injection "
+		        "%.1f ms, handshake %.1f ms; %llu GOT slots patched in %llu modules\n",
+		        t_checked - t_start, t_prepared - t_checked, t_injected - t_prepared,
+		        t_ready - t_injected,
 		        (unsigned long long)ready.slots_patched, (unsigned long long)ready.modules_patched);
 	return 0;
 }
