@@ -24,7 +24,7 @@
 #include "writer.h"
 
 #define MAX_PCS 128
-#define RING_WAIT_MS 20
+#define RING_WAIT_MS 10       /* poll period of the ring when it is quiet */
 
 struct ctx {
 	struct ha_collector *c;

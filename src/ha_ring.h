@@ -10,10 +10,12 @@
  * means reserved but not published yet.  After use it zeroes the record and
  * advances cons (release), so memory handed out again reads as "not ready".
  *
- * Wake-ups are batched: the consumer sleeps on the consumer_waiting futex
- * only when the ring is empty, and a producer makes the FUTEX_WAKE system
- * call only when it sees that flag set.  With --block, a producer facing a
- * full ring sleeps on the low word of cons until the consumer moves it.
+ * Wake-ups are batched: the consumer, finding the ring empty, sleeps on the
+ * consumer_waiting futex for a short while (it polls); a producer makes the
+ * FUTEX_WAKE system call only when the flag is set AND the ring is a quarter
+ * full, so a target thread almost never enters the kernel for us.  With
+ * --block, a producer facing a full ring sleeps on the low word of cons
+ * until the consumer moves it.
  *
  * Only atomics and raw system calls: usable inside the agent's hooks.
  */
@@ -83,9 +85,13 @@ static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint32_t le
 	r->flags = flags;
 	__atomic_store_n(&r->len, len, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&h->consumer_waiting, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST))
-		ha_futex(&h->consumer_waiting, FUTEX_WAKE, 1, NULL);
+	if (__atomic_load_n(&h->consumer_waiting, __ATOMIC_RELAXED)) {
+		uint64_t fill = __atomic_load_n(&h->prod, __ATOMIC_RELAXED) -
+		                __atomic_load_n(&h->cons, __ATOMIC_RELAXED);
+		if (fill >= h->data_size / 4 &&
+		    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST))
+			ha_futex(&h->consumer_waiting, FUTEX_WAKE, 1, NULL);
+	}
 }
 
 /* Consumer: the next published record at *pos, or NULL (empty or not yet
@@ -127,8 +133,9 @@ static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t data_size
 	return pos + len;
 }
 
-/* Consumer: sleep until a producer publishes or timeout_ms passes.  Call it
- * when ha_ring_peek returned NULL at pos. */
+/* Consumer: sleep until the ring fills to a quarter or timeout_ms passes
+ * (the poll period: what bounds the delay of a record).  Call it when
+ * ha_ring_peek returned NULL at pos. */
 static inline void ha_ring_wait(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
                                 int timeout_ms)
 {
