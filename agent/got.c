@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "sampler.h"
 
 #if !defined(__x86_64__)
 #error "heapattach agent: x86_64 only for now"
@@ -92,6 +93,7 @@ static uint64_t g_live_modules;  /* modules with a live entry */
 static int g_have_seen;          /* g_seen_adds/subs valid */
 static unsigned long long g_seen_adds, g_seen_subs;
 static uintptr_t g_pagesize;
+static int g_enabled;            /* a session may patch (under the fork lock) */
 
 /* Diagnostics (not in the protocol): kept for a debugger or a later message. */
 static struct {
@@ -364,8 +366,10 @@ static const ElfW(Sym) *mod_sym(const struct mod *m, size_t idx)
 /* Does symbol sym's name equal name?  Bounded by the string table. */
 static int sym_is(const struct mod *m, const ElfW(Sym) *sym, const char *name)
 {
+	if (sym->st_name >= m->strsz || m->strtab[sym->st_name] != name[0])
+		return 0;
 	size_t len = strlen(name);
-	if (sym->st_name >= m->strsz || m->strsz - sym->st_name <= len)
+	if (m->strsz - sym->st_name <= len)
 		return 0;
 	const char *s = m->strtab + sym->st_name;
 	return memcmp(s, name, len) == 0 && s[len] == '\0';
@@ -424,6 +428,8 @@ static void compact(int drop_unseen)
 /* Patching                                                            */
 /* ------------------------------------------------------------------ */
 
+static int resolve_optional(int t);
+
 static void patch_slot(const struct mod *m, int t, uintptr_t slot)
 {
 	uint32_t segflags = 0;
@@ -431,6 +437,11 @@ static void patch_slot(const struct mod *m, int t, uintptr_t slot)
 	    !mod_contains(m->info, slot, sizeof(uintptr_t), &segflags))
 		return;
 
+	/* A function without its real counterpart (operator new before
+	 * libstdc++ was loaded, jemalloc's *allocx...) is looked up now, in
+	 * load order as ld.so binds it; if there is none, the slot stays. */
+	if (!ha_hooks_real((enum ha_hook_fn)t) && resolve_optional(t) != 0)
+		return;
 	uintptr_t hook = ha_hooks_hook((enum ha_hook_fn)t);
 	uint32_t flags = (page_in_relro(m->relro_lo, m->relro_hi, slot) ? E_RELRO : 0) |
 	                 ((segflags & PF_W) ? E_SEGW : 0);
@@ -590,7 +601,18 @@ void ha_got_session_start(void)
 {
 	ha_fork_lock();
 	g_have_seen = 0;
+	g_enabled = 1;
 	ha_fork_unlock();
+}
+
+void ha_got_patch_now(void)
+{
+	/* On a thread of the program, right after its dlopen returned: the
+	 * new modules are relocated; whatever else loads meanwhile is left to
+	 * the agent thread's next pass. */
+	ha_hook_guard++;
+	(void)ha_got_patch();
+	ha_hook_guard--;
 }
 
 int ha_got_patch(void)
@@ -613,6 +635,11 @@ int ha_got_patch(void)
 	struct pass b = a;
 	b.first = 1;
 	ha_fork_lock();
+	if (!g_enabled) {
+		/* The session ended meanwhile (a dlopen hook racing the detach). */
+		ha_fork_unlock();
+		return 0;
+	}
 	g_gen++;
 	(void)dl_iterate_phdr(patch_cb, &b);
 	compact(1);  /* entries of modules no longer listed: forget */
@@ -622,6 +649,8 @@ int ha_got_patch(void)
 	g_seen_adds = a.adds;
 	g_seen_subs = a.subs;
 	ha_fork_unlock();
+	/* The attacher's view of the maps is stale now. */
+	ha_sampler_note_modules();
 	return 0;
 }
 
@@ -666,6 +695,7 @@ void ha_got_restore(void)
 {
 	struct pass p = { 0 };
 	ha_fork_lock();
+	g_enabled = 0;
 	if (g_ntab) {
 		g_gen++;
 		(void)dl_iterate_phdr(restore_cb, &p);
@@ -694,6 +724,7 @@ void ha_got_restore_child(void)
 	g_live_slots = 0;
 	g_live_modules = 0;
 	g_have_seen = 0;
+	g_enabled = 0;
 }
 
 void ha_got_counts(uint64_t *slots, uint64_t *modules)
@@ -854,25 +885,54 @@ static void set_why(char *why, size_t whylen, const char *a, const char *b)
 	why[n] = '\0';
 }
 
+/* The process's definition of hook t: what a call from the main program
+ * binds to (dlsym(RTLD_DEFAULT)), corrected for canonical PLT entries and
+ * IFUNC results.  0 if there is none.  Not inside dl_iterate_phdr. */
+static uintptr_t resolve_default(const char *name)
+{
+	uintptr_t addr = (uintptr_t)dlsym(RTLD_DEFAULT, name);
+	if (addr && !is_definition(name, addr)) {
+		/* Not a plain definition: a canonical PLT entry, or something
+		 * unusual (an IFUNC's result).  Take the first module in load
+		 * order that defines it, as the loader binds it. */
+		struct lookup l = { name, 0 };
+		ha_fork_lock();
+		(void)dl_iterate_phdr(lookup_cb, &l);
+		ha_fork_unlock();
+		if (l.addr)
+			addr = l.addr;
+		else if (is_canonical_plt(addr))
+			addr = 0;
+	}
+	return addr;
+}
+
+/* Inside a dl_iterate_phdr callback (the loader's list lock is recursive):
+ * the first module in load order that defines hook t's function. */
+static int resolve_optional(int t)
+{
+	if (t < HA_HOOK_REQUIRED)
+		return -1;  /* resolved at session start, or no session */
+	struct lookup l = { ha_hooks_name((enum ha_hook_fn)t), 0 };
+	(void)dl_iterate_phdr(lookup_cb, &l);
+	if (!l.addr || ha_hooks_set_real((enum ha_hook_fn)t, l.addr) != 0)
+		return -1;
+	return 0;
+}
+
 int ha_got_resolve_real(char *why, size_t whylen)
 {
 	for (int t = 0; t < HA_HOOK_COUNT; t++) {
 		const char *name = ha_hooks_name((enum ha_hook_fn)t);
 		if (ha_hooks_real((enum ha_hook_fn)t))
 			continue;
-		uintptr_t addr = (uintptr_t)dlsym(RTLD_DEFAULT, name);
-		if (addr && !is_definition(name, addr)) {
-			/* Not a plain definition: a canonical PLT entry, or something
-			 * unusual (an IFUNC's result).  Take the first module in load
-			 * order that defines it, as the loader binds it. */
-			struct lookup l = { name, 0 };
-			ha_fork_lock();
-			(void)dl_iterate_phdr(lookup_cb, &l);
-			ha_fork_unlock();
-			if (l.addr)
-				addr = l.addr;
-			else if (is_canonical_plt(addr))
-				addr = 0;
+		uintptr_t addr = resolve_default(name);
+		if (t >= HA_HOOK_REQUIRED) {
+			/* Optional: absent now (free_sized on glibc 2.36, C++ in a C
+			 * program); looked up again when a slot for it turns up. */
+			if (addr)
+				(void)ha_hooks_set_real((enum ha_hook_fn)t, addr);
+			continue;
 		}
 		if (!addr) {
 			set_why(why, whylen, "cannot resolve the process's ", name);

@@ -1,5 +1,8 @@
 /*
- * hooks.c -- malloc/free/calloc/realloc replacements installed in GOT slots.
+ * hooks.c -- the replacements installed in GOT slots: malloc, free, calloc,
+ * realloc, reallocarray, the memalign family, free_sized, C++ operator new
+ * and delete in every variant, jemalloc's *allocx, anonymous mmap / munmap /
+ * mremap (their own kind of memory) and dlopen.
  *
  * The path that does not sample: call the real function, bump a per-thread
  * call counter, subtract the size from the per-thread sampling countdown.
@@ -7,6 +10,40 @@
  * to the ring; only a free of a block the live set may hold goes there too.
  * errno and the return value are exactly what the real function left:
  * nothing on the fast path can change errno, and the sampling path saves it.
+ *
+ * Counted once: every hook raises the per-thread depth ha_depth around its
+ * real call (except operator new, which delegates: see ha_delegate).  A hook entered with ha_depth > 0 (operator new calling malloc
+ * through libstdc++'s GOT, reallocarray calling realloc, jemalloc calling
+ * mmap for its arenas, a signal handler interrupting the real allocator)
+ * only forwards.  Frees still look at the live set when nested (a cheap
+ * negative filter; it can only remove what was sampled).  operator new may
+ * throw: the depth is put back by a cleanup (the agent is built with
+ * -fexceptions, so the C++ unwinder runs it and passes through our frame).
+ *
+ * Mappings: only anonymous ones, and not PROT_NONE reservations (address
+ * space, not memory).  They share the countdown with the heap (sampled on
+ * their length) and are recorded with kind HA_REC_KIND_MMAP, keyed by their
+ * start address.  munmap(addr, len) sends the free of every sampled mapping
+ * whose START lies in [addr, addr + len): a partial munmap that leaves the
+ * start mapped keeps the whole mapping live, one that removes the start
+ * frees all of it (documented choice: a mapping is counted whole, as it was
+ * sampled).  The scan looks at one live-set bucket per page, for at most
+ * HA_UNMAP_SCAN_PAGES pages (and only once a mapping was sampled in the
+ * session); the first page is always looked at.  MAP_FIXED over existing
+ * pages unmaps them first, the same way.  mremap is treated like realloc:
+ * the old mapping's free if it was sampled, then the result goes through
+ * the countdown with its new length (a file mapping moved by mremap is rare
+ * and counted as mmap too).
+ *
+ * dlopen: the hook is a small assembler stub.  dlopen uses its return
+ * address to find the calling module (its RPATH/RUNPATH, $ORIGIN, link-map
+ * namespace), so the stub asks ha_dlopen_decide() first: when the caller's
+ * search path cannot matter (a path with '/' and no '$', or a caller without
+ * DT_RPATH/DT_RUNPATH, in the base namespace) it jumps to ha_dlopen_wrap(),
+ * which calls the real dlopen and patches the new modules before returning
+ * them to the program; otherwise it jumps straight to the real dlopen (the
+ * caller's return address untouched) and the agent thread's one-second pass
+ * patches the module.
  *
  * Why this is safe at any time, including after detach:
  *   - the hooks read ha_real[] (set once before any slot points at a hook,
@@ -20,35 +57,54 @@
 #include "hooks.h"
 #include "sampler.h"
 
-__thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
 
-/* One counter per cache line: the hot path of many threads. */
+__thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
+__thread int ha_depth __attribute__((tls_model("initial-exec")));
+static __thread int ha_dlopen_depth __attribute__((tls_model("initial-exec")));
+/* Set by operator new before its real call: an allocation hook reached from
+ * inside it (libstdc++'s new -> malloc through its GOT) counts and samples
+ * the allocation as usual, so that operator new is a frame of the stack, and
+ * clears the flag; if nothing cleared it (an operator new that does not go
+ * through a hooked function), the new hook counts it itself.  Once either
+ * way. */
+static __thread int ha_delegate __attribute__((tls_model("initial-exec")));
+
+/* One counter per cache line: the hot path of many threads.  Indexed by
+ * counter class, not by hook (the per-thread TLS must stay tiny). */
+enum { C_MALLOC, C_FREE, C_CALLOC, C_REALLOC, C_OTHER, C_COUNT };
+
 struct ha_counter_line {
 	uint64_t v;
 	char pad[64 - sizeof(uint64_t)];
 } __attribute__((aligned(64)));
 
-static struct ha_counter_line ha_calls[HA_HOOK_COUNT];
+static struct ha_counter_line ha_calls[C_COUNT];
 
 /* Real functions, indexed by enum ha_hook_fn.  Written once (CAS from 0), read
  * with acquire in the hooks. */
 static uintptr_t ha_real[HA_HOOK_COUNT];
-
-typedef void *(*malloc_fn)(size_t);
-typedef void (*free_fn)(void *);
-typedef void *(*calloc_fn)(size_t, size_t);
-typedef void *(*realloc_fn)(void *, size_t);
+/* Copy of ha_real[HA_HOOK_DLOPEN] for the assembler stub. */
+HA_HIDDEN uintptr_t ha_dlopen_real;
 
 /* Calls are counted per thread and added to the shared counters in batches:
  * a shared atomic on every call would cost more than the sampling itself. */
-#define HA_COUNT_BATCH 1024
-static __thread uint32_t ha_tcalls[HA_HOOK_COUNT] __attribute__((tls_model("initial-exec")));
+#define HA_COUNT_BATCH 64   /* one shared atomic per 64 calls: cheap, and a short
+                               * session still shows its calls */
+static __thread uint32_t ha_tcalls[C_COUNT] __attribute__((tls_model("initial-exec")));
 
-static inline void ha_count(enum ha_hook_fn fn)
+static inline void ha_count(int c)
 {
-	if (__builtin_expect(++ha_tcalls[fn] == HA_COUNT_BATCH, 0)) {
-		ha_tcalls[fn] = 0;
-		__atomic_fetch_add(&ha_calls[fn].v, HA_COUNT_BATCH, __ATOMIC_RELAXED);
+	if (__builtin_expect(++ha_tcalls[c] == HA_COUNT_BATCH, 0)) {
+		ha_tcalls[c] = 0;
+		__atomic_fetch_add(&ha_calls[c].v, HA_COUNT_BATCH, __ATOMIC_RELAXED);
 	}
 }
 
@@ -57,75 +113,579 @@ static inline uintptr_t ha_target(enum ha_hook_fn fn)
 	return __atomic_load_n(&ha_real[fn], __ATOMIC_ACQUIRE);
 }
 
-void *ha_hook_malloc(size_t size)
+#define REAL(fn, type) ((type)ha_target(fn))
+
+static inline void depth_leave(int *unused)
 {
-	void *p = ((malloc_fn)ha_target(HA_HOOK_MALLOC))(size);
-	ha_count(HA_HOOK_MALLOC);
-	if (ha_sampler_due(size))
-		ha_sample_alloc(p, size, HA_FN_MALLOC);
+	(void)unused;
+	ha_depth--;
+}
+/* Raise the depth for the rest of the block; lowered on leaving it, also
+ * when a C++ exception goes through (operator new). */
+#define DEPTH_SCOPE()                                                 \
+	int ha_depth_scope __attribute__((cleanup(depth_leave), unused)) = ++ha_depth
+
+static inline void *after_alloc(void *p, size_t size, int counter, enum ha_alloc_func fn)
+{
+	ha_delegate = 0;
+	ha_count(counter);
+	if (p && ha_sampler_due(size))
+		ha_sample_alloc(p, size, fn, HA_REC_KIND_HEAP);
 	return p;
 }
 
-void ha_hook_free(void *ptr)
+static inline void before_free(void *ptr, int counter)
 {
-	ha_count(HA_HOOK_FREE);
+	if (!ha_depth)
+		ha_count(counter);
 	/* Before the real free: once the block is back in the allocator another
 	 * thread may get the same address, sample it and overtake our record. */
 	if (ptr && ha_ls_maybe(ptr))
 		ha_sample_free(ptr);
-	((free_fn)ha_target(HA_HOOK_FREE))(ptr);
+}
+
+/* ------------------------------------------------------------------ */
+/* malloc family                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef void *(*malloc_fn)(size_t);
+typedef void (*free_fn)(void *);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void *(*reallocarray_fn)(void *, size_t, size_t);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*align_fn)(size_t, size_t);
+typedef void (*free2_fn)(void *, size_t);
+typedef void (*free3_fn)(void *, size_t, size_t);
+
+void *ha_hook_malloc(size_t size)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_MALLOC, malloc_fn)(size);
+	}
+	return after_alloc(p, size, C_MALLOC, HA_FN_MALLOC);
+}
+
+void ha_hook_free(void *ptr)
+{
+	before_free(ptr, C_FREE);
+	DEPTH_SCOPE();
+	REAL(HA_HOOK_FREE, free_fn)(ptr);
 }
 
 void *ha_hook_calloc(size_t nmemb, size_t size)
 {
-	void *p = ((calloc_fn)ha_target(HA_HOOK_CALLOC))(nmemb, size);
-	ha_count(HA_HOOK_CALLOC);
+	if (ha_depth)
+		return REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
+	}
 	/* A non-NULL result means nmemb * size did not overflow. */
-	if (p && ha_sampler_due(nmemb * size))
-		ha_sample_alloc(p, nmemb * size, HA_FN_CALLOC);
-	return p;
+	return after_alloc(p, p ? nmemb * size : 0, C_CALLOC, HA_FN_CALLOC);
 }
 
 void *ha_hook_realloc(void *ptr, size_t size)
 {
-	/* The old block leaves the live set first (see ha_hook_free).  If the
+	if (ha_depth)
+		return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
+	/* The old block leaves the live set first (see before_free).  If the
 	 * real realloc then fails, the block stays allocated but is no longer
 	 * counted: rare, and it errs towards less, never more, live heap. */
 	if (ptr && ha_ls_maybe(ptr))
 		ha_sample_free(ptr);
-	void *p = ((realloc_fn)ha_target(HA_HOOK_REALLOC))(ptr, size);
-	ha_count(HA_HOOK_REALLOC);
-	if (p && ha_sampler_due(size))
-		ha_sample_alloc(p, size, HA_FN_REALLOC);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
+	}
+	return after_alloc(p, size, C_REALLOC, HA_FN_REALLOC);
+}
+
+static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_REALLOCARRAY, reallocarray_fn)(ptr, nmemb, size);
+	if (ptr && ha_ls_maybe(ptr))
+		ha_sample_free(ptr);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_REALLOCARRAY, reallocarray_fn)(ptr, nmemb, size);
+	}
+	return after_alloc(p, p ? nmemb * size : 0, C_OTHER, HA_FN_REALLOCARRAY);
+}
+
+static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_POSIX_MEMALIGN, posix_memalign_fn)(out, align, size);
+	int r;
+	{
+		DEPTH_SCOPE();
+		r = REAL(HA_HOOK_POSIX_MEMALIGN, posix_memalign_fn)(out, align, size);
+	}
+	(void)after_alloc(r == 0 ? *out : NULL, size, C_OTHER, HA_FN_POSIX_MEMALIGN);
+	return r;
+}
+
+#define ALIGN_HOOK(name, FN, AFN)                                     \
+	static void *name(size_t align, size_t size)                      \
+	{                                                                 \
+		if (ha_depth)                                                 \
+			return REAL(FN, align_fn)(align, size);                   \
+		void *p;                                                      \
+		{                                                             \
+			DEPTH_SCOPE();                                            \
+			p = REAL(FN, align_fn)(align, size);                      \
+		}                                                             \
+		return after_alloc(p, size, C_OTHER, AFN);                    \
+	}
+ALIGN_HOOK(ha_hook_aligned_alloc, HA_HOOK_ALIGNED_ALLOC, HA_FN_ALIGNED_ALLOC)
+ALIGN_HOOK(ha_hook_memalign, HA_HOOK_MEMALIGN, HA_FN_MEMALIGN)
+
+static void *ha_hook_valloc(size_t size)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_VALLOC, malloc_fn)(size);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_VALLOC, malloc_fn)(size);
+	}
+	return after_alloc(p, size, C_OTHER, HA_FN_VALLOC);
+}
+
+static void *ha_hook_pvalloc(size_t size)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_PVALLOC, malloc_fn)(size);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_PVALLOC, malloc_fn)(size);
+	}
+	return after_alloc(p, size, C_OTHER, HA_FN_PVALLOC);
+}
+
+static void ha_hook_free_sized(void *ptr, size_t size)
+{
+	before_free(ptr, C_FREE);
+	DEPTH_SCOPE();
+	REAL(HA_HOOK_FREE_SIZED, free2_fn)(ptr, size);
+}
+
+static void ha_hook_free_aligned_sized(void *ptr, size_t align, size_t size)
+{
+	before_free(ptr, C_FREE);
+	DEPTH_SCOPE();
+	REAL(HA_HOOK_FREE_ALIGNED_SIZED, free3_fn)(ptr, align, size);
+}
+
+/* ------------------------------------------------------------------ */
+/* C++ operator new / delete                                           */
+/* ------------------------------------------------------------------ */
+
+typedef void *(*new1_fn)(size_t);
+typedef void *(*new2_fn)(size_t, uintptr_t);          /* nothrow or align */
+typedef void *(*new3_fn)(size_t, uintptr_t, uintptr_t); /* align + nothrow */
+typedef void (*del1_fn)(void *);
+typedef void (*del2_fn)(void *, uintptr_t);
+typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
+
+#define NEW1(name, FN, AFN)                                           \
+	static void *name(size_t size)                                    \
+	{                                                                 \
+		if (ha_depth)                                                 \
+			return REAL(FN, new1_fn)(size);                           \
+		ha_delegate = 1;                                              \
+		void *p = REAL(FN, new1_fn)(size);                            \
+		if (!ha_delegate)                                             \
+			return p; /* the malloc inside took it */                 \
+		ha_delegate = 0;                                              \
+		return after_alloc(p, size, C_MALLOC, AFN);                   \
+	}
+#define NEW2(name, FN, AFN)                                           \
+	static void *name(size_t size, uintptr_t a)                       \
+	{                                                                 \
+		if (ha_depth)                                                 \
+			return REAL(FN, new2_fn)(size, a);                        \
+		ha_delegate = 1;                                              \
+		void *p = REAL(FN, new2_fn)(size, a);                         \
+		if (!ha_delegate)                                             \
+			return p; /* the malloc inside took it */                 \
+		ha_delegate = 0;                                              \
+		return after_alloc(p, size, C_MALLOC, AFN);                   \
+	}
+#define NEW3(name, FN, AFN)                                           \
+	static void *name(size_t size, uintptr_t a, uintptr_t b)          \
+	{                                                                 \
+		if (ha_depth)                                                 \
+			return REAL(FN, new3_fn)(size, a, b);                     \
+		ha_delegate = 1;                                              \
+		void *p = REAL(FN, new3_fn)(size, a, b);                      \
+		if (!ha_delegate)                                             \
+			return p; /* the malloc inside took it */                 \
+		ha_delegate = 0;                                              \
+		return after_alloc(p, size, C_MALLOC, AFN);                   \
+	}
+#define DEL1(name, FN)                                                \
+	static void name(void *ptr)                                       \
+	{                                                                 \
+		before_free(ptr, C_FREE);                                     \
+		DEPTH_SCOPE();                                                \
+		REAL(FN, del1_fn)(ptr);                                       \
+	}
+#define DEL2(name, FN)                                                \
+	static void name(void *ptr, uintptr_t a)                          \
+	{                                                                 \
+		before_free(ptr, C_FREE);                                     \
+		DEPTH_SCOPE();                                                \
+		REAL(FN, del2_fn)(ptr, a);                                    \
+	}
+#define DEL3(name, FN)                                                \
+	static void name(void *ptr, uintptr_t a, uintptr_t b)             \
+	{                                                                 \
+		before_free(ptr, C_FREE);                                     \
+		DEPTH_SCOPE();                                                \
+		REAL(FN, del3_fn)(ptr, a, b);                                 \
+	}
+
+NEW1(ha_hook_nw, HA_HOOK_NW, HA_FN_NEW)
+NEW2(ha_hook_nw_nt, HA_HOOK_NW_NT, HA_FN_NEW)
+NEW2(ha_hook_nw_al, HA_HOOK_NW_AL, HA_FN_NEW)
+NEW3(ha_hook_nw_al_nt, HA_HOOK_NW_AL_NT, HA_FN_NEW)
+NEW1(ha_hook_na, HA_HOOK_NA, HA_FN_NEW_ARRAY)
+NEW2(ha_hook_na_nt, HA_HOOK_NA_NT, HA_FN_NEW_ARRAY)
+NEW2(ha_hook_na_al, HA_HOOK_NA_AL, HA_FN_NEW_ARRAY)
+NEW3(ha_hook_na_al_nt, HA_HOOK_NA_AL_NT, HA_FN_NEW_ARRAY)
+DEL1(ha_hook_dl, HA_HOOK_DL)
+DEL2(ha_hook_dl_s, HA_HOOK_DL_S)
+DEL2(ha_hook_dl_nt, HA_HOOK_DL_NT)
+DEL2(ha_hook_dl_al, HA_HOOK_DL_AL)
+DEL3(ha_hook_dl_s_al, HA_HOOK_DL_S_AL)
+DEL3(ha_hook_dl_al_nt, HA_HOOK_DL_AL_NT)
+DEL1(ha_hook_da, HA_HOOK_DA)
+DEL2(ha_hook_da_s, HA_HOOK_DA_S)
+DEL2(ha_hook_da_nt, HA_HOOK_DA_NT)
+DEL2(ha_hook_da_al, HA_HOOK_DA_AL)
+DEL3(ha_hook_da_s_al, HA_HOOK_DA_S_AL)
+DEL3(ha_hook_da_al_nt, HA_HOOK_DA_AL_NT)
+
+/* ------------------------------------------------------------------ */
+/* jemalloc                                                            */
+/* ------------------------------------------------------------------ */
+
+typedef void *(*mallocx_fn)(size_t, int);
+typedef void *(*rallocx_fn)(void *, size_t, int);
+typedef size_t (*xallocx_fn)(void *, size_t, size_t, int);
+typedef void (*sdallocx_fn)(void *, size_t, int);
+typedef void (*dallocx_fn)(void *, int);
+
+static void *ha_hook_mallocx(size_t size, int flags)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_MALLOCX, mallocx_fn)(size, flags);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_MALLOCX, mallocx_fn)(size, flags);
+	}
+	return after_alloc(p, size, C_MALLOC, HA_FN_MALLOCX);
+}
+
+static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_RALLOCX, rallocx_fn)(ptr, size, flags);
+	if (ptr && ha_ls_maybe(ptr))
+		ha_sample_free(ptr);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_RALLOCX, rallocx_fn)(ptr, size, flags);
+	}
+	return after_alloc(p, size, C_REALLOC, HA_FN_RALLOCX);
+}
+
+static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
+{
+	if (ha_depth)
+		return REAL(HA_HOOK_XALLOCX, xallocx_fn)(ptr, size, extra, flags);
+	size_t r;
+	{
+		DEPTH_SCOPE();
+		r = REAL(HA_HOOK_XALLOCX, xallocx_fn)(ptr, size, extra, flags);
+	}
+	/* Resized in place: the block is the same, its size is new.  A sampled
+	 * block leaves the live set; the new size goes through the countdown
+	 * like a realloc.  (The address does not change: no race with reuse.) */
+	if (ptr && ha_ls_maybe(ptr))
+		ha_sample_free(ptr);
+	(void)after_alloc(ptr, r, C_REALLOC, HA_FN_XALLOCX);
+	return r;
+}
+
+static void ha_hook_sdallocx(void *ptr, size_t size, int flags)
+{
+	before_free(ptr, C_FREE);
+	DEPTH_SCOPE();
+	REAL(HA_HOOK_SDALLOCX, sdallocx_fn)(ptr, size, flags);
+}
+
+static void ha_hook_dallocx(void *ptr, int flags)
+{
+	before_free(ptr, C_FREE);
+	DEPTH_SCOPE();
+	REAL(HA_HOOK_DALLOCX, dallocx_fn)(ptr, flags);
+}
+
+/* ------------------------------------------------------------------ */
+/* Anonymous mappings                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, void *);
+
+#define HA_PAGE 4096u               /* x86_64 */
+#define HA_UNMAP_SCAN_PAGES 16384u  /* 64 MiB of address space per call */
+
+/* Send the free of every sampled mapping whose start is in [addr, addr+len). */
+static void unmap_range(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(HA_PAGE - 1);
+	if (a && ha_ls_maybe((void *)a))
+		ha_sample_free((void *)a);
+	if (!ha_sampler_mmap_seen())
+		return;
+	uintptr_t end = (uintptr_t)addr + len;
+	if (end < a)
+		end = UINTPTR_MAX & ~(uintptr_t)(HA_PAGE - 1);
+	size_t pages = (end - a + HA_PAGE - 1) / HA_PAGE;
+	if (pages > HA_UNMAP_SCAN_PAGES)
+		pages = HA_UNMAP_SCAN_PAGES;
+	for (size_t i = 1; i < pages; i++) {
+		void *pg = (void *)(a + i * HA_PAGE);
+		if (ha_ls_maybe(pg))
+			ha_sample_free(pg);
+	}
+}
+
+static void *mmap_common(enum ha_hook_fn fn, void *addr, size_t len, int prot, int flags, int fd,
+                         off_t off)
+{
+	if (ha_depth || !(flags & MAP_ANONYMOUS))
+		return REAL(fn, mmap_fn)(addr, len, prot, flags, fd, off);
+	if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+		unmap_range(addr, len);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(fn, mmap_fn)(addr, len, prot, flags, fd, off);
+	}
+	ha_count(C_OTHER);
+	if (p != MAP_FAILED && prot != PROT_NONE && ha_sampler_due(len))
+		ha_sample_alloc(p, len, HA_FN_MMAP, HA_REC_KIND_MMAP);
 	return p;
 }
 
-static const char *const ha_names[HA_HOOK_COUNT] = {
-	[HA_HOOK_MALLOC] = "malloc",
-	[HA_HOOK_FREE] = "free",
-	[HA_HOOK_CALLOC] = "calloc",
-	[HA_HOOK_REALLOC] = "realloc",
+static void *ha_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(HA_HOOK_MMAP, addr, len, prot, flags, fd, off);
+}
+
+static void *ha_hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(HA_HOOK_MMAP64, addr, len, prot, flags, fd, off);
+}
+
+static int ha_hook_munmap(void *addr, size_t len)
+{
+	if (!ha_depth) {
+		ha_count(C_OTHER);
+		unmap_range(addr, len);
+	}
+	DEPTH_SCOPE();
+	return REAL(HA_HOOK_MUNMAP, munmap_fn)(addr, len);
+}
+
+static void *ha_hook_mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *want = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (ha_depth)
+		return REAL(HA_HOOK_MREMAP, mremap_fn)(old, oldlen, newlen, flags, want);
+	if (old && ha_ls_maybe(old))
+		ha_sample_free(old);
+	void *p;
+	{
+		DEPTH_SCOPE();
+		p = REAL(HA_HOOK_MREMAP, mremap_fn)(old, oldlen, newlen, flags, want);
+	}
+	ha_count(C_OTHER);
+	if (p != MAP_FAILED && ha_sampler_due(newlen))
+		ha_sample_alloc(p, newlen, HA_FN_MREMAP, HA_REC_KIND_MMAP);
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* dlopen                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+HA_HIDDEN void *ha_hook_dlopen(const char *file, int mode);
+HA_HIDDEN int ha_dlopen_decide(const char *file, int mode, void *ret);
+HA_HIDDEN void *ha_dlopen_wrap(const char *file, int mode);
+
+/* Does the module's dynamic section have DT_RPATH or DT_RUNPATH? */
+static int has_search_path(const struct link_map *lm)
+{
+	const ElfW(Dyn) *d = lm->l_ld;
+	for (int i = 0; d && i < 4096 && d[i].d_tag != DT_NULL; i++)
+		if (d[i].d_tag == DT_RPATH || d[i].d_tag == DT_RUNPATH)
+			return 1;
+	return 0;
+}
+
+/* 1: call the real dlopen from ha_dlopen_wrap and patch right after;
+ * 0: jump to it with the caller's return address (see the top). */
+int ha_dlopen_decide(const char *file, int mode, void *ret)
+{
+	(void)mode;
+	if (!file || ha_dlopen_depth || ha_hook_guard || !ha_sampler_active() ||
+	    strchr(file, '$'))
+		return 0;
+	int e = errno, wrap = 0;
+	if (!ha_sampler_same_process()) {
+		errno = e;
+		return 0;  /* a vfork child: it must not touch the session */
+	}
+	Dl_info di;
+	struct link_map *lm = NULL;
+	Lmid_t id = -1;
+	ha_hook_guard++;
+	if (dladdr1(ret, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+	    dlinfo(lm, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE)
+		wrap = strchr(file, '/') != NULL || !has_search_path(lm);
+	ha_hook_guard--;
+	errno = e;
+	return wrap;
+}
+
+void *ha_dlopen_wrap(const char *file, int mode)
+{
+	ha_dlopen_depth++;
+	void *h = ((dlopen_fn)ha_dlopen_real)(file, mode);
+	ha_dlopen_depth--;
+	if (h) {
+		int e = errno;
+		ha_got_patch_now();
+		errno = e;
+	}
+	return h;
+}
+
+/* Entered with the program's return address on top of the stack. */
+__asm__(".text\n"
+        ".globl ha_hook_dlopen\n"
+        ".hidden ha_hook_dlopen\n"
+        ".type ha_hook_dlopen, @function\n"
+        "ha_hook_dlopen:\n"
+        "\t.cfi_startproc\n"
+        "\tpush %rdi\n"
+        "\t.cfi_adjust_cfa_offset 8\n"
+        "\tpush %rsi\n"
+        "\t.cfi_adjust_cfa_offset 8\n"
+        "\tsub $8, %rsp\n"
+        "\t.cfi_adjust_cfa_offset 8\n"
+        "\tmov 24(%rsp), %rdx\n"
+        "\tcall ha_dlopen_decide\n"
+        "\tadd $8, %rsp\n"
+        "\t.cfi_adjust_cfa_offset -8\n"
+        "\tpop %rsi\n"
+        "\t.cfi_adjust_cfa_offset -8\n"
+        "\tpop %rdi\n"
+        "\t.cfi_adjust_cfa_offset -8\n"
+        "\ttest %eax, %eax\n"
+        "\tjnz ha_dlopen_wrap\n"
+        "\tjmp *ha_dlopen_real(%rip)\n"
+        "\t.cfi_endproc\n"
+        ".size ha_hook_dlopen, .-ha_hook_dlopen\n");
+
+/* ------------------------------------------------------------------ */
+/* Table                                                               */
+/* ------------------------------------------------------------------ */
+
+struct hook_def {
+	const char *name;
+	void *hook;
+};
+
+static const struct hook_def ha_defs[HA_HOOK_COUNT] = {
+	[HA_HOOK_MALLOC] = { "malloc", (void *)ha_hook_malloc },
+	[HA_HOOK_FREE] = { "free", (void *)ha_hook_free },
+	[HA_HOOK_CALLOC] = { "calloc", (void *)ha_hook_calloc },
+	[HA_HOOK_REALLOC] = { "realloc", (void *)ha_hook_realloc },
+	[HA_HOOK_REALLOCARRAY] = { "reallocarray", (void *)ha_hook_reallocarray },
+	[HA_HOOK_POSIX_MEMALIGN] = { "posix_memalign", (void *)ha_hook_posix_memalign },
+	[HA_HOOK_ALIGNED_ALLOC] = { "aligned_alloc", (void *)ha_hook_aligned_alloc },
+	[HA_HOOK_MEMALIGN] = { "memalign", (void *)ha_hook_memalign },
+	[HA_HOOK_VALLOC] = { "valloc", (void *)ha_hook_valloc },
+	[HA_HOOK_PVALLOC] = { "pvalloc", (void *)ha_hook_pvalloc },
+	[HA_HOOK_FREE_SIZED] = { "free_sized", (void *)ha_hook_free_sized },
+	[HA_HOOK_FREE_ALIGNED_SIZED] = { "free_aligned_sized", (void *)ha_hook_free_aligned_sized },
+	[HA_HOOK_NW] = { "_Znwm", (void *)ha_hook_nw },
+	[HA_HOOK_NW_NT] = { "_ZnwmRKSt9nothrow_t", (void *)ha_hook_nw_nt },
+	[HA_HOOK_NW_AL] = { "_ZnwmSt11align_val_t", (void *)ha_hook_nw_al },
+	[HA_HOOK_NW_AL_NT] = { "_ZnwmSt11align_val_tRKSt9nothrow_t", (void *)ha_hook_nw_al_nt },
+	[HA_HOOK_NA] = { "_Znam", (void *)ha_hook_na },
+	[HA_HOOK_NA_NT] = { "_ZnamRKSt9nothrow_t", (void *)ha_hook_na_nt },
+	[HA_HOOK_NA_AL] = { "_ZnamSt11align_val_t", (void *)ha_hook_na_al },
+	[HA_HOOK_NA_AL_NT] = { "_ZnamSt11align_val_tRKSt9nothrow_t", (void *)ha_hook_na_al_nt },
+	[HA_HOOK_DL] = { "_ZdlPv", (void *)ha_hook_dl },
+	[HA_HOOK_DL_S] = { "_ZdlPvm", (void *)ha_hook_dl_s },
+	[HA_HOOK_DL_NT] = { "_ZdlPvRKSt9nothrow_t", (void *)ha_hook_dl_nt },
+	[HA_HOOK_DL_AL] = { "_ZdlPvSt11align_val_t", (void *)ha_hook_dl_al },
+	[HA_HOOK_DL_S_AL] = { "_ZdlPvmSt11align_val_t", (void *)ha_hook_dl_s_al },
+	[HA_HOOK_DL_AL_NT] = { "_ZdlPvSt11align_val_tRKSt9nothrow_t", (void *)ha_hook_dl_al_nt },
+	[HA_HOOK_DA] = { "_ZdaPv", (void *)ha_hook_da },
+	[HA_HOOK_DA_S] = { "_ZdaPvm", (void *)ha_hook_da_s },
+	[HA_HOOK_DA_NT] = { "_ZdaPvRKSt9nothrow_t", (void *)ha_hook_da_nt },
+	[HA_HOOK_DA_AL] = { "_ZdaPvSt11align_val_t", (void *)ha_hook_da_al },
+	[HA_HOOK_DA_S_AL] = { "_ZdaPvmSt11align_val_t", (void *)ha_hook_da_s_al },
+	[HA_HOOK_DA_AL_NT] = { "_ZdaPvSt11align_val_tRKSt9nothrow_t", (void *)ha_hook_da_al_nt },
+	[HA_HOOK_MALLOCX] = { "mallocx", (void *)ha_hook_mallocx },
+	[HA_HOOK_RALLOCX] = { "rallocx", (void *)ha_hook_rallocx },
+	[HA_HOOK_XALLOCX] = { "xallocx", (void *)ha_hook_xallocx },
+	[HA_HOOK_SDALLOCX] = { "sdallocx", (void *)ha_hook_sdallocx },
+	[HA_HOOK_DALLOCX] = { "dallocx", (void *)ha_hook_dallocx },
+	[HA_HOOK_MMAP] = { "mmap", (void *)ha_hook_mmap },
+	[HA_HOOK_MMAP64] = { "mmap64", (void *)ha_hook_mmap64 },
+	[HA_HOOK_MUNMAP] = { "munmap", (void *)ha_hook_munmap },
+	[HA_HOOK_MREMAP] = { "mremap", (void *)ha_hook_mremap },
+	[HA_HOOK_DLOPEN] = { "dlopen", (void *)ha_hook_dlopen },
 };
 
 const char *ha_hooks_name(enum ha_hook_fn fn)
 {
-	return (unsigned)fn < HA_HOOK_COUNT ? ha_names[fn] : "";
+	return (unsigned)fn < HA_HOOK_COUNT ? ha_defs[fn].name : "";
 }
 
 uintptr_t ha_hooks_hook(enum ha_hook_fn fn)
 {
-	switch (fn) {
-	case HA_HOOK_MALLOC:
-		return (uintptr_t)&ha_hook_malloc;
-	case HA_HOOK_FREE:
-		return (uintptr_t)&ha_hook_free;
-	case HA_HOOK_CALLOC:
-		return (uintptr_t)&ha_hook_calloc;
-	case HA_HOOK_REALLOC:
-		return (uintptr_t)&ha_hook_realloc;
-	default:
-		return 0;
-	}
+	return (unsigned)fn < HA_HOOK_COUNT ? (uintptr_t)ha_defs[fn].hook : 0;
 }
 
 uintptr_t ha_hooks_real(enum ha_hook_fn fn)
@@ -142,6 +702,13 @@ int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr)
 	for (int i = 0; i < HA_HOOK_COUNT; i++)
 		if (addr == ha_hooks_hook((enum ha_hook_fn)i))
 			return -1;
+	if (fn == HA_HOOK_DLOPEN) {
+		uintptr_t e2 = 0;
+		(void)__atomic_compare_exchange_n(&ha_dlopen_real, &e2, addr, 0, __ATOMIC_RELEASE,
+		                                  __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&ha_dlopen_real, __ATOMIC_ACQUIRE) != addr)
+			return -1;
+	}
 	if (__atomic_compare_exchange_n(&ha_real[fn], &expect, addr, 0,
 	                                __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 		return 0;
@@ -150,14 +717,14 @@ int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr)
 
 void ha_hooks_reset_counters(void)
 {
-	for (int i = 0; i < HA_HOOK_COUNT; i++)
+	for (int i = 0; i < C_COUNT; i++)
 		__atomic_store_n(&ha_calls[i].v, 0, __ATOMIC_RELAXED);
 }
 
 void ha_hooks_read_counters(struct ha_counters *c)
 {
-	c->malloc_calls = __atomic_load_n(&ha_calls[HA_HOOK_MALLOC].v, __ATOMIC_RELAXED);
-	c->free_calls = __atomic_load_n(&ha_calls[HA_HOOK_FREE].v, __ATOMIC_RELAXED);
-	c->calloc_calls = __atomic_load_n(&ha_calls[HA_HOOK_CALLOC].v, __ATOMIC_RELAXED);
-	c->realloc_calls = __atomic_load_n(&ha_calls[HA_HOOK_REALLOC].v, __ATOMIC_RELAXED);
+	c->malloc_calls = __atomic_load_n(&ha_calls[C_MALLOC].v, __ATOMIC_RELAXED);
+	c->free_calls = __atomic_load_n(&ha_calls[C_FREE].v, __ATOMIC_RELAXED);
+	c->calloc_calls = __atomic_load_n(&ha_calls[C_CALLOC].v, __ATOMIC_RELAXED);
+	c->realloc_calls = __atomic_load_n(&ha_calls[C_REALLOC].v, __ATOMIC_RELAXED);
 }

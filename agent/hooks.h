@@ -22,12 +22,38 @@
 
 #define HA_HIDDEN __attribute__((visibility("hidden")))
 
-/* The functions we interpose, in a fixed order used by got.c as an index. */
+/* The functions we interpose, in a fixed order used by got.c as an index.
+ * The first four are required (resolved at session start, or no session);
+ * every other one is patched only where its real function can be found
+ * (C++ operators once libstdc++ or a program defining them is loaded,
+ * jemalloc's *allocx when jemalloc is, free_sized where glibc has it). */
 enum ha_hook_fn {
 	HA_HOOK_MALLOC = 0,
 	HA_HOOK_FREE,
 	HA_HOOK_CALLOC,
 	HA_HOOK_REALLOC,
+	HA_HOOK_REQUIRED,                 /* the ones above are required */
+	HA_HOOK_REALLOCARRAY = HA_HOOK_REQUIRED,
+	HA_HOOK_POSIX_MEMALIGN,
+	HA_HOOK_ALIGNED_ALLOC,
+	HA_HOOK_MEMALIGN,
+	HA_HOOK_VALLOC,
+	HA_HOOK_PVALLOC,
+	HA_HOOK_FREE_SIZED,
+	HA_HOOK_FREE_ALIGNED_SIZED,
+	/* C++: new, new[] x (plain, nothrow, aligned, aligned nothrow) */
+	HA_HOOK_NW, HA_HOOK_NW_NT, HA_HOOK_NW_AL, HA_HOOK_NW_AL_NT,
+	HA_HOOK_NA, HA_HOOK_NA_NT, HA_HOOK_NA_AL, HA_HOOK_NA_AL_NT,
+	/* delete, delete[] x (plain, sized, nothrow, aligned, sized aligned,
+	 * aligned nothrow) */
+	HA_HOOK_DL, HA_HOOK_DL_S, HA_HOOK_DL_NT, HA_HOOK_DL_AL, HA_HOOK_DL_S_AL, HA_HOOK_DL_AL_NT,
+	HA_HOOK_DA, HA_HOOK_DA_S, HA_HOOK_DA_NT, HA_HOOK_DA_AL, HA_HOOK_DA_S_AL, HA_HOOK_DA_AL_NT,
+	/* jemalloc */
+	HA_HOOK_MALLOCX, HA_HOOK_RALLOCX, HA_HOOK_XALLOCX, HA_HOOK_SDALLOCX, HA_HOOK_DALLOCX,
+	/* anonymous mappings */
+	HA_HOOK_MMAP, HA_HOOK_MMAP64, HA_HOOK_MUNMAP, HA_HOOK_MREMAP,
+	/* modules loaded later */
+	HA_HOOK_DLOPEN,
 	HA_HOOK_COUNT
 };
 
@@ -57,5 +83,16 @@ HA_HIDDEN void ha_hooks_read_counters(struct ha_counters *c);
  * TLS, so that touching it never calls into the dynamic loader (a
  * global-dynamic access can allocate on a thread's first touch). */
 extern HA_HIDDEN __thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
+
+/* Per-thread "inside a hook" depth: set around the real call of every hook,
+ * so that an allocation function reached from inside another one (operator
+ * new -> malloc through libstdc++'s GOT, reallocarray -> realloc, an
+ * allocator's own mmap) is forwarded without being counted or sampled a
+ * second time.  A signal handler that allocates while its thread is inside
+ * the real allocator is forwarded the same way (not sampled). */
+extern HA_HIDDEN __thread int ha_depth __attribute__((tls_model("initial-exec")));
+
+/* Patch modules loaded by a dlopen that has just returned (dlopen hook). */
+HA_HIDDEN void ha_got_patch_now(void);
 
 #endif /* HA_AGENT_HOOKS_H */

@@ -41,6 +41,8 @@ static uint32_t session;           /* current session number, never 0 when activ
 static uint64_t inflight;          /* threads between "may write" and "done" */
 static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) * HA_LS_WAYS addresses */
 static uint64_t n_samples, n_frees, n_untracked, seq;
+static pid_t owner;                /* getpid() of the session's process */
+uint32_t ha_mmap_seen;
 
 /* ------------------------------------------------------------------ */
 /* live sampled set                                                    */
@@ -146,12 +148,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* Are we the session's process?  Not in a vfork() child (or a raw clone
+ * with CLONE_VM) that runs on a thread's stack and TLS and shares the ring
+ * and the live set: such a child must never write either.  One system call,
+ * on the sampling path only (glibc's getpid() does not cache). */
+int ha_sampler_same_process(void)
+{
+	return (pid_t)syscall(SYS_getpid) == __atomic_load_n(&owner, __ATOMIC_RELAXED);
+}
+
+int ha_sampler_active(void)
+{
+	return __atomic_load_n(&active, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Enter the ring-writing section; 0 if no session is active. */
 static int ring_enter(void)
 {
 	__atomic_fetch_add(&inflight, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST))
-		return 1;
+	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST)) {
+		if (ha_sampler_same_process())
+			return 1;
+		/* A vfork child: the parent is suspended until it execs or
+		 * exits, so our count cannot confuse a concurrent stop for long. */
+		__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
 	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
@@ -164,7 +186,8 @@ static void ring_leave(void)
 /* Capture the registers and copy the stack into a new record.  noinline:
  * the captured rip, rsp and callee-saved registers all belong to this
  * frame, which the attacher unwinds (and then skips as the agent's own). */
-__attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn)
+__attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn,
+                                                  unsigned kind)
 {
 	struct ha_regs r;
 	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
@@ -199,7 +222,7 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	s->size = size;
 	s->tid = ha_ts.tid;
 	s->func = (uint16_t)fn;
-	s->pad = 0;
+	s->kind = (uint16_t)kind;
 	s->stack_len = (uint32_t)len;
 	s->pad2 = 0;
 	s->regs = r;
@@ -211,7 +234,7 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	__atomic_fetch_add(&n_samples, 1, __ATOMIC_RELAXED);
 }
 
-void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn)
+void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 {
 	int saved_errno = errno;
 	if (ha_hook_guard)
@@ -235,8 +258,11 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn)
 	}
 	ha_ts.countdown = draw_countdown(cfg.interval);
 	if (p && ring_enter()) {
-		if (ls_insert(p))
-			write_sample(p, size, fn);
+		if (ls_insert(p)) {
+			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
+				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
+			write_sample(p, size, fn, kind);
+		}
 		else
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
 		ring_leave();
@@ -271,6 +297,19 @@ out:
 	errno = saved_errno;
 }
 
+void ha_sampler_note_modules(void)
+{
+	int saved_errno = errno;
+	if (ring_enter()) {
+		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
+		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
+		if (r)
+			ha_ring_publish(cfg.ring, r, len, HA_REC_MODULES, 0);
+		ring_leave();
+	}
+	errno = saved_errno;
+}
+
 void ha_sampler_start(const struct ha_sampler_cfg *c)
 {
 	if (!ls_table) {
@@ -284,6 +323,8 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 	}
 	cfg = *c;
 	n_samples = n_frees = n_untracked = seq = 0;
+	owner = getpid();
+	ha_mmap_seen = 0;
 	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&session, s ? s : 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&active, 1, __ATOMIC_SEQ_CST);

@@ -73,11 +73,31 @@ static inline int ha_sampler_due(size_t size)
 
 /* The allocation that made the countdown run out: record it (or, outside a
  * session or inside the guard, just draw a new countdown).  errno is kept. */
-HA_HIDDEN void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn);
+HA_HIDDEN void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind);
+
+/* A mapping (kind HA_REC_KIND_MMAP) was sampled in this session: munmap
+ * then has to look for sampled mappings inside the range it unmaps. */
+extern HA_HIDDEN uint32_t ha_mmap_seen;
+static inline int ha_sampler_mmap_seen(void)
+{
+	return __atomic_load_n(&ha_mmap_seen, __ATOMIC_RELAXED) != 0;
+}
+
+/* A session may write to the ring right now. */
+HA_HIDDEN int ha_sampler_active(void);
+
+/* We are the session's process, not a vfork() child running on one of its
+ * threads' stack (one system call). */
+HA_HIDDEN int ha_sampler_same_process(void);
 
 /* p, for which ha_ls_maybe() said yes, is being freed or moved: if it was a
  * live sampled block, send its free.  Call before the real free. */
 HA_HIDDEN void ha_sample_free(void *p);
+
+/* Tell the attacher that the set of loaded modules changed (a record of
+ * type HA_REC_MODULES), so that it reads the maps again before it unwinds
+ * the samples that follow.  No-op outside a session. */
+HA_HIDDEN void ha_sampler_note_modules(void);
 
 /* Start a session (the ring is mapped, hooks not yet installed). */
 HA_HIDDEN void ha_sampler_start(const struct ha_sampler_cfg *cfg);

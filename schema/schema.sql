@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 1.
+-- heapattach profile database, schema version 2.
 --
 -- Written by heapattach (src/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,8 +8,12 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 1);
--- a program reading the file checks both and refuses other versions.  The
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 2);
+-- a program reading the file checks both and refuses versions it does not
+-- know.  Version 2 added the views at the end of this file (leak_trend,
+-- leak_suspects); heapattach upgrades a version-1 file in place when it
+-- opens it for writing (it only creates those views), and heapdiff reads
+-- both versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -36,15 +40,17 @@
 -- (session, stack, kind, snapshot), which is what trend measures over all
 -- snapshots of a session (leak suspects) read.  Any change to the tables or
 -- views bumps schema_version; readers refuse a version they do not know.
+-- Additions of a new version go at the end, after a line
+-- "-- Schema version N additions.", which is what the upgrade runs.
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '1'.
+-- Identification of the file: format = 'heapattach', schema_version = '2'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '1');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '2');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap.
 CREATE TABLE kinds (
@@ -351,3 +357,74 @@ SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
        (SELECT total(v.live_count) FROM bucket_at v WHERE v.snapshot_id = s.id) AS live_count,
        s.samples, s.drops, s.unwind_failures
   FROM snapshots s;
+
+-- Schema version 2 additions.
+
+-- leak_trend: for every (callstack, kind) of a session, the trend of its
+-- live bytes over ALL snapshots of the session (0 before its first row):
+-- bytes_per_minute is the least-squares slope against time; fit the R^2 of
+-- that line (1 = a straight line); steady the share of its changes that
+-- were increases (1 = it never fell); retained its last value over its
+-- highest (1 = it did not fall back); trend_bytes the fitted growth over
+-- the session (bytes_per_minute times the session's duration).
+--   The trend of stack 12 in session 1:
+--     SELECT bytes_per_minute, fit, steady, retained FROM leak_trend
+--      WHERE session_id = 1 AND stack_id = 12;
+CREATE VIEW leak_trend AS
+WITH series AS (
+	SELECT k.session_id, k.stack_id, k.kind, s.id AS snapshot_id,
+	       s.time - (SELECT s0.time FROM snapshots s0 WHERE s0.session_id = s.session_id
+	                  ORDER BY s0.id LIMIT 1) AS t,
+	       coalesce((SELECT b.live_bytes FROM buckets b
+	                  WHERE b.session_id = k.session_id AND b.stack_id = k.stack_id
+	                    AND b.kind = k.kind AND b.snapshot_id <= s.id
+	                  ORDER BY b.snapshot_id DESC LIMIT 1), 0.0) AS y,
+	       coalesce((SELECT b.live_count FROM buckets b
+	                  WHERE b.session_id = k.session_id AND b.stack_id = k.stack_id
+	                    AND b.kind = k.kind AND b.snapshot_id <= s.id
+	                  ORDER BY b.snapshot_id DESC LIMIT 1), 0.0) AS c
+	  FROM session_stacks k JOIN snapshots s ON s.session_id = k.session_id),
+steps AS (
+	SELECT series.*,
+	       y - lag(y) OVER (PARTITION BY session_id, stack_id, kind ORDER BY snapshot_id) AS dy,
+	       row_number() OVER (PARTITION BY session_id, stack_id, kind
+	                          ORDER BY snapshot_id DESC) AS from_end
+	  FROM series),
+means AS (
+	SELECT session_id, stack_id, kind, count(*) AS n, avg(t) AS mt, avg(y) AS my,
+	       max(y) AS ymax, max(t) - min(t) AS duration,
+	       total(max(dy, 0.0)) AS up, total(abs(dy)) AS moved,
+	       max(CASE WHEN dy IS NULL THEN y END) AS first_bytes,
+	       max(CASE WHEN from_end = 1 THEN y END) AS last_bytes,
+	       max(CASE WHEN from_end = 1 THEN c END) AS last_count
+	  FROM steps GROUP BY session_id, stack_id, kind),
+fit AS (
+	SELECT m.*, total((s.t - m.mt) * (s.t - m.mt)) AS sxx,
+	       total((s.t - m.mt) * (s.y - m.my)) AS sxy, total((s.y - m.my) * (s.y - m.my)) AS syy
+	  FROM means m JOIN steps s ON s.session_id = m.session_id AND s.stack_id = m.stack_id
+	                           AND s.kind = m.kind
+	 GROUP BY m.session_id, m.stack_id, m.kind)
+SELECT f.session_id, f.stack_id, kn.name AS kind, f.n AS snapshots,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * 60 ELSE 0.0 END AS bytes_per_minute,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * f.duration ELSE 0.0 END AS trend_bytes,
+       CASE WHEN f.sxx > 0 AND f.syy > 0 THEN f.sxy * f.sxy / (f.sxx * f.syy) ELSE 0.0 END AS fit,
+       CASE WHEN f.moved > 0 THEN f.up / f.moved ELSE 0.0 END AS steady,
+       CASE WHEN f.ymax > 0 THEN f.last_bytes / f.ymax ELSE 0.0 END AS retained,
+       f.first_bytes, f.last_bytes, f.ymax AS max_bytes, f.last_count AS live_count
+  FROM fit f JOIN kinds kn ON kn.id = f.kind;
+
+-- leak_suspects: the rows of leak_trend that grow steadily, with the stack
+-- as text: at least 3 snapshots, a positive slope, fit >= 0.8, steady >=
+-- 0.9, retained >= 0.9 (a cache that grew and was emptied again is not a
+-- leak) and at least one byte of fitted growth.  What heapdiff --leaks
+-- lists (without its --min-bytes, filters and frame folding).
+--   Leak suspects of session 1, fastest first:
+--     SELECT printf('%.0f', bytes_per_minute) AS per_min, stack FROM leak_suspects
+--      WHERE session_id = 1 ORDER BY bytes_per_minute DESC;
+CREATE VIEW leak_suspects AS
+SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.trend_bytes,
+       t.fit, t.steady, t.retained, t.first_bytes, t.last_bytes, t.max_bytes, t.live_count,
+       st.text AS stack
+  FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
+ WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
+   AND t.retained >= 0.9 AND t.trend_bytes >= 1;

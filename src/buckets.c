@@ -8,10 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One bucket per (callstack, kind): the same pcs seen as heap and as mmap
+ * are two entries with two local ids (the writer interns their frames into
+ * the same database stack; each row carries its kind). */
 struct stack {
 	uint64_t hash;
 	uint64_t *pcs;
 	int n;
+	int kind;
 	int changed;
 	struct ha_db_bucket v;
 };
@@ -44,9 +48,9 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-static uint64_t hash_pcs(const uint64_t *pcs, int n)
+static uint64_t hash_pcs(const uint64_t *pcs, int n, int kind)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n ^ ((uint64_t)kind << 40);
 	for (int i = 0; i < n; i++)
 		h = mix64(h ^ pcs[i]) + 0x9e3779b97f4a7c15ULL;
 	return h ? h : 1;
@@ -109,14 +113,14 @@ static int grow_index(struct ha_book *b)
 	return 0;
 }
 
-uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int *is_new)
+uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
 {
-	uint64_t h = hash_pcs(pcs, n);
+	uint64_t h = hash_pcs(pcs, n, kind);
 	size_t j = h & (b->index_cap - 1);
 	*is_new = 0;
 	for (uint32_t id; (id = b->stack_index[j]) != 0; j = (j + 1) & (b->index_cap - 1)) {
 		const struct stack *s = &b->stacks[id - 1];
-		if (s->hash == h && s->n == n && memcmp(s->pcs, pcs, (size_t)n * sizeof *pcs) == 0)
+		if (s->hash == h && s->n == n && s->kind == kind && memcmp(s->pcs, pcs, (size_t)n * sizeof *pcs) == 0)
 			return id;
 	}
 	if (b->nstacks == b->capstacks) {
@@ -134,9 +138,11 @@ uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int *is_ne
 		return 0;
 	memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	s->n = n;
+	s->kind = kind;
 	s->hash = h;
 	uint32_t id = (uint32_t)++b->nstacks;
 	s->v.stack_id = id;
+	s->v.kind = kind;
 	b->stack_index[j] = id;
 	if (b->nstacks * 2 > b->index_cap && grow_index(b) != 0) {
 		/* The table is still valid, only fuller: carry on. */

@@ -21,9 +21,12 @@ void ha_book_free(struct ha_book *b);
 /* Weight of one sample of size bytes at mean interval (1 = every call). */
 double ha_sample_weight(uint64_t size, uint64_t interval);
 
-/* Intern a stack of n pcs (leaf first); *is_new tells whether it was seen
- * for the first time.  Returns its id (>= 1), 0 when out of memory. */
-uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int *is_new);
+/* Intern a bucket: a stack of n pcs (leaf first) and a kind of memory
+ * (enum ha_mem_kind); *is_new tells whether it was seen for the first time
+ * (the same pcs with another kind is another bucket with its own id, whose
+ * frames the writer interns to the same database stack).  Returns its id
+ * (>= 1), 0 when out of memory. */
+uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new);
 
 /* A sampled allocation of size bytes at addr with the given weight. */
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight);

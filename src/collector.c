@@ -24,6 +24,9 @@
 #include "writer.h"
 
 #define MAX_PCS 128
+
+_Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_MMAP,
+               "ring kinds are the database kinds");
 #define RING_WAIT_MS 10       /* poll period of the ring when it is quiet */
 
 struct ctx {
@@ -82,11 +85,26 @@ static void send_stack(struct ctx *x, uint32_t id, const uint64_t *pcs, int n, i
 	ha_queue_put(x->c->to_writer, &m->q);
 }
 
+/* Ask the writer to refresh its symbolizer's view of the modules before it
+ * symbolizes the stacks that follow. */
+static void send_maps_changed(struct ctx *x)
+{
+	struct ha_qmsg *m = calloc(1, sizeof *m);
+	if (!m)
+		return;
+	m->type = HA_WMSG_MAPS;
+	ha_queue_put(x->c->to_writer, m);
+}
+
 static void on_sample(struct ctx *x, const struct ha_rec_sample *r, uint32_t len)
 {
 	uint64_t pcs[MAX_PCS];
 	int n, is_new;
 	if (len < sizeof *r || r->stack_len > len - sizeof *r) {
+		stat_add(&x->c->stats.corrupt_records, 1);
+		return;
+	}
+	if (r->kind != HA_REC_KIND_HEAP && r->kind != HA_REC_KIND_MMAP) {
 		stat_add(&x->c->stats.corrupt_records, 1);
 		return;
 	}
@@ -101,11 +119,20 @@ static void on_sample(struct ctx *x, const struct ha_rec_sample *r, uint32_t len
 		stat_add(&x->c->stats.unwind_failures, 1);
 		n = 0;
 	}
-	/* The innermost frames are the agent's own hook and capture code. */
+	/* The innermost frames are the agent's own hook and capture code.  Hook
+	 * frames further out (operator new's hook around libstdc++'s new, whose
+	 * malloc took the sample) are dropped too: the stack reads as if the
+	 * program ran without the agent. */
 	int skip = 0;
 	while (skip < n && pcs[skip] >= x->agent_lo && pcs[skip] < x->agent_hi)
 		skip++;
-	uint32_t id = ha_book_stack(x->book, pcs + skip, n - skip, &is_new);
+	int kept = skip;
+	for (int i = skip; i < n; i++)
+		if (!(pcs[i] >= x->agent_lo && pcs[i] < x->agent_hi))
+			pcs[kept++] = pcs[i];
+	n = kept;
+	int kind = r->kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
+	uint32_t id = ha_book_stack(x->book, pcs + skip, n - skip, kind, &is_new);
 	if (!id)
 		return;
 	if (is_new) {
@@ -131,6 +158,13 @@ static void on_record(struct ctx *x, const struct ha_rec_hdr *h)
 		if (x->book)
 			ha_book_release(x->book, ((const struct ha_rec_free *)h)->addr);
 		stat_add(&x->c->stats.frees, 1);
+		break;
+	case HA_REC_MODULES:
+		/* dlopen in the target: samples after this may have pcs in
+		 * modules we have not seen; re-read the maps now rather than
+		 * after a rate-limited miss, and tell the symbolizer too. */
+		ha_unwinder_maps_changed(x->unw);
+		send_maps_changed(x);
 		break;
 	case HA_REC_PAD:
 		break;

@@ -332,7 +332,7 @@ static int step_int(struct ha_db *db, sqlite3_stmt *s, int64_t *v, char *err, si
 
 /* ------------------------------------------------------------ open */
 
-enum check_result { CHECK_OK, CHECK_EMPTY };
+enum check_result { CHECK_OK, CHECK_EMPTY, CHECK_OLD };
 
 /* One value of a query on a connection that is being checked.  Returns the
  * SQLite result code; *out gets a malloc'ed copy of the text (NULL if no
@@ -432,14 +432,14 @@ static int check_schema(sqlite3 *h, const char *path, enum check_result *res, ch
 	}
 	char *end;
 	long ver = strtol(v, &end, 10);
-	if (*v == '\0' || *end != '\0' || ver != HA_DB_SCHEMA_VERSION) {
-		ha_err(err, errlen, "%s: database schema version %s, this heapattach reads %d", path, v,
-		       HA_DB_SCHEMA_VERSION);
+	if (*v == '\0' || *end != '\0' || ver < HA_DB_SCHEMA_VERSION_MIN || ver > HA_DB_SCHEMA_VERSION) {
+		ha_err(err, errlen, "%s: database schema version %s, this heapattach reads %d to %d", path,
+		       v, HA_DB_SCHEMA_VERSION_MIN, HA_DB_SCHEMA_VERSION);
 		free(v);
 		return -1;
 	}
 	free(v);
-	*res = CHECK_OK;
+	*res = ver == HA_DB_SCHEMA_VERSION ? CHECK_OK : CHECK_OLD;
 	return 0;
 }
 
@@ -504,6 +504,66 @@ static void db_free(struct ha_db *db)
 	free(db->frame_ids);
 	free(db->path);
 	free(db);
+}
+
+/* Upgrade a file of an older known version in place: run the parts of the
+ * schema added since (each starts with "-- Schema version N additions."),
+ * in one transaction that first re-reads the version (another writer may
+ * have upgraded it meanwhile).  Versions only ever add views, so the
+ * tables and the data are untouched. */
+static int upgrade(struct ha_db *db, char *err, size_t errlen)
+{
+	char *v = NULL, marker[64], set[96];
+	long ver;
+
+	if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+		return -1;
+	if (query_text(db->h, "SELECT value FROM meta WHERE key = 'schema_version'", &v) != SQLITE_OK ||
+	    !v) {
+		free(v);
+		sql_fail(db, err, errlen, "reading the schema version");
+		rollback(db);
+		return -1;
+	}
+	ver = strtol(v, NULL, 10);
+	free(v);
+	for (long n = ver + 1; n <= HA_DB_SCHEMA_VERSION; n++) {
+		snprintf(marker, sizeof marker, "-- Schema version %ld additions.", n);
+		const char *part = strstr(ha_schema_sql, marker);
+		if (!part) {
+			ha_err(err, errlen, "%s: cannot upgrade from schema version %ld (no '%s' in the schema)",
+			       db->path, ver, marker);
+			rollback(db);
+			return -1;
+		}
+		/* The part ends where the next version's begins. */
+		snprintf(marker, sizeof marker, "-- Schema version %ld additions.", n + 1);
+		const char *end = strstr(part, marker);
+		char *sql = end ? strndup(part, (size_t)(end - part)) : strdup(part);
+		if (!sql) {
+			ha_err(err, errlen, "%s: out of memory", db->path);
+			rollback(db);
+			return -1;
+		}
+		int rc = sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+		free(sql);
+		if (rc != SQLITE_OK) {
+			sql_fail(db, err, errlen, "upgrading the schema");
+			rollback(db);
+			return -1;
+		}
+	}
+	snprintf(set, sizeof set, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
+	         HA_DB_SCHEMA_VERSION);
+	if (ver < HA_DB_SCHEMA_VERSION && exec(db, set, err, errlen) < 0) {
+		rollback(db);
+		return -1;
+	}
+	if (exec(db, "COMMIT", err, errlen) < 0) {
+		rollback(db);
+		return -1;
+	}
+	return 0;
 }
 
 static int open_db(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
@@ -625,6 +685,8 @@ static int open_db(const char *path, int readonly, struct ha_db **out, char *err
 	 * still transactional and crash-safe, with readers blocking the writer
 	 * for a moment. */
 	if (exec(db, "PRAGMA journal_mode = WAL", err, errlen) < 0)
+		goto fail;
+	if (res == CHECK_OLD && upgrade(db, err, errlen) < 0)
 		goto fail;
 	for (int i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(db->h, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &db->st[i],

@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 1
+#define HA_DB_SCHEMA_VERSION 2
+/* The oldest version still read; ha_db_open upgrades it in place. */
+#define HA_DB_SCHEMA_VERSION_MIN 1
 
 struct ha_db;
 
@@ -52,9 +54,12 @@ struct ha_db_snapshot {
 };
 
 /* Open or create for writing.  A file that is not a heapattach database, or
- * of another schema version, is refused with a clear err and left as is. */
+ * of a schema version outside HA_DB_SCHEMA_VERSION_MIN..HA_DB_SCHEMA_VERSION,
+ * is refused with a clear err and left as is; an older known version is
+ * upgraded in place (one transaction that only adds views). */
 int ha_db_open(const char *path, struct ha_db **out, char *err, size_t errlen);
-/* Open an existing database read-only (heapdiff); same checks. */
+/* Open an existing database read-only (heapdiff); same checks, and an older
+ * known version is read as it is (never upgraded). */
 int ha_db_open_readonly(const char *path, struct ha_db **out, char *err, size_t errlen);
 void ha_db_close(struct ha_db *db);
 

@@ -190,6 +190,9 @@ struct ha_rec_hdr {
 enum ha_rec_type {
 	HA_REC_SAMPLE = 1,       /* struct ha_rec_sample + stack bytes       */
 	HA_REC_FREE = 2,         /* struct ha_rec_free: a sampled block freed */
+	HA_REC_MODULES = 3,      /* header only: modules were loaded or unloaded
+	                          * (dlopen, libc's own loads): re-read the maps
+	                          * before unwinding or symbolizing what follows */
 	HA_REC_PAD = 0x7fff,     /* filler; consumer skips it */
 };
 
@@ -199,7 +202,17 @@ enum ha_rec_type {
 /* Which call made the allocation (ha_rec_sample.func). */
 enum ha_alloc_func {
 	HA_FN_MALLOC = 1, HA_FN_CALLOC, HA_FN_REALLOC, HA_FN_OTHER,
+	HA_FN_REALLOCARRAY, HA_FN_POSIX_MEMALIGN, HA_FN_ALIGNED_ALLOC, HA_FN_MEMALIGN,
+	HA_FN_VALLOC, HA_FN_PVALLOC,
+	HA_FN_NEW, HA_FN_NEW_ARRAY,         /* C++ operator new / new[], every variant */
+	HA_FN_MALLOCX, HA_FN_RALLOCX, HA_FN_XALLOCX, /* jemalloc's *allocx */
+	HA_FN_MMAP, HA_FN_MREMAP,           /* anonymous mappings (kind HA_REC_KIND_MMAP) */
 };
+
+/* Which kind of memory a sample is (ha_rec_sample.kind); the same numbers
+ * as the database's kinds table (src/db.h enum ha_mem_kind). */
+#define HA_REC_KIND_HEAP 0u
+#define HA_REC_KIND_MMAP 1u
 
 /* Registers captured in the hook, enough for DWARF unwinding on x86_64:
  * the hook's own pc and sp and every callee-saved register. */
@@ -218,13 +231,14 @@ struct ha_rec_sample {
 	uint64_t size;           /* bytes requested                         */
 	uint32_t tid;
 	uint16_t func;           /* enum ha_alloc_func                      */
-	uint16_t pad;
+	uint16_t kind;           /* HA_REC_KIND_*                            */
 	uint32_t stack_len;      /* bytes of stack copy that follow          */
 	uint32_t pad2;
 	struct ha_regs regs;
 };
 
-/* A block that was sampled has been freed (or moved by realloc). */
+/* A block that was sampled has been freed (or moved by realloc); for a
+ * sampled mapping, munmap of its first page or mremap of it. */
 struct ha_rec_free {
 	struct ha_rec_hdr h;
 	uint64_t seq;

@@ -1,30 +1,30 @@
 /*
- * heapdiff.c -- what grew between two snapshots of a heapattach database.
+ * heapdiff.c -- what grew in a heapattach profile: the command line.
  *
- *   heapdiff [options] DB A B     callstacks ranked by growth of live bytes
- *   heapdiff [options] DB B       the live heap at B
- *   heapdiff [options] DB         first -> last of the latest session
+ *   heapdiff [options] DB A B         callstacks ranked by growth of live bytes
+ *   heapdiff [options] DB B           the live heap at B
+ *   heapdiff [options] DB             first -> last of the latest session
+ *   heapdiff [options] X.db:A Y.db:B  across two files (before/after a deploy)
+ *   heapdiff --leaks DB               leak suspects over a whole session
+ *   heapdiff --peak DB                the live heap at its highest point
  *
- * The value of a bucket (callstack, kind) at snapshot S is its latest row at
- * or before S in the session of S (schema/schema.sql); the query below is
- * the one of the growth view, with parameters.  Everything is read in one
- * read transaction, so a heapattach writing the file meanwhile (WAL) is
- * neither disturbed nor seen half-way.
+ * This file only parses options and operands and resolves the snapshots;
+ * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
+ * write the formats, leaks.c does --leaks and --peak.  Usage errors are
+ * found before any file is opened.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "db.h"
+#include "report.h"
 
 #ifndef HA_VERSION
 #define HA_VERSION "0"
@@ -32,435 +32,74 @@
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
+/* A snapshot operand: [DB:]SPEC. */
+struct operand {
+	const char *db;          /* NULL: the database operand */
+	const char *spec;        /* "first", "last" or an id */
+};
+
 struct options {
 	const char *db;
-	const char *spec[2];     /* A, B as given; spec[0] NULL = single mode */
+	struct operand op[2];    /* A, B; op[0].spec NULL = single mode */
 	long top;                /* 0 = all */
 	int by_objects;
 	int64_t session;         /* 0 = latest session with snapshots */
 	int exact_bytes;
+	enum hd_format format;
+	const char *output;
+	int leaks, peak;
+	struct hd_filter flt;
 };
-
-struct snap {
-	int64_t id, session_id;
-	double time;
-	int64_t rss, samples, drops, unwind_failures;
-	char reason[32];
-	int64_t pid;
-	char comm[64];
-};
-
-struct row {
-	int64_t stack_id;
-	int kind;
-	double bytes, objects;   /* growth, or the live values in single mode */
-};
-
-static const char *prog = "heapdiff";
-static const char *dbpath;
-static sqlite3 *H;
-static struct ha_db *DB;
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: heapdiff [options] DB [[A] B]\n"
-	        "       heapdiff [options] --db DB [[A] B]\n"
+	        "       heapdiff [options] DB1:A DB2:B\n"
+	        "       heapdiff --leaks [options] DB\n"
+	        "       heapdiff --peak [options] DB\n"
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
 	        "the RSS change.  With only B, the live heap at B.  With neither, A = first\n"
 	        "and B = last.  A and B are snapshot ids or 'first' and 'last' (of the latest\n"
-	        "session, or of --session N).\n"
+	        "session, or of --session N); FILE:A takes A from another database.\n"
 	        "\n"
 	        "      --db FILE         the profile database (instead of the first operand)\n"
+	        "  -f, --format FMT      text (default), folded (flamegraph.pl), json, svg\n"
+	        "                        (interactive flame graph) or pprof (gzipped\n"
+	        "                        profile.proto for go tool pprof)\n"
+	        "  -o, --output FILE     write the report to FILE instead of standard output\n"
+	        "      --leaks           leak suspects: callstacks whose live bytes grow\n"
+	        "                        steadily over all snapshots of the session\n"
+	        "      --peak            the live heap at the snapshot where it was highest\n"
 	        "  -n, --top N           show the N first callstacks (default 10; 0 = all)\n"
 	        "      --by bytes|objects  rank by live bytes (default) or live objects\n"
 	        "      --session N       'first' and 'last' mean those of session N\n"
+	        "      --module SUBSTR   only callstacks with a frame in a matching module\n"
+	        "      --function SUBSTR only callstacks with a frame of a matching function\n"
+	        "      --kind heap|mmap  only that kind of memory\n"
+	        "      --min-bytes N     leave out callstacks that changed by less than N bytes\n"
+	        "      --all-frames      keep the allocator's and C++ runtime's frames\n"
+	        "                        (folded by default)\n"
 	        "      --bytes           exact byte counts instead of KiB/MiB/GiB\n"
 	        "  -h, --help            print this help\n"
 	        "  -V, --version         print the version\n"
 	        "\n"
 	        "Exit status: 0 ok; 1 the database or a snapshot cannot be read (missing,\n"
 	        "not a heapattach database, corrupt, other schema version, no such\n"
-	        "snapshot); 2 usage error.\n");
+	        "snapshot) or the output cannot be written; 2 usage error.\n");
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "%s: ", prog);
+	fputs("heapdiff: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	fputs("\nTry 'heapdiff --help'.\n", stderr);
 	exit(EXIT_USAGE);
 }
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	if (DB)
-		ha_db_close(DB);
-	exit(EXIT_ERROR);
-}
-
-static void __attribute__((noreturn)) sql_fail(void)
-{
-	int code = sqlite3_errcode(H);
-	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-		fail("%s: corrupt database: %s", dbpath, sqlite3_errmsg(H));
-	fail("%s: %s", dbpath, sqlite3_errmsg(H));
-}
-
-static sqlite3_stmt *prepare(const char *sql)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(H, sql, -1, &s, NULL) != SQLITE_OK)
-		sql_fail();
-	return s;
-}
-
-/* Steps s; 1 = a row, 0 = done; fails on errors. */
-static int step(sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		return 1;
-	if (rc == SQLITE_DONE)
-		return 0;
-	sql_fail();
-}
-
-/* One integer from a query with up to two integer parameters; *v untouched
- * and 0 returned if no row or a NULL. */
-static int query_i64(const char *sql, int64_t *v, int np, int64_t p1, int64_t p2)
-{
-	sqlite3_stmt *s = prepare(sql);
-	int got = 0;
-	if (np > 0)
-		sqlite3_bind_int64(s, 1, p1);
-	if (np > 1)
-		sqlite3_bind_int64(s, 2, p2);
-	if (step(s) && sqlite3_column_type(s, 0) != SQLITE_NULL) {
-		*v = sqlite3_column_int64(s, 0);
-		got = 1;
-	}
-	sqlite3_finalize(s);
-	return got;
-}
-
-/* ------------------------------------------------------------ formatting */
-
-/* Bytes as "1.23 MiB" (or exact with --bytes); sign: "+" on growth. */
-static const char *fmt_bytes(char *buf, size_t len, double v, int sign, int exact)
-{
-	const char *units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double a = fabs(v);
-	const char *s = v < 0 ? "-" : sign && v > 0 ? "+" : "";
-	if (a < 0.5)
-		a = 0, s = "";
-	if (exact || a < 1024) {
-		snprintf(buf, len, exact ? "%s%.0f" : "%s%.0f B", s, a);
-		return buf;
-	}
-	int u = -1;
-	while (a >= 1024 && u < 3) {
-		a /= 1024;
-		u++;
-	}
-	snprintf(buf, len, a < 10 ? "%s%.2f %s" : a < 100 ? "%s%.1f %s" : "%s%.0f %s", s, a, units[u]);
-	return buf;
-}
-
-static const char *fmt_count(char *buf, size_t len, double v, int sign)
-{
-	if (fabs(v) < 0.5)
-		v = 0;
-	snprintf(buf, len, sign && v != 0 ? "%+.0f" : "%.0f", v);
-	return buf;
-}
-
-static const char *fmt_time(char *buf, size_t len, double t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	if (!localtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
-		snprintf(buf, len, "%.0f", t);
-	return buf;
-}
-
-static const char *basename_of(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
-/* ------------------------------------------------------------ snapshots */
-
-static void snapshot_range(int64_t *lo, int64_t *hi, int64_t *n)
-{
-	sqlite3_stmt *s = prepare("SELECT min(id), max(id), count(*) FROM snapshots");
-	step(s);
-	*lo = sqlite3_column_int64(s, 0);
-	*hi = sqlite3_column_int64(s, 1);
-	*n = sqlite3_column_int64(s, 2);
-	sqlite3_finalize(s);
-}
-
-static int load_snap(int64_t id, struct snap *out)
-{
-	sqlite3_stmt *s = prepare(
-		"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures,"
-		"       s.reason, e.pid, e.comm"
-		"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1");
-	int got = 0;
-	sqlite3_bind_int64(s, 1, id);
-	if (step(s)) {
-		memset(out, 0, sizeof *out);
-		out->id = sqlite3_column_int64(s, 0);
-		out->session_id = sqlite3_column_int64(s, 1);
-		out->time = sqlite3_column_double(s, 2);
-		out->rss = sqlite3_column_int64(s, 3);
-		out->samples = sqlite3_column_int64(s, 4);
-		out->drops = sqlite3_column_int64(s, 5);
-		out->unwind_failures = sqlite3_column_int64(s, 6);
-		snprintf(out->reason, sizeof out->reason, "%s",
-		         sqlite3_column_text(s, 7) ? (const char *)sqlite3_column_text(s, 7) : "");
-		out->pid = sqlite3_column_int64(s, 8);
-		snprintf(out->comm, sizeof out->comm, "%s",
-		         sqlite3_column_text(s, 9) ? (const char *)sqlite3_column_text(s, 9) : "");
-		got = 1;
-	}
-	sqlite3_finalize(s);
-	return got;
-}
-
-/* Is spec a valid snapshot operand?  (Checked before the DB is opened, so
- * that usage errors come first.) */
-static int valid_spec(const char *spec)
-{
-	char *end;
-	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0)
-		return 1;
-	errno = 0;
-	long long v = strtoll(spec, &end, 10);
-	return *spec >= '0' && *spec <= '9' && *end == '\0' && errno == 0 && v > 0;
-}
-
-static void resolve(const char *spec, int64_t session, struct snap *out)
-{
-	int64_t id = 0, lo, hi, n;
-	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
-		const char *sql = spec[0] == 'f'
-			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
-			: "SELECT max(id) FROM snapshots WHERE session_id = ?1";
-		if (!query_i64(sql, &id, 1, session, 0))
-			fail("%s: session %" PRId64 " has no snapshots", dbpath, session);
-	} else {
-		id = strtoll(spec, NULL, 10);
-	}
-	if (!load_snap(id, out)) {
-		snapshot_range(&lo, &hi, &n);
-		fail("%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")", dbpath, id,
-		     lo, hi);
-	}
-}
-
-/* ------------------------------------------------------------ rows */
-
-/* The value of every bucket at a and at b (a = NULL: nothing), as the
- * growth view computes it: keys are the buckets existing at either
- * snapshot, each value the latest row at or before the snapshot in its
- * session. */
-static struct row *load_rows(const struct snap *a, const struct snap *b, size_t *nrows)
-{
-	sqlite3_stmt *s = prepare(
-		"WITH k (stack_id, kind) AS ("
-		"  SELECT stack_id, kind FROM session_stacks"
-		"   WHERE session_id = ?1 AND first_snapshot_id <= ?2"
-		"  UNION"
-		"  SELECT stack_id, kind FROM session_stacks"
-		"   WHERE session_id = ?3 AND first_snapshot_id <= ?4)"
-		"SELECT k.stack_id, k.kind, va.live_bytes, va.live_count, vb.live_bytes, vb.live_count"
-		"  FROM k"
-		"  LEFT JOIN buckets va ON va.session_id = ?1 AND va.stack_id = k.stack_id"
-		"       AND va.kind = k.kind"
-		"       AND va.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x"
-		"                              WHERE x.session_id = ?1 AND x.stack_id = k.stack_id"
-		"                                AND x.kind = k.kind AND x.snapshot_id <= ?2)"
-		"  LEFT JOIN buckets vb ON vb.session_id = ?3 AND vb.stack_id = k.stack_id"
-		"       AND vb.kind = k.kind"
-		"       AND vb.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x"
-		"                              WHERE x.session_id = ?3 AND x.stack_id = k.stack_id"
-		"                                AND x.kind = k.kind AND x.snapshot_id <= ?4)");
-	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
-
-	sqlite3_bind_int64(s, 1, a ? a->session_id : 0);
-	sqlite3_bind_int64(s, 2, a ? a->id : 0);
-	sqlite3_bind_int64(s, 3, b->session_id);
-	sqlite3_bind_int64(s, 4, b->id);
-	while (step(s)) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct row *r = realloc(rows, cap * sizeof *r);
-			if (!r)
-				fail("out of memory");
-			rows = r;
-		}
-		double ab = sqlite3_column_double(s, 2), ao = sqlite3_column_double(s, 3);
-		double bb = sqlite3_column_double(s, 4), bo = sqlite3_column_double(s, 5);
-		rows[n++] = (struct row){ sqlite3_column_int64(s, 0), sqlite3_column_int(s, 1),
-		                          bb - ab, bo - ao };
-	}
-	sqlite3_finalize(s);
-	*nrows = n;
-	return rows;
-}
-
-static int g_by_objects;
-
-static int cmp_rows(const void *pa, const void *pb)
-{
-	const struct row *a = pa, *b = pb;
-	double ka = g_by_objects ? a->objects : a->bytes, kb = g_by_objects ? b->objects : b->bytes;
-	double sa = g_by_objects ? a->bytes : a->objects, sb = g_by_objects ? b->bytes : b->objects;
-	if (ka != kb)
-		return ka > kb ? -1 : 1;
-	if (sa != sb)
-		return sa > sb ? -1 : 1;
-	if (a->stack_id != b->stack_id)
-		return a->stack_id < b->stack_id ? -1 : 1;
-	return a->kind - b->kind;
-}
-
-static void print_stack(sqlite3_stmt *fq, int64_t stack_id, int indent)
-{
-	int n = 0;
-	sqlite3_reset(fq);
-	sqlite3_bind_int64(fq, 1, stack_id);
-	while (step(fq)) {
-		const char *fn = (const char *)sqlite3_column_text(fq, 0);
-		const char *file = (const char *)sqlite3_column_text(fq, 1);
-		int line = sqlite3_column_int(fq, 2), inl = sqlite3_column_int(fq, 3);
-		uint64_t pc = (uint64_t)sqlite3_column_int64(fq, 4);
-		const char *mod = (const char *)sqlite3_column_text(fq, 5);
-		printf("%*s", indent, "");
-		if (fn && *fn)
-			fputs(fn, stdout);
-		else
-			printf("0x%" PRIx64, pc);
-		if (file && *file) {
-			printf("  %s", file);
-			if (line > 0)
-				printf(":%d", line);
-		}
-		if (mod && *mod)
-			printf("  [%s]", basename_of(mod));
-		if (inl)
-			fputs("  (inlined)", stdout);
-		putchar('\n');
-		n++;
-	}
-	if (n == 0)
-		printf("%*s(no frames)\n", indent, "");
-}
-
-static void print_snap_line(const char *label, const struct snap *s)
-{
-	char t[64];
-	printf("%s snapshot %" PRId64 ": %s, session %" PRId64 " (pid %" PRId64 " %s), %s\n", label,
-	       s->id, fmt_time(t, sizeof t, s->time), s->session_id, s->pid,
-	       s->comm[0] ? s->comm : "?", s->reason[0] ? s->reason : "-");
-}
-
-static const char *const kind_names[] = { "heap", "mmap" };
-
-static void report(const struct options *o, const struct snap *a, const struct snap *b)
-{
-	size_t n = 0, shown = 0, changed = 0;
-	struct row *rows = load_rows(a, b, &n);
-	double total_bytes = 0;
-	char b1[64], b2[64];
-
-	/* Keep the rows that changed (diff) or are live (single). */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		total_bytes += rows[i].bytes;
-		if (fabs(rows[i].bytes) >= 0.5 || fabs(rows[i].objects) >= 0.5)
-			rows[k++] = rows[i];
-	}
-	changed = k;
-	g_by_objects = o->by_objects;
-	qsort(rows, k, sizeof *rows, cmp_rows);
-	shown = o->top > 0 && (size_t)o->top < k ? (size_t)o->top : k;
-
-	if (a) {
-		print_snap_line("from", a);
-		print_snap_line("  to", b);
-		if (a->session_id == b->session_id) {
-			/* The counters are cumulative: from the earlier snapshot
-			 * to the later one, whichever is A. */
-			const struct snap *e = a->id < b->id ? a : b, *l = a->id < b->id ? b : a;
-			printf("samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
-			       l->samples - e->samples, l->drops - e->drops,
-			       l->unwind_failures - e->unwind_failures);
-			if (l->drops > e->drops)
-				printf("note: samples were dropped (ring full): the estimates are low\n");
-		}
-	} else {
-		print_snap_line("live heap at", b);
-		printf("samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
-		       b->samples, b->drops, b->unwind_failures);
-		if (b->drops > 0)
-			printf("note: samples were dropped (ring full): the estimates are low\n");
-	}
-	putchar('\n');
-
-	if (k == 0) {
-		printf(a ? "no callstack changed\n" : "no live allocations\n");
-	} else {
-		printf("%14s %12s  %s\n", a ? "BYTES" : "LIVE BYTES", a ? "OBJECTS" : "LIVE OBJECTS",
-		       "STACK (leaf first)");
-		sqlite3_stmt *fq = prepare(
-			"SELECT f.function, f.file, f.line, f.inlined, f.rel_pc, m.path"
-			"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
-			"  JOIN modules m ON m.id = f.module_id"
-			" WHERE sf.stack_id = ?1 ORDER BY sf.pos");
-		for (size_t i = 0; i < shown; i++) {
-			const struct row *r = &rows[i];
-			printf("%14s %12s  stack %" PRId64, fmt_bytes(b1, sizeof b1, r->bytes, !!a, o->exact_bytes),
-			       fmt_count(b2, sizeof b2, r->objects, !!a), r->stack_id);
-			if (r->kind != HA_KIND_HEAP)
-				printf(" (%s)", r->kind >= 0 && r->kind < 2 ? kind_names[r->kind] : "?");
-			putchar('\n');
-			print_stack(fq, r->stack_id, 14 + 1 + 12 + 4);
-		}
-		sqlite3_finalize(fq);
-		if (shown < k)
-			printf("%14s %12s  ... %zu more callstack%s (--top 0 shows all)\n", "", "", k - shown,
-			       k - shown == 1 ? "" : "s");
-	}
-	putchar('\n');
-	if (a) {
-		printf("total: live heap %s (estimated; %zu callstacks changed, %zu shown); RSS %s; %.1f s\n",
-		       fmt_bytes(b1, sizeof b1, total_bytes, 1, o->exact_bytes), changed, shown,
-		       fmt_bytes(b2, sizeof b2, (double)b->rss - (double)a->rss, 1, o->exact_bytes),
-		       b->time - a->time);
-	} else {
-		printf("total: live heap %s (estimated; %zu callstacks, %zu shown); RSS %s\n",
-		       fmt_bytes(b1, sizeof b1, total_bytes, 0, o->exact_bytes), changed, shown,
-		       fmt_bytes(b2, sizeof b2, (double)b->rss, 0, o->exact_bytes));
-	}
-	free(rows);
-}
-
-/* ------------------------------------------------------------ main */
 
 static long parse_long(const char *s, const char *what, long min)
 {
@@ -472,40 +111,104 @@ static long parse_long(const char *s, const char *what, long min)
 	return v;
 }
 
-int main(int argc, char **argv)
+/* Is spec a valid snapshot: 'first', 'last' or a positive id? */
+static int valid_spec(const char *spec)
 {
+	char *end;
+	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0)
+		return 1;
+	errno = 0;
+	long long v = strtoll(spec, &end, 10);
+	return *spec >= '0' && *spec <= '9' && *end == '\0' && errno == 0 && v > 0;
+}
+
+/* Splits "FILE:SPEC" (1) or leaves a plain operand (0).  A name that
+ * exists as a file is a file, even with a colon in it. */
+static int split_operand(const char *arg, struct operand *op)
+{
+	const char *c = strrchr(arg, ':');
+	struct stat st;
+	if (!c || c == arg || !valid_spec(c + 1) || stat(arg, &st) == 0)
+		return 0;
+	char *db = strndup(arg, (size_t)(c - arg));
+	if (!db)
+		hd_die("out of memory");
+	op->db = db;
+	op->spec = c + 1;
+	return 1;
+}
+
+static enum hd_format parse_format(const char *s)
+{
+	static const char *const names[] = { "text", "folded", "json", "svg", "pprof" };
+	for (int i = 0; i < 5; i++)
+		if (strcmp(s, names[i]) == 0)
+			return (enum hd_format)i;
+	usage_error("bad --format '%s' (text, folded, json, svg or pprof)", s);
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_MODULE, O_FUNCTION,
+	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES };
 	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
+		{ "db", required_argument, NULL, O_DB },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "leaks", no_argument, NULL, O_LEAKS },
+		{ "peak", no_argument, NULL, O_PEAK },
 		{ "top", required_argument, NULL, 'n' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "session", required_argument, NULL, 's' },
-		{ "bytes", no_argument, NULL, 'B' },
+		{ "by", required_argument, NULL, O_BY },
+		{ "session", required_argument, NULL, O_SESSION },
+		{ "module", required_argument, NULL, O_MODULE },
+		{ "function", required_argument, NULL, O_FUNCTION },
+		{ "kind", required_argument, NULL, O_KIND },
+		{ "min-bytes", required_argument, NULL, O_MIN_BYTES },
+		{ "all-frames", no_argument, NULL, O_ALL_FRAMES },
+		{ "bytes", no_argument, NULL, O_BYTES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct options o = { .top = 10 };
-	char err[512];
 	int c, nops;
-	struct snap a, b;
 
 	opterr = 0; /* our own messages, with our name */
-	while ((c = getopt_long(argc, argv, ":n:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:o:n:hV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': o.db = optarg; break;
-		case 'n': o.top = parse_long(optarg, "--top", 0); break;
-		case 'b':
+		case O_DB: o->db = optarg; break;
+		case 'f': o->format = parse_format(optarg); break;
+		case 'o':
+			if (!*optarg)
+				usage_error("empty --output file name");
+			o->output = optarg;
+			break;
+		case O_LEAKS: o->leaks = 1; break;
+		case O_PEAK: o->peak = 1; break;
+		case 'n': o->top = parse_long(optarg, "--top", 0); break;
+		case O_BY:
 			if (strcmp(optarg, "bytes") == 0)
-				o.by_objects = 0;
+				o->by_objects = 0;
 			else if (strcmp(optarg, "objects") == 0)
-				o.by_objects = 1;
+				o->by_objects = 1;
 			else
 				usage_error("bad --by '%s' (bytes or objects)", optarg);
 			break;
-		case 's': o.session = parse_long(optarg, "--session", 1); break;
-		case 'B': o.exact_bytes = 1; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		case 'V': printf("heapdiff (heapattach) %s\n", HA_VERSION); return EXIT_OK;
+		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
+		case O_MODULE: o->flt.module = optarg; break;
+		case O_FUNCTION: o->flt.function = optarg; break;
+		case O_KIND:
+			if (strcmp(optarg, "heap") == 0)
+				o->flt.kind = 0;
+			else if (strcmp(optarg, "mmap") == 0)
+				o->flt.kind = 1;
+			else
+				usage_error("bad --kind '%s' (heap or mmap)", optarg);
+			break;
+		case O_MIN_BYTES: o->flt.min_bytes = (double)parse_long(optarg, "--min-bytes", 0); break;
+		case O_ALL_FRAMES: o->flt.all_frames = 1; break;
+		case O_BYTES: o->exact_bytes = 1; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		case 'V': printf("heapdiff (heapattach) %s\n", HA_VERSION); exit(EXIT_OK);
 		case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
 			if (optopt)
@@ -513,68 +216,161 @@ int main(int argc, char **argv)
 			usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (!o.db) {
-		if (optind >= argc)
-			usage_error("no database given");
-		o.db = argv[optind++];
+	if (o->leaks && o->peak)
+		usage_error("--leaks and --peak exclude each other");
+	if (o->leaks && o->format != HD_TEXT && o->format != HD_JSON)
+		usage_error("--leaks writes text or json");
+
+	/* The database operand, unless --db or the first operand is FILE:SPEC. */
+	if (!o->db && optind < argc) {
+		struct operand tmp;
+		if (!split_operand(argv[optind], &tmp))
+			o->db = argv[optind++];
+		else
+			free((char *)tmp.db);
 	}
 	nops = argc - optind;
 	if (nops > 2)
 		usage_error("too many operands (a database and at most two snapshots)");
-	for (int i = 0; i < nops; i++)
-		if (!valid_spec(argv[optind + i]))
-			usage_error("bad snapshot '%s' (an id, 'first' or 'last')", argv[optind + i]);
-	if (nops == 0) {
-		o.spec[0] = "first";
-		o.spec[1] = "last";
-	} else if (nops == 1) {
-		o.spec[1] = argv[optind];
-	} else {
-		o.spec[0] = argv[optind];
-		o.spec[1] = argv[optind + 1];
-	}
-
-	dbpath = o.db;
-	if (ha_db_open_readonly(o.db, &DB, err, sizeof err) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
-		return EXIT_ERROR;
-	}
-	H = ha_db_handle(DB);
-	/* One read transaction: a consistent view while heapattach writes. */
-	if (sqlite3_exec(H, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		sql_fail();
-
-	int64_t lo, hi, nsnap, session = o.session;
-	snapshot_range(&lo, &hi, &nsnap);
-	if (nsnap == 0)
-		fail("%s: no snapshots in DB", dbpath);
-	if (session) {
-		int64_t x, slo = 0, shi = 0;
-		if (!query_i64("SELECT id FROM sessions WHERE id = ?1", &x, 1, session, 0)) {
-			query_i64("SELECT min(id) FROM sessions", &slo, 0, 0, 0);
-			query_i64("SELECT max(id) FROM sessions", &shi, 0, 0, 0);
-			fail("%s: no session %" PRId64 " in DB (sessions %" PRId64 "..%" PRId64 ")", dbpath,
-			     session, slo, shi);
+	if ((o->leaks || o->peak) && nops > 0)
+		usage_error("%s takes a database and no snapshot operands", o->leaks ? "--leaks" : "--peak");
+	for (int i = 0; i < nops; i++) {
+		struct operand *op = &o->op[nops == 1 ? 1 : i];
+		const char *arg = argv[optind + i];
+		if (!split_operand(arg, op)) {
+			if (!valid_spec(arg))
+				usage_error("bad snapshot '%s' (an id, 'first' or 'last', or FILE:SNAPSHOT)",
+				            arg);
+			if (!o->db)
+				usage_error("no database given for snapshot '%s'", arg);
+			op->spec = arg;
 		}
-	} else {
-		query_i64("SELECT max(session_id) FROM snapshots", &session, 0, 0, 0);
 	}
+	if (!o->db && nops == 0)
+		usage_error("no database given");
+	if (nops == 0) {
+		o->op[0].spec = "first";
+		o->op[1].spec = "last";
+	}
+}
 
-	if (o.spec[0])
-		resolve(o.spec[0], session, &a);
-	resolve(o.spec[1], session, &b);
-	if (o.spec[0] && a.session_id != b.session_id)
-		fprintf(stderr,
-		        "%s: warning: snapshots %" PRId64 " and %" PRId64 " are in different sessions (%" PRId64
-		        " and %" PRId64 "): each value is taken from its own session\n",
-		        prog, a.id, b.id, a.session_id, b.session_id);
+/* Opens the database of an operand, reusing src[0] when it is the same
+ * file (same device and inode, or the same name). */
+static struct hd_source *source_for(struct hd_source src[2], int *nsrc, const char *path)
+{
+	struct stat a, b;
+	for (int i = 0; i < *nsrc; i++) {
+		if (strcmp(src[i].path, path) == 0)
+			return &src[i];
+		if (stat(src[i].path, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return &src[i];
+	}
+	hd_source_open(&src[*nsrc], path, *nsrc);
+	return &src[(*nsrc)++];
+}
 
-	report(&o, o.spec[0] ? &a : NULL, &b);
-	sqlite3_exec(H, "COMMIT", NULL, NULL, NULL);
-	ha_db_close(DB);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "%s: writing the output: %s\n", prog, strerror(errno));
+static FILE *open_output(const struct options *o)
+{
+	FILE *f = stdout;
+	if (o->output) {
+		f = fopen(o->output, o->format == HD_PPROF ? "wb" : "w");
+		if (!f)
+			hd_die("%s: %s", o->output, strerror(errno));
+	} else if (o->format == HD_PPROF && isatty(STDOUT_FILENO)) {
+		usage_error("--format pprof writes gzipped binary data: redirect it or use -o FILE");
+	}
+	return f;
+}
+
+static int close_output(FILE *f, const struct options *o)
+{
+	int bad = fflush(f) != 0 || ferror(f);
+	if (f != stdout && fclose(f) != 0)
+		bad = 1;
+	if (bad) {
+		fprintf(stderr, "heapdiff: writing %s: %s\n", o->output ? o->output : "the output",
+		        strerror(errno));
 		return EXIT_ERROR;
 	}
 	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .top = 10, .flt = { .kind = -1 } };
+	struct hd_source src[2];
+	int nsrc = 0, rc;
+	struct hd_snap a, b;
+	struct hd_report r = { 0 };
+	char note[256];
+	FILE *out;
+
+	parse_args(argc, argv, &o);
+	/* Refused before any work (open_output checks again, harmlessly). */
+	if (o.format == HD_PPROF && !o.output && isatty(STDOUT_FILENO))
+		usage_error("--format pprof writes gzipped binary data: redirect it or use -o FILE");
+
+	if (o.leaks) {
+		struct hd_source *s = source_for(src, &nsrc, o.db);
+		int64_t session = hd_session(s, o.session);
+		struct hd_leak_opts lo = { o.format, o.exact_bytes, o.top, &o.flt };
+		out = open_output(&o);
+		hd_leaks(out, s, session, &lo);
+		rc = close_output(out, &o);
+		hd_source_close(s);
+		return rc;
+	}
+
+	if (o.peak) {
+		struct hd_source *s = source_for(src, &nsrc, o.db);
+		int64_t session = hd_session(s, o.session), nsnaps = 0, id;
+		double live = 0;
+		char buf[64], idbuf[32];
+		id = hd_peak(s, session, o.flt.kind, &live, &nsnaps);
+		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
+		hd_resolve(s, idbuf, session, &b);
+		snprintf(note, sizeof note,
+		         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %" PRId64
+		         " (%s, over %" PRId64 " snapshots)",
+		         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
+		         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
+		r.peak_note = note;
+	} else {
+		for (int i = 0; i < 2; i++) {
+			if (!o.op[i].spec)
+				continue;
+			struct hd_source *s = source_for(src, &nsrc, o.op[i].db ? o.op[i].db : o.db);
+			hd_resolve(s, o.op[i].spec, o.session, i == 0 ? &a : &b);
+		}
+		if (o.op[0].spec) {
+			r.a = &a;
+			r.cross_db = a.src != b.src;
+			if (!r.cross_db && a.session_id != b.session_id)
+				fprintf(stderr,
+				        "heapdiff: warning: snapshots %" PRId64 " and %" PRId64
+				        " are in different sessions (%" PRId64 " and %" PRId64
+				        "): each value is taken from its own session\n",
+				        a.id, b.id, a.session_id, b.session_id);
+		}
+	}
+	r.b = &b;
+	r.by_objects = o.by_objects;
+	r.exact_bytes = o.exact_bytes;
+	r.top = o.top;
+	hd_build_rows(&r, &o.flt);
+
+	out = open_output(&o);
+	switch (o.format) {
+	case HD_TEXT: hd_write_text(out, &r); break;
+	case HD_FOLDED: hd_write_folded(out, &r); break;
+	case HD_JSON: hd_write_json(out, &r); break;
+	case HD_SVG: hd_write_svg(out, &r); break;
+	case HD_PPROF: hd_write_pprof(out, &r); break;
+	}
+	rc = close_output(out, &o);
+	hd_free_rows(&r);
+	for (int i = 0; i < nsrc; i++)
+		hd_source_close(&src[i]);
+	return rc;
 }

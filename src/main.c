@@ -37,6 +37,7 @@
 #include "ha_proto.h"
 #include "ha_ring_map.h"
 #include "inject.h"
+#include "procmaps.h"
 #include "session.h"
 #include "target.h"
 #include "util.h"
@@ -256,7 +257,19 @@ static int find_agent(const struct options *o, char *out, size_t outlen)
 }
 
 /* What ends a session. */
-enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_TARGET_EXIT, STOP_AGENT_LOST };
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_TARGET_EXIT, STOP_TARGET_EXEC, STOP_AGENT_LOST };
+
+/* Is the agent still mapped in pid?  After an exec it is not: the process
+ * lives on with a new program, and our session ended with the old one. */
+static int agent_mapped(pid_t pid)
+{
+	struct ha_maps maps = { 0 };
+	if (ha_maps_read(pid, &maps) < 0)
+		return 1; /* cannot tell: assume the agent is there */
+	int mapped = ha_maps_find_module(&maps, HA_AGENT_SONAME) != NULL;
+	ha_maps_free(&maps);
+	return mapped;
+}
 
 static int make_timer(double period_s)
 {
@@ -335,7 +348,9 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 		if (p[1].revents) {
 			/* The agent only speaks when asked; anything here is a
 			 * hang-up: the target exited, or the agent gave up. */
-			why = ha_target_alive(o->pid) ? STOP_AGENT_LOST : STOP_TARGET_EXIT;
+			why = !ha_target_alive(o->pid) ? STOP_TARGET_EXIT
+			      : agent_mapped(o->pid)   ? STOP_AGENT_LOST
+			                               : STOP_TARGET_EXEC;
 			break;
 		}
 		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0)
@@ -462,6 +477,11 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 		fprintf(stderr, "heapattach: target %d exited\n", (int)t->pid);
 		return 0;
 	}
+	if (why == STOP_TARGET_EXEC) {
+		fprintf(stderr, "heapattach: target %d replaced its program (exec): the session ended "
+		        "with the old one\n", (int)t->pid);
+		return 0;
+	}
 	if (why == STOP_AGENT_LOST) {
 		fprintf(stderr, "heapattach: lost the agent in %d: it hung up; it restores the process "
 		        "by itself\n", (int)t->pid);
@@ -584,7 +604,9 @@ int main(int argc, char **argv)
 
 	/* What the agent wrote before it left is still in our mapping of the
 	 * ring: the collector drains it into the final snapshot. */
-	ha_collector_stop(&coll, why == STOP_TARGET_EXIT ? "exit" : "detach");
+	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
+	                         : why == STOP_TARGET_EXEC ? "exec"
+	                                                   : "detach");
 	ha_writer_finish(&writer, unix_now());
 	struct ha_collector_stats st;
 	ha_collector_read_stats(&coll, &st);

@@ -96,6 +96,8 @@ static void *writer_main(void *arg)
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
 			write_snapshot(w, &ids, m);
 			free(m->rows);
+		} else if (q->type == HA_WMSG_MAPS) {
+			ha_symbolizer_maps_changed(sym);
 		} else if (q->type == HA_WMSG_END) {
 			struct ha_wmsg_end *m = (struct ha_wmsg_end *)q;
 			if (ha_db_end_session(w->db, w->session_id, m->end_time, err, sizeof err))

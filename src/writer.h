@@ -12,7 +12,9 @@
 #include "db.h"
 #include "queue.h"
 
-enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3 };
+/* HA_WMSG_MAPS (a bare struct ha_qmsg): modules were loaded or unloaded in
+ * the target; re-read its maps before symbolizing the stacks that follow. */
+enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 4 };
 
 /* A new callstack: its program counters, innermost first.  The writer
  * symbolizes it (first-time symbolization can take a while as debug info

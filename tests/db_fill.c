@@ -11,6 +11,12 @@
  *       the session cleanly at end of file (tests interleave two writers).
  *   db_fill --open DB
  *       Open for writing and close; the error and exit 1 if refused.
+ *   db_fill --series DB
+ *       A session of 10 snapshots one minute apart for --leaks, --peak and
+ *       the filters (see series() below).
+ *   db_fill --offset-ids ...
+ *       Intern an unrelated callstack first, so that the same callstacks
+ *       get other ids than without (for diffs across two files).
  *
  * The synthetic profile, session 1 (pid 4242, "leaky"), snapshots 1..3 at
  * t0, t0+10 s, t0+20 s, RSS 10000000, 11500000, 13200000; live values
@@ -191,6 +197,95 @@ static void fill(const char *path, int sessions)
 	ha_db_close(db);
 }
 
+/* --series: session 1 (pid 5151, "app"), snapshots 1..10 at T0 + 60 i
+ * (i = 0..9), live bytes/objects at snapshot i+1:
+ *
+ *   leak_steady   heap  6000 i / 6 i          a steady leak, 6000 B/min
+ *   Cache::grow   heap  1000 i / i            a C++ leak through operator
+ *                                             new and std::__new_allocator
+ *   Registry::add heap  50000/5 twice         two stacks (operator new and
+ *                                             operator new[]) that fold into
+ *                                             one, constant
+ *   cache_fill    heap  10000 min(i, 10 - 2 (i - 5)) ... grows to 50000 at
+ *                       i = 5 then falls back to 0 (0 10 20 30 40 50 40 20 0 0 kB)
+ *   pool_init     mmap  500000/10             constant
+ *
+ * The estimated live total peaks at i = 5 (snapshot 6). */
+static void series(const char *path)
+{
+	static const char *APP = "/opt/app/bin/app", *APP_BID = "00112233445566778899aabbccddeeff00112233";
+	static const char *CXX = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+	static const double cache[10] = { 0, 10000, 20000, 30000, 40000, 50000, 40000, 20000, 0, 0 };
+	struct ha_db_frame leak[] = {
+		{ APP, APP_BID, 0x2100, "leak_steady", "/src/app/app.c", 21, 0 },
+		{ APP, APP_BID, 0x2900, "main", "/src/app/app.c", 90, 0 },
+	};
+	struct ha_db_frame cxx[] = {
+		{ CXX, "", 0x9a0e0, "operator new(unsigned long)", "", 0, 0 },
+		{ APP, APP_BID, 0x2200, "std::__new_allocator<int>::allocate(unsigned long, void const*)",
+		  "/usr/include/c++/12/bits/new_allocator.h", 137, 1 },
+		{ APP, APP_BID, 0x2200, "app::Cache::grow()", "/src/app/cache.cc", 14, 0 },
+		{ APP, APP_BID, 0x2910, "main", "/src/app/app.c", 91, 0 },
+	};
+	struct ha_db_frame reg1[] = {
+		{ CXX, "", 0x9a0e0, "operator new(unsigned long)", "", 0, 0 },
+		{ APP, APP_BID, 0x2300, "app::Registry::add(int)", "/src/app/registry.cc", 30, 0 },
+		{ APP, APP_BID, 0x2920, "main", "/src/app/app.c", 92, 0 },
+	};
+	struct ha_db_frame reg2[] = {
+		{ CXX, "", 0x9a130, "operator new[](unsigned long)", "", 0, 0 },
+		{ APP, APP_BID, 0x2300, "app::Registry::add(int)", "/src/app/registry.cc", 30, 0 },
+		{ APP, APP_BID, 0x2920, "main", "/src/app/app.c", 92, 0 },
+	};
+	struct ha_db_frame cachef[] = {
+		{ LIB, LIB_BID, 0x500, "cache_fill", "/src/leaky/cache.c", 33, 0 },
+		{ APP, APP_BID, 0x2930, "main", "/src/app/app.c", 93, 0 },
+	};
+	struct ha_db_frame pool[] = {
+		{ APP, APP_BID, 0x2400, "pool_init", "/src/app/app.c", 10, 0 },
+		{ APP, APP_BID, 0x2940, "main", "/src/app/app.c", 94, 0 },
+	};
+	struct ha_db *db;
+	struct ha_db_session sess = { 5151, "app", APP, 524288, T0 - 1 };
+	int64_t sid, l, c, r1, r2, cf, p;
+
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	CHECK(ha_db_stack(db, leak, N(leak), &l, err, sizeof err));
+	CHECK(ha_db_stack(db, cxx, N(cxx), &c, err, sizeof err));
+	CHECK(ha_db_stack(db, reg1, N(reg1), &r1, err, sizeof err));
+	CHECK(ha_db_stack(db, reg2, N(reg2), &r2, err, sizeof err));
+	CHECK(ha_db_stack(db, cachef, N(cachef), &cf, err, sizeof err));
+	CHECK(ha_db_stack(db, pool, N(pool), &p, err, sizeof err));
+	printf("stack leak %lld\nstack cxx %lld\nstack reg1 %lld\nstack reg2 %lld\n"
+	       "stack cache %lld\nstack pool %lld\n", (long long)l, (long long)c, (long long)r1,
+	       (long long)r2, (long long)cf, (long long)p);
+	for (int i = 0; i < 10; i++) {
+		struct ha_db_bucket b[6];
+		size_t n = 0;
+		if (i == 0) {
+			b[n++] = bucket(r1, HA_KIND_HEAP, 50000, 5, 0, 0);
+			b[n++] = bucket(r2, HA_KIND_HEAP, 50000, 5, 0, 0);
+			b[n++] = bucket(p, HA_KIND_MMAP, 500000, 10, 0, 0);
+		} else {
+			b[n++] = bucket(l, HA_KIND_HEAP, 6000.0 * i, 6 * i, 0, 0);
+			b[n++] = bucket(c, HA_KIND_HEAP, 1000.0 * i, i, 0, 0);
+		}
+		if (cache[i] != (i ? cache[i - 1] : -1)) {
+			/* Cumulative: allocations only grow, frees make up the rest. */
+			double alloc = 0;
+			for (int j = 1; j <= i; j++)
+				alloc += cache[j] > cache[j - 1] ? cache[j] - cache[j - 1] : 0;
+			b[n++] = bucket(cf, HA_KIND_HEAP, alloc, alloc / 1000, alloc - cache[i],
+			                (alloc - cache[i]) / 1000);
+		}
+		snapshot(db, sid, T0 + 60 * i, 20000000 + 10000 * (uint64_t)i, 100 * (uint64_t)i, 0, 0,
+		         i == 9 ? "detach" : "periodic", b, n);
+	}
+	CHECK(ha_db_end_session(db, sid, T0 + 541, err, sizeof err));
+	ha_db_close(db);
+}
+
 /* Many snapshots as fast as possible, for the kill -9 test. */
 static void loop(const char *path, long count, int nstacks, int step)
 {
@@ -261,7 +356,8 @@ static void usage(void)
 	fprintf(stderr,
 	        "usage: %s [--sessions 1|2] DB\n"
 	        "       %s --loop COUNT [--stacks N] [--step] DB\n"
-	        "       %s --open DB\n", prog, prog, prog);
+	        "       %s --open DB\n"
+	        "       %s --series DB\n", prog, prog, prog, prog);
 	exit(2);
 }
 
@@ -273,9 +369,11 @@ int main(int argc, char **argv)
 		{ "stacks", required_argument, NULL, 'n' },
 		{ "open", no_argument, NULL, 'o' },
 		{ "step", no_argument, NULL, 'S' },
+		{ "series", no_argument, NULL, 'x' },
+		{ "offset-ids", no_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int sessions = 1, nstacks = 500, do_open = 0, step = 0, c;
+	int sessions = 1, nstacks = 500, do_open = 0, step = 0, do_series = 0, offset = 0, c;
 	long count = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -285,6 +383,8 @@ int main(int argc, char **argv)
 		case 'n': nstacks = atoi(optarg); break;
 		case 'o': do_open = 1; break;
 		case 'S': step = 1; break;
+		case 'x': do_series = 1; break;
+		case 'O': offset = 1; break;
 		default: usage();
 		}
 	}
@@ -296,7 +396,19 @@ int main(int argc, char **argv)
 		ha_db_close(db);
 		return 0;
 	}
-	if (count >= 0)
+	if (offset) {
+		static const struct ha_db_frame other[] = {
+			{ "/opt/other", "", 0x10, "unrelated", "/src/other.c", 1, 0 },
+		};
+		struct ha_db *db;
+		int64_t id;
+		CHECK(ha_db_open(argv[optind], &db, err, sizeof err));
+		CHECK(ha_db_stack(db, other, 1, &id, err, sizeof err));
+		ha_db_close(db);
+	}
+	if (do_series)
+		series(argv[optind]);
+	else if (count >= 0)
 		loop(argv[optind], count, nstacks, step);
 	else
 		fill(argv[optind], sessions);

@@ -29,9 +29,9 @@ db=$W/profile.db
 # ---- identification
 same "application_id" "$(q "$db" 'PRAGMA application_id')" 1214603632
 same "meta" "$(q "$db" 'SELECT key, value FROM meta ORDER BY key')" "format heapattach
-schema_version 1"
+schema_version 2"
 same "journal_mode" "$(q "$db" 'PRAGMA journal_mode')" wal
-grep -q '^#define HA_DB_SCHEMA_VERSION 1$' "$HA_SRCDIR/src/db.h" || fail "db.h and the schema disagree on the version"
+grep -q '^#define HA_DB_SCHEMA_VERSION 2$' "$HA_SRCDIR/src/db.h" || fail "db.h and the schema disagree on the version"
 echo "ok: file identification"
 
 # ---- the schema file is the schema
@@ -44,7 +44,7 @@ for v in $(q "$db" "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY 
 	grep -q "FROM $v\\b" "$SCHEMA" || fail "view $v has no documented example query in schema.sql"
 done
 same "views" "$(q "$db" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name)")" \
-	"bucket_at frame_text growth growth_text live_text module_totals session_bounds snapshot_totals stack_text top_sites"
+	"bucket_at frame_text growth growth_text leak_suspects leak_trend live_text module_totals session_bounds snapshot_totals stack_text top_sites"
 echo "ok: schema.sql is the schema; every view can be queried"
 
 # ---- interning: each module, frame and callstack once, across a reopen

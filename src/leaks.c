@@ -1,0 +1,409 @@
+/* leaks.c -- heapdiff --leaks and --peak: measures over every snapshot of a
+ * session, not just two.
+ *
+ * The history of one callstack is one range of the buckets primary key
+ * (session, stack, kind, snapshot), so one ordered scan of a session's
+ * buckets gives every (callstack, kind) series in turn; each is measured
+ * and dropped before the next (memory: one series, not the whole matrix).
+ *
+ * A leak suspect is a series of live bytes y(t) over the session's
+ * snapshots (0 before its first row) that grows steadily:
+ *   slope    least-squares slope of y against time > 0 (the growth rate);
+ *   fit      R^2 of that line >= 0.8 (a trend, not a step or noise);
+ *   steady   increases / (increases + decreases) >= 0.9 (it rarely falls);
+ *   retained last / max >= 0.9 (it did not fall back: a cache that grows
+ *            and is then emptied is not a leak);
+ *   and the fitted growth over the session (slope * duration) >= --min-bytes
+ *   and >= 1 byte.
+ * Suspects are ranked by slope.  The leak_suspects view of schema.sql
+ * computes the same. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIT_MIN 0.8
+#define STEADY_MIN 0.9
+#define RETAINED_MIN 0.9
+
+struct session_snaps {
+	size_t n;
+	int64_t *id;
+	double *t;                 /* seconds since the first snapshot */
+	double duration;
+};
+
+struct trend {
+	int64_t stack_id;
+	int kind;
+	double slope;              /* bytes per second */
+	double fit, steady, retained;
+	double first, last, max, last_objects;
+};
+
+static sqlite3_stmt *prepare(struct hd_source *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
+		hd_sql_die(s);
+	return q;
+}
+
+static int step(struct hd_source *s, sqlite3_stmt *q)
+{
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc != SQLITE_DONE)
+		hd_sql_die(s);
+	return 0;
+}
+
+static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
+{
+	int t = sqlite3_column_type(q, i);
+	if (t == SQLITE_NULL)
+		return 0;
+	double v = sqlite3_column_double(q, i);
+	if ((t != SQLITE_FLOAT && t != SQLITE_INTEGER) || !isfinite(v))
+		hd_die("%s: corrupt database: a value is not a finite number", s->path);
+	return v;
+}
+
+static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss)
+{
+	sqlite3_stmt *q = prepare(s, "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id");
+	size_t cap = 0;
+	double t0 = 0;
+	memset(ss, 0, sizeof *ss);
+	sqlite3_bind_int64(q, 1, session);
+	while (step(s, q)) {
+		if (ss->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
+			ss->t = hd_xrealloc(ss->t, cap * sizeof *ss->t);
+		}
+		double t = col_real(s, q, 1);
+		if (ss->n == 0)
+			t0 = t;
+		ss->id[ss->n] = sqlite3_column_int64(q, 0);
+		ss->t[ss->n] = t - t0;
+		ss->n++;
+	}
+	sqlite3_finalize(q);
+	if (ss->n == 0)
+		hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
+	ss->duration = ss->t[ss->n - 1] - ss->t[0];
+}
+
+static void free_snaps(struct session_snaps *ss)
+{
+	free(ss->id);
+	free(ss->t);
+}
+
+/* Index of snapshot id in the session, or -1 (a corrupt row). */
+static long snap_index(const struct session_snaps *ss, int64_t id)
+{
+	size_t lo = 0, hi = ss->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ss->id[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
+}
+
+/* Calls fn on every (callstack, kind) series of the session: y[i] and
+ * c[i] are the live bytes and objects at snapshot i (carried forward from
+ * the latest row, 0 before the first). */
+typedef void (*series_fn)(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                          const struct session_snaps *ss);
+
+static void scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
+                        int kind_filter, series_fn fn, void *ctx)
+{
+	sqlite3_stmt *q = prepare(s,
+		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
+		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id");
+	double *y = hd_xmalloc(ss->n * sizeof *y), *c = hd_xmalloc(ss->n * sizeof *c);
+	int64_t cur_stack = 0;
+	int cur_kind = -1, have = 0;
+	long last_i = -1;
+	double last_y = 0, last_c = 0;
+
+	/* Fill from the last row up to (excluding) index end. */
+#define FILL_TO(end)                                                   \
+	do {                                                           \
+		for (long j_ = last_i < 0 ? 0 : last_i; j_ < (long)(end); j_++) { \
+			y[j_] = last_i < 0 ? 0 : last_y;                   \
+			c[j_] = last_i < 0 ? 0 : last_c;                   \
+		}                                                      \
+	} while (0)
+
+	sqlite3_bind_int64(q, 1, session);
+	for (;;) {
+		int row = step(s, q);
+		int64_t sid = row ? sqlite3_column_int64(q, 0) : 0;
+		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
+		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
+			FILL_TO(ss->n);
+			if (kind_filter < 0 || kind_filter == cur_kind)
+				fn(ctx, cur_stack, cur_kind, y, c, ss);
+			have = 0;
+		}
+		if (!row)
+			break;
+		if (kind < 0 || kind > 255)
+			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+		long i = snap_index(ss, sqlite3_column_int64(q, 2));
+		if (i < 0)
+			continue; /* a row of a snapshot not in the session: corrupt, skipped */
+		if (!have) {
+			have = 1;
+			cur_stack = sid;
+			cur_kind = (int)kind;
+			last_i = -1;
+		}
+		FILL_TO(i);
+		last_i = i;
+		last_y = col_real(s, q, 3);
+		last_c = col_real(s, q, 4);
+		y[i] = last_y;
+		c[i] = last_c;
+	}
+#undef FILL_TO
+	sqlite3_finalize(q);
+	free(y);
+	free(c);
+}
+
+/* ------------------------------------------------------------ peak */
+
+struct peak_ctx {
+	double *total;
+};
+
+static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                      const struct session_snaps *ss)
+{
+	struct peak_ctx *p = ctx;
+	(void)stack_id, (void)kind, (void)c;
+	for (size_t i = 0; i < ss->n; i++)
+		p->total[i] += y[i];
+}
+
+int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
+{
+	struct session_snaps ss;
+	struct peak_ctx p;
+	size_t best = 0;
+	int64_t id;
+
+	load_snaps(s, session, &ss);
+	p.total = calloc(ss.n, sizeof *p.total);
+	if (!p.total)
+		hd_die("out of memory");
+	scan_series(s, session, &ss, kind, add_total, &p);
+	for (size_t i = 1; i < ss.n; i++)
+		if (p.total[i] > p.total[best])
+			best = i;
+	id = ss.id[best];
+	*live = p.total[best];
+	*nsnaps = (int64_t)ss.n;
+	free(p.total);
+	free_snaps(&ss);
+	return id;
+}
+
+/* ------------------------------------------------------------ leaks */
+
+struct leak_ctx {
+	struct trend *t;
+	size_t n, cap;
+	size_t series, grew;       /* all series; non-suspects with last > first */
+	double min_bytes;
+};
+
+static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                    const struct session_snaps *ss)
+{
+	struct leak_ctx *L = ctx;
+	size_t n = ss->n;
+	double mt = 0, my = 0, sxx = 0, sxy = 0, syy = 0, up = 0, moved = 0, max = y[0];
+	struct trend tr = { .stack_id = stack_id, .kind = kind };
+
+	L->series++;
+	for (size_t i = 0; i < n; i++) {
+		mt += ss->t[i];
+		my += y[i];
+		if (y[i] > max)
+			max = y[i];
+		if (i > 0) {
+			double d = y[i] - y[i - 1];
+			up += d > 0 ? d : 0;
+			moved += fabs(d);
+		}
+	}
+	mt /= (double)n;
+	my /= (double)n;
+	for (size_t i = 0; i < n; i++) {
+		sxx += (ss->t[i] - mt) * (ss->t[i] - mt);
+		sxy += (ss->t[i] - mt) * (y[i] - my);
+		syy += (y[i] - my) * (y[i] - my);
+	}
+	tr.slope = sxx > 0 ? sxy / sxx : 0;
+	tr.fit = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0;
+	tr.steady = moved > 0 ? up / moved : 0;
+	tr.retained = max > 0 ? y[n - 1] / max : 0;
+	tr.first = y[0];
+	tr.last = y[n - 1];
+	tr.max = max;
+	tr.last_objects = c[n - 1];
+	double growth = tr.slope * ss->duration;
+	if (!(tr.slope > 0 && tr.fit >= FIT_MIN && tr.steady >= STEADY_MIN &&
+	      tr.retained >= RETAINED_MIN && growth >= 1 && growth >= L->min_bytes)) {
+		if (tr.last > tr.first)
+			L->grew++;
+		return;
+	}
+	if (L->n == L->cap) {
+		L->cap = L->cap ? L->cap * 2 : 64;
+		L->t = hd_xrealloc(L->t, L->cap * sizeof *L->t);
+	}
+	L->t[L->n++] = tr;
+}
+
+static int cmp_trend(const void *pa, const void *pb)
+{
+	const struct trend *a = pa, *b = pb;
+	if (a->slope != b->slope)
+		return a->slope > b->slope ? -1 : 1;
+	if (a->stack_id != b->stack_id)
+		return a->stack_id < b->stack_id ? -1 : 1;
+	return a->kind - b->kind;
+}
+
+static void text_row(FILE *f, const struct trend *t, const struct hd_stack *v, int folded,
+                     int exact, const struct session_snaps *ss)
+{
+	char b1[64], b2[64], b3[64], rate[80], pc[32];
+	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
+	fprintf(f, "%18s %12s %12s %5.2f  stack %" PRId64, rate,
+	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
+	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit, t->stack_id);
+	if (t->kind != 0)
+		fprintf(f, " (%s)", hd_kind_name(t->kind));
+	fputc('\n', f);
+	for (int i = 0; i < v->n; i++) {
+		const struct hd_frame *fr = &v->f[i];
+		fprintf(f, "%*s%s", 53, "", hd_frame_name(fr, pc, sizeof pc));
+		if (fr->file[0])
+			fprintf(f, fr->line > 0 ? "  %s:%d" : "  %s", fr->file, fr->line);
+		if (fr->module[0])
+			fprintf(f, "  [%s]", hd_basename(fr->module));
+		if (fr->inlined)
+			fputs("  (inlined)", f);
+		fputc('\n', f);
+	}
+	if (folded)
+		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", 53, "", folded);
+}
+
+static void json_row(FILE *f, const struct trend *t, const struct hd_stack *v, int folded,
+                     const struct session_snaps *ss, int first)
+{
+	fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
+	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
+	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
+	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
+	        first ? "" : ",", t->stack_id, hd_kind_name(t->kind), t->slope * 60,
+	        t->slope * ss->duration, t->first, t->last, t->max, t->last_objects, t->fit, t->steady,
+	        t->retained, folded);
+	hd_json_frames(f, v);
+	fputc('}', f);
+}
+
+void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o)
+{
+	struct session_snaps ss;
+	struct leak_ctx L = { .min_bytes = o->flt->min_bytes };
+	size_t shown = 0;
+	char t0[64];
+
+	load_snaps(s, session, &ss);
+	if (ss.n < 3)
+		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
+		       session, ss.n);
+	scan_series(s, session, &ss, o->flt->kind, measure, &L);
+	if (L.n)
+		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
+
+	if (o->format == HD_JSON)
+		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"db\": ");
+	if (o->format == HD_JSON) {
+		hd_json_str(f, s->path);
+		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
+		        "\"callstacks\": %zu, \"grew\": %zu,\n \"suspects\": [",
+		        session, ss.n, ss.duration, L.series, L.grew);
+	} else {
+		sqlite3_stmt *q = prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
+		int64_t pid = 0;
+		char *comm = NULL;
+		double start = 0;
+		sqlite3_bind_int64(q, 1, session);
+		if (step(s, q)) {
+			pid = sqlite3_column_int64(q, 0);
+			comm = hd_clean_text(sqlite3_column_text(q, 1));
+			start = col_real(s, q, 2);
+		}
+		sqlite3_finalize(q);
+		fprintf(f, "leak suspects of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
+		        "%zu snapshots over %.1f %s, %zu callstacks\n\n",
+		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
+		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
+		        L.series);
+		free(comm);
+	}
+	for (size_t i = 0; i < L.n; i++) {
+		int folded;
+		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
+		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
+		if (!hd_stack_matches(&v, o->flt))
+			continue;
+		if (o->top > 0 && shown >= (size_t)o->top) {
+			shown++;
+			continue;
+		}
+		if (o->format == HD_JSON) {
+			json_row(f, &L.t[i], &v, folded, &ss, shown == 0);
+		} else {
+			if (shown == 0)
+				fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
+				        "STACK (leaf first)");
+			text_row(f, &L.t[i], &v, folded, o->exact_bytes, &ss);
+		}
+		shown++;
+	}
+	if (o->format == HD_JSON) {
+		fputs("\n ]}\n", f);
+	} else {
+		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
+		if (shown == 0)
+			fprintf(f, "no leak suspects: no callstack's live bytes grew steadily\n");
+		else if (listed < shown)
+			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
+			        shown - listed == 1 ? "" : "s");
+		fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
+		        "without a steady trend\n",
+		        shown, shown == 1 ? "" : "s", L.grew, L.grew == 1 ? "" : "s");
+	}
+	free(L.t);
+	free_snaps(&ss);
+}

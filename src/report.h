@@ -1,0 +1,203 @@
+/* report.h -- heapdiff's in-memory model of a report and its writers.
+ *
+ * heapdiff.c parses the command line and resolves snapshots; report_load.c
+ * reads values and callstacks from one or two databases (every value
+ * bounds-checked: the file may be corrupt); report_rows.c folds allocator
+ * frames, applies the filters and merges the two sides into rows; one
+ * report_<format>.c per output format writes them; leaks.c finds leak
+ * suspects over all snapshots of a session.  Nothing here writes a
+ * database. */
+#ifndef HA_REPORT_H
+#define HA_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct sqlite3;
+struct ha_db;
+
+/* Caps that keep a corrupt or hostile file from making us allocate without
+ * bound; a real profile is far below them. */
+#define HD_MAX_FRAMES 1024        /* frames of one callstack kept */
+#define HD_MAX_TEXT 4096          /* bytes of one text value kept */
+
+enum hd_format { HD_TEXT, HD_FOLDED, HD_JSON, HD_SVG, HD_PPROF };
+
+/* ------------------------------------------------------------ sources */
+
+/* One open database.  Stacks are loaded once per source and cached. */
+struct hd_source {
+	const char *path;
+	struct ha_db *db;
+	struct sqlite3 *h;
+	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
+	int index;                 /* 0 or 1: which operand opened it */
+};
+
+struct hd_snap {
+	struct hd_source *src;
+	int64_t id, session_id;
+	double time;
+	int64_t rss, samples, drops, unwind_failures;
+	int64_t interval;          /* the session's sampling interval, bytes */
+	char reason[32];
+	int64_t pid;
+	char comm[64];
+};
+
+struct hd_frame {
+	int64_t id;                /* frames.id in its database */
+	char *function, *file, *module, *build_id;
+	uint64_t rel_pc;
+	int line, inlined;
+};
+
+struct hd_stack {
+	int64_t id;                /* stacks.id in its database */
+	int n;
+	struct hd_frame *f;        /* leaf first */
+};
+
+/* The value of one bucket at one snapshot (cumulative, estimated). */
+struct hd_value {
+	int64_t stack_id;
+	int kind;
+	double alloc_count, alloc_bytes, live_count, live_bytes;
+};
+
+/* One row of a report: a (folded) callstack and kind with its change from A
+ * to B (or its value at B when there is no A). */
+struct hd_row {
+	struct hd_stack st;           /* the displayed frames (folded): a view
+	                               * into a cached stack, not owned */
+	int64_t stack_id;             /* smallest id merged into the row */
+	int merged;                   /* number of stored callstacks merged */
+	int folded;                   /* allocator frames folded away */
+	int kind;
+	double bytes, objects;        /* live bytes / objects */
+	double alloc_bytes, alloc_objects;
+};
+
+/* Filters and folding (report_rows.c). */
+struct hd_filter {
+	const char *module;        /* substring of a module path, or NULL */
+	const char *function;      /* substring of a function name, or NULL */
+	int kind;                  /* -1 = all */
+	double min_bytes;          /* rows with |bytes| below are left out */
+	int all_frames;            /* keep allocator and C++ runtime frames */
+};
+
+struct hd_report {
+	const struct hd_snap *a;   /* NULL: the live heap at b */
+	const struct hd_snap *b;
+	struct hd_row *rows;       /* changed (or live) rows, sorted */
+	size_t n;
+	size_t nall;               /* rows matching the filters, changed or not */
+	double total_bytes;        /* over every row matching the filters */
+	double total_objects;
+	int by_objects, exact_bytes;
+	long top;                  /* 0 = all */
+	int cross_db;              /* a and b are in different files */
+	const char *peak_note;     /* a line printed first, or NULL */
+};
+
+/* ------------------------------------------------------------ util */
+
+/* A string-keyed hash map (open addressing); keys are copied. */
+struct hd_map;
+struct hd_map *hd_map_new(void);
+void *hd_map_get(struct hd_map *m, const char *key);
+void hd_map_put(struct hd_map *m, const char *key, void *val);
+size_t hd_map_count(const struct hd_map *m);
+/* Calls fn on every value, then frees the map (fn may be NULL). */
+void hd_map_free(struct hd_map *m, void (*fn)(void *));
+
+/* A growable byte buffer. */
+struct hd_buf {
+	unsigned char *p;
+	size_t n, cap;
+};
+void hd_buf_add(struct hd_buf *b, const void *p, size_t n);
+void hd_buf_addc(struct hd_buf *b, int c);
+void hd_buf_printf(struct hd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hd_buf_free(struct hd_buf *b);
+
+void *hd_xmalloc(size_t n);
+void *hd_xrealloc(void *p, size_t n);
+char *hd_xstrdup(const char *s);
+
+/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1. */
+void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
+
+/* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
+ * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
+char *hd_clean_text(const unsigned char *s);
+
+/* Escapers for the structured formats. */
+void hd_json_str(FILE *f, const char *s);
+void hd_xml_str(FILE *f, const char *s);
+
+/* "1.23 MiB" (or the exact number with exact); sign: "+" on growth. */
+const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact);
+const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
+const char *hd_fmt_time(char *buf, size_t len, double t);
+const char *hd_basename(const char *p);
+/* The name a frame shows: its function, or 0xPC when unknown. */
+const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len);
+const char *hd_kind_name(int kind);
+
+/* ------------------------------------------------------------ loading */
+
+/* Open read-only (the checks of db.c); exits 1 with the reason. */
+void hd_source_open(struct hd_source *s, const char *path, int index);
+void hd_source_close(struct hd_source *s);
+/* Is spec ("first", "last" or an id) a snapshot of s?  session 0 = the
+ * latest session with snapshots.  Exits 1 with the reason if not. */
+void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out);
+/* The latest session of s with snapshots, or the given one checked. */
+int64_t hd_session(struct hd_source *s, int64_t session);
+/* Every bucket of snap's session at snap; *n rows, malloc'ed. */
+struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *n);
+/* A callstack of s (cached); a stack without frames has n = 0. */
+const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id);
+
+/* ------------------------------------------------------------ rows */
+
+/* The rows of A -> B (a NULL: the live heap at b), folded, filtered and
+ * merged; fills r->rows, n, nall, totals, sorted by r->by_objects. */
+void hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
+void hd_free_rows(struct hd_report *r);
+/* The frames of st as displayed (a view into st): the allocator and C++
+ * runtime frames at the leaf end folded away unless all; *folded gets
+ * their number. */
+struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded);
+/* Does st pass the module/function filters? */
+int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
+
+/* ------------------------------------------------------------ writers */
+
+void hd_write_text(FILE *f, const struct hd_report *r);
+void hd_write_folded(FILE *f, const struct hd_report *r);
+void hd_write_json(FILE *f, const struct hd_report *r);
+/* The frames of st as a JSON array (shared with --leaks). */
+void hd_json_frames(FILE *f, const struct hd_stack *st);
+void hd_write_svg(FILE *f, const struct hd_report *r);
+void hd_write_pprof(FILE *f, const struct hd_report *r);
+
+/* ------------------------------------------------------------ leaks */
+
+struct hd_leak_opts {
+	enum hd_format format;
+	int exact_bytes;
+	long top;
+	const struct hd_filter *flt;
+};
+/* Leak suspects over every snapshot of session; 0 or exits. */
+void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
+/* The snapshot of session with the highest estimated live heap (of kind,
+ * -1 = all); *live gets that estimate. */
+int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);
+
+#endif

@@ -1,0 +1,85 @@
+/* report_json.c -- the report as one JSON document, for scripts:
+ *
+ *   { "heapdiff": 1, "mode": "diff" | "live",
+ *     "from": SNAPSHOT | null, "to": SNAPSHOT,
+ *     "total": { "live_bytes", "live_objects", "rss_bytes", "callstacks" },
+ *     "rows": [ { "stack_id", "kind", "live_bytes", "live_objects",
+ *                 "alloc_bytes", "alloc_objects", "merged", "folded",
+ *                 "frames": [ { "function", "file", "line", "module",
+ *                               "build_id", "rel_pc", "inlined" } ] } ] }
+ *
+ * In a diff every value is the change from A to B ("rss_bytes" too);
+ * frames are leaf first; rel_pc is a hex string (JSON numbers lose 64-bit
+ * precision in most readers).  --top limits the rows as in text. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+
+static void snap(FILE *f, const struct hd_snap *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"db\": ");
+	hd_json_str(f, s->src->path);
+	fprintf(f, ", \"snapshot\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, "
+	        "\"rss_bytes\": %" PRId64 ", \"pid\": %" PRId64 ", \"comm\": ",
+	        s->id, s->session_id, s->time, s->rss, s->pid);
+	hd_json_str(f, s->comm);
+	fputs(", \"reason\": ", f);
+	hd_json_str(f, s->reason);
+	fprintf(f, ", \"samples\": %" PRId64 ", \"drops\": %" PRId64 ", \"unwind_failures\": %" PRId64
+	        ", \"sample_interval\": %" PRId64 "}",
+	        s->samples, s->drops, s->unwind_failures, s->interval);
+}
+
+static void frame(FILE *f, const struct hd_frame *fr)
+{
+	fputs("{\"function\": ", f);
+	hd_json_str(f, fr->function);
+	fputs(", \"file\": ", f);
+	hd_json_str(f, fr->file);
+	fprintf(f, ", \"line\": %d, \"module\": ", fr->line);
+	hd_json_str(f, fr->module);
+	fputs(", \"build_id\": ", f);
+	hd_json_str(f, fr->build_id);
+	fprintf(f, ", \"rel_pc\": \"0x%" PRIx64 "\", \"inlined\": %s}", fr->rel_pc,
+	        fr->inlined ? "true" : "false");
+}
+
+void hd_json_frames(FILE *f, const struct hd_stack *st)
+{
+	fputc('[', f);
+	for (int k = 0; k < st->n; k++) {
+		fputs(k ? ",\n    " : "\n    ", f);
+		frame(f, &st->f[k]);
+	}
+	fputc(']', f);
+}
+
+void hd_write_json(FILE *f, const struct hd_report *r)
+{
+	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	double rss = (double)r->b->rss - (r->a ? (double)r->a->rss : 0);
+
+	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\",\n \"from\": ", r->a ? "diff" : "live");
+	snap(f, r->a);
+	fputs(",\n \"to\": ", f);
+	snap(f, r->b);
+	fprintf(f, ",\n \"total\": {\"live_bytes\": %.0f, \"live_objects\": %.0f, \"rss_bytes\": %.0f, "
+	        "\"callstacks\": %zu, \"shown\": %zu},\n \"rows\": [",
+	        r->total_bytes, r->total_objects, rss, r->n, shown);
+	for (size_t i = 0; i < shown; i++) {
+		const struct hd_row *row = &r->rows[i];
+		fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"live_bytes\": %.0f, "
+		        "\"live_objects\": %.0f, \"alloc_bytes\": %.0f, \"alloc_objects\": %.0f, "
+		        "\"merged\": %d, \"folded\": %d,\n   \"frames\": ",
+		        i ? "," : "", row->stack_id, hd_kind_name(row->kind), row->bytes, row->objects,
+		        row->alloc_bytes, row->alloc_objects, row->merged, row->folded);
+		hd_json_frames(f, &row->st);
+		fputc('}', f);
+	}
+	fputs("\n ]}\n", f);
+}

@@ -1,0 +1,282 @@
+/* report_load.c -- what heapdiff reads from a database: snapshots, the
+ * values of the buckets at a snapshot, callstacks.
+ *
+ * The value of a bucket (callstack, kind) at snapshot S is its latest row at
+ * or before S in the session of S (schema/schema.sql).  Each source is read
+ * in one read transaction, so a heapattach writing the file meanwhile (WAL)
+ * is neither disturbed nor seen half-way.  The file may be corrupt: every
+ * value read is checked (types, ranges, finite numbers) before use. */
+#define _GNU_SOURCE
+#include "report.h"
+#include "db.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sqlite3_stmt *prepare(struct hd_source *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
+		hd_sql_die(s);
+	return q;
+}
+
+/* 1 = a row, 0 = done; exits on errors. */
+static int step(struct hd_source *s, sqlite3_stmt *q)
+{
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	hd_sql_die(s);
+}
+
+/* One integer from a query with up to two parameters; 0 if no row/NULL. */
+static int query_i64(struct hd_source *s, const char *sql, int64_t *v, int np, int64_t p1,
+                     int64_t p2)
+{
+	sqlite3_stmt *q = prepare(s, sql);
+	int got = 0;
+	if (np > 0)
+		sqlite3_bind_int64(q, 1, p1);
+	if (np > 1)
+		sqlite3_bind_int64(q, 2, p2);
+	if (step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+		*v = sqlite3_column_int64(q, 0);
+		got = 1;
+	}
+	sqlite3_finalize(q);
+	return got;
+}
+
+/* A REAL column that must be a finite number (a corrupt file may hold
+ * text, blobs or NaN). */
+static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
+{
+	int t = sqlite3_column_type(q, i);
+	double v;
+	if (t == SQLITE_NULL)
+		return 0;
+	if (t != SQLITE_FLOAT && t != SQLITE_INTEGER)
+		hd_die("%s: corrupt database: a value is not a number", s->path);
+	v = sqlite3_column_double(q, i);
+	if (!isfinite(v))
+		hd_die("%s: corrupt database: a value is not finite", s->path);
+	return v;
+}
+
+static void col_str(sqlite3_stmt *q, int i, char *buf, size_t len)
+{
+	char *t = hd_clean_text(sqlite3_column_text(q, i));
+	snprintf(buf, len, "%s", t);
+	free(t);
+}
+
+/* ------------------------------------------------------------ sources */
+
+void hd_source_open(struct hd_source *s, const char *path, int index)
+{
+	char err[512];
+	memset(s, 0, sizeof *s);
+	s->path = path;
+	s->index = index;
+	if (ha_db_open_readonly(path, &s->db, err, sizeof err) < 0)
+		hd_die("%s", err);
+	s->h = ha_db_handle(s->db);
+	/* One read transaction: a consistent view while heapattach writes. */
+	if (sqlite3_exec(s->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		hd_sql_die(s);
+	s->stacks = hd_map_new();
+}
+
+static void free_stack(void *p)
+{
+	struct hd_stack *st = p;
+	for (int i = 0; i < st->n; i++) {
+		free(st->f[i].function);
+		free(st->f[i].file);
+		free(st->f[i].module);
+		free(st->f[i].build_id);
+	}
+	free(st->f);
+	free(st);
+}
+
+void hd_source_close(struct hd_source *s)
+{
+	if (!s->db)
+		return;
+	sqlite3_exec(s->h, "COMMIT", NULL, NULL, NULL);
+	ha_db_close(s->db);
+	hd_map_free(s->stacks, free_stack);
+	s->db = NULL;
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+static void snapshot_range(struct hd_source *s, int64_t *lo, int64_t *hi, int64_t *n)
+{
+	sqlite3_stmt *q = prepare(s, "SELECT min(id), max(id), count(*) FROM snapshots");
+	*lo = *hi = *n = 0;
+	if (step(s, q)) {
+		*lo = sqlite3_column_int64(q, 0);
+		*hi = sqlite3_column_int64(q, 1);
+		*n = sqlite3_column_int64(q, 2);
+	}
+	sqlite3_finalize(q);
+}
+
+int64_t hd_session(struct hd_source *s, int64_t session)
+{
+	int64_t lo, hi, n, x;
+	snapshot_range(s, &lo, &hi, &n);
+	if (n == 0)
+		hd_die("%s: no snapshots in DB", s->path);
+	if (session) {
+		int64_t slo = 0, shi = 0;
+		if (!query_i64(s, "SELECT id FROM sessions WHERE id = ?1", &x, 1, session, 0)) {
+			query_i64(s, "SELECT min(id) FROM sessions", &slo, 0, 0, 0);
+			query_i64(s, "SELECT max(id) FROM sessions", &shi, 0, 0, 0);
+			hd_die("%s: no session %" PRId64 " in DB (sessions %" PRId64 "..%" PRId64 ")",
+			       s->path, session, slo, shi);
+		}
+		return session;
+	}
+	if (!query_i64(s, "SELECT max(session_id) FROM snapshots", &session, 0, 0, 0))
+		hd_die("%s: no snapshots in DB", s->path);
+	return session;
+}
+
+static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
+{
+	sqlite3_stmt *q = prepare(s,
+		"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures,"
+		"       s.reason, e.pid, e.comm, e.sample_interval"
+		"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1");
+	int got = 0;
+	sqlite3_bind_int64(q, 1, id);
+	if (step(s, q)) {
+		memset(out, 0, sizeof *out);
+		out->src = s;
+		out->id = sqlite3_column_int64(q, 0);
+		out->session_id = sqlite3_column_int64(q, 1);
+		out->time = col_real(s, q, 2);
+		out->rss = sqlite3_column_int64(q, 3);
+		out->samples = sqlite3_column_int64(q, 4);
+		out->drops = sqlite3_column_int64(q, 5);
+		out->unwind_failures = sqlite3_column_int64(q, 6);
+		col_str(q, 7, out->reason, sizeof out->reason);
+		out->pid = sqlite3_column_int64(q, 8);
+		col_str(q, 9, out->comm, sizeof out->comm);
+		out->interval = sqlite3_column_int64(q, 10);
+		got = 1;
+	}
+	sqlite3_finalize(q);
+	return got;
+}
+
+void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out)
+{
+	int64_t id = 0, lo, hi, n;
+	session = hd_session(s, session);
+	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
+		const char *sql = spec[0] == 'f'
+			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
+			: "SELECT max(id) FROM snapshots WHERE session_id = ?1";
+		if (!query_i64(s, sql, &id, 1, session, 0))
+			hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
+	} else {
+		errno = 0;
+		id = strtoll(spec, NULL, 10);
+	}
+	if (!load_snap(s, id, out)) {
+		snapshot_range(s, &lo, &hi, &n);
+		hd_die("%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")", s->path,
+		       id, lo, hi);
+	}
+}
+
+/* ------------------------------------------------------------ values */
+
+struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
+{
+	struct hd_source *s = snap->src;
+	sqlite3_stmt *q = prepare(s,
+		"SELECT k.stack_id, k.kind, b.alloc_count, b.alloc_bytes, b.live_count, b.live_bytes"
+		"  FROM session_stacks k"
+		"  JOIN buckets b ON b.session_id = ?1 AND b.stack_id = k.stack_id AND b.kind = k.kind"
+		"   AND b.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x"
+		"                         WHERE x.session_id = ?1 AND x.stack_id = k.stack_id"
+		"                           AND x.kind = k.kind AND x.snapshot_id <= ?2)"
+		" WHERE k.session_id = ?1 AND k.first_snapshot_id <= ?2");
+	struct hd_value *v = NULL;
+	size_t n = 0, cap = 0;
+
+	sqlite3_bind_int64(q, 1, snap->session_id);
+	sqlite3_bind_int64(q, 2, snap->id);
+	while (step(s, q)) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			v = hd_xrealloc(v, cap * sizeof *v);
+		}
+		int64_t kind = sqlite3_column_int64(q, 1);
+		if (kind < 0 || kind > 255)
+			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+		v[n++] = (struct hd_value){
+			.stack_id = sqlite3_column_int64(q, 0), .kind = (int)kind,
+			.alloc_count = col_real(s, q, 2), .alloc_bytes = col_real(s, q, 3),
+			.live_count = col_real(s, q, 4), .live_bytes = col_real(s, q, 5),
+		};
+	}
+	sqlite3_finalize(q);
+	*nout = n;
+	return v;
+}
+
+/* ------------------------------------------------------------ stacks */
+
+const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id)
+{
+	char key[32];
+	struct hd_stack *st;
+	sqlite3_stmt *q;
+	int cap = 0;
+
+	snprintf(key, sizeof key, "%" PRId64, id);
+	if ((st = hd_map_get(s->stacks, key)))
+		return st;
+	st = hd_xmalloc(sizeof *st);
+	st->id = id;
+	st->n = 0;
+	st->f = NULL;
+	q = prepare(s,
+		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
+		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+		"  LEFT JOIN modules m ON m.id = f.module_id"
+		" WHERE sf.stack_id = ?1 ORDER BY sf.pos");
+	sqlite3_bind_int64(q, 1, id);
+	while (step(s, q) && st->n < HD_MAX_FRAMES) {
+		if (st->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			st->f = hd_xrealloc(st->f, (size_t)cap * sizeof *st->f);
+		}
+		struct hd_frame *f = &st->f[st->n++];
+		int64_t line = sqlite3_column_int64(q, 3);
+		f->id = sqlite3_column_int64(q, 0);
+		f->function = hd_clean_text(sqlite3_column_text(q, 1));
+		f->file = hd_clean_text(sqlite3_column_text(q, 2));
+		f->line = line > 0 && line < INT32_MAX ? (int)line : 0;
+		f->inlined = sqlite3_column_int64(q, 4) != 0;
+		f->rel_pc = (uint64_t)sqlite3_column_int64(q, 5);
+		f->module = hd_clean_text(sqlite3_column_text(q, 6));
+		f->build_id = hd_clean_text(sqlite3_column_text(q, 7));
+	}
+	sqlite3_finalize(q);
+	hd_map_put(s->stacks, key, st);
+	return st;
+}

@@ -1,0 +1,215 @@
+/* report_rows.c -- from bucket values to report rows: fold the allocator's
+ * frames, apply the filters, merge the two sides (A and B) and sort.
+ *
+ * Rows are keyed by their displayed frames and kind, not by stack id:
+ * folding can make two stored callstacks one (the same caller through
+ * malloc and through calloc), and two databases number their callstacks
+ * independently.  Within one database a frame is its id; across two, a
+ * frame is its function (or offset) and module file name, so that a rebuilt
+ * binary (other build-id, other offsets) still matches. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ folding */
+
+/* Frames of the allocator itself and of the C++ runtime's allocation path:
+ * a profile is about who asked for the memory, not how it was obtained. */
+static const char *const alloc_exact[] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
+	"memalign", "valloc", "pvalloc", "strdup", "strndup", "__strdup", "__strndup",
+	"mmap", "mmap64", "__mmap", "sysmalloc", "tcache_init", "_int_malloc", "_int_realloc",
+	"_int_memalign", "_mid_memalign", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+	"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
+	"__libc_alloc_buffer_allocate", "__cxa_allocate_exception", NULL,
+};
+/* The C++ runtime's allocation path: operator new and the allocator
+ * classes, whole. */
+static const char *const alloc_prefix[] = {
+	"operator new", "std::allocator<", "std::allocator_traits<", "std::__new_allocator<",
+	"__gnu_cxx::new_allocator<", "__gnu_cxx::__alloc_traits<", "std::__allocate_guarded",
+	"std::__allocated_ptr", NULL,
+};
+/* Of the standard containers, only the members that obtain memory: a
+ * std::vector<T>::push_back called by the program is worth seeing, the
+ * _M_allocate it calls is not. */
+static const char *const alloc_member[] = {
+	"::_M_allocate(", "::_M_allocate_node", "::_M_allocate_buckets", "::_M_get_node(",
+	"::_M_create(", "::_M_create_storage", NULL,
+};
+
+static int is_alloc_frame(const struct hd_frame *f)
+{
+	const char *fn = f->function;
+	if (strstr(hd_basename(f->module), "heapattach_agent"))
+		return 1;
+	if (!fn[0])
+		return 0;
+	for (int i = 0; alloc_exact[i]; i++)
+		if (strcmp(fn, alloc_exact[i]) == 0)
+			return 1;
+	for (int i = 0; alloc_prefix[i]; i++)
+		if (strncmp(fn, alloc_prefix[i], strlen(alloc_prefix[i])) == 0)
+			return 1;
+	if (strncmp(fn, "std::", 5) == 0 || strncmp(fn, "__gnu_cxx::", 11) == 0)
+		for (int i = 0; alloc_member[i]; i++)
+			if (strstr(fn, alloc_member[i]))
+				return 1;
+	return 0;
+}
+
+struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded)
+{
+	struct hd_stack v = *st;
+	int k = 0;
+	if (!all)
+		while (k < st->n - 1 && is_alloc_frame(&st->f[k]))
+			k++;
+	v.f = st->f ? st->f + k : NULL;
+	v.n = st->n - k;
+	*folded = k;
+	return v;
+}
+
+int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt)
+{
+	int mod = !flt->module, fn = !flt->function;
+	for (int i = 0; i < st->n && !(mod && fn); i++) {
+		if (!mod && strstr(st->f[i].module, flt->module))
+			mod = 1;
+		if (!fn && strstr(st->f[i].function, flt->function))
+			fn = 1;
+	}
+	return mod && fn;
+}
+
+/* ------------------------------------------------------------ merging */
+
+static void row_key(struct hd_buf *k, const struct hd_stack *v, int kind, int symbolic)
+{
+	char pc[32];
+	k->n = 0;
+	hd_buf_printf(k, "%d", kind);
+	for (int i = 0; i < v->n; i++) {
+		const struct hd_frame *f = &v->f[i];
+		if (symbolic)
+			hd_buf_printf(k, "\x1f%s\x1e%s\x1e%d", hd_frame_name(f, pc, sizeof pc),
+			              hd_basename(f->module), f->inlined);
+		else
+			hd_buf_printf(k, "\x1f%" PRId64, f->id);
+	}
+	hd_buf_addc(k, 0);
+}
+
+static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, int symbolic,
+                     const struct hd_filter *flt)
+{
+	size_t n;
+	struct hd_value *v = hd_values_at(snap, &n);
+	struct hd_buf key = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		int folded;
+		if (flt->kind >= 0 && v[i].kind != flt->kind)
+			continue;
+		const struct hd_stack *st = hd_stack_get(snap->src, v[i].stack_id);
+		struct hd_stack view = hd_fold(st, flt->all_frames, &folded);
+		if (!hd_stack_matches(&view, flt))
+			continue;
+		row_key(&key, &view, v[i].kind, symbolic);
+		struct hd_row *r = hd_map_get(m, (char *)key.p);
+		if (!r) {
+			r = hd_xmalloc(sizeof *r);
+			*r = (struct hd_row){ .st = view, .stack_id = st->id, .merged = 1,
+			                      .folded = folded, .kind = v[i].kind };
+			hd_map_put(m, (char *)key.p, r);
+		} else if (sign > 0 && r->stack_id != st->id) {
+			/* Two stored callstacks of B folded into one row. */
+			r->merged++;
+			if (st->id < r->stack_id) {
+				r->stack_id = st->id;
+				r->st = view;
+				r->folded = folded;
+			}
+		}
+		r->bytes += sign * v[i].live_bytes;
+		r->objects += sign * v[i].live_count;
+		r->alloc_bytes += sign * v[i].alloc_bytes;
+		r->alloc_objects += sign * v[i].alloc_count;
+	}
+	hd_buf_free(&key);
+	free(v);
+}
+
+static int g_by_objects;
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct hd_row *a = pa, *b = pb;
+	double ka = g_by_objects ? a->objects : a->bytes, kb = g_by_objects ? b->objects : b->bytes;
+	double sa = g_by_objects ? a->bytes : a->objects, sb = g_by_objects ? b->bytes : b->objects;
+	if (ka != kb)
+		return ka > kb ? -1 : 1;
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	if (a->stack_id != b->stack_id)
+		return a->stack_id < b->stack_id ? -1 : 1;
+	return a->kind - b->kind;
+}
+
+struct collect {
+	struct hd_report *r;
+	const struct hd_filter *flt;
+	size_t cap;
+};
+static struct collect *g_collect;
+
+static void collect_row(void *p)
+{
+	struct hd_row *row = p;
+	struct hd_report *r = g_collect->r;
+	r->nall++;
+	r->total_bytes += row->bytes;
+	r->total_objects += row->objects;
+	if ((fabs(row->bytes) >= 0.5 || fabs(row->objects) >= 0.5) &&
+	    fabs(row->bytes) >= g_collect->flt->min_bytes) {
+		if (r->n == g_collect->cap) {
+			g_collect->cap = g_collect->cap ? g_collect->cap * 2 : 256;
+			r->rows = hd_xrealloc(r->rows, g_collect->cap * sizeof *r->rows);
+		}
+		r->rows[r->n++] = *row;
+	}
+	free(row);
+}
+
+void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
+{
+	struct hd_map *m = hd_map_new();
+	struct collect c = { r, flt, 0 };
+	/* Frame ids are comparable only within one file. */
+	int symbolic = r->a && r->a->src != r->b->src;
+
+	r->rows = NULL;
+	r->n = r->nall = 0;
+	r->total_bytes = r->total_objects = 0;
+	add_side(m, r->b, 1, symbolic, flt);
+	if (r->a)
+		add_side(m, r->a, -1, symbolic, flt);
+	g_collect = &c;
+	hd_map_free(m, collect_row);
+	g_collect = NULL;
+	g_by_objects = r->by_objects;
+	if (r->n)
+		qsort(r->rows, r->n, sizeof *r->rows, cmp_rows);
+}
+
+void hd_free_rows(struct hd_report *r)
+{
+	free(r->rows);
+	r->rows = NULL;
+	r->n = 0;
+}

@@ -1,0 +1,117 @@
+/* report_text.c -- the default output: an aligned table, each row followed
+ * by its symbolized stack (leaf first), then a total line.  Tests and
+ * scripts parse it (see tests/profile_lib.sh): keep the layout stable. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#define INDENT (14 + 1 + 12 + 4)
+
+static void print_frames(FILE *f, const struct hd_row *r)
+{
+	const struct hd_stack *st = &r->st;
+	char pc[32];
+	for (int i = 0; i < st->n; i++) {
+		const struct hd_frame *fr = &st->f[i];
+		fprintf(f, "%*s%s", INDENT, "", hd_frame_name(fr, pc, sizeof pc));
+		if (fr->file[0]) {
+			fprintf(f, "  %s", fr->file);
+			if (fr->line > 0)
+				fprintf(f, ":%d", fr->line);
+		}
+		if (fr->module[0])
+			fprintf(f, "  [%s]", hd_basename(fr->module));
+		if (fr->inlined)
+			fputs("  (inlined)", f);
+		fputc('\n', f);
+	}
+	if (st->n == 0)
+		fprintf(f, "%*s(no frames)\n", INDENT, "");
+	if (r->folded > 0) {
+		/* Say what was folded, below the frames (scripts read the
+		 * first frame line as the leaf). */
+		const struct hd_frame *fr = st->f - r->folded;
+		fprintf(f, "%*s(allocator frames folded:", INDENT, "");
+		for (int i = r->folded - 1; i >= 0; i--)
+			fprintf(f, " %s", hd_frame_name(&fr[i], pc, sizeof pc));
+		fputs("; --all-frames shows them)\n", f);
+	}
+	if (r->merged > 1)
+		fprintf(f, "%*s(%d callstacks merged once folded)\n", INDENT, "", r->merged);
+}
+
+static void print_snap_line(FILE *f, const char *label, const struct hd_snap *s, int cross)
+{
+	char t[64];
+	fprintf(f, "%s snapshot %" PRId64 ": %s, session %" PRId64 " (pid %" PRId64 " %s), %s", label,
+	        s->id, hd_fmt_time(t, sizeof t, s->time), s->session_id, s->pid,
+	        s->comm[0] ? s->comm : "?", s->reason[0] ? s->reason : "-");
+	if (cross)
+		fprintf(f, ", %s", s->src->path);
+	fputc('\n', f);
+}
+
+void hd_write_text(FILE *f, const struct hd_report *r)
+{
+	const struct hd_snap *a = r->a, *b = r->b;
+	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	char b1[64], b2[64];
+
+	if (r->peak_note)
+		fprintf(f, "%s\n", r->peak_note);
+	if (a) {
+		print_snap_line(f, "from", a, r->cross_db);
+		print_snap_line(f, "  to", b, r->cross_db);
+		if (!r->cross_db && a->session_id == b->session_id) {
+			/* The counters are cumulative: from the earlier snapshot
+			 * to the later one, whichever is A. */
+			const struct hd_snap *e = a->id < b->id ? a : b, *l = a->id < b->id ? b : a;
+			fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
+			        l->samples - e->samples, l->drops - e->drops,
+			        l->unwind_failures - e->unwind_failures);
+			if (l->drops > e->drops)
+				fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+		}
+	} else {
+		print_snap_line(f, "live heap at", b, 0);
+		fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
+		        b->samples, b->drops, b->unwind_failures);
+		if (b->drops > 0)
+			fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+	}
+	fputc('\n', f);
+
+	if (r->n == 0) {
+		fprintf(f, a ? "no callstack changed\n" : "no live allocations\n");
+	} else {
+		fprintf(f, "%14s %12s  %s\n", a ? "BYTES" : "LIVE BYTES", a ? "OBJECTS" : "LIVE OBJECTS",
+		        "STACK (leaf first)");
+		for (size_t i = 0; i < shown; i++) {
+			const struct hd_row *row = &r->rows[i];
+			fprintf(f, "%14s %12s  stack %" PRId64,
+			        hd_fmt_bytes(b1, sizeof b1, row->bytes, !!a, r->exact_bytes),
+			        hd_fmt_count(b2, sizeof b2, row->objects, !!a), row->stack_id);
+			if (row->kind != 0)
+				fprintf(f, " (%s)", hd_kind_name(row->kind));
+			fputc('\n', f);
+			print_frames(f, row);
+		}
+		if (shown < r->n)
+			fprintf(f, "%14s %12s  ... %zu more callstack%s (--top 0 shows all)\n", "", "",
+			        r->n - shown, r->n - shown == 1 ? "" : "s");
+	}
+	fputc('\n', f);
+	if (a) {
+		fprintf(f, "total: live heap %s (estimated; %zu callstacks changed, %zu shown); RSS %s; %.1f s\n",
+		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes), r->n, shown,
+		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss - (double)a->rss, 1, r->exact_bytes),
+		        b->time - a->time);
+	} else {
+		fprintf(f, "total: live heap %s (estimated; %zu callstacks, %zu shown); RSS %s\n",
+		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes), r->n, shown,
+		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss, 0, r->exact_bytes));
+	}
+}

@@ -1,0 +1,336 @@
+/* report_util.c -- small helpers shared by heapdiff's report writers: a
+ * string-keyed hash map, a byte buffer, errors, text cleaning and escaping,
+ * number formatting. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ errors */
+
+void hd_die(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("heapdiff: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void hd_sql_die(struct hd_source *s)
+{
+	int code = sqlite3_errcode(s->h);
+	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		hd_die("%s: corrupt database: %s", s->path, sqlite3_errmsg(s->h));
+	hd_die("%s: %s", s->path, sqlite3_errmsg(s->h));
+}
+
+void *hd_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		hd_die("out of memory");
+	return p;
+}
+
+void *hd_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		hd_die("out of memory");
+	return p;
+}
+
+char *hd_xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+	if (!p)
+		hd_die("out of memory");
+	return p;
+}
+
+/* ------------------------------------------------------------ map */
+
+struct slot {
+	char *key;
+	uint64_t h;
+	void *val;
+};
+
+struct hd_map {
+	struct slot *s;
+	size_t cap, n;
+};
+
+static uint64_t hash_str(const char *k)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+struct hd_map *hd_map_new(void)
+{
+	struct hd_map *m = hd_xmalloc(sizeof *m);
+	m->cap = 64;
+	m->n = 0;
+	m->s = calloc(m->cap, sizeof *m->s);
+	if (!m->s)
+		hd_die("out of memory");
+	return m;
+}
+
+static struct slot *find(struct hd_map *m, const char *key, uint64_t h)
+{
+	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct slot *s = &m->s[i];
+		if (!s->key || (s->h == h && strcmp(s->key, key) == 0))
+			return s;
+	}
+}
+
+void *hd_map_get(struct hd_map *m, const char *key)
+{
+	struct slot *s = find(m, key, hash_str(key));
+	return s->key ? s->val : NULL;
+}
+
+void hd_map_put(struct hd_map *m, const char *key, void *val)
+{
+	uint64_t h = hash_str(key);
+	struct slot *s;
+	if ((m->n + 1) * 2 > m->cap) {
+		struct hd_map big = { calloc(m->cap * 2, sizeof *m->s), m->cap * 2, m->n };
+		if (!big.s)
+			hd_die("out of memory");
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].key)
+				*find(&big, m->s[i].key, m->s[i].h) = m->s[i];
+		free(m->s);
+		*m = big;
+	}
+	s = find(m, key, h);
+	if (!s->key) {
+		s->key = hd_xstrdup(key);
+		s->h = h;
+		m->n++;
+	}
+	s->val = val;
+}
+
+size_t hd_map_count(const struct hd_map *m)
+{
+	return m ? m->n : 0;
+}
+
+void hd_map_free(struct hd_map *m, void (*fn)(void *))
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->s[i].key && fn)
+			fn(m->s[i].val);
+		free(m->s[i].key);
+	}
+	free(m->s);
+	free(m);
+}
+
+/* ------------------------------------------------------------ buffer */
+
+void hd_buf_add(struct hd_buf *b, const void *p, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n)
+			cap *= 2;
+		b->p = hd_xrealloc(b->p, cap);
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+void hd_buf_addc(struct hd_buf *b, int c)
+{
+	unsigned char ch = (unsigned char)c;
+	hd_buf_add(b, &ch, 1);
+}
+
+void hd_buf_printf(struct hd_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		hd_die("out of memory");
+	hd_buf_add(b, s, (size_t)n);
+	free(s);
+}
+
+void hd_buf_free(struct hd_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->n = b->cap = 0;
+}
+
+/* ------------------------------------------------------------ text */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static int utf8_len(const unsigned char *s)
+{
+	int n;
+	uint32_t c;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, c = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, c = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are invalid
+	 * (XML and JSON parsers reject them). */
+	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff || c == 0xfffe || c == 0xffff)
+		return 0;
+	return n;
+}
+
+char *hd_clean_text(const unsigned char *s)
+{
+	struct hd_buf b = { 0 };
+	if (!s)
+		s = (const unsigned char *)"";
+	while (*s && b.n < HD_MAX_TEXT) {
+		int n = utf8_len(s);
+		if (n == 0) {
+			hd_buf_addc(&b, '?');
+			s++;
+		} else if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
+			hd_buf_addc(&b, '?');
+			s++;
+		} else {
+			hd_buf_add(&b, s, (size_t)n);
+			s += n;
+		}
+	}
+	hd_buf_addc(&b, 0);
+	return (char *)b.p;
+}
+
+/* Strings reaching the writers went through hd_clean_text: valid UTF-8
+ * without control characters. */
+void hd_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void hd_xml_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default:
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, f);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ numbers */
+
+const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double a = fabs(v);
+	const char *s = v < 0 ? "-" : sign && v > 0 ? "+" : "";
+	if (a < 0.5)
+		a = 0, s = "";
+	if (exact || a < 1024) {
+		snprintf(buf, len, exact ? "%s%.0f" : "%s%.0f B", s, a);
+		return buf;
+	}
+	int u = -1;
+	while (a >= 1024 && u < 3) {
+		a /= 1024;
+		u++;
+	}
+	snprintf(buf, len, a < 10 ? "%s%.2f %s" : a < 100 ? "%s%.1f %s" : "%s%.0f %s", s, a, units[u]);
+	return buf;
+}
+
+const char *hd_fmt_count(char *buf, size_t len, double v, int sign)
+{
+	if (fabs(v) < 0.5)
+		v = 0;
+	snprintf(buf, len, sign && v != 0 ? "%+.0f" : "%.0f", v);
+	return buf;
+}
+
+const char *hd_fmt_time(char *buf, size_t len, double t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!isfinite(t) || !localtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%.0f", isfinite(t) ? t : 0.0);
+	return buf;
+}
+
+const char *hd_basename(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len)
+{
+	if (f->function[0])
+		return f->function;
+	snprintf(buf, len, "0x%" PRIx64, f->rel_pc);
+	return buf;
+}
+
+const char *hd_kind_name(int kind)
+{
+	return kind == 0 ? "heap" : kind == 1 ? "mmap" : "other";
+}
