@@ -1,0 +1,43 @@
+# bench/lib.sh -- shared by the benchmark scripts: run bench/malloc_bench
+# plain, attached (tool started on its pid before it measures) or under a
+# wrapper.  Needs BENCH, SECS and work (a scratch directory) set.
+
+# Run the workload with THREADS, attaching TOOL (a command prefix taking the
+# pid last) before it starts measuring.  Prints ops/s.
+run_attached() {
+	local threads=$1; shift
+	local fifo=$work/in.$RANDOM out=$work/out.$RANDOM
+	mkfifo "$fifo"
+	"$BENCH" "$threads" "$SECS" wait <"$fifo" >"$out" &
+	local pid=$!
+	exec 7>"$fifo"
+	until grep -q '^ready' "$out" 2>/dev/null; do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
+	local tpid=
+	if [ "$#" -gt 0 ]; then
+		"$@" "$pid" >"$work/tool.out" 2>&1 &
+		tpid=$!
+		# Wait until the tool says it is attached (each tool has its line).
+		for _ in $(seq 1000); do
+			grep -qE 'agent ready|heaptrack output will be written|injecting heaptrack' "$work/tool.out" && break
+			sleep 0.01
+		done
+		[ "$1" = heaptrack ] && sleep 1 # gdb injection finishes after its message
+	fi
+	echo go >&7
+	exec 7>&-
+	wait "$pid"
+	[ -n "$tpid" ] && { kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
+	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
+	[ -n "$tpid" ] && grep -E 'samples|unwind' "$work/tool.out" >&2
+	rm -f "$fifo" "$out"
+}
+
+# Run the workload from the start under a wrapper command (heaptrack's
+# preload mode, valgrind).  Prints ops/s.
+run_under() {
+	local threads=$1; shift
+	(cd "$work" && "$@" "$BENCH" "$threads" "$SECS" 2>/dev/null) | sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
