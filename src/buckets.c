@@ -3,6 +3,7 @@
  * the collector thread, so no locking anywhere. */
 #define _GNU_SOURCE
 #include "buckets.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -38,21 +39,11 @@ struct ha_book {
 	size_t nchanged, capchanged;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t hash_pcs(const uint64_t *pcs, int n, int kind)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n ^ ((uint64_t)kind << 40);
 	for (int i = 0; i < n; i++)
-		h = mix64(h ^ pcs[i]) + 0x9e3779b97f4a7c15ULL;
+		h = ha_mix64(h ^ pcs[i]) + 0x9e3779b97f4a7c15ULL;
 	return h ? h : 1;
 }
 
@@ -169,7 +160,7 @@ static void mark_changed(struct ha_book *b, struct stack *s)
 
 static size_t live_slot(const struct ha_book *b, uint64_t addr)
 {
-	return mix64(addr) & (b->live_cap - 1);
+	return ha_mix64(addr) & (b->live_cap - 1);
 }
 
 static int grow_live(struct ha_book *b)

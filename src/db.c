@@ -106,15 +106,6 @@ struct h128 {
 	uint64_t a, b;
 };
 
-static uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
 
 static void hash_bytes(struct h128 *h, const void *p, size_t n)
 {
@@ -151,8 +142,8 @@ static struct h128 hash_stack(const struct ha_db_frame *f, int n)
 		hash_u64(&h, (uint64_t)(int64_t)f[i].line);
 		hash_u64(&h, f[i].inlined ? 1 : 0);
 	}
-	h.a = fmix64(h.a);
-	h.b = fmix64(h.b ^ h.a);
+	h.a = ha_mix64(h.a);
+	h.b = ha_mix64(h.b ^ h.a);
 	return h;
 }
 
@@ -206,7 +197,7 @@ static uint64_t module_key(const char *path, const char *build_id)
 	struct h128 h = { 0xcbf29ce484222325ULL, 0 };
 	hash_str(&h, path);
 	hash_str(&h, build_id);
-	return fmix64(h.a);
+	return ha_mix64(h.a);
 }
 
 static int64_t module_cache_get(struct ha_db *db, uint64_t h, const char *path, const char *bid)

@@ -45,24 +45,6 @@ struct trend {
 	double first, last, max, last_objects;
 };
 
-static sqlite3_stmt *prepare(struct hd_source *s, const char *sql)
-{
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
-		hd_sql_die(s);
-	return q;
-}
-
-static int step(struct hd_source *s, sqlite3_stmt *q)
-{
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		return 1;
-	if (rc != SQLITE_DONE)
-		hd_sql_die(s);
-	return 0;
-}
-
 static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 {
 	int t = sqlite3_column_type(q, i);
@@ -76,12 +58,12 @@ static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 
 static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss)
 {
-	sqlite3_stmt *q = prepare(s, "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id");
+	sqlite3_stmt *q = hd_prepare(s, "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id");
 	size_t cap = 0;
 	double t0 = 0;
 	memset(ss, 0, sizeof *ss);
 	sqlite3_bind_int64(q, 1, session);
-	while (step(s, q)) {
+	while (hd_step(s, q)) {
 		if (ss->n == cap) {
 			cap = cap ? cap * 2 : 64;
 			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
@@ -129,7 +111,7 @@ typedef void (*series_fn)(void *ctx, int64_t stack_id, int kind, const double *y
 static void scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
                         int kind_filter, series_fn fn, void *ctx)
 {
-	sqlite3_stmt *q = prepare(s,
+	sqlite3_stmt *q = hd_prepare(s,
 		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
 		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id");
 	double *y = hd_xmalloc(ss->n * sizeof *y), *c = hd_xmalloc(ss->n * sizeof *c);
@@ -149,7 +131,7 @@ static void scan_series(struct hd_source *s, int64_t session, const struct sessi
 
 	sqlite3_bind_int64(q, 1, session);
 	for (;;) {
-		int row = step(s, q);
+		int row = hd_step(s, q);
 		int64_t sid = row ? sqlite3_column_int64(q, 0) : 0;
 		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
 		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
@@ -353,12 +335,12 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		        "\"callstacks\": %zu, \"grew\": %zu,\n \"suspects\": [",
 		        session, ss.n, ss.duration, L.series, L.grew);
 	} else {
-		sqlite3_stmt *q = prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
+		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
 		int64_t pid = 0;
 		char *comm = NULL;
 		double start = 0;
 		sqlite3_bind_int64(q, 1, session);
-		if (step(s, q)) {
+		if (hd_step(s, q)) {
 			pid = sqlite3_column_int64(q, 0);
 			comm = hd_clean_text(sqlite3_column_text(q, 1));
 			start = col_real(s, q, 2);

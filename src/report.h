@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 struct sqlite3;
+struct sqlite3_stmt;
 struct ha_db;
 
 /* Caps that keep a corrupt or hostile file from making us allocate without
@@ -130,6 +131,9 @@ char *hd_xstrdup(const char *s);
 /* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1. */
 void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
+/* Prepare sql on s, or die.  Step q: 1 = a row, 0 = done; dies on errors. */
+struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
+int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
 
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */

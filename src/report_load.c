@@ -17,36 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static sqlite3_stmt *prepare(struct hd_source *s, const char *sql)
-{
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
-		hd_sql_die(s);
-	return q;
-}
-
-/* 1 = a row, 0 = done; exits on errors. */
-static int step(struct hd_source *s, sqlite3_stmt *q)
-{
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		return 1;
-	if (rc == SQLITE_DONE)
-		return 0;
-	hd_sql_die(s);
-}
-
 /* One integer from a query with up to two parameters; 0 if no row/NULL. */
 static int query_i64(struct hd_source *s, const char *sql, int64_t *v, int np, int64_t p1,
                      int64_t p2)
 {
-	sqlite3_stmt *q = prepare(s, sql);
+	sqlite3_stmt *q = hd_prepare(s, sql);
 	int got = 0;
 	if (np > 0)
 		sqlite3_bind_int64(q, 1, p1);
 	if (np > 1)
 		sqlite3_bind_int64(q, 2, p2);
-	if (step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL) {
 		*v = sqlite3_column_int64(q, 0);
 		got = 1;
 	}
@@ -121,9 +102,9 @@ void hd_source_close(struct hd_source *s)
 
 static void snapshot_range(struct hd_source *s, int64_t *lo, int64_t *hi, int64_t *n)
 {
-	sqlite3_stmt *q = prepare(s, "SELECT min(id), max(id), count(*) FROM snapshots");
+	sqlite3_stmt *q = hd_prepare(s, "SELECT min(id), max(id), count(*) FROM snapshots");
 	*lo = *hi = *n = 0;
-	if (step(s, q)) {
+	if (hd_step(s, q)) {
 		*lo = sqlite3_column_int64(q, 0);
 		*hi = sqlite3_column_int64(q, 1);
 		*n = sqlite3_column_int64(q, 2);
@@ -154,13 +135,13 @@ int64_t hd_session(struct hd_source *s, int64_t session)
 
 static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 {
-	sqlite3_stmt *q = prepare(s,
+	sqlite3_stmt *q = hd_prepare(s,
 		"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures,"
 		"       s.reason, e.pid, e.comm, e.sample_interval"
 		"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1");
 	int got = 0;
 	sqlite3_bind_int64(q, 1, id);
-	if (step(s, q)) {
+	if (hd_step(s, q)) {
 		memset(out, 0, sizeof *out);
 		out->src = s;
 		out->id = sqlite3_column_int64(q, 0);
@@ -206,7 +187,7 @@ void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct h
 struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
 {
 	struct hd_source *s = snap->src;
-	sqlite3_stmt *q = prepare(s,
+	sqlite3_stmt *q = hd_prepare(s,
 		"SELECT k.stack_id, k.kind, b.alloc_count, b.alloc_bytes, b.live_count, b.live_bytes"
 		"  FROM session_stacks k"
 		"  JOIN buckets b ON b.session_id = ?1 AND b.stack_id = k.stack_id AND b.kind = k.kind"
@@ -219,7 +200,7 @@ struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
 
 	sqlite3_bind_int64(q, 1, snap->session_id);
 	sqlite3_bind_int64(q, 2, snap->id);
-	while (step(s, q)) {
+	while (hd_step(s, q)) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
 			v = hd_xrealloc(v, cap * sizeof *v);
@@ -254,13 +235,13 @@ const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id)
 	st->id = id;
 	st->n = 0;
 	st->f = NULL;
-	q = prepare(s,
+	q = hd_prepare(s,
 		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
 		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
 		"  LEFT JOIN modules m ON m.id = f.module_id"
 		" WHERE sf.stack_id = ?1 ORDER BY sf.pos");
 	sqlite3_bind_int64(q, 1, id);
-	while (step(s, q) && st->n < HD_MAX_FRAMES) {
+	while (hd_step(s, q) && st->n < HD_MAX_FRAMES) {
 		if (st->n == cap) {
 			cap = cap ? cap * 2 : 16;
 			st->f = hd_xrealloc(st->f, (size_t)cap * sizeof *st->f);

@@ -34,6 +34,24 @@ void hd_sql_die(struct hd_source *s)
 	hd_die("%s: %s", s->path, sqlite3_errmsg(s->h));
 }
 
+sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
+		hd_sql_die(s);
+	return q;
+}
+
+int hd_step(struct hd_source *s, sqlite3_stmt *q)
+{
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc != SQLITE_DONE)
+		hd_sql_die(s);
+	return 0;
+}
+
 void *hd_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

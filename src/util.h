@@ -10,6 +10,17 @@
 void ha_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* MurmurHash3's 64-bit finalizer: every input bit affects every output bit. */
+static inline uint64_t ha_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
 /* Monotonic clock in milliseconds. */
 double ha_now_ms(void);
 
