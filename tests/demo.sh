@@ -18,6 +18,9 @@ echo
 echo "demo: \$ heapdiff --top 3 demo.db first last"
 "$B/src/heapdiff" --top 3 "$out/demo.db" first last || exit 1
 echo
+echo "demo: \$ heapdiff --leaks demo.db     (steady growth over all 5 snapshots)"
+"$B/src/heapdiff" --leaks "$out/demo.db" || exit 1
+echo
 echo "demo: the same from SQL: sqlite3 demo.db 'SELECT ... FROM growth_text ...'"
 sqlite3 -header -column "$out/demo.db" "SELECT live_bytes_delta AS bytes, substr(stack, 1, 70) AS stack
 	FROM growth_text
