@@ -66,16 +66,15 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
-__thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
-__thread int ha_depth __attribute__((tls_model("initial-exec")));
-static __thread int ha_dlopen_depth __attribute__((tls_model("initial-exec")));
+/* Per-thread state: fields of ha_tls (sampler.h). */
+#define ha_dlopen_depth (ha_tls.dlopen_depth)
 /* Set by operator new before its real call: an allocation hook reached from
  * inside it (libstdc++'s new -> malloc through its GOT) counts and samples
  * the allocation as usual, so that operator new is a frame of the stack, and
  * clears the flag; if nothing cleared it (an operator new that does not go
  * through a hooked function), the new hook counts it itself.  Once either
  * way. */
-static __thread int ha_delegate __attribute__((tls_model("initial-exec")));
+#define ha_delegate (ha_tls.delegate)
 
 /* One counter per cache line: the hot path of many threads.  Indexed by
  * counter class, not by hook (the per-thread TLS must stay tiny). */
@@ -98,7 +97,8 @@ HA_HIDDEN uintptr_t ha_dlopen_real;
  * a shared atomic on every call would cost more than the sampling itself. */
 #define HA_COUNT_BATCH 64   /* one shared atomic per 64 calls: cheap, and a short
                                * session still shows its calls */
-static __thread uint32_t ha_tcalls[C_COUNT] __attribute__((tls_model("initial-exec")));
+#define ha_tcalls (ha_tls.tcalls)
+_Static_assert(C_COUNT <= sizeof ha_tcalls / sizeof ha_tcalls[0], "ha_tls.tcalls too small");
 
 static inline void ha_count(int c)
 {

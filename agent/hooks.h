@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "ha_proto.h"
+#include "sampler.h"
 
 #define HA_HIDDEN __attribute__((visibility("hidden")))
 
@@ -82,7 +83,7 @@ HA_HIDDEN void ha_hooks_read_counters(struct ha_counters *c);
 /* Per-thread re-entrancy guard for the sampling path (issue 3): initial-exec
  * TLS, so that touching it never calls into the dynamic loader (a
  * global-dynamic access can allocate on a thread's first touch). */
-extern HA_HIDDEN __thread int ha_hook_guard __attribute__((tls_model("initial-exec")));
+/* (ha_hook_guard: a field of the per-thread struct ha_tls, see sampler.h) */
 
 /* Per-thread "inside a hook" depth: set around the real call of every hook,
  * so that an allocation function reached from inside another one (operator
@@ -90,7 +91,7 @@ extern HA_HIDDEN __thread int ha_hook_guard __attribute__((tls_model("initial-ex
  * allocator's own mmap) is forwarded without being counted or sampled a
  * second time.  A signal handler that allocates while its thread is inside
  * the real allocator is forwarded the same way (not sampled). */
-extern HA_HIDDEN __thread int ha_depth __attribute__((tls_model("initial-exec")));
+/* (ha_depth: a field of the per-thread struct ha_tls, see sampler.h) */
 
 /* Patch modules loaded by a dlopen that has just returned (dlopen hook). */
 HA_HIDDEN void ha_got_patch_now(void);

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -28,7 +29,7 @@
 #include "ha_ring.h"
 #include "hooks.h"
 
-__thread struct ha_tstate ha_ts __attribute__((tls_model("initial-exec")));
+__thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
 uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
 
 /* While dormant, a thread looks at the session state again after this many
@@ -42,6 +43,14 @@ static uint64_t inflight;          /* threads between "may write" and "done" */
 static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) * HA_LS_WAYS addresses */
 static uint64_t n_samples, n_frees, n_untracked, seq;
 static pid_t owner;                /* getpid() of the session's process */
+/* Outermost-frame bounds (looked up once, on the agent thread): glibc's
+ * static TLS size (what sits between a thread's first frame and the top of
+ * its stack block, with the thread descriptor) and the main thread's stack
+ * pointer at process entry.  Without them a copy runs into the descriptor,
+ * the TLS surplus or the environment strings: kilobytes per sample that
+ * nothing unwinds. */
+static size_t tls_static_size;
+static uint64_t main_stack_end;
 uint32_t ha_mmap_seen;
 
 /* ------------------------------------------------------------------ */
@@ -128,11 +137,28 @@ static void thread_setup(void)
 		 * main thread): the caller holds the re-entrancy guard. */
 		pthread_attr_t attr;
 		void *lo;
-		size_t size;
+		size_t size = 0;
 		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
 			if (pthread_attr_getstack(&attr, &lo, &size) == 0)
 				ha_ts.stack_hi = (uint64_t)(uintptr_t)lo + size;
 			pthread_attr_destroy(&attr);
+		}
+		uint64_t lo_ = ha_ts.stack_hi - size, hi_ = ha_ts.stack_hi;
+		uint64_t self = (uint64_t)(uintptr_t)pthread_self();
+		if (hi_ && size && self > lo_ && self < hi_) {
+			/* A glibc thread: its block holds, from the top, the
+			 * descriptor and the static TLS, then the first frame
+			 * (start_thread's return address at most at
+			 * top - static TLS size, the descriptor included). */
+			if (tls_static_size && tls_static_size < hi_ - lo_ &&
+			    hi_ - tls_static_size > (uint64_t)(uintptr_t)&attr)
+				ha_ts.stack_hi = hi_ - tls_static_size;
+		} else if (hi_ && size && main_stack_end > lo_ && main_stack_end < hi_ &&
+		           main_stack_end > (uint64_t)(uintptr_t)&attr) {
+			/* The main thread: _start's frame ends at the entry sp. */
+			uint64_t top = main_stack_end + 64;
+			if (top < hi_)
+				ha_ts.stack_hi = top;
 		}
 	}
 }
@@ -320,6 +346,16 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 		if (t == MAP_FAILED)
 			return; /* no live set: the session samples nothing */
 		ls_table = t;
+	}
+	if (!tls_static_size) {
+		void (*info)(size_t *, size_t *) =
+			(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+		void **end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
+		size_t sz = 0, al = 0;
+		if (info)
+			info(&sz, &al);
+		tls_static_size = sz;
+		main_stack_end = end ? (uint64_t)(uintptr_t)*end : 0;
 	}
 	cfg = *c;
 	n_samples = n_frees = n_untracked = seq = 0;

@@ -38,7 +38,21 @@ struct ha_tstate {
 	uint32_t tid;
 	uint32_t session;       /* the session the countdown was drawn for */
 };
-extern HA_HIDDEN __thread struct ha_tstate ha_ts __attribute__((tls_model("initial-exec")));
+/* All the agent's per-thread state in one initial-exec block: the hooks
+ * reach every field through one GOT load of its offset from %fs (separate
+ * variables cost one GOT load each on the path that does not sample). */
+struct ha_tls {
+	int depth;              /* ha_depth: inside a hook (hooks.h) */
+	int guard;              /* ha_hook_guard: inside our own sampling code */
+	int delegate;           /* operator new delegates to the malloc hook */
+	int dlopen_depth;       /* inside the dlopen hook */
+	uint32_t tcalls[8];     /* per-thread call counts, flushed in batches */
+	struct ha_tstate ts;
+};
+extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
+#define ha_ts (ha_tls.ts)
+#define ha_depth (ha_tls.depth)
+#define ha_hook_guard (ha_tls.guard)
 
 /* Occupancy of the live-set buckets: 0 means "no sampled block hashes
  * here", the cheap negative answer for frees. */

@@ -28,7 +28,7 @@ run_attached() {
 	wait "$pid"
 	[ -n "$tpid" ] && { kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
 	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
-	[ -n "$tpid" ] && grep -E 'samples|unwind' "$work/tool.out" >&2
+	[ -n "$tpid" ] && { cp "$work/tool.out" "$work/last_tool.out"; grep -E 'samples|unwind' "$work/tool.out" >&2; }
 	rm -f "$fifo" "$out"
 }
 
@@ -41,3 +41,5 @@ run_under() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -256,6 +256,9 @@ static void *collector_main(void *arg)
 				free(q);
 		}
 	}
+	uint64_t hits, misses;
+	ha_unwinder_cache_stats(x.unw, &hits, &misses);
+	stat_add(&c->stats.unwind_cached, hits);
 	ha_unwinder_free(x.unw);
 	ha_book_free(x.book);
 	return NULL;

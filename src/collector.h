@@ -24,6 +24,7 @@ struct ha_cmd {
 struct ha_collector_stats {
 	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
 	uint64_t unwind_ns;     /* time spent unwinding */
+	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
 	uint64_t ring_bytes;    /* bytes of records consumed */
 };
 

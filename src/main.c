@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -628,6 +629,16 @@ int main(int argc, char **argv)
 		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
 		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
 		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
+	if (o.verbose && st.samples) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.1f s in all), "
+		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
+		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
+		        100.0 * (double)st.unwind_cached / (double)st.samples);
+	}
 	ha_session_close(&s);
 	close(sigfd);
 	return status;

@@ -104,6 +104,9 @@ struct ha_unwinder {
 	struct page *pages;
 	unsigned pc_gen;
 	double pc_epoch_ms;
+	struct scache *sc;       /* whole-stack results, see scache_lookup */
+	uint64_t sc_hits, sc_misses;
+	int sc_off;              /* stack cache disabled (tests) */
 };
 
 /* Per-call context, the `arg` of every accessor. */
@@ -116,6 +119,45 @@ struct uctx {
 	const struct ha_map *last; /* last mapping hit */
 	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
 };
+
+/* ------------------------------------------------------------------ stack cache
+ *
+ * libunwind's register-state cache takes a lock with two sigprocmask system
+ * calls per frame: a repeated 6-frame stack costs ~3 us.  In front of it, a
+ * cache of whole results: the sample's rip, its stack length and rbp - rsp
+ * pick a set; an entry holds, for every step of the walk, where (offset
+ * from rsp) the return address and the saved rbp were read and their
+ * values.  The walk is a function of the code (fixed while the maps do not
+ * change), the captured registers and the words it read; when every word it
+ * read still holds the same value, it would find the same pcs.  Only walks
+ * that read nothing but the copy, ended cleanly and ran through file-backed
+ * code are stored; every hit is verified word by word (untrusted input
+ * costs a miss, never a wrong answer). */
+#define SC_SETS 1024
+#define SC_WAYS 2
+#define SC_FRAMES 64             /* deeper walks are not stored (~4 MB in all) */
+struct sc_word {
+	uint32_t off;            /* offset from rsp of an 8-byte word read */
+	uint64_t val;
+} __attribute__((packed));
+struct sc_ent {
+	uint64_t rip, len, rbp_off;
+	unsigned gen;            /* maps_gen when stored; 0 = empty */
+	int max, n, nw;
+	uint64_t pcs[SC_FRAMES];
+	struct sc_word w[2 * SC_FRAMES];
+};
+struct scache {
+	struct sc_ent e[SC_SETS][SC_WAYS];
+	unsigned rr[SC_SETS];
+};
+
+static unsigned sc_set(uint64_t rip, uint64_t len, uint64_t rbp_off)
+{
+	uint64_t h = (rip * 0x9E3779B97F4A7C15ULL) ^ (len * 0xC2B2AE3D27D4EB4FULL) ^ rbp_off;
+	h ^= h >> 29;
+	return (unsigned)(h % SC_SETS);
+}
 
 /* ------------------------------------------------------------------ images */
 
@@ -673,7 +715,20 @@ void ha_unwinder_free(struct ha_unwinder *u)
 	ha_maps_free(&u->maps);
 	free(u->mi);
 	free(u->pages);
+	free(u->sc);
 	free(u);
+}
+
+void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on)
+{
+	if (u)
+		u->sc_off = !on;
+}
+
+void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64_t *misses)
+{
+	*hits = u ? u->sc_hits : 0;
+	*misses = u ? u->sc_misses : 0;
 }
 
 void ha_unwinder_maps_changed(struct ha_unwinder *u)
@@ -684,7 +739,32 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u)
 	u->pc_gen++;            /* live pages: refetch in any case */
 }
 
-static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max)
+/* Where the step that led to cur read reg: an offset into the copy, or -1. */
+static int64_t saved_off(struct uctx *c, unw_cursor_t *cur, int reg)
+{
+	unw_save_loc_t loc;
+	if (unw_get_save_loc(cur, reg, &loc) < 0 || loc.type != UNW_SLT_MEMORY)
+		return -1;
+	if (loc.u.addr < c->lo || loc.u.addr >= c->hi || c->hi - loc.u.addr < 8)
+		return -1;
+	return (int64_t)(loc.u.addr - c->lo);
+}
+
+static void sc_note(struct sc_ent *e, struct uctx *c, int64_t off)
+{
+	if (off < 0 || off > UINT32_MAX || e->nw >= 2 * SC_FRAMES) {
+		e->nw = -1;
+		return;
+	}
+	if (e->nw < 0)
+		return;
+	struct sc_word *w = &e->w[e->nw++];
+	w->off = (uint32_t)off;
+	memcpy(&w->val, c->stack + off, 8);
+}
+
+static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
+                       struct sc_ent *rec)
 {
 	unw_cursor_t cur;
 	unw_word_t ip, sp, prev_ip, prev_sp;
@@ -701,18 +781,44 @@ static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int
 	pcs[n++] = c->regs->rip;
 	prev_ip = c->regs->rip;
 	prev_sp = c->regs->rsp;
+	if (rec) {
+		rec->nw = 0;
+		rec->n = 0;
+	}
 	while (n < max) {
-		if (unw_step(&cur) <= 0)
+		int st = unw_step(&cur);
+		if (st <= 0) {
+			if (st < 0 && rec)
+				rec->nw = -1;   /* an error, not the outermost frame */
 			break;
+		}
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0 ||
-		    unw_get_reg(&cur, UNW_REG_SP, &sp) < 0)
+		    unw_get_reg(&cur, UNW_REG_SP, &sp) < 0) {
+			if (rec)
+				rec->nw = -1;
 			break;
-		if (ip == prev_ip && sp == prev_sp)
+		}
+		if (rec) {
+			int64_t ro = saved_off(c, &cur, UNW_X86_64_RIP);
+			int64_t bo = saved_off(c, &cur, UNW_X86_64_RBP);
+			sc_note(rec, c, ro);
+			if (bo >= 0)
+				sc_note(rec, c, bo);
+			const struct ha_map *m = ha_maps_find_addr(&u->maps, ip);
+			if (!m || (!m->inode && strcmp(m->path, "[vdso]") != 0))
+				rec->nw = -1;   /* anonymous code (JIT) may change */
+		}
+		if (ip == prev_ip && sp == prev_sp) {
+			if (rec)
+				rec->nw = -1;
 			break;          /* no progress: a loop */
+		}
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = sp;
 	}
+	if (rec && n > SC_FRAMES)
+		rec->nw = -1;
 	return n;
 }
 
@@ -742,10 +848,53 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		u->pc_gen++;
 		u->pc_epoch_ms = now;
 	}
-	n = unwind_once(u, &c, pcs, max);
+	/* The whole-stack cache first. */
+	uint64_t rbp_off = regs->rbp - regs->rsp;
+	struct sc_ent *way = NULL, *rec = NULL;
+	unsigned set = 0;
+	if (!u->sc && !u->sc_off)
+		u->sc = calloc(1, sizeof *u->sc);
+	if (u->sc && !u->sc_off && u->maps_gen) {
+		set = sc_set(regs->rip, stack_len, rbp_off);
+		way = u->sc->e[set];
+		for (int i = 0; i < SC_WAYS; i++) {
+			struct sc_ent *e = &way[i];
+			if (e->gen != u->maps_gen || e->rip != regs->rip || e->len != stack_len ||
+			    e->rbp_off != rbp_off || e->max != max)
+				continue;
+			int k;
+			for (k = 0; k < e->nw; k++)
+				if (memcmp(&e->w[k].val, stack + e->w[k].off, 8) != 0)
+					break;
+			if (k < e->nw)
+				continue;
+			memcpy(pcs, e->pcs, (size_t)e->n * sizeof *pcs);
+			u->sc_hits++;
+			return e->n;
+		}
+		rec = &way[u->sc->rr[set] % SC_WAYS];
+	}
+	u->sc_misses++;
+	unsigned gen0 = u->maps_gen;
+	n = unwind_once(u, &c, pcs, max, rec);
 	/* A pc in no mapping: something was mapped since we read maps (dlopen,
 	 * JIT).  Re-read them (rate-limited) and try again. */
 	if (c.unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && refresh(u))
-		n = unwind_once(u, &c, pcs, max);
+		n = unwind_once(u, &c, pcs, max, rec);
+	if (rec) {
+		if (rec->nw >= 0 && !c.unknown_ip && n >= 1 && n <= SC_FRAMES &&
+		    gen0 == u->maps_gen) {
+			rec->rip = regs->rip;
+			rec->len = stack_len;
+			rec->rbp_off = rbp_off;
+			rec->max = max;
+			rec->n = n;
+			memcpy(rec->pcs, pcs, (size_t)n * sizeof *pcs);
+			rec->gen = u->maps_gen;
+			u->sc->rr[set]++;
+		} else {
+			rec->gen = 0;   /* what it held was overwritten */
+		}
+	}
 	return n;
 }

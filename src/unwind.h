@@ -31,4 +31,9 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u);
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max);
 
+/* Whole-stack cache: unwinds answered from it, and walked. */
+/* Turn the whole-stack cache off (0) or on (1, the default). */
+void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on);
+void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64_t *misses);
+
 #endif

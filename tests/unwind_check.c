@@ -450,6 +450,60 @@ static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 	printf("robustness: truncated, empty, capped, rip=0, junk and looping stacks handled\n");
 }
 
+/* The whole-stack cache never answers differently from a walk: with every
+ * word of a real copy changed in turn, a cached unwinder (warm with the
+ * original) and one without the cache agree. */
+static void cache_agrees(struct ha_unwinder *u, pid_t pid, const struct uc_record *r)
+{
+	char err[200];
+	struct ha_unwinder *plain = ha_unwinder_new(pid, err, sizeof err);
+	struct ha_regs regs;
+	uint64_t a[MAX_PCS], b[MAX_PCS];
+	uint64_t hits0, hits, misses;
+	size_t len = r->stack_len & ~(size_t)7;
+	uint8_t *copy = malloc(len ? len : 1);
+	int bad = 0;
+
+	CHECK(plain != NULL, "second unwinder: %s", err);
+	if (!plain || !copy) {
+		ha_unwinder_free(plain);
+		free(copy);
+		return;
+	}
+	ha_unwinder_set_stack_cache(plain, 0);
+	rec_regs(r, &regs);
+	memcpy(copy, r + 1, len);
+	ha_unwind(u, &regs, copy, len, a, MAX_PCS);
+	ha_unwinder_cache_stats(u, &hits0, &misses);
+	int na = ha_unwind(u, &regs, copy, len, a, MAX_PCS);
+	ha_unwinder_cache_stats(u, &hits, &misses);
+	CHECK(hits == hits0 + 1, "a repeated stack is answered by the cache (%llu hits)",
+	      (unsigned long long)(hits - hits0));
+	int nb = ha_unwind(plain, &regs, copy, len, b, MAX_PCS);
+	CHECK(na == nb && memcmp(a, b, (size_t)(na > 0 ? na : 0) * 8) == 0,
+	      "cached and walked unwinds differ (%d vs %d frames)", na, nb);
+	for (size_t off = 0; off + 8 <= len && off < 8192; off += 8) {
+		uint64_t w;
+		memcpy(&w, copy + off, 8);
+		uint64_t junk = w ^ 0x5a5a5a5a5a5a5a5aULL;
+		memcpy(copy + off, &junk, 8);
+		na = ha_unwind(u, &regs, copy, len, a, MAX_PCS);
+		nb = ha_unwind(plain, &regs, copy, len, b, MAX_PCS);
+		if (na != nb || (na > 0 && memcmp(a, b, (size_t)na * 8) != 0))
+			bad++;
+		memcpy(copy + off, &w, 8);
+		/* and the original again, from the cache or not */
+		na = ha_unwind(u, &regs, copy, len, a, MAX_PCS);
+		nb = ha_unwind(plain, &regs, copy, len, b, MAX_PCS);
+		if (na != nb || (na > 0 && memcmp(a, b, (size_t)na * 8) != 0))
+			bad++;
+	}
+	CHECK(bad == 0, "stack cache: %d answers differ from a walk", bad);
+	printf("stack cache: agrees with a walk on %zu altered copies\n", len / 8);
+	ha_unwinder_free(plain);
+	free(copy);
+}
+
 /* Unwind + symbolize one capture of process pid; print the frames. */
 static int unwind_sym(const char *label, struct ha_unwinder *u, struct ha_symbolizer *s,
                       const struct uc_record *r, uint64_t *pcs, struct ha_sym_frame *f, int *fpc,
@@ -528,6 +582,7 @@ static int self_test(void)
 	bench("chain", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
 	bench_sym(s, pcs, n);
 	abuse(u, ch.rec);
+	cache_agrees(u, ch.pid, ch.rec);
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
 	reap(&ch);
@@ -565,6 +620,7 @@ static int self_test(void)
 	}
 	rec_regs(ch.rec, &regs);
 	bench("qsort", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
+	cache_agrees(u, ch.pid, ch.rec);
 	{
 		/* The target exits; samples still in the ring must be handled. */
 		size_t len = sizeof *ch.rec + ch.rec->stack_len;
