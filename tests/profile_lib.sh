@@ -1,6 +1,20 @@
 # tests/profile_lib.sh -- helpers for the tests of real profiles (issue 3),
 # on top of lib.sh: snapshots on demand, heapdiff output parsing.
 
+# start_profiled LABEL TARGET [heapattach args...]: start $TARGETS/TARGET,
+# wait until it is blocked reading its stdin, attach heapattach in the
+# background with the given arguments and wait for "agent ready".  Sets pid
+# (and TPID, TFD, TOUT, HAPID, HA_ERR as start_target and start_ha do).
+start_profiled() {
+	local label=$1 target=$2
+	shift 2
+	start_target "$label" "$target"
+	pid=$TPID
+	wait_syscall "$pid" "$pid" "$NR_READ"
+	start_ha "$@" "$pid"
+	wait_ready "$pid" "$target"
+}
+
 # snapshots DB: number of snapshots written so far.
 snapshots() {
 	sqlite3 "$1" 'SELECT count(*) FROM snapshots' 2>/dev/null || echo 0

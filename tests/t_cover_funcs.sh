@@ -14,11 +14,7 @@ require_all cover_alloc
 
 N=50
 db=$W/funcs.db
-start_target cover cover_alloc
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
-wait_ready "$pid" cover_alloc
+start_profiled cover cover_alloc -q -i 1 --block -s 3600 -o "$db"
 send "$TFD" "all $N"
 wait_line "$TOUT" "^done all $N\$"
 snapshot_now "$db"

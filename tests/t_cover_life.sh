@@ -16,11 +16,7 @@
 require_all cover_alloc
 
 db=$W/life.db
-start_target life cover_alloc
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
-wait_ready "$pid" cover_alloc
+start_profiled life cover_alloc -q -i 1 --block -s 3600 -o "$db"
 send "$TFD" "threads 2000 4096"
 wait_line "$TOUT" '^done threads 2000 4096$' 60
 grep -qx 'threads made 2000' "$TOUT" || fail "not all 2000 threads were made"

@@ -14,11 +14,7 @@ profile() {
 	local n=$1 len=$2
 	shift 2
 	db=$W/mmap-$RANDOM.db
-	start_target "mm$n" cover_alloc
-	pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
-	start_ha -q -s 3600 -o "$db" "$@" "$pid"
-	wait_ready "$pid" cover_alloc
+	start_profiled "mm$n" cover_alloc -q -s 3600 -o "$db" "$@"
 	snapshot_now "$db"
 	send "$TFD" "mmapleak $n $len"
 	wait_line "$TOUT" "^done mmapleak $n $len\$"

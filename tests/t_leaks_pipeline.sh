@@ -12,11 +12,7 @@ require_all leak_trend
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 
 db=$W/trend.db
-start_target lt leak_trend
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
-wait_ready "$pid" leak_trend
+start_profiled lt leak_trend -q -i 1 --block -s 3600 -o "$db"
 send "$TFD" pool
 wait_line "$TOUT" '^done pool$'
 snapshot_now "$db"

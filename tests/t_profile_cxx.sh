@@ -6,11 +6,7 @@
 require_all cxx_alloc
 
 db=$W/cxx.db
-start_target cxx cxx_alloc
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 4096 -s 3600 -o "$db" "$pid"
-wait_ready "$pid" cxx_alloc
+start_profiled cxx cxx_alloc -q -i 4096 -s 3600 -o "$db"
 send "$TFD" go
 wait_line "$TOUT" '^done 40000$'
 detach_by_signal INT "$pid"

@@ -7,11 +7,7 @@
 require_all leak_cmd
 
 db=$W/k9.db
-start_target leak leak_cmd
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 4096 -s 0.2 -o "$db" "$pid"
-wait_ready "$pid" leak_cmd
+start_profiled leak leak_cmd -q -i 4096 -s 0.2 -o "$db"
 send "$TFD" "churn 200000"
 wait_for 30 '[ "$(snapshots "$db")" -ge 3 ]' || fail "fewer than 3 snapshots after 30 s"
 kill -KILL "$HAPID"

@@ -10,11 +10,7 @@ require_all leak_cmd
 # profile INTERVAL_ARGS... : one session; leaves heapdiff output in $W/diff.
 profile() {
 	local db=$W/leak-$RANDOM.db
-	start_target "leak$N" leak_cmd
-	pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
-	start_ha -q -s 3600 -o "$db" "$@" "$pid"
-	wait_ready "$pid" leak_cmd
+	start_profiled "leak$N" leak_cmd -q -s 3600 -o "$db" "$@"
 	send "$TFD" "churn 20000"
 	wait_line "$TOUT" '^done churn 20000'
 	snapshot_now "$db"

@@ -9,11 +9,7 @@
 require_all size_classes
 
 db=$W/sizes.db
-start_target sizes size_classes
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 64K --block -s 3600 -o "$db" "$pid"
-wait_ready "$pid" size_classes
+start_profiled sizes size_classes -q -i 64K --block -s 3600 -o "$db"
 send "$TFD" go
 wait_line "$TOUT" '^done [0-9]+$'
 total=$(sed -n 's/^done //p' "$TOUT")

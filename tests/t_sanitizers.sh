@@ -20,11 +20,7 @@ export LSAN_OPTIONS=suppressions=$W/lsan.supp
 
 HA=$HA_BUILDDIR/src/heapattach_san
 db=$W/san.db
-start_target leak leak_cmd
-pid=$TPID
-wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -i 4096 -s 3600 -o "$db" "$pid"
-wait_ready "$pid" leak_cmd
+start_profiled leak leak_cmd -q -i 4096 -s 3600 -o "$db"
 send "$TFD" "churn 20000"
 wait_line "$TOUT" '^done churn 20000'
 snapshot_now "$db"
