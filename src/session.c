@@ -255,8 +255,15 @@ int ha_session_handshake(struct ha_session *s, const struct ha_msg_config *cfg,
 	double deadline = ha_now_ms() + timeout_ms;
 	struct ha_msg m;
 
-	if (accept_agent(s, deadline, err, errlen) ||
-	    recv_msg(s, &m, HA_MSG_HELLO, deadline, err, errlen))
+	if (accept_agent(s, deadline, err, errlen))
+		return -1;
+	/* Connected: nobody needs the name any more.  Removing it now means
+	 * even a kill -9 of the attacher leaves nothing behind in the target's
+	 * /tmp. */
+	unlink(s->sock);
+	rmdir(s->dir);
+	s->sock[0] = s->dir[0] = '\0';
+	if (recv_msg(s, &m, HA_MSG_HELLO, deadline, err, errlen))
 		return -1;
 	if (m.u.hello.pid != s->pid) {
 		ha_err(err, errlen, "the agent says it runs in pid %d, not %d", (int)m.u.hello.pid,

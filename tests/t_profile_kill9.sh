@@ -24,6 +24,10 @@ wait_exit "$pid" 10 || fail "leak_cmd did not exit after quit"
 [ "$RC" = 0 ] || fail "leak_cmd exited $RC"
 grep -q '^kept 10 blocks$' "$TOUT" || fail "leak_cmd's result is wrong: $(tail -n 1 "$TOUT")"
 
+# The socket's name was removed once the agent connected: nothing stale in
+# the target's /tmp.
+stale=$(ls -d /tmp/heapattach-"$pid"-* 2>/dev/null)
+[ -z "$stale" ] || fail "kill -9 left the socket directory behind: $stale"
 [ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check failed after kill -9"
 n=$(snapshots "$db")
 [ "$n" -ge 3 ] || fail "only $n snapshots survived"
