@@ -40,6 +40,11 @@ heapdiff_rows() {
 	' "$1"
 }
 
+# within PCT VALUE TRUTH: |VALUE - TRUTH| <= PCT% of TRUTH.
+within() {
+	awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { e = (v - t) / t; if (e < 0) e = -e; exit !(e <= p / 100) }'
+}
+
 # compile_c OUT SRC [gcc args...]: build a helper program at test time.
 compile_c() {
 	local out=$1 src=$2

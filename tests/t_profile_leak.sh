@@ -44,7 +44,7 @@ profile
 read -r bytes objects leaf < <(heapdiff_rows "$W/diff" | head -n 1)
 [ "$leaf" = leak_here ] || fail "top growth at the default interval is '$leaf', expected leak_here"
 truth=$((N * SIZE))
-awk -v b="${bytes#+}" -v t="$truth" 'BEGIN { e = (b - t) / t; if (e < 0) e = -e; exit !(e <= 0.25) }' ||
+within 25 "${bytes#+}" "$truth" ||
 	fail "leak_here estimate $bytes is not within 25% of $truth"
 log "default interval: leak_here estimated $bytes for $truth ($(awk -v b="${bytes#+}" -v t="$truth" 'BEGIN { printf "%+.1f%%", 100 * (b - t) / t }'))"
 echo ok

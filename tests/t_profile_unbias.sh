@@ -27,7 +27,7 @@ cat "$W/classes" | sed 's/^/    /'
 for fn in alloc_32b alloc_1k alloc_32k alloc_1m; do
 	est=$(awk -F'|' -v f="$fn" '$1 == f { print $2 }' "$W/classes")
 	[ -n "$est" ] || fail "no estimate for $fn"
-	awk -v e="$est" -v t="$total" 'BEGIN { d = (e - t) / t; if (d < 0) d = -d; exit !(d <= 0.10) }' ||
+	within 10 "$est" "$total" ||
 		fail "$fn: estimated $est bytes allocated, truth $total: more than 10% off"
 	log "$fn: $(awk -v e="$est" -v t="$total" 'BEGIN { printf "%+.2f%%", 100 * (e - t) / t }')"
 done
