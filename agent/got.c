@@ -486,6 +486,19 @@ static void patch_slot(const struct mod *m, int t, uintptr_t slot)
 	e->slot = 0;  /* not patched; compact() removes it */
 }
 
+/* mmap & co. called by a module that provides malloc itself (jemalloc,
+ * tcmalloc, a program with its own allocator) are that allocator getting
+ * memory for its heap, whose blocks the malloc hooks already count.  Those
+ * slots are left alone: the tail-calling malloc hooks cannot mark the
+ * allocator's own calls the way a depth counter would (hooks.c). */
+static int is_allocator_mapping(const struct mod *m, int t)
+{
+	if (t != HA_HOOK_MMAP && t != HA_HOOK_MMAP64 && t != HA_HOOK_MUNMAP && t != HA_HOOK_MREMAP)
+		return 0;
+	uintptr_t real_malloc = ha_hooks_real(HA_HOOK_MALLOC);
+	return real_malloc && mod_contains(m->info, real_malloc, 1, NULL);
+}
+
 static void scan_relocs(const struct mod *m, const ElfW(Rela) *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -499,7 +512,7 @@ static void scan_relocs(const struct mod *m, const ElfW(Rela) *r, size_t n)
 		if (!sym)
 			continue;
 		int t = sym_target(m, sym);
-		if (t < 0)
+		if (t < 0 || is_allocator_mapping(m, t))
 			continue;
 		patch_slot(m, t, m->base + r[i].r_offset);
 	}

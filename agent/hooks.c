@@ -4,21 +4,30 @@
  * and delete in every variant, jemalloc's *allocx, anonymous mmap / munmap /
  * mremap (their own kind of memory) and dlopen.
  *
- * The path that does not sample: call the real function, bump a per-thread
- * call counter, subtract the size from the per-thread sampling countdown.
- * Only when the countdown runs out does sampler.c capture a stack and write
- * to the ring; only a free of a block the live set may hold goes there too.
- * errno and the return value are exactly what the real function left:
- * nothing on the fast path can change errno, and the sampling path saves it.
+ * The path that does not sample: bump a per-thread call counter, subtract
+ * the size from the per-thread sampling countdown (or, for a free, look the
+ * address up in the live set's occupancy filter), then jump to the real
+ * function: a tail call, no frame of ours while the allocator runs.  Only
+ * when the countdown runs out does an out-of-line slow path call the real
+ * function itself and have sampler.c capture a stack and write to the ring;
+ * only a free of a block the filter may hold goes there too.  errno and the
+ * return value are exactly what the real function left: nothing on the
+ * fast path can change errno, and the sampling path saves it.
  *
- * Counted once: every hook raises the per-thread depth ha_depth around its
- * real call (except operator new, which delegates: see ha_delegate).  A hook entered with ha_depth > 0 (operator new calling malloc
- * through libstdc++'s GOT, reallocarray calling realloc, jemalloc calling
- * mmap for its arenas, a signal handler interrupting the real allocator)
- * only forwards.  Frees still look at the live set when nested (a cheap
- * negative filter; it can only remove what was sampled).  operator new may
- * throw: the depth is put back by a cleanup (the agent is built with
- * -fexceptions, so the C++ unwinder runs it and passes through our frame).
+ * Counted once: the slow paths, and the hooks that are not tail calls,
+ * raise the per-thread depth ha_depth around their real call; a hook
+ * entered with ha_depth > 0 (reallocarray calling realloc, a signal
+ * handler interrupting one of them) only forwards.  operator new delegates
+ * to the malloc hook it reaches through libstdc++'s GOT (see ha_delegate),
+ * operator delete to the free hook (both only look at the filter
+ * themselves, so a replacement operator that does not call malloc or free
+ * is still seen).  operator new may throw: nothing of ours is left to undo
+ * (the agent is built with -fexceptions, so the C++ unwinder passes through
+ * our frame).  The tail-calling hooks cannot raise the depth; nothing we
+ * hook is reached from inside them through a GOT slot (glibc's allocator
+ * calls mmap directly, and got.c does not hook mmap & co in a module that
+ * provides malloc itself: jemalloc's or tcmalloc's own mappings are their
+ * heap, already counted block by block).
  *
  * Mappings: only anonymous ones, and not PROT_NONE reservations (address
  * space, not memory).  They share the countdown with the heap (sampled on
@@ -93,18 +102,28 @@ static uintptr_t ha_real[HA_HOOK_COUNT];
 /* Copy of ha_real[HA_HOOK_DLOPEN] for the assembler stub. */
 HA_HIDDEN uintptr_t ha_dlopen_real;
 
-/* Calls are counted per thread and added to the shared counters in batches:
- * a shared atomic on every call would cost more than the sampling itself. */
-#define HA_COUNT_BATCH 64   /* one shared atomic per 64 calls: cheap, and a short
-                               * session still shows its calls */
-#define ha_tcalls (ha_tls.tcalls)
-_Static_assert(C_COUNT <= sizeof ha_tcalls / sizeof ha_tcalls[0], "ha_tls.tcalls too small");
+/* Calls are counted per thread with one increment and added to the shared
+ * counters from the sampling path (ha_hooks_flush_counts): a shared atomic,
+ * or even a compare-and-flush, on every call would cost as much as the rest
+ * of the fast path.  The totals lag each thread by its calls since it last
+ * sampled (or, outside a session, since it last crossed the dormant
+ * countdown): a statistic, not an exact count. */
+#define HA_COUNT_BATCH 1024  /* at most one shared atomic per class per batch */
+_Static_assert(C_COUNT <= sizeof ha_tls.calls / sizeof ha_tls.calls[0], "ha_tls.calls too small");
 
 static inline void ha_count(int c)
 {
-	if (__builtin_expect(++ha_tcalls[c] == HA_COUNT_BATCH, 0)) {
-		ha_tcalls[c] = 0;
-		__atomic_fetch_add(&ha_calls[c].v, HA_COUNT_BATCH, __ATOMIC_RELAXED);
+	ha_tls.calls[c]++;
+}
+
+void ha_hooks_flush_counts(int force)
+{
+	for (int c = 0; c < C_COUNT; c++) {
+		uint64_t d = ha_tls.calls[c] - ha_tls.flushed[c];
+		if (d && (force || d >= HA_COUNT_BATCH)) {
+			__atomic_fetch_add(&ha_calls[c].v, d, __ATOMIC_RELAXED);
+			ha_tls.flushed[c] = ha_tls.calls[c];
+		}
 	}
 }
 
@@ -125,6 +144,8 @@ static inline void depth_leave(int *unused)
 #define DEPTH_SCOPE()                                                 \
 	int ha_depth_scope __attribute__((cleanup(depth_leave), unused)) = ++ha_depth
 
+__attribute__((noinline, cold)) static void free_filtered(void *ptr);
+
 static inline void *after_alloc(void *p, size_t size, int counter, enum ha_alloc_func fn)
 {
 	ha_delegate = 0;
@@ -134,14 +155,13 @@ static inline void *after_alloc(void *p, size_t size, int counter, enum ha_alloc
 	return p;
 }
 
+/* Every free-like hook: count, and send the free if the filter says the
+ * block may be a sampled one (see free_filtered). */
 static inline void before_free(void *ptr, int counter)
 {
-	if (!ha_depth)
-		ha_count(counter);
-	/* Before the real free: once the block is back in the allocator another
-	 * thread may get the same address, sample it and overtake our record. */
-	if (ptr && ha_ls_maybe(ptr))
-		ha_sample_free(ptr);
+	ha_count(counter);
+	if (__builtin_expect(ha_ls_maybe(ptr), 0))
+		free_filtered(ptr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -158,7 +178,17 @@ typedef void *(*align_fn)(size_t, size_t);
 typedef void (*free2_fn)(void *, size_t);
 typedef void (*free3_fn)(void *, size_t, size_t);
 
-void *ha_hook_malloc(size_t size)
+/* Slow paths of the hooks above (out of line, so that the fast path stays
+ * a handful of instructions and a jump). */
+__attribute__((noinline, cold)) static void free_filtered(void *ptr)
+{
+	/* Before the real free: once the block is back in the allocator another
+	 * thread may get the same address, sample it and overtake our record. */
+	if (ptr)
+		ha_sample_free(ptr);
+}
+
+__attribute__((noinline, cold)) static void *malloc_sampled(size_t size)
 {
 	if (ha_depth)
 		return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
@@ -167,17 +197,13 @@ void *ha_hook_malloc(size_t size)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_MALLOC, malloc_fn)(size);
 	}
-	return after_alloc(p, size, C_MALLOC, HA_FN_MALLOC);
+	if (p)
+		ha_sample_alloc(p, size, HA_FN_MALLOC, HA_REC_KIND_HEAP);
+	return p;
 }
 
-void ha_hook_free(void *ptr)
-{
-	before_free(ptr, C_FREE);
-	DEPTH_SCOPE();
-	REAL(HA_HOOK_FREE, free_fn)(ptr);
-}
-
-void *ha_hook_calloc(size_t nmemb, size_t size)
+__attribute__((noinline, cold)) static void *calloc_sampled(size_t nmemb, size_t size,
+                                                            size_t total)
 {
 	if (ha_depth)
 		return REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
@@ -186,25 +212,74 @@ void *ha_hook_calloc(size_t nmemb, size_t size)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
 	}
-	/* A non-NULL result means nmemb * size did not overflow. */
-	return after_alloc(p, p ? nmemb * size : 0, C_CALLOC, HA_FN_CALLOC);
+	if (p)
+		ha_sample_alloc(p, total, HA_FN_CALLOC, HA_REC_KIND_HEAP);
+	return p;
 }
 
-void *ha_hook_realloc(void *ptr, size_t size)
+__attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t size)
 {
 	if (ha_depth)
 		return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
-	/* The old block leaves the live set first (see before_free).  If the
-	 * real realloc then fails, the block stays allocated but is no longer
-	 * counted: rare, and it errs towards less, never more, live heap. */
-	if (ptr && ha_ls_maybe(ptr))
-		ha_sample_free(ptr);
 	void *p;
 	{
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
 	}
-	return after_alloc(p, size, C_REALLOC, HA_FN_REALLOC);
+	if (p)
+		ha_sample_alloc(p, size, HA_FN_REALLOC, HA_REC_KIND_HEAP);
+	return p;
+}
+
+/* The path that does not sample, for the hottest hooks: count, take the
+ * size off the countdown, look at the free filter, and jump to the real
+ * function.  These are tail calls: no frame of ours while the allocator
+ * runs and nothing to do after it, so no depth either.  That is safe
+ * because nothing we hook is reached through a GOT slot from inside them:
+ * glibc's allocator calls mmap & co directly, and in a module that
+ * provides its own malloc (jemalloc, tcmalloc) got.c leaves the mmap slots
+ * alone.  An allocation nested in another hook's real call (ha_depth > 0)
+ * still counts against the countdown; if it makes it run out, the slow
+ * path forwards it and the next allocation at depth 0 is sampled. */
+void *ha_hook_malloc(size_t size)
+{
+	ha_count(C_MALLOC);
+	ha_delegate = 0;
+	if (__builtin_expect(ha_sampler_due(size), 0))
+		return malloc_sampled(size);
+	return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
+}
+
+void ha_hook_free(void *ptr)
+{
+	before_free(ptr, C_FREE);
+	REAL(HA_HOOK_FREE, free_fn)(ptr);
+}
+
+void *ha_hook_calloc(size_t nmemb, size_t size)
+{
+	size_t total;
+	ha_count(C_CALLOC);
+	ha_delegate = 0;
+	/* On overflow the real calloc fails: nothing to count. */
+	if (!__builtin_mul_overflow(nmemb, size, &total) &&
+	    __builtin_expect(ha_sampler_due(total), 0))
+		return calloc_sampled(nmemb, size, total);
+	return REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
+}
+
+void *ha_hook_realloc(void *ptr, size_t size)
+{
+	ha_count(C_REALLOC);
+	ha_delegate = 0;
+	/* The old block leaves the live set first (see free_filtered).  If the
+	 * real realloc then fails, the block stays allocated but is no longer
+	 * counted: rare, and it errs towards less, never more, live heap. */
+	if (__builtin_expect(ha_ls_maybe(ptr), 0))
+		free_filtered(ptr);
+	if (__builtin_expect(ha_sampler_due(size), 0))
+		return realloc_sampled(ptr, size);
+	return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
 }
 
 static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
@@ -276,14 +351,12 @@ static void *ha_hook_pvalloc(size_t size)
 static void ha_hook_free_sized(void *ptr, size_t size)
 {
 	before_free(ptr, C_FREE);
-	DEPTH_SCOPE();
 	REAL(HA_HOOK_FREE_SIZED, free2_fn)(ptr, size);
 }
 
 static void ha_hook_free_aligned_sized(void *ptr, size_t align, size_t size)
 {
 	before_free(ptr, C_FREE);
-	DEPTH_SCOPE();
 	REAL(HA_HOOK_FREE_ALIGNED_SIZED, free3_fn)(ptr, align, size);
 }
 
@@ -334,26 +407,26 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 		ha_delegate = 0;                                              \
 		return after_alloc(p, size, C_MALLOC, AFN);                   \
 	}
-#define DEL1(name, FN)                                                \
-	static void name(void *ptr)                                       \
-	{                                                                 \
-		before_free(ptr, C_FREE);                                     \
-		DEPTH_SCOPE();                                                \
-		REAL(FN, del1_fn)(ptr);                                       \
+#define DEL1(name, FN)                                            \
+	static void name(void *ptr)                                   \
+	{                                                             \
+		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
+			free_filtered(ptr);                                   \
+		REAL(FN, del1_fn)(ptr);                                   \
 	}
-#define DEL2(name, FN)                                                \
-	static void name(void *ptr, uintptr_t a)                          \
-	{                                                                 \
-		before_free(ptr, C_FREE);                                     \
-		DEPTH_SCOPE();                                                \
-		REAL(FN, del2_fn)(ptr, a);                                    \
+#define DEL2(name, FN)                                            \
+	static void name(void *ptr, uintptr_t a)                      \
+	{                                                             \
+		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
+			free_filtered(ptr);                                   \
+		REAL(FN, del2_fn)(ptr, a);                                \
 	}
-#define DEL3(name, FN)                                                \
-	static void name(void *ptr, uintptr_t a, uintptr_t b)             \
-	{                                                                 \
-		before_free(ptr, C_FREE);                                     \
-		DEPTH_SCOPE();                                                \
-		REAL(FN, del3_fn)(ptr, a, b);                                 \
+#define DEL3(name, FN)                                            \
+	static void name(void *ptr, uintptr_t a, uintptr_t b)         \
+	{                                                             \
+		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
+			free_filtered(ptr);                                   \
+		REAL(FN, del3_fn)(ptr, a, b);                             \
 	}
 
 NEW1(ha_hook_nw, HA_HOOK_NW, HA_FN_NEW)
@@ -434,14 +507,12 @@ static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
 static void ha_hook_sdallocx(void *ptr, size_t size, int flags)
 {
 	before_free(ptr, C_FREE);
-	DEPTH_SCOPE();
 	REAL(HA_HOOK_SDALLOCX, sdallocx_fn)(ptr, size, flags);
 }
 
 static void ha_hook_dallocx(void *ptr, int flags)
 {
 	before_free(ptr, C_FREE);
-	DEPTH_SCOPE();
 	REAL(HA_HOOK_DALLOCX, dallocx_fn)(ptr, flags);
 }
 

@@ -268,6 +268,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 		ha_ts.countdown = DORMANT_COUNTDOWN;
+		ha_hooks_flush_counts(1);
 		goto out;
 	}
 	ha_hook_guard = 1;
@@ -276,6 +277,8 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		/* First look at this session: start a fresh countdown here (the
 		 * exponential has no memory, so this adds no bias). */
 		ha_ts.session = sess;
+		/* Calls made before this session are not its calls. */
+		memcpy(ha_tls.flushed, ha_tls.calls, sizeof ha_tls.flushed);
 		if (cfg.interval > 1) {
 			ha_ts.countdown = draw_countdown(cfg.interval);
 			ha_hook_guard = 0;
@@ -283,6 +286,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		}
 	}
 	ha_ts.countdown = draw_countdown(cfg.interval);
+	ha_hooks_flush_counts(0);
 	if (p && ring_enter()) {
 		if (ls_insert(p)) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)

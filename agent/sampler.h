@@ -46,8 +46,9 @@ struct ha_tls {
 	int guard;              /* ha_hook_guard: inside our own sampling code */
 	int delegate;           /* operator new delegates to the malloc hook */
 	int dlopen_depth;       /* inside the dlopen hook */
-	uint32_t tcalls[8];     /* per-thread call counts, flushed in batches */
 	struct ha_tstate ts;
+	uint64_t calls[6];      /* this thread's calls, by counter class (hooks.c) */
+	uint64_t flushed[6];    /* ...of which already added to the shared totals */
 };
 extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
 #define ha_ts (ha_tls.ts)
@@ -96,6 +97,11 @@ static inline int ha_sampler_mmap_seen(void)
 {
 	return __atomic_load_n(&ha_mmap_seen, __ATOMIC_RELAXED) != 0;
 }
+
+/* Add this thread's call counts to the shared totals (hooks.c): all of
+ * them with force, else only the classes with at least a batch pending.
+ * Called on the sampling path, never on the fast path. */
+HA_HIDDEN void ha_hooks_flush_counts(int force);
 
 /* A session may write to the ring right now. */
 HA_HIDDEN int ha_sampler_active(void);
