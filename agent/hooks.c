@@ -73,7 +73,12 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <stddef.h>
+
+#define HA_STR_(x) #x
+#define HA_STR(x) HA_STR_(x)
 
 /* Per-thread state: fields of ha_tls (sampler.h). */
 #define ha_dlopen_depth (ha_tls.dlopen_depth)
@@ -696,6 +701,58 @@ __asm__(".text\n"
         ".size ha_hook_dlopen, .-ha_hook_dlopen\n");
 
 /* ------------------------------------------------------------------ */
+/* vfork                                                               */
+/* ------------------------------------------------------------------ */
+
+/* A vfork() child runs on its parent thread's stack and TLS, in its memory,
+ * until it execs or exits; the parent thread is suspended meanwhile.  The
+ * hook marks the thread (ha_tls.in_vfork, which the child sees as its own)
+ * around the system call, so that the sampler leaves the child's
+ * allocations alone (ha_sampler_same_process) without a getpid() per
+ * sample.  Like glibc's vfork it keeps the return address in a register:
+ * the child's return overwrites the stack slot the parent returns through.
+ * It makes the system call itself (no real vfork to call afterwards).  A
+ * count, not a flag: a vfork child that vforks again stays marked. */
+HA_HIDDEN pid_t ha_hook_vfork(void);
+HA_HIDDEN long ha_vfork_failed(long err);
+
+long ha_vfork_failed(long err)
+{
+	errno = (int)-err;
+	return -1;
+}
+
+_Static_assert(offsetof(struct ha_tls, in_vfork) == 0, "the vfork stub writes offset 0");
+__asm__(".text\n"
+        ".globl ha_hook_vfork\n"
+        ".hidden ha_hook_vfork\n"
+        ".type ha_hook_vfork, @function\n"
+        "ha_hook_vfork:\n"
+        "\t.cfi_startproc\n"
+        "\tpop %rdi\n"
+        "\t.cfi_adjust_cfa_offset -8\n"
+        "\t.cfi_register %rip, %rdi\n"
+        "\tmovq ha_tls@gottpoff(%rip), %rsi\n"
+        "\taddl $1, %fs:(%rsi)\n"
+        "\tmovl $" HA_STR(SYS_vfork) ", %eax\n"
+        "\tsyscall\n"
+        "\ttest %rax, %rax\n"
+        "\tjz 1f\n"                  /* the child keeps the mark */
+        "\tsubl $1, %fs:(%rsi)\n"    /* the parent, resumed (or vfork failed) */
+        "1:\n"
+        "\tpush %rdi\n"
+        "\t.cfi_adjust_cfa_offset 8\n"
+        "\t.cfi_rel_offset %rip, 0\n"
+        "\tcmp $-4095, %rax\n"
+        "\tjae 2f\n"
+        "\tret\n"
+        "2:\n"
+        "\tmov %rax, %rdi\n"
+        "\tjmp ha_vfork_failed\n"
+        "\t.cfi_endproc\n"
+        ".size ha_hook_vfork, .-ha_hook_vfork\n");
+
+/* ------------------------------------------------------------------ */
 /* Table                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -747,6 +804,7 @@ static const struct hook_def ha_defs[HA_HOOK_COUNT] = {
 	[HA_HOOK_MUNMAP] = { "munmap", (void *)ha_hook_munmap },
 	[HA_HOOK_MREMAP] = { "mremap", (void *)ha_hook_mremap },
 	[HA_HOOK_DLOPEN] = { "dlopen", (void *)ha_hook_dlopen },
+	[HA_HOOK_VFORK] = { "vfork", (void *)ha_hook_vfork },
 };
 
 const char *ha_hooks_name(enum ha_hook_fn fn)

@@ -55,6 +55,8 @@ enum ha_hook_fn {
 	HA_HOOK_MMAP, HA_HOOK_MMAP64, HA_HOOK_MUNMAP, HA_HOOK_MREMAP,
 	/* modules loaded later */
 	HA_HOOK_DLOPEN,
+	/* marks the thread while a vfork() child may run on it */
+	HA_HOOK_VFORK,
 	HA_HOOK_COUNT
 };
 

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +145,7 @@ static void thread_setup(void)
 			pthread_attr_destroy(&attr);
 		}
 		uint64_t lo_ = ha_ts.stack_hi - size, hi_ = ha_ts.stack_hi;
+		ha_ts.stack_lo = lo_;
 		uint64_t self = (uint64_t)(uintptr_t)pthread_self();
 		if (hi_ && size && self > lo_ && self < hi_) {
 			/* A glibc thread: its block holds, from the top, the
@@ -174,15 +176,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Are we the session's process?  Not in a vfork() child (or a raw clone
- * with CLONE_VM) that runs on a thread's stack and TLS and shares the ring
- * and the live set: such a child must never write either.  One system call,
- * on the sampling path only (glibc's getpid() does not cache). */
-int ha_sampler_same_process(void)
-{
-	return (pid_t)syscall(SYS_getpid) == __atomic_load_n(&owner, __ATOMIC_RELAXED);
-}
-
 int ha_sampler_active(void)
 {
 	return __atomic_load_n(&active, __ATOMIC_ACQUIRE) != 0;
@@ -192,14 +185,8 @@ int ha_sampler_active(void)
 static int ring_enter(void)
 {
 	__atomic_fetch_add(&inflight, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST)) {
-		if (ha_sampler_same_process())
-			return 1;
-		/* A vfork child: the parent is suspended until it execs or
-		 * exits, so our count cannot confuse a concurrent stop for long. */
-		__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
-		return 0;
-	}
+	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST))
+		return 1;
 	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
@@ -207,6 +194,27 @@ static int ring_enter(void)
 static void ring_leave(void)
 {
 	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Copy len bytes from addr, which may run into unmapped memory: one iovec
+ * per page, so that process_vm_readv (on our own process: no fault, no
+ * signal) returns exactly the pages before the first hole.  Returns the
+ * bytes copied (0 if the call is refused, e.g. by a seccomp filter). */
+static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
+{
+	enum { PAGE = 4096, MAX_IOV = 64 };
+	struct iovec local = { dst, len }, remote[MAX_IOV];
+	int n = 0;
+	for (uint64_t a = addr, end = addr + len; a < end && n < MAX_IOV; n++) {
+		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
+		if (next > end)
+			next = end;
+		remote[n] = (struct iovec){ (void *)(uintptr_t)a, next - a };
+		a = next;
+	}
+	long got = syscall(SYS_process_vm_readv, __atomic_load_n(&owner, __ATOMIC_RELAXED), &local, 1UL,
+	                   remote, (unsigned long)n, 0UL);
+	return got > 0 ? (uint64_t)got & ~7ull : 0;
 }
 
 /* Capture the registers and copy the stack into a new record.  noinline:
@@ -228,11 +236,15 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	                 :
 	                 : "r"(&r)
 	                 : "rax", "memory");
-	uint64_t lo = r.rsp, hi = ha_ts.stack_hi, len;
+	uint64_t lo = r.rsp, len;
 	uint16_t flags = 0;
-	if (hi <= lo || hi - lo > (64ull << 20))
-		hi = lo + cfg.stack_bytes; /* unknown bounds: the cap only */
-	len = (hi - lo) & ~7ull;
+	/* On this thread's own stack the copy ends at its outermost frame and
+	 * is a plain loop.  Anywhere else (a signal stack, a coroutine's stack,
+	 * a clone child's) the bounds are unknown: copy up to the cap through
+	 * the kernel, which stops at the first unmapped page instead of
+	 * faulting. */
+	int own_stack = lo >= ha_ts.stack_lo && lo < ha_ts.stack_hi;
+	len = own_stack ? (ha_ts.stack_hi - lo) & ~7ull : cfg.stack_bytes & ~7u;
 	if (len > cfg.stack_bytes) {
 		len = cfg.stack_bytes & ~7u;
 		flags |= HA_REC_F_TRUNCATED;
@@ -249,13 +261,17 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	s->tid = ha_ts.tid;
 	s->func = (uint16_t)fn;
 	s->kind = (uint16_t)kind;
-	s->stack_len = (uint32_t)len;
 	s->pad2 = 0;
 	s->regs = r;
-	const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)lo;
 	uint64_t *dst = (uint64_t *)(s + 1);
-	for (uint64_t i = 0; i < len / 8; i++)
-		dst[i] = src[i];
+	if (own_stack) {
+		const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)lo;
+		for (uint64_t i = 0; i < len / 8; i++)
+			dst[i] = src[i];
+	} else {
+		len = copy_unknown_stack(dst, lo, len);
+	}
+	s->stack_len = (uint32_t)len;
 	ha_ring_publish(cfg.ring, rec, rec_len, HA_REC_SAMPLE, flags);
 	__atomic_fetch_add(&n_samples, 1, __ATOMIC_RELAXED);
 }
@@ -263,8 +279,9 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 {
 	int saved_errno = errno;
-	if (ha_hook_guard)
-		goto out; /* an allocation made by our own sampling code */
+	if (ha_hook_guard || !ha_sampler_same_process())
+		goto out; /* an allocation by our own sampling code, or by a vfork
+		           * child (its memory is the parent's: never sampled) */
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 		ha_ts.countdown = DORMANT_COUNTDOWN;

@@ -34,7 +34,8 @@ struct ha_sampler_cfg {
 struct ha_tstate {
 	int64_t countdown;      /* bytes until the next sample */
 	uint64_t rng;
-	uint64_t stack_hi;      /* top of this thread's stack, 0 = unknown */
+	uint64_t stack_lo;      /* this thread's stack: [stack_lo, stack_hi) */
+	uint64_t stack_hi;      /* (hi: its outermost frame), 0 = unknown */
 	uint32_t tid;
 	uint32_t session;       /* the session the countdown was drawn for */
 };
@@ -42,6 +43,8 @@ struct ha_tstate {
  * reach every field through one GOT load of its offset from %fs (separate
  * variables cost one GOT load each on the path that does not sample). */
 struct ha_tls {
+	int in_vfork;           /* a vfork() child may be running on this thread
+	                         * (set by the vfork hook, hooks.c); offset 0 */
 	int depth;              /* ha_depth: inside a hook (hooks.h) */
 	int guard;              /* ha_hook_guard: inside our own sampling code */
 	int delegate;           /* operator new delegates to the malloc hook */
@@ -106,9 +109,12 @@ HA_HIDDEN void ha_hooks_flush_counts(int force);
 /* A session may write to the ring right now. */
 HA_HIDDEN int ha_sampler_active(void);
 
-/* We are the session's process, not a vfork() child running on one of its
- * threads' stack (one system call). */
-HA_HIDDEN int ha_sampler_same_process(void);
+/* We are not a vfork() child running on this thread's stack and TLS (the
+ * vfork hook marks the thread; no system call). */
+static inline int ha_sampler_same_process(void)
+{
+	return !__atomic_load_n(&ha_tls.in_vfork, __ATOMIC_RELAXED);
+}
 
 /* p, for which ha_ls_maybe() said yes, is being freed or moved: if it was a
  * live sampled block, send its free.  Call before the real free. */

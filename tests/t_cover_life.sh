@@ -5,6 +5,10 @@
 #    one's block is in the profile (thread_alloc holds exactly 2000 blocks);
 #  - a fork() child and a vfork() child that allocate: never in the profile
 #    (the vfork child shares the parent's memory, TLS and ring);
+#  - allocations on a sigaltstack (signal handler) and on a makecontext()
+#    coroutine stack, each 32 KiB with an inaccessible page above: the
+#    process survives (the stack copy stops at their end) and every block is
+#    in the profile under its function;
 #  - signal handlers that allocate while the main thread is inside malloc:
 #    the process survives and keeps answering, nothing is left live;
 #  - exec: the session ends (the agent's socket closes on exec), the
@@ -25,6 +29,8 @@ wait_line "$TOUT" '^done fork$'
 send "$TFD" vfork
 wait_line "$TOUT" '^done vfork$'
 [ "$(grep -c '^child status 7$' "$TOUT")" = 2 ] || fail "a fork/vfork child did not exit 7"
+send "$TFD" "stacks 50"
+wait_line "$TOUT" '^done stacks 50$'
 send "$TFD" "signals 300"
 wait_line "$TOUT" '^done signals 300$' 60
 grep '^handled' "$TOUT" | sed 's/^/    /'
@@ -34,6 +40,11 @@ check_alive "$pid"
 got=$(live_under "$db" thread_alloc heap)
 [ "$got" = "8192000 2000" ] || fail "thread_alloc holds '$got', expected '8192000 2000'"
 log "2000 threads: thread_alloc 8192000 bytes in 2000 blocks: exact"
+got=$(live_under "$db" altstack_alloc heap)
+[ "$got" = "38850 50" ] || fail "altstack_alloc holds '$got', expected '38850 50'"
+got=$(live_under "$db" coroutine_alloc heap)
+[ "$got" = "44400 50" ] || fail "coroutine_alloc holds '$got', expected '44400 50'"
+log "sigaltstack and coroutine stacks: 50 + 50 blocks, each under its function"
 for fn in fork_child_alloc vfork_child_alloc; do
 	got=$(alloc_under "$db" "$fn" heap)
 	[ "$got" = "0 0" ] || fail "$fn (a child's allocation) is in the parent's profile: '$got'"

@@ -13,6 +13,11 @@
  *   vfork         a vfork() child allocates in vfork_child_alloc(), exits
  *   signals N     N signals whose handler allocates and frees, while the
  *                 main thread loops on malloc/free
+ *   stacks N      N blocks of 777 bytes kept by altstack_alloc(), run in a
+ *                 signal handler on a sigaltstack, and N blocks of 888 bytes
+ *                 kept by coroutine_alloc(), run on a makecontext() stack;
+ *                 both stacks are 32 KiB with an inaccessible page right
+ *                 above them (a stack copy must stop at their end)
  *   exec PATH     execv(PATH, {PATH}) after leaking 64 x 64 KiB in
  *                 before_exec_leak()
  *   quit          exit 0
@@ -27,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <new>
@@ -294,6 +300,71 @@ static int do_signals(int n)
 	return (int)handled;
 }
 
+/* ---------------------------------------------------------------- stacks */
+
+enum { SMALL_STACK = 32 << 10, GUARD = 4096 };
+static void *kept_stacks[2 * MAXN];
+static size_t nkept_stacks;
+static size_t stack_n;
+
+/* A 32 KiB stack with a PROT_NONE page right above its top. */
+static char *guarded_stack(void)
+{
+	char *m = (char *)mmap(NULL, SMALL_STACK + GUARD, PROT_READ | PROT_WRITE,
+	                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m + SMALL_STACK, GUARD, PROT_NONE) != 0)
+		abort();
+	return m;
+}
+
+NOINL void altstack_alloc(void)
+{
+	for (size_t i = 0; i < stack_n && nkept_stacks < 2 * MAXN; i++)
+		must(kept_stacks[nkept_stacks++] = malloc(777));
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	altstack_alloc();
+}
+
+NOINL void coroutine_alloc(void)
+{
+	for (size_t i = 0; i < stack_n && nkept_stacks < 2 * MAXN; i++)
+		must(kept_stacks[nkept_stacks++] = malloc(888));
+}
+
+static ucontext_t main_ctx, co_ctx;
+
+static void coroutine_main(void)
+{
+	coroutine_alloc();
+}
+
+static void do_stacks(size_t n)
+{
+	stack_n = n;
+	stack_t ss = { guarded_stack(), 0, SMALL_STACK }, old;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr2;
+	sa.sa_flags = SA_ONSTACK;
+	if (sigaltstack(&ss, &old) != 0 || sigaction(SIGUSR2, &sa, NULL) != 0)
+		abort();
+	raise(SIGUSR2);
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+
+	getcontext(&co_ctx);
+	co_ctx.uc_stack.ss_sp = guarded_stack();
+	co_ctx.uc_stack.ss_size = SMALL_STACK;
+	co_ctx.uc_link = &main_ctx;
+	makecontext(&co_ctx, coroutine_main, 0);
+	if (swapcontext(&main_ctx, &co_ctx) != 0)
+		abort();
+}
+
 /* ---------------------------------------------------------------- exec */
 
 NOINL void before_exec_leak(void)
@@ -325,6 +396,8 @@ int main(void)
 			printf("child status %d\n", do_fork(1));
 		} else if (sscanf(line, "signals %lu", &a) == 1) {
 			printf("handled %d\n", do_signals((int)a));
+		} else if (sscanf(line, "stacks %lu", &a) == 1) {
+			do_stacks(a);
 		} else if (sscanf(line, "exec %255s", path) == 1) {
 			before_exec_leak();
 			printf("done %s\n", line);
