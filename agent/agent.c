@@ -619,7 +619,9 @@ static void *agent_main(void *arg)
 	struct ha_sampler_cfg scfg = {
 		.ring = g_ring,
 		.data_size = g_ring_data,
-		.interval = g_cfg.sample_interval ? g_cfg.sample_interval : 1,
+		.interval = g_cfg.sample_interval == 0 ? 1
+		          : g_cfg.sample_interval > HA_INTERVAL_MAX ? HA_INTERVAL_MAX
+		                                                    : g_cfg.sample_interval,
 		/* A record must fit in half the ring with its header. */
 		.stack_bytes = (uint32_t)(g_cfg.stack_bytes < g_ring_data / 4 ? g_cfg.stack_bytes
 		                                                               : g_ring_data / 4),

@@ -90,16 +90,12 @@
  * way. */
 #define ha_delegate (ha_tls.delegate)
 
-/* One counter per cache line: the hot path of many threads.  Indexed by
- * counter class, not by hook (the per-thread TLS must stay tiny). */
+/* Shared call totals, indexed by counter class, not by hook (the per-thread
+ * TLS must stay small).  Written only from the sampling path, all on one
+ * cache line: a flush moves one line between cores, not one per class. */
 enum { C_MALLOC, C_FREE, C_CALLOC, C_REALLOC, C_OTHER, C_COUNT };
 
-struct ha_counter_line {
-	uint64_t v;
-	char pad[64 - sizeof(uint64_t)];
-} __attribute__((aligned(64)));
-
-static struct ha_counter_line ha_calls[C_COUNT];
+static uint64_t ha_calls[C_COUNT] __attribute__((aligned(64)));
 
 /* Real functions, indexed by enum ha_hook_fn.  Written once (CAS from 0), read
  * with acquire in the hooks. */
@@ -108,12 +104,11 @@ static uintptr_t ha_real[HA_HOOK_COUNT];
 HA_HIDDEN uintptr_t ha_dlopen_real;
 
 /* Calls are counted per thread with one increment and added to the shared
- * counters from the sampling path (ha_hooks_flush_counts): a shared atomic,
- * or even a compare-and-flush, on every call would cost as much as the rest
- * of the fast path.  The totals lag each thread by its calls since it last
- * sampled (or, outside a session, since it last crossed the dormant
- * countdown): a statistic, not an exact count. */
-#define HA_COUNT_BATCH 1024  /* at most one shared atomic per class per batch */
+ * totals from the sampling path (ha_hooks_flush_counts, at every sample): a
+ * shared atomic, or even a compare-and-flush, on every call would cost as
+ * much as the rest of the fast path.  The totals lag each thread by its
+ * calls since it last sampled (or, outside a session, since it last crossed
+ * the dormant countdown): a statistic, not an exact count. */
 _Static_assert(C_COUNT <= sizeof ha_tls.calls / sizeof ha_tls.calls[0], "ha_tls.calls too small");
 
 static inline void ha_count(int c)
@@ -121,12 +116,12 @@ static inline void ha_count(int c)
 	ha_tls.calls[c]++;
 }
 
-void ha_hooks_flush_counts(int force)
+void ha_hooks_flush_counts(void)
 {
 	for (int c = 0; c < C_COUNT; c++) {
 		uint64_t d = ha_tls.calls[c] - ha_tls.flushed[c];
-		if (d && (force || d >= HA_COUNT_BATCH)) {
-			__atomic_fetch_add(&ha_calls[c].v, d, __ATOMIC_RELAXED);
+		if (d) {
+			__atomic_fetch_add(&ha_calls[c], d, __ATOMIC_RELAXED);
 			ha_tls.flushed[c] = ha_tls.calls[c];
 		}
 	}
@@ -847,13 +842,13 @@ int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr)
 void ha_hooks_reset_counters(void)
 {
 	for (int i = 0; i < C_COUNT; i++)
-		__atomic_store_n(&ha_calls[i].v, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ha_calls[i], 0, __ATOMIC_RELAXED);
 }
 
 void ha_hooks_read_counters(struct ha_counters *c)
 {
-	c->malloc_calls = __atomic_load_n(&ha_calls[C_MALLOC].v, __ATOMIC_RELAXED);
-	c->free_calls = __atomic_load_n(&ha_calls[C_FREE].v, __ATOMIC_RELAXED);
-	c->calloc_calls = __atomic_load_n(&ha_calls[C_CALLOC].v, __ATOMIC_RELAXED);
-	c->realloc_calls = __atomic_load_n(&ha_calls[C_REALLOC].v, __ATOMIC_RELAXED);
+	c->malloc_calls = __atomic_load_n(&ha_calls[C_MALLOC], __ATOMIC_RELAXED);
+	c->free_calls = __atomic_load_n(&ha_calls[C_FREE], __ATOMIC_RELAXED);
+	c->calloc_calls = __atomic_load_n(&ha_calls[C_CALLOC], __ATOMIC_RELAXED);
+	c->realloc_calls = __atomic_load_n(&ha_calls[C_REALLOC], __ATOMIC_RELAXED);
 }

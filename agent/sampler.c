@@ -110,9 +110,21 @@ static uint64_t rng_next(uint64_t *s)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* Bytes until the next sample: exponential with mean interval. */
+/* The interval in effect: the one the attacher set in the ring header
+ * (raised while the ring overflows), never below the configured one. */
+static uint64_t current_interval(void)
+{
+	uint64_t i = __atomic_load_n(&cfg.ring->interval, __ATOMIC_RELAXED);
+	if (i < cfg.interval)
+		return cfg.interval;
+	return i > HA_INTERVAL_MAX ? HA_INTERVAL_MAX : i;
+}
+
+/* Bytes until the next sample: exponential with mean interval (recorded
+ * for the samples the countdown takes). */
 static int64_t draw_countdown(uint64_t interval)
 {
+	ha_ts.interval = interval;
 	if (interval <= 1)
 		return 0; /* every allocation of at least one byte */
 	/* u in (0, 1]: 53 random bits, never 0. */
@@ -221,7 +233,7 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
  * the captured rip, rsp and callee-saved registers all belong to this
  * frame, which the attacher unwinds (and then skips as the agent's own). */
 __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn,
-                                                  unsigned kind)
+                                                  unsigned kind, uint64_t interval)
 {
 	struct ha_regs r;
 	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
@@ -262,6 +274,7 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	s->func = (uint16_t)fn;
 	s->kind = (uint16_t)kind;
 	s->pad2 = 0;
+	s->interval = interval;
 	s->regs = r;
 	uint64_t *dst = (uint64_t *)(s + 1);
 	if (own_stack) {
@@ -285,7 +298,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 		ha_ts.countdown = DORMANT_COUNTDOWN;
-		ha_hooks_flush_counts(1);
+		ha_hooks_flush_counts();
 		goto out;
 	}
 	ha_hook_guard = 1;
@@ -297,18 +310,19 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		/* Calls made before this session are not its calls. */
 		memcpy(ha_tls.flushed, ha_tls.calls, sizeof ha_tls.flushed);
 		if (cfg.interval > 1) {
-			ha_ts.countdown = draw_countdown(cfg.interval);
+			ha_ts.countdown = draw_countdown(current_interval());
 			ha_hook_guard = 0;
 			goto out;
 		}
 	}
-	ha_ts.countdown = draw_countdown(cfg.interval);
-	ha_hooks_flush_counts(0);
+	uint64_t drawn_with = ha_ts.interval;
+	ha_ts.countdown = draw_countdown(current_interval());
+	ha_hooks_flush_counts();
 	if (p && ring_enter()) {
 		if (ls_insert(p)) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
 				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
-			write_sample(p, size, fn, kind);
+			write_sample(p, size, fn, kind, drawn_with);
 		}
 		else
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 1u
+#define HA_PROTO_VERSION 2u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -99,6 +99,10 @@ enum ha_msg_type {
 
 #define HA_CFG_BLOCK 0x1u /* ring full: wait instead of dropping */
 
+/* The largest sampling interval either side uses (1 TiB): the configured
+ * one is refused above it, the adaptive one never goes beyond it. */
+#define HA_INTERVAL_MAX (1ull << 40)
+
 struct ha_msg_hello {
 	int32_t  pid;          /* getpid() of the target, as the agent sees it */
 	uint32_t agent_version;
@@ -168,7 +172,12 @@ struct ha_ring_hdr {
 	uint32_t magic;          /* HA_RING_MAGIC */
 	uint32_t version;        /* HA_PROTO_VERSION */
 	uint64_t data_size;      /* bytes, power of two */
-	uint8_t  pad0[48];
+	uint64_t interval;       /* mean bytes between samples in effect now:
+	                          * written by the consumer (it raises it while
+	                          * the ring overflows, see collector.c), read by
+	                          * the producers whenever they draw a countdown;
+	                          * 0 = the configured interval */
+	uint8_t  pad0[40];
 	uint64_t prod;           /* producers: next free position (CAS)  */
 	uint8_t  pad1[56];
 	uint64_t cons;           /* consumer: first unconsumed position  */
@@ -234,6 +243,10 @@ struct ha_rec_sample {
 	uint16_t kind;           /* HA_REC_KIND_*                            */
 	uint32_t stack_len;      /* bytes of stack copy that follow          */
 	uint32_t pad2;
+	uint64_t interval;       /* mean interval the sampling countdown that
+	                          * took this sample was drawn with (<= 1: every
+	                          * allocation): its weight is
+	                          * 1 / (1 - exp(-size / interval)) */
 	struct ha_regs regs;
 };
 
@@ -256,7 +269,7 @@ _Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line")
 _Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
 _Static_assert(sizeof(struct ha_rec_hdr) == 8, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");
-_Static_assert(sizeof(struct ha_rec_sample) == 8 + 48 + 64, "sample record layout");
+_Static_assert(sizeof(struct ha_rec_sample) == 8 + 56 + 64, "sample record layout");
 _Static_assert(sizeof(struct ha_rec_free) == 8 + 32, "free record layout");
 
 /* Fill the fixed part of a message. */

@@ -153,9 +153,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->db = optarg;
 			break;
 		case 'i':
-			if (parse_u64(optarg, &o->interval) || o->interval == 0) {
-				fprintf(stderr, "heapattach: --interval wants a positive number of bytes, "
-				        "not '%s'\n", optarg);
+			if (parse_u64(optarg, &o->interval) || o->interval == 0 ||
+			    o->interval > HA_INTERVAL_MAX) {
+				fprintf(stderr, "heapattach: --interval wants a number of bytes from 1 to "
+				        "1T, not '%s'\n", optarg);
 				return -1;
 			}
 			break;
