@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 2.
+-- heapattach profile database, schema version 3.
 --
 -- Written by heapattach (src/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,12 +8,12 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 2);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 3);
 -- a program reading the file checks both and refuses versions it does not
--- know.  Version 2 added the views at the end of this file (leak_trend,
--- leak_suspects); heapattach upgrades a version-1 file in place when it
--- opens it for writing (it only creates those views), and heapdiff reads
--- both versions.  The
+-- know.  Version 2 added the views leak_trend and leak_suspects, version 3
+-- the column snapshots.sample_interval (both at the end of this file);
+-- heapattach upgrades an older file in place when it opens it for writing
+-- (it only adds those), and heapdiff reads all three versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -45,12 +45,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '2'.
+-- Identification of the file: format = 'heapattach', schema_version = '3'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '2');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '3');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap.
 CREATE TABLE kinds (
@@ -428,3 +428,16 @@ SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.tren
   FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
  WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
    AND t.retained >= 0.9 AND t.trend_bytes >= 1;
+
+-- Schema version 3 additions.
+
+-- The sampling interval of a snapshot's period: the largest mean interval
+-- (bytes) in effect since the previous snapshot of the session.  It is the
+-- session's sample_interval unless the attacher raised it because the ring
+-- overflowed (it lowers it again once the ring keeps up); the buckets are
+-- unbiased sample by sample, with the interval each sample was taken at.
+-- 0 in snapshots written before version 3.
+--     SELECT id, time, sample_interval FROM snapshots
+--      WHERE session_id = 1 AND sample_interval >
+--            (SELECT sample_interval FROM sessions WHERE id = 1);
+ALTER TABLE snapshots ADD COLUMN sample_interval INTEGER NOT NULL DEFAULT 0;

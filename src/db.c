@@ -69,7 +69,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	                   " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ST_END_SESSION] = "UPDATE sessions SET end_time = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
-	                    " unwind_failures, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	                    " unwind_failures, reason, sample_interval)"
+	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_INS_BUCKET] = "INSERT INTO buckets (session_id, stack_id, kind, snapshot_id,"
 	                  " alloc_count, alloc_bytes, free_count, free_bytes, live_count, live_bytes)"
 	                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -500,8 +501,8 @@ static void db_free(struct ha_db *db)
 /* Upgrade a file of an older known version in place: run the parts of the
  * schema added since (each starts with "-- Schema version N additions."),
  * in one transaction that first re-reads the version (another writer may
- * have upgraded it meanwhile).  Versions only ever add views, so the
- * tables and the data are untouched. */
+ * have upgraded it meanwhile).  Versions only ever add views and columns
+ * (with defaults), so the data already recorded is untouched. */
 static int upgrade(struct ha_db *db, char *err, size_t errlen)
 {
 	char *v = NULL, marker[64], set[96];
@@ -961,6 +962,8 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	sqlite3_bind_int64(q, 5, (int64_t)s->drops);
 	sqlite3_bind_int64(q, 6, (int64_t)s->unwind_failures);
 	bind_text(q, 7, s->reason);
+	sqlite3_bind_int64(q, 8, (int64_t)(s->sample_interval > INT64_MAX ? INT64_MAX
+	                                                                  : s->sample_interval));
 	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
 		return -1;
 	sid = sqlite3_last_insert_rowid(db->h);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 2
+#define HA_DB_SCHEMA_VERSION 3
 /* The oldest version still read; ha_db_open upgrades it in place. */
 #define HA_DB_SCHEMA_VERSION_MIN 1
 
@@ -51,12 +51,13 @@ struct ha_db_snapshot {
 	uint64_t rss_bytes;
 	uint64_t samples, drops, unwind_failures;
 	const char *reason;       /* "periodic", "signal", "detach", "exit" */
+	uint64_t sample_interval; /* largest interval in effect since the last one */
 };
 
 /* Open or create for writing.  A file that is not a heapattach database, or
  * of a schema version outside HA_DB_SCHEMA_VERSION_MIN..HA_DB_SCHEMA_VERSION,
  * is refused with a clear err and left as is; an older known version is
- * upgraded in place (one transaction that only adds views). */
+ * upgraded in place (one transaction that only adds views and columns). */
 int ha_db_open(const char *path, struct ha_db **out, char *err, size_t errlen);
 /* Open an existing database read-only (heapdiff); same checks, and an older
  * known version is read as it is (never upgraded). */

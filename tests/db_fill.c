@@ -121,7 +121,7 @@ static int64_t snapshot(struct ha_db *db, int64_t session, double t, uint64_t rs
                         uint64_t samples, uint64_t drops, uint64_t unwf, const char *reason,
                         const struct ha_db_bucket *b, size_t n)
 {
-	struct ha_db_snapshot s = { t, rss, samples, drops, unwf, reason };
+	struct ha_db_snapshot s = { t, rss, samples, drops, unwf, reason, 512u << 10 };
 	int64_t id;
 	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
 	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)session, n);
@@ -340,7 +340,7 @@ static void loop(const char *path, long count, int nstacks, int step)
 			b[j] = bucket(ids[j], HA_KIND_HEAP, 4096.0 * k + j, k, 1024.0 * k, k / 2);
 		b[n] = bucket(fresh, HA_KIND_MMAP, 65536, 1, 0, 0);
 		struct ha_db_snapshot s = { T0 + k, 1000000 + 4096 * (uint64_t)k, (uint64_t)k * 10, 0, 0,
-		                            "periodic" };
+		                            "periodic", 512u << 10 };
 		CHECK(ha_db_snapshot(db, sid, &s, b, n + 1, &id, err, sizeof err));
 		printf("committed snapshot %lld buckets %zu\n", (long long)id, n + 1);
 		fflush(stdout);
