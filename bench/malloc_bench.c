@@ -7,7 +7,11 @@
  * With "wait", it prints "ready PID" and waits for a line on stdin before
  * measuring (so a profiler can attach first).  Prints one line:
  *   ops_per_sec=N threads=T seconds=S
- * where an op is one malloc + one free. */
+ * where an op is one malloc + one free.
+ *
+ * MALLOC_BENCH_LEVELS=L (0..6, default 0) makes every malloc go through L
+ * levels of 8 different functions chosen by the random number: 8^L distinct
+ * call paths (a profile with many callstacks: bench/storage). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +25,22 @@
 
 static volatile int stop;
 static double seconds;
+static int levels;
+
+/* 8 functions per level: code picks one per level, so each code below 8^L
+ * is its own call path.  The empty asm after the call keeps each frame (no
+ * tail call). */
+typedef void *(*via_fn)(int level, unsigned code, size_t sz);
+static const via_fn vias[8];
+#define VIA(i)                                                                  \
+	__attribute__((noinline)) static void *via##i(int level, unsigned code, size_t sz) \
+	{                                                                         \
+		void *p = level == 0 ? malloc(sz) : vias[code % 8](level - 1, code / 8, sz); \
+		__asm__ volatile("" ::: "memory");                                    \
+		return p;                                                             \
+	}
+VIA(0) VIA(1) VIA(2) VIA(3) VIA(4) VIA(5) VIA(6) VIA(7)
+static const via_fn vias[8] = { via0, via1, via2, via3, via4, via5, via6, via7 };
 
 static double now(void)
 {
@@ -41,7 +61,7 @@ static void *worker(void *arg)
 			unsigned i = (unsigned)(x % WORKING_SET);
 			free(slot[i]);
 			size_t sz = 16 + (size_t)((x >> 20) % 1009);
-			char *p = malloc(sz);
+			char *p = levels ? vias[0](levels, (unsigned)(x >> 32), sz) : malloc(sz);
 			if (!p)
 				abort();
 			p[0] = (char)k;
@@ -60,6 +80,12 @@ int main(int argc, char **argv)
 {
 	int threads = argc > 1 ? atoi(argv[1]) : 2;
 	seconds = argc > 2 ? atof(argv[2]) : 3;
+	const char *lv = getenv("MALLOC_BENCH_LEVELS");
+	levels = lv ? atoi(lv) : 0;
+	if (levels < 0 || levels > 6) {
+		fprintf(stderr, "malloc_bench: MALLOC_BENCH_LEVELS wants 0 to 6\n");
+		return 2;
+	}
 	if (threads < 1 || threads > 256 || seconds <= 0) {
 		fprintf(stderr, "usage: malloc_bench THREADS SECONDS [wait]\n");
 		return 2;
