@@ -116,13 +116,16 @@ static int parse_u64(const char *s, uint64_t *out)
 	unsigned long long v = strtoull(s, &end, 0);
 	if (errno || end == s || *s == '-')
 		return -1;
+	int shift = 0;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
 	}
-	if (*end)
+	if (*end || (shift && v > (ULLONG_MAX >> shift)))
 		return -1;
+	v <<= shift;
 	*out = v;
 	return 0;
 }
