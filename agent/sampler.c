@@ -40,9 +40,17 @@ uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
 static struct ha_sampler_cfg cfg;  /* written by the agent thread only while inactive */
 static uint32_t active;            /* 1 while a session may write to the ring */
 static uint32_t session;           /* current session number, never 0 when active */
-static uint64_t inflight;          /* threads between "may write" and "done" */
+/* The counters every sample or sampled free updates, on one cache line:
+ * one line moves between the cores per record, not one per counter. */
+static struct {
+	uint64_t inflight;         /* threads between "may write" and "done" */
+	uint64_t samples, frees, untracked;
+} st __attribute__((aligned(64)));
+#define inflight st.inflight
+#define n_samples st.samples
+#define n_frees st.frees
+#define n_untracked st.untracked
 static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) * HA_LS_WAYS addresses */
-static uint64_t n_samples, n_frees, n_untracked, seq;
 static pid_t owner;                /* getpid() of the session's process */
 /* Outermost-frame bounds (looked up once, on the agent thread): glibc's
  * static TLS size (what sits between a thread's first frame and the top of
@@ -266,7 +274,7 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
-	s->seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+	s->seq = ha_ts.seq++;
 	s->time_ns = now_ns();
 	s->addr = (uint64_t)(uintptr_t)p;
 	s->size = size;
@@ -344,7 +352,7 @@ void ha_sample_free(void *p)
 		if (f) {
 			if (!ha_ts.tid)
 				ha_ts.tid = (uint32_t)syscall(SYS_gettid);
-			f->seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+			f->seq = ha_ts.seq++;
 			f->time_ns = now_ns();
 			f->addr = (uint64_t)(uintptr_t)p;
 			f->tid = ha_ts.tid;
@@ -393,7 +401,7 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 		main_stack_end = end ? (uint64_t)(uintptr_t)*end : 0;
 	}
 	cfg = *c;
-	n_samples = n_frees = n_untracked = seq = 0;
+	n_samples = n_frees = n_untracked = 0;
 	owner = getpid();
 	ha_mmap_seen = 0;
 	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;

@@ -35,6 +35,7 @@ struct ha_tstate {
 	int64_t countdown;      /* bytes until the next sample */
 	uint64_t rng;
 	uint64_t interval;      /* the mean the countdown was drawn with */
+	uint64_t seq;           /* this thread's records so far */
 	uint64_t stack_lo;      /* this thread's stack: [stack_lo, stack_hi) */
 	uint64_t stack_hi;      /* (hi: its outermost frame), 0 = unknown */
 	uint32_t tid;

@@ -234,7 +234,7 @@ struct ha_regs {
  * HA_RING_ALIGN. */
 struct ha_rec_sample {
 	struct ha_rec_hdr h;
-	uint64_t seq;            /* per-session sequence of sample records   */
+	uint64_t seq;            /* the thread's records so far (tid, seq)   */
 	uint64_t time_ns;        /* CLOCK_MONOTONIC                         */
 	uint64_t addr;           /* the block returned to the program       */
 	uint64_t size;           /* bytes requested                         */
@@ -254,7 +254,7 @@ struct ha_rec_sample {
  * sampled mapping, munmap of its first page or mremap of it. */
 struct ha_rec_free {
 	struct ha_rec_hdr h;
-	uint64_t seq;
+	uint64_t seq;            /* as in ha_rec_sample                     */
 	uint64_t time_ns;
 	uint64_t addr;
 	uint32_t tid;
