@@ -39,12 +39,23 @@ struct ha_book {
 	size_t nchanged, capchanged;
 };
 
+/* On every sample: one multiply per pc (a bijection of the running value),
+ * one full mix at the end. */
 static uint64_t hash_pcs(const uint64_t *pcs, int n, int kind)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n ^ ((uint64_t)kind << 40);
 	for (int i = 0; i < n; i++)
-		h = ha_mix64(h ^ pcs[i]) + 0x9e3779b97f4a7c15ULL;
+		h = (h ^ pcs[i]) * 0x9fb21c651e98df25ULL;
+	h = ha_mix64(h);
 	return h ? h : 1;
+}
+
+static int same_pcs(const uint64_t *a, const uint64_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
 }
 
 double ha_sample_weight(uint64_t size, uint64_t interval)
@@ -111,7 +122,7 @@ uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, 
 	*is_new = 0;
 	for (uint32_t id; (id = b->stack_index[j]) != 0; j = (j + 1) & (b->index_cap - 1)) {
 		const struct stack *s = &b->stacks[id - 1];
-		if (s->hash == h && s->n == n && s->kind == kind && memcmp(s->pcs, pcs, (size_t)n * sizeof *pcs) == 0)
+		if (s->hash == h && s->n == n && s->kind == kind && same_pcs(s->pcs, pcs, n))
 			return id;
 	}
 	if (b->nstacks == b->capstacks) {
@@ -198,20 +209,50 @@ static void live_delete(struct ha_book *b, size_t i)
 	b->nlive--;
 }
 
+/* Move the estimate of the live sample l from live to freed. */
+static void account_free(struct ha_book *b, const struct live *l)
+{
+	struct stack *s = &b->stacks[l->stack - 1];
+	s->v.free_count += l->weight;
+	s->v.free_bytes += l->weight * (double)l->size;
+	s->v.live_count -= l->weight;
+	s->v.live_bytes -= l->weight * (double)l->size;
+	/* Rounding must never show a negative live heap. */
+	if (s->v.live_count < 1e-6)
+		s->v.live_count = 0;
+	if (s->v.live_bytes < 1e-3)
+		s->v.live_bytes = 0;
+	mark_changed(b, s);
+}
+
+/* The slot holding addr, or the empty slot ending its probe chain. */
+static size_t live_find(const struct ha_book *b, uint64_t addr)
+{
+	size_t j = live_slot(b, addr);
+	while (b->live[j].addr && b->live[j].addr != addr)
+		j = (j + 1) & (b->live_cap - 1);
+	return j;
+}
+
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
 {
 	if (stack == 0 || stack > b->nstacks || addr == 0)
 		return;
-	/* The same address sampled twice without a free in between (a free we
-	 * did not see): the older sample is no longer live. */
-	ha_book_release(b, addr);
-	if ((b->nlive + 1) * 2 > b->live_cap && grow_live(b) != 0)
-		return;
-	size_t j = live_slot(b, addr);
-	while (b->live[j].addr)
-		j = (j + 1) & (b->live_cap - 1);
+	size_t j = live_find(b, addr);
+	if (b->live[j].addr) {
+		/* The same address sampled twice without a free in between (a
+		 * free we did not see): the older sample is no longer live; the
+		 * new one takes its slot. */
+		account_free(b, &b->live[j]);
+	} else {
+		if ((b->nlive + 1) * 2 > b->live_cap) {
+			if (grow_live(b) != 0)
+				return;
+			j = live_find(b, addr);
+		}
+		b->nlive++;
+	}
 	b->live[j] = (struct live){ addr, stack, size, weight };
-	b->nlive++;
 	struct stack *s = &b->stacks[stack - 1];
 	s->v.alloc_count += weight;
 	s->v.alloc_bytes += weight * (double)size;
@@ -224,25 +265,12 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 {
 	if (!addr)
 		return 0;
-	for (size_t j = live_slot(b, addr); b->live[j].addr; j = (j + 1) & (b->live_cap - 1)) {
-		if (b->live[j].addr != addr)
-			continue;
-		struct live l = b->live[j];
-		struct stack *s = &b->stacks[l.stack - 1];
-		s->v.free_count += l.weight;
-		s->v.free_bytes += l.weight * (double)l.size;
-		s->v.live_count -= l.weight;
-		s->v.live_bytes -= l.weight * (double)l.size;
-		/* Rounding must never show a negative live heap. */
-		if (s->v.live_count < 1e-6)
-			s->v.live_count = 0;
-		if (s->v.live_bytes < 1e-3)
-			s->v.live_bytes = 0;
-		mark_changed(b, s);
-		live_delete(b, j);
-		return 1;
-	}
-	return 0;
+	size_t j = live_find(b, addr);
+	if (!b->live[j].addr)
+		return 0;
+	account_free(b, &b->live[j]);
+	live_delete(b, j);
+	return 1;
 }
 
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)

@@ -4,6 +4,15 @@
  * Everything read from the ring comes from the target and is untrusted:
  * each record's length, type and stack length are checked against what the
  * ring and the record can hold before anything is used.
+ *
+ * The cost per sample is what the target pays on a busy machine, so the
+ * common path is batched: the thread sleeps until a share of the ring has
+ * filled, then takes BATCH records at a time -- frame and copy out their
+ * headers, unwind their stacks (mostly whole-stack cache hits), book them
+ * in ring order -- and hands the space back with one store of cons per
+ * 1/CONSUME_DIV of the ring.  No allocation, system call, clock read or
+ * atomic read-modify-write per record; the counters are ours and published
+ * once per drain.
  */
 #define _GNU_SOURCE
 #include "collector.h"
@@ -28,26 +37,53 @@
 _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_MMAP,
                "ring kinds are the database kinds");
 #define RING_WAIT_MS 10       /* poll period of the ring when it is quiet */
+#define NAP_FILL_DIV 8        /* a busy ring: wake up at about 1/8 full */
+#define BATCH 64              /* records framed, then unwound, then booked */
+#define CONSUME_DIV 16        /* hand space back every 1/16 of the ring, not per record */
+#define WCACHE 2048           /* sample weights by size (direct-mapped) */
+#define RING_PREFETCH 8192    /* published bytes asked for ahead of the reader */
+
+/* One record of a batch.  The target can rewrite the ring at any time:
+ * what is checked is copied out first, and only the copy is used. */
+struct item {
+	uint16_t type;
+	int ok;                       /* framed and checked: usable */
+	int n;                        /* samples: pcs unwound (0: failure) */
+	const uint8_t *stack;         /* samples: the stack copy, in the ring */
+	uint64_t addr;                /* frees: the block */
+	struct ha_rec_sample s;       /* samples: the fixed part */
+};
 
 struct ctx {
 	struct ha_collector *c;
 	struct ha_book *book;
 	struct ha_unwinder *unw;
 	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
-	uint64_t pos;                 /* our read position in the ring */
+	uint64_t pos;                 /* consumed up to here (what cons is set to) */
+	uint64_t rpos;                /* read up to here; [pos, rpos) awaits consume */
+	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit */
 	int ring_broken;
+	double rate;                  /* recent input, bytes per ms */
+	struct ha_collector_stats st; /* ours; published to c->stats per drain */
+	struct item batch[BATCH];
+	uint64_t pcs[BATCH][MAX_PCS]; /* pcs of batch[i] */
+	struct { uint64_t size, interval; double w; } wc[WCACHE];
 };
-
-static void stat_add(uint64_t *field, uint64_t n)
-{
-	__atomic_fetch_add(field, n, __ATOMIC_RELAXED);
-}
 
 static double unix_now(void)
 {
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Single writer: plain relaxed stores, no read-modify-write on the bus. */
+static void publish_stats(struct ctx *x)
+{
+	const uint64_t *src = (const uint64_t *)&x->st;
+	uint64_t *dst = (uint64_t *)&x->c->stats;
+	for (size_t i = 0; i < sizeof x->st / sizeof(uint64_t); i++)
+		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
 }
 
 static void find_agent_range(struct ctx *x)
@@ -96,29 +132,143 @@ static void send_maps_changed(struct ctx *x)
 	ha_queue_put(x->c->to_writer, m);
 }
 
-static void on_sample(struct ctx *x, const struct ha_rec_sample *r, uint32_t len)
+/* ha_sample_weight, remembered per (size, interval): the interval rarely
+ * changes and sizes repeat. */
+static double weight_of(struct ctx *x, uint64_t size, uint64_t interval)
 {
-	uint64_t pcs[MAX_PCS];
-	int n, is_new;
-	if (len < sizeof *r || r->stack_len > len - sizeof *r) {
-		stat_add(&x->c->stats.corrupt_records, 1);
-		return;
+	__typeof__(x->wc[0]) *e = &x->wc[(size ^ interval) & (WCACHE - 1)];
+	if (e->w == 0 || e->size != size || e->interval != interval) {
+		e->size = size;
+		e->interval = interval;
+		e->w = ha_sample_weight(size, interval);
 	}
-	if (r->kind != HA_REC_KIND_HEAP && r->kind != HA_REC_KIND_MMAP) {
-		stat_add(&x->c->stats.corrupt_records, 1);
-		return;
+	return e->w;
+}
+
+/* Copy out and check the record h of len bytes (len already checked
+ * against the ring). */
+static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr *h, uint32_t len)
+{
+	it->type = __atomic_load_n(&h->type, __ATOMIC_RELAXED);
+	it->ok = 0;
+	it->n = 0;
+	switch (it->type) {
+	case HA_REC_SAMPLE:
+		if (len < sizeof it->s)
+			break;
+		memcpy(&it->s, h, sizeof it->s);
+		if (it->s.stack_len > len - sizeof it->s ||
+		    (it->s.kind != HA_REC_KIND_HEAP && it->s.kind != HA_REC_KIND_MMAP))
+			break;
+		it->stack = (const uint8_t *)h + sizeof it->s;
+		it->ok = 1;
+		break;
+	case HA_REC_FREE:
+		if (len < sizeof(struct ha_rec_free))
+			break;
+		it->addr = __atomic_load_n(&((const struct ha_rec_free *)h)->addr, __ATOMIC_RELAXED);
+		it->ok = 1;
+		break;
+	case HA_REC_MODULES:
+	case HA_REC_PAD:
+		it->ok = 1;
+		break;
 	}
+	if (!it->ok)
+		x->st.corrupt_records++;
+}
+
+/* The records were written on other cores, and each header tells where the
+ * next one starts: read one after the other, every header is a cache miss
+ * waiting for the previous one.  Ask for the lines ahead early so that the
+ * misses overlap; never past prod (lines still being written stay with
+ * their writer). */
+static void prefetch_ring(struct ctx *x, uint64_t upto)
+{
+	const char *data = ha_ring_data(x->c->ring);
+	uint64_t mask = x->c->data_size - 1;
+	if (upto > x->pf_limit)
+		upto = x->pf_limit;
+	if (x->pf < x->rpos)
+		x->pf = x->rpos & ~(uint64_t)63;
+	for (; x->pf < upto; x->pf += 64)
+		__builtin_prefetch(data + (x->pf & mask));
+}
+
+/* Read up to BATCH published records from rpos on, without consuming
+ * them.  A modules record ends the batch: the samples after it must be
+ * unwound with the new maps.  Returns how many were read. */
+static int frame_batch(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	int k = 0;
+	/* Only a bound for hints: a wrong prod from the target costs nothing. */
+	x->pf_limit = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED);
+	if (x->pf_limit - x->rpos > c->data_size)
+		x->pf_limit = x->rpos;
+	while (k < BATCH && !x->ring_broken) {
+		int corrupt;
+		const struct ha_rec_hdr *h = ha_ring_peek(c->ring, c->data_size, x->rpos, &corrupt);
+		uint32_t len = 0;
+		if (h) {
+			/* peek checked its own load of len; this one is what we use. */
+			len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+			corrupt = len % HA_RING_ALIGN || len < sizeof *h ||
+			          x->rpos + len - x->pos > c->data_size;
+		}
+		if (corrupt) {
+			/* A record we cannot frame: nothing after it can be trusted
+			 * either.  Stop reading; the target is not affected. */
+			x->st.corrupt_records++;
+			x->ring_broken = 1;
+			break;
+		}
+		if (!h)
+			break;
+		prefetch_ring(x, x->rpos + len + RING_PREFETCH);
+		struct item *it = &x->batch[k++];
+		take_record(x, it, h, len);
+		x->rpos += len;
+		x->st.records++;
+		x->st.ring_bytes += len;
+		if (it->type == HA_REC_MODULES)
+			break;
+	}
+	return k;
+}
+
+/* Unwind the batch's samples, timed as a whole. */
+static void unwind_batch(struct ctx *x, int k)
+{
 	if (!x->book)
 		return;
 	double t0 = ha_now_ms();
-	n = x->unw ? ha_unwind(x->unw, &r->regs, (const uint8_t *)(r + 1), r->stack_len, pcs,
-	                       MAX_PCS)
-	           : -1;
-	stat_add(&x->c->stats.unwind_ns, (uint64_t)((ha_now_ms() - t0) * 1e6));
-	if (n <= 0) {
-		stat_add(&x->c->stats.unwind_failures, 1);
-		n = 0;
+	/* The stacks were written on other cores: first ask for the lines
+	 * the unwinder will read, for the whole batch, so the misses overlap. */
+	for (int i = 0; i < k; i++) {
+		const struct item *it = &x->batch[i];
+		if (it->type == HA_REC_SAMPLE && it->ok)
+			ha_unwind_prefetch(x->unw, &it->s.regs, it->stack, it->s.stack_len);
 	}
+	for (int i = 0; i < k; i++) {
+		struct item *it = &x->batch[i];
+		if (it->type != HA_REC_SAMPLE || !it->ok)
+			continue;
+		int n = x->unw ? ha_unwind(x->unw, &it->s.regs, it->stack, it->s.stack_len,
+		                           x->pcs[i], MAX_PCS)
+		               : -1;
+		if (n <= 0) {
+			x->st.unwind_failures++;
+			n = 0;
+		}
+		it->n = n;
+	}
+	x->st.unwind_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
+}
+
+static void book_sample(struct ctx *x, const struct item *it, uint64_t *pcs)
+{
+	int n = it->n, is_new;
 	/* The innermost frames are the agent's own hook and capture code.  Hook
 	 * frames further out (operator new's hook around libstdc++'s new, whose
 	 * malloc took the sample) are dropped too: the stack reads as if the
@@ -131,71 +281,70 @@ static void on_sample(struct ctx *x, const struct ha_rec_sample *r, uint32_t len
 		if (!(pcs[i] >= x->agent_lo && pcs[i] < x->agent_hi))
 			pcs[kept++] = pcs[i];
 	n = kept;
-	int kind = r->kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
+	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
 	uint32_t id = ha_book_stack(x->book, pcs + skip, n - skip, kind, &is_new);
 	if (!id)
 		return;
 	if (is_new) {
-		stat_add(&x->c->stats.stacks, 1);
+		x->st.stacks++;
 		send_stack(x, id, pcs + skip, n - skip, skip > 0);
 	}
-	ha_book_alloc(x->book, id, r->addr, r->size, ha_sample_weight(r->size, x->c->interval));
-	stat_add(&x->c->stats.samples, 1);
+	ha_book_alloc(x->book, id, it->s.addr, it->s.size, weight_of(x, it->s.size, it->s.interval));
+	x->st.samples++;
 }
 
-static void on_record(struct ctx *x, const struct ha_rec_hdr *h)
+/* The bookkeeping of the batch, in ring order. */
+static void apply_batch(struct ctx *x, int k)
 {
-	stat_add(&x->c->stats.records, 1);
-	switch (h->type) {
-	case HA_REC_SAMPLE:
-		on_sample(x, (const struct ha_rec_sample *)h, h->len);
-		break;
-	case HA_REC_FREE:
-		if (h->len < sizeof(struct ha_rec_free)) {
-			stat_add(&x->c->stats.corrupt_records, 1);
+	for (int i = 0; i < k; i++) {
+		const struct item *it = &x->batch[i];
+		if (!it->ok)
+			continue;
+		switch (it->type) {
+		case HA_REC_SAMPLE:
+			if (x->book)
+				book_sample(x, it, x->pcs[i]);
+			break;
+		case HA_REC_FREE:
+			if (x->book)
+				ha_book_release(x->book, it->addr);
+			x->st.frees++;
+			break;
+		case HA_REC_MODULES:
+			/* dlopen in the target: samples after this may have pcs in
+			 * modules we have not seen; re-read the maps now rather than
+			 * after a rate-limited miss, and tell the symbolizer too. */
+			ha_unwinder_maps_changed(x->unw);
+			send_maps_changed(x);
 			break;
 		}
-		if (x->book)
-			ha_book_release(x->book, ((const struct ha_rec_free *)h)->addr);
-		stat_add(&x->c->stats.frees, 1);
-		break;
-	case HA_REC_MODULES:
-		/* dlopen in the target: samples after this may have pcs in
-		 * modules we have not seen; re-read the maps now rather than
-		 * after a rate-limited miss, and tell the symbolizer too. */
-		ha_unwinder_maps_changed(x->unw);
-		send_maps_changed(x);
-		break;
-	case HA_REC_PAD:
-		break;
-	default:
-		stat_add(&x->c->stats.corrupt_records, 1);
 	}
 }
 
-/* Consume every published record.  Returns how many. */
+/* Give what was read back to the producers: one store of cons for many
+ * records (cons is the line every producer reads). */
+static void consume(struct ctx *x)
+{
+	if (x->rpos != x->pos)
+		x->pos = ha_ring_consume(x->c->ring, x->c->data_size, x->pos, x->rpos - x->pos);
+}
+
+/* Consume the published records, at most about a ring's worth (then the
+ * caller looks at its commands).  Returns how many. */
 static size_t drain(struct ctx *x)
 {
-	struct ha_collector *c = x->c;
+	uint64_t start = x->pos;
 	size_t n = 0;
-	while (!x->ring_broken) {
-		int corrupt;
-		const struct ha_rec_hdr *h = ha_ring_peek(c->ring, c->data_size, x->pos, &corrupt);
-		if (corrupt) {
-			/* A record we cannot frame: nothing after it can be trusted
-			 * either.  Stop reading; the target is not affected. */
-			stat_add(&c->stats.corrupt_records, 1);
-			x->ring_broken = 1;
-			break;
-		}
-		if (!h)
-			break;
-		uint32_t len = h->len;
-		on_record(x, h);
-		stat_add(&c->stats.ring_bytes, len);
-		x->pos = ha_ring_consume(c->ring, c->data_size, x->pos, len);
-		n++;
+	int k;
+	while (x->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
+		unwind_batch(x, k);
+		apply_batch(x, k);
+		n += (size_t)k;
+		if (x->rpos - x->pos >= x->c->data_size / CONSUME_DIV)
+			consume(x);
 	}
+	consume(x);
+	publish_stats(x);
 	return n;
 }
 
@@ -220,47 +369,106 @@ static void snapshot(struct ctx *x, const char *reason)
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
 	m->info.time = unix_now();
 	m->info.rss_bytes = target_rss(c->pid);
-	m->info.samples = __atomic_load_n(&c->stats.samples, __ATOMIC_RELAXED);
+	m->info.samples = x->st.samples;
 	m->info.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
-	m->info.unwind_failures = __atomic_load_n(&c->stats.unwind_failures, __ATOMIC_RELAXED);
+	m->info.unwind_failures = x->st.unwind_failures;
 	m->info.reason = reason;
 	ha_queue_put(c->to_writer, &m->q);
-	stat_add(&c->stats.snapshots, 1);
+	x->st.snapshots++;
+	publish_stats(x);
+}
+
+/* Run the commands waiting in the inbox.  Returns 1 after HA_CMD_STOP. */
+static int run_cmds(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	struct ha_qmsg *q;
+	int stop = 0;
+	while (__atomic_load_n(&c->cmds_pending, __ATOMIC_ACQUIRE) > 0 &&
+	       (q = ha_queue_get(&c->inbox, 0)) != NULL) {
+		struct ha_cmd *cmd = (struct ha_cmd *)q;
+		__atomic_fetch_sub(&c->cmds_pending, 1, __ATOMIC_RELAXED);
+		drain(x);
+		snapshot(x, cmd->reason);
+		stop |= q->type == HA_CMD_STOP;
+		if (cmd != &c->stop_cmd)
+			free(q);
+	}
+	return stop;
+}
+
+/* How long to sleep after a drain that took bytes records in ms since the
+ * previous one: until the ring would be NAP_FILL_DIV-th full at the recent
+ * rate, between 1 ms and RING_WAIT_MS.  The producers wake us at a quarter,
+ * but such a wake-up can be missed and the machine may not run us at once:
+ * most of the ring stays headroom for that. */
+static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
+{
+	if (ms <= 0)
+		return RING_WAIT_MS;
+	double rate = (double)bytes / ms;           /* bytes per ms */
+	/* Quick to rise, slower to fall. */
+	x->rate = rate > x->rate ? rate : (x->rate + rate) / 2;
+	double t = (double)(x->c->data_size / NAP_FILL_DIV) / (x->rate > 1 ? x->rate : 1);
+	return t >= RING_WAIT_MS ? RING_WAIT_MS : t <= 1 ? 1 : (int)t;
+}
+
+/* Sleep until records or a command come, or ms pass. */
+static void nap(struct ctx *x, int ms)
+{
+	if (x->ring_broken) {
+		struct timespec ts = { 0, RING_WAIT_MS * 1000000L };
+		nanosleep(&ts, NULL);
+	} else {
+		ha_ring_wait(x->c->ring, x->c->data_size, x->pos, ms);
+	}
 }
 
 static void *collector_main(void *arg)
 {
-	struct ctx x = { .c = arg };
-	struct ha_collector *c = x.c;
+	struct ha_collector *c = arg;
+	/* Big (the batch's pcs): on the heap, not on the thread's stack. */
+	struct ctx *x = calloc(1, sizeof *x);
 	char err[200] = "";
 
-	x.book = ha_book_new();
-	x.unw = ha_unwinder_new(c->pid, err, sizeof err);
-	find_agent_range(&x);
-	x.pos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
+	if (!x) {
+		snprintf(c->err, sizeof c->err, "collector: out of memory");
+		return NULL;
+	}
+	x->c = c;
+	x->book = ha_book_new();
+	x->unw = ha_unwinder_new(c->pid, err, sizeof err);
+	find_agent_range(x);
+	x->pos = x->rpos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
 	/* Without an unwinder the ring is still drained (a --block target must
 	 * never wait on us); samples count as unwind failures. */
-	if (!x.book || !x.unw)
-		snprintf(c->err, sizeof c->err, "collector: %s", x.book ? err : "out of memory");
+	if (!x->book || !x->unw)
+		snprintf(c->err, sizeof c->err, "collector: %s", x->book ? err : "out of memory");
 
+	double last = ha_now_ms();
 	for (int stop = 0; !stop;) {
-		if (drain(&x) == 0)
-			ha_ring_wait(c->ring, c->data_size, x.pos, RING_WAIT_MS);
-		struct ha_qmsg *q;
-		while ((q = ha_queue_get(&c->inbox, 0)) != NULL) {
-			struct ha_cmd *cmd = (struct ha_cmd *)q;
-			drain(&x);
-			snapshot(&x, cmd->reason);
-			stop |= q->type == HA_CMD_STOP;
-			if (cmd != &c->stop_cmd)
-				free(q);
-		}
+		/* Drain everything, then sleep: the records that come meanwhile
+		 * are handled together at the next wake-up. */
+		double now = ha_now_ms();
+		uint64_t pos0 = x->pos;
+		drain(x);
+		int ms = nap_ms(x, x->pos - pos0, now - last);
+		last = now;
+		if (__atomic_load_n(&c->cmds_pending, __ATOMIC_ACQUIRE) > 0)
+			stop = run_cmds(x);
+		else
+			nap(x, ms);
 	}
 	uint64_t hits, misses;
-	ha_unwinder_cache_stats(x.unw, &hits, &misses);
-	stat_add(&c->stats.unwind_cached, hits);
-	ha_unwinder_free(x.unw);
-	ha_book_free(x.book);
+	ha_unwinder_cache_stats(x->unw, &hits, &misses);
+	x->st.unwind_cached += hits;
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		x->st.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	publish_stats(x);
+	ha_unwinder_free(x->unw);
+	ha_book_free(x->book);
+	free(x);
 	return NULL;
 }
 
@@ -268,6 +476,7 @@ int ha_collector_start(struct ha_collector *c)
 {
 	memset(&c->stats, 0, sizeof c->stats);
 	c->err[0] = '\0';
+	c->cmds_pending = 0;
 	ha_queue_init(&c->inbox);
 	if (pthread_create(&c->thread, NULL, collector_main, c) != 0) {
 		snprintf(c->err, sizeof c->err, "cannot start the collector thread");
@@ -284,6 +493,7 @@ static void send_cmd(struct ha_collector *c, int type, const char *reason)
 	m->q.type = type;
 	m->reason = reason;
 	ha_queue_put(&c->inbox, &m->q);
+	__atomic_fetch_add(&c->cmds_pending, 1, __ATOMIC_RELEASE);
 }
 
 void ha_collector_snapshot(struct ha_collector *c, const char *reason)
@@ -296,6 +506,7 @@ void ha_collector_stop(struct ha_collector *c, const char *reason)
 	c->stop_cmd.q.type = HA_CMD_STOP;
 	c->stop_cmd.reason = reason;
 	ha_queue_put(&c->inbox, &c->stop_cmd.q);
+	__atomic_fetch_add(&c->cmds_pending, 1, __ATOMIC_RELEASE);
 	pthread_join(c->thread, NULL);
 	ha_queue_destroy(&c->inbox);
 }

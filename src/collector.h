@@ -20,12 +20,13 @@ struct ha_cmd {
 };
 
 /* Counters the collector publishes for status lines (relaxed atomics;
- * written only by the collector). */
+ * written only by the collector, after each drain of the ring). */
 struct ha_collector_stats {
 	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
 	uint64_t unwind_ns;     /* time spent unwinding */
 	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
 	uint64_t ring_bytes;    /* bytes of records consumed */
+	uint64_t cpu_ns;        /* CPU time of the collector thread (set when it stops) */
 };
 
 struct ha_collector {
@@ -40,6 +41,8 @@ struct ha_collector {
 	pthread_t thread;
 	struct ha_collector_stats stats;
 	struct ha_cmd stop_cmd;     /* the last command: no allocation can fail it */
+	int cmds_pending;           /* commands put in inbox and not yet taken: the
+	                             * collector looks at the queue only when > 0 */
 	char err[256];
 };
 

@@ -159,6 +159,25 @@ static unsigned sc_set(uint64_t rip, uint64_t len, uint64_t rbp_off)
 	return (unsigned)(h % SC_SETS);
 }
 
+static int sc_same_key(const struct ha_unwinder *u, const struct sc_ent *e,
+                       const struct ha_regs *regs, size_t len, uint64_t rbp_off)
+{
+	return e->gen == u->maps_gen && e->rip == regs->rip && e->len == len &&
+	       e->rbp_off == rbp_off;
+}
+
+/* Does every word the stored walk read still hold the same value? */
+static int sc_words_hold(const struct sc_ent *e, const uint8_t *stack)
+{
+	for (int k = 0; k < e->nw; k++) {
+		uint64_t v;
+		memcpy(&v, stack + e->w[k].off, 8);
+		if (v != e->w[k].val)
+			return 0;
+	}
+	return 1;
+}
+
 /* ------------------------------------------------------------------ images */
 
 static void image_free(struct image *im)
@@ -731,6 +750,22 @@ void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64
 	*misses = u ? u->sc_misses : 0;
 }
 
+/* The words of the stack copy a cache hit will compare: ask for their lines
+ * now so that the misses of many samples overlap. */
+void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
+                        const uint8_t *stack, size_t stack_len)
+{
+	if (!u || !u->sc || u->sc_off || !regs || !stack ||
+	    stack_len > UINT64_MAX - regs->rsp)
+		return;
+	uint64_t rbp_off = regs->rbp - regs->rsp;
+	const struct sc_ent *way = u->sc->e[sc_set(regs->rip, stack_len, rbp_off)];
+	for (int i = 0; i < SC_WAYS; i++)
+		if (sc_same_key(u, &way[i], regs, stack_len, rbp_off))
+			for (int k = 0; k < way[i].nw; k++)
+				__builtin_prefetch(stack + way[i].w[k].off);
+}
+
 void ha_unwinder_maps_changed(struct ha_unwinder *u)
 {
 	if (!u)
@@ -835,20 +870,9 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		stack_len = 0;
 	if (stack_len > UINT64_MAX - regs->rsp)
 		stack_len = (size_t)(UINT64_MAX - regs->rsp);
-	memset(&c, 0, sizeof c);
-	c.u = u;
-	c.regs = regs;
-	c.stack = stack;
-	c.lo = regs->rsp;
-	c.hi = regs->rsp + stack_len;
 
-	/* Live pages age out: the process keeps running. */
-	now = ha_now_ms();
-	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
-		u->pc_gen++;
-		u->pc_epoch_ms = now;
-	}
-	/* The whole-stack cache first. */
+	/* The whole-stack cache first: a hit reads no clock, no maps, no live
+	 * memory. */
 	uint64_t rbp_off = regs->rbp - regs->rsp;
 	struct sc_ent *way = NULL, *rec = NULL;
 	unsigned set = 0;
@@ -858,23 +882,29 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		set = sc_set(regs->rip, stack_len, rbp_off);
 		way = u->sc->e[set];
 		for (int i = 0; i < SC_WAYS; i++) {
-			struct sc_ent *e = &way[i];
-			if (e->gen != u->maps_gen || e->rip != regs->rip || e->len != stack_len ||
-			    e->rbp_off != rbp_off || e->max != max)
-				continue;
-			int k;
-			for (k = 0; k < e->nw; k++)
-				if (memcmp(&e->w[k].val, stack + e->w[k].off, 8) != 0)
-					break;
-			if (k < e->nw)
-				continue;
-			memcpy(pcs, e->pcs, (size_t)e->n * sizeof *pcs);
-			u->sc_hits++;
-			return e->n;
+			const struct sc_ent *e = &way[i];
+			if (sc_same_key(u, e, regs, stack_len, rbp_off) && e->max == max &&
+			    sc_words_hold(e, stack)) {
+				memcpy(pcs, e->pcs, (size_t)e->n * sizeof *pcs);
+				u->sc_hits++;
+				return e->n;
+			}
 		}
 		rec = &way[u->sc->rr[set] % SC_WAYS];
 	}
 	u->sc_misses++;
+	memset(&c, 0, sizeof c);
+	c.u = u;
+	c.regs = regs;
+	c.stack = stack;
+	c.lo = regs->rsp;
+	c.hi = regs->rsp + stack_len;
+	/* Live pages age out: the process keeps running. */
+	now = ha_now_ms();
+	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
+		u->pc_gen++;
+		u->pc_epoch_ms = now;
+	}
 	unsigned gen0 = u->maps_gen;
 	n = unwind_once(u, &c, pcs, max, rec);
 	/* A pc in no mapping: something was mapped since we read maps (dlopen,

@@ -31,6 +31,12 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u);
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max);
 
+/* Optional, before ha_unwind with the same arguments: start loading the
+ * parts of the stack copy a whole-stack cache hit will compare, so that a
+ * batch of samples waits for memory once, not once per sample. */
+void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
+                        const uint8_t *stack, size_t stack_len);
+
 /* Whole-stack cache: unwinds answered from it, and walked. */
 /* Turn the whole-stack cache off (0) or on (1, the default). */
 void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "symbolize.h"
+#include "target.h"
 
 #define MAX_FRAMES 512 /* with inlined frames */
 
@@ -84,9 +85,11 @@ static void *writer_main(void *arg)
 	struct ha_writer *w = arg;
 	struct idmap ids = { 0 };
 	char err[200] = "";
-	/* Without a symbolizer stacks are still stored, as frames without names. */
+	/* Without a symbolizer stacks are still stored, as frames without names.
+	 * A target that exited already (it may, right after the attach) leaves
+	 * nothing to symbolize: that is no failure to write the profile. */
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
-	if (!sym)
+	if (!sym && ha_target_alive(w->pid))
 		fail(w, "symbolizer", err);
 	for (;;) {
 		struct ha_qmsg *q = ha_queue_get(&w->inbox, -1);
