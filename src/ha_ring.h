@@ -58,6 +58,12 @@ static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, u
 		goto drop;
 	for (;;) {
 		uint64_t cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+		if ((int64_t)(cons - pos) > 0) {
+			/* pos is stale (this thread was preempted after loading it
+			 * while the consumer moved past it): not a full ring. */
+			pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
+			continue;
+		}
 		if (pos + len - cons > data_size) {
 			if (!block)
 				goto drop;

@@ -45,11 +45,18 @@ static int read_stat(pid_t pid, char *state, unsigned long *flags)
 	return 0;
 }
 
+/* PF_EXITING (include/linux/sched.h): the task is in do_exit.  It has
+ * closed its files (our socket hangs up) and dropped its memory map a
+ * moment before it becomes a zombie; without this a process killed at that
+ * moment would look alive with no agent mapped, i.e. exec'd. */
+#define HA_PF_EXITING 0x4ul
+
 int ha_target_alive(pid_t pid)
 {
 	char state;
 	unsigned long flags;
-	return read_stat(pid, &state, &flags) == 0 && state != 'Z' && state != 'X';
+	return read_stat(pid, &state, &flags) == 0 && state != 'Z' && state != 'X' &&
+	       !(flags & HA_PF_EXITING);
 }
 
 static void read_comm(pid_t pid, char *out, size_t outlen)
