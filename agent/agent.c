@@ -578,13 +578,17 @@ static void end_session(uint16_t reply, const struct failure *f)
 	ha_got_restore();
 	/* Threads may still be inside a hook: no ring write after this. */
 	ha_sampler_stop();
+	/* The final counters, while the ring (and its drop count) is mapped. */
+	struct ha_msg m;
+	ha_msg_init(&m, reply);
+	fill_counters(&m.u.counters);
 	ring_unmap();
 	close_fd(&g_ring_fd);
 	if (g_sock >= 0) {
 		if (f)
 			send_error(g_sock, f->code, f->what, f->detail);
 		else if (reply)
-			(void)send_counters(g_sock, reply);
+			(void)send_msg(g_sock, &m);
 	}
 	close_fd(&g_sock);
 	__atomic_store_n(&g_owner_pid, 0, __ATOMIC_RELAXED);

@@ -42,6 +42,8 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define CONSUME_DIV 16        /* hand space back every 1/16 of the ring, not per record */
 #define WCACHE 2048           /* sample weights by size (direct-mapped) */
 #define RING_PREFETCH 8192    /* published bytes asked for ahead of the reader */
+#define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
+#define LOWER_AFTER_MS 500    /* ...and one halving per 500 ms of a calm ring */
 
 /* One record of a batch.  The target can rewrite the ring at any time:
  * what is checked is copied out first, and only the copy is used. */
@@ -64,6 +66,10 @@ struct ctx {
 	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit */
 	int ring_broken;
 	double rate;                  /* recent input, bytes per ms */
+	uint64_t interval;            /* adaptive interval in effect (ring header) */
+	uint64_t period_interval;     /* the largest since the last snapshot */
+	uint64_t seen_drops;          /* ring drops when the interval last changed */
+	double changed_ms;            /* when it last changed */
 	struct ha_collector_stats st; /* ours; published to c->stats per drain */
 	struct item batch[BATCH];
 	uint64_t pcs[BATCH][MAX_PCS]; /* pcs of batch[i] */
@@ -373,9 +379,62 @@ static void snapshot(struct ctx *x, const char *reason)
 	m->info.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
 	m->info.unwind_failures = x->st.unwind_failures;
 	m->info.reason = reason;
+	m->info.sample_interval = x->period_interval;
+	x->period_interval = x->interval;
 	ha_queue_put(c->to_writer, &m->q);
 	x->st.snapshots++;
 	publish_stats(x);
+}
+
+/* The adaptive interval.  Drops mean the target writes samples faster than
+ * we read them: rather than lose samples for as long as that lasts (and
+ * bias the profile towards whatever ran while the ring had room), double
+ * the interval the agent's threads draw their countdowns with (the ring
+ * header's interval, read at each thread's next sample), at most once per
+ * RAISE_GAP_MS.  Once the ring stays below 1/16 full with no new drops,
+ * halve it every LOWER_AFTER_MS until it is the configured one again.  The
+ * estimates stay unbiased: every sample carries the interval it was drawn
+ * with, and is weighted with it. */
+static void set_interval(struct ctx *x, uint64_t v, double now, const char *what)
+{
+	struct ha_collector *c = x->c;
+	x->interval = v;
+	x->changed_ms = now;
+	__atomic_store_n(&c->ring->interval, v, __ATOMIC_RELAXED);
+	if (v > x->period_interval)
+		x->period_interval = v;
+	if (v > x->st.interval_max)
+		x->st.interval_max = v;
+	x->st.interval = v;
+	if (what || c->verbose)
+		fprintf(stderr, "heapattach: %ssampling interval %s %llu bytes\n",
+		        what ? what : "", v == c->interval ? "back to"
+		                          : what           ? "raised to"
+		                                           : "lowered to",
+		        (unsigned long long)v);
+}
+
+static void adapt_interval(struct ctx *x, double now)
+{
+	struct ha_collector *c = x->c;
+	if (!c->adaptive || x->ring_broken)
+		return;
+	uint64_t drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	uint64_t fill = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED) - x->pos;
+	if (drops != x->seen_drops) {
+		if (now - x->changed_ms >= RAISE_GAP_MS && x->interval < HA_INTERVAL_MAX) {
+			x->seen_drops = drops;
+			uint64_t v = x->interval < HA_INTERVAL_MAX / 2 ? x->interval * 2 : HA_INTERVAL_MAX;
+			set_interval(x, v, now, "ring overflowing: ");
+		}
+	} else if (x->interval > c->interval && fill < c->data_size / 16 &&
+	           now - x->changed_ms >= LOWER_AFTER_MS) {
+		uint64_t v = x->interval / 2 > c->interval ? x->interval / 2 : c->interval;
+		set_interval(x, v, now, NULL);
+		if (v == c->interval && !c->verbose)
+			fprintf(stderr, "heapattach: sampling interval back to %llu bytes\n",
+			        (unsigned long long)v);
+	}
 }
 
 /* Run the commands waiting in the inbox.  Returns 1 after HA_CMD_STOP. */
@@ -446,12 +505,16 @@ static void *collector_main(void *arg)
 		snprintf(c->err, sizeof c->err, "collector: %s", x->book ? err : "out of memory");
 
 	double last = ha_now_ms();
+	x->interval = x->period_interval = x->st.interval = x->st.interval_max = c->interval;
+	x->seen_drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	x->changed_ms = last;
 	for (int stop = 0; !stop;) {
 		/* Drain everything, then sleep: the records that come meanwhile
 		 * are handled together at the next wake-up. */
 		double now = ha_now_ms();
 		uint64_t pos0 = x->pos;
 		drain(x);
+		adapt_interval(x, now);
 		int ms = nap_ms(x, x->pos - pos0, now - last);
 		last = now;
 		if (__atomic_load_n(&c->cmds_pending, __ATOMIC_ACQUIRE) > 0)

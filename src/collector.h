@@ -27,6 +27,8 @@ struct ha_collector_stats {
 	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
 	uint64_t ring_bytes;    /* bytes of records consumed */
 	uint64_t cpu_ns;        /* CPU time of the collector thread (set when it stops) */
+	uint64_t interval;      /* sampling interval in effect (adaptive) */
+	uint64_t interval_max;  /* the largest it has been */
 };
 
 struct ha_collector {
@@ -34,7 +36,10 @@ struct ha_collector {
 	pid_t pid;
 	struct ha_ring_hdr *ring;
 	uint64_t data_size;
-	uint64_t interval;
+	uint64_t interval;          /* the configured sampling interval */
+	int adaptive;               /* raise the interval while the ring overflows
+	                             * (not with --block) */
+	int verbose;                /* say every change of the interval */
 	struct ha_queue *to_writer;
 	/* owned by the collector thread */
 	struct ha_queue inbox;

@@ -595,6 +595,8 @@ int main(int argc, char **argv)
 	coll.ring = s.ring;
 	coll.data_size = s.ring_data_size;
 	coll.interval = o.interval;
+	coll.adaptive = !o.block;
+	coll.verbose = o.verbose;
 	coll.to_writer = &writer.inbox;
 	if (ha_collector_start(&coll)) {
 		fprintf(stderr, "heapattach: %s\n", coll.err);
