@@ -88,6 +88,21 @@ static int ls_insert(const void *p)
 	return 0;
 }
 
+/* Read-only look-up: is p in the set?  What a free the filter let through
+ * does first, so that a false positive of the filter (many live samples in
+ * a big heap make them common) costs one cache line read, not the shared
+ * in-flight count. */
+static int ls_contains(const void *p)
+{
+	if (!ls_table)
+		return 0;
+	const uint64_t *way = ls_table + (size_t)ha_ls_bucket(p) * HA_LS_WAYS;
+	for (int i = 0; i < HA_LS_WAYS; i++)
+		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)p)
+			return 1;
+	return 0;
+}
+
 static int ls_remove(const void *p)
 {
 	uint32_t b = ha_ls_bucket(p);
@@ -344,7 +359,7 @@ out:
 void ha_sample_free(void *p)
 {
 	int saved_errno = errno;
-	if (!ring_enter())
+	if (!ls_contains(p) || !ring_enter())
 		goto out;
 	if (ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
