@@ -18,6 +18,13 @@
  * keeps the register-state of every pc it has seen, so a repeated call path
  * costs only the reads of the saved registers from the stack copy.
  *
+ * In front of libunwind, a fast walk (fast_walk) with per-pc rules taken
+ * from .eh_frame through libdw (unwind_cfi.c) and cached by pc: CFA =
+ * register + offset, return address and callee-saved registers in
+ * CFA-relative slots.  It follows libunwind's semantics step by step; where
+ * a rule is not that simple, or a read leaves the copy for anything but the
+ * thread's own stack, the whole stack goes to libunwind instead.
+ *
  * All input (registers, stack bytes, the files, maps) is untrusted: every
  * read is bounds-checked, the number of frames is capped, and a frame whose
  * (pc, sp) repeats ends the walk. */
@@ -25,12 +32,15 @@
 #include "unwind.h"
 
 #include "procmaps.h"
+#include "unwind_cfi.h"
 #include "util.h"
 
 #include <elf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <libelf.h>
 #include <libunwind.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +63,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define RS_CACHE_SIZE 8192       /* libunwind register-state cache entries */
 #define REFRESH_MIN_MS 100.0     /* re-read maps at most this often on our own */
 #define IMAGE_MAX_BYTES (4ull << 30)
+#define RC_SIZE 16384            /* per-pc rule cache entries (direct-mapped) */
 
 /* DWARF pointer encodings used by .eh_frame_hdr */
 #define PE_OMIT 0xff
@@ -74,6 +85,10 @@ struct image {
 	uint64_t hdr_vaddr;      /* PT_GNU_EH_FRAME p_vaddr */
 	uint64_t table_rel;      /* table start - hdr start */
 	uint64_t fde_count;
+	/* libdw's view of .eh_frame, for the fast walk's rules */
+	int cfi_state;           /* 0 not opened, 1 ok, -1 none */
+	Elf *elf;
+	Dwarf_CFI *cfi;
 };
 
 enum { MI_UNKNOWN = 0, MI_IMAGE, MI_LIVE, MI_NONE };
@@ -84,6 +99,15 @@ struct mapinfo {
 	struct image *img;
 	int table_state;         /* 0 unknown, 1 ok, -1 none */
 	uint64_t segbase, table_addr, fde_count;
+	int bias_state;          /* 0 unknown, 1 ok, -1 none */
+	uint64_t bias;           /* runtime address - ELF vaddr */
+};
+
+/* A per-pc rule cache entry: valid iff gen == maps_gen. */
+struct rc_ent {
+	uint64_t addr;
+	unsigned gen;
+	struct ha_cfi_rule r;
 };
 
 struct page {
@@ -107,6 +131,11 @@ struct ha_unwinder {
 	struct scache *sc;       /* whole-stack results, see scache_lookup */
 	uint64_t sc_hits, sc_misses;
 	int sc_off;              /* stack cache disabled (tests) */
+	struct rc_ent *rc;       /* per-pc rules of the fast walk */
+	int fast_off;            /* fast walk disabled (tests) */
+	uint64_t fast_n, slow_n; /* walks done by the fast walk, by libunwind */
+	int verify;              /* HA_UNWIND_VERIFY: check every fast walk */
+	uint64_t verified, verify_bad;
 };
 
 /* Per-call context, the `arg` of every accessor. */
@@ -182,6 +211,10 @@ static int sc_words_hold(const struct sc_ent *e, const uint8_t *stack)
 
 static void image_free(struct image *im)
 {
+	if (im->cfi)
+		dwarf_cfi_end(im->cfi);
+	if (im->elf)
+		elf_end(im->elf);
 	if (im->mmapped)
 		munmap((void *)im->data, im->size);
 	else
@@ -376,6 +409,40 @@ static int image_parse(struct image *im)
 	im->fde_count = cnt;
 	im->elf_state = 1;
 	return 1;
+}
+
+/* runtime = vaddr + *bias for the module im mapped by m, from the PT_LOAD
+ * holding ip's file offset.  0 if there is none (or im is not usable). */
+static int image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_t *bias)
+{
+	uint64_t fofs = (im->is_vdso ? 0 : m->offset) + (ip - m->start);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
+
+	if (image_parse(im) != 1)
+		return 0;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
+		if (q->p_type != PT_LOAD || fofs < q->p_offset || fofs - q->p_offset >= q->p_filesz)
+			continue;
+		*bias = m->start - (im->is_vdso ? 0 : m->offset) + q->p_offset - q->p_vaddr;
+		return 1;
+	}
+	return 0;
+}
+
+/* libdw's CFI of an image (.eh_frame), opened once; NULL if none. */
+static Dwarf_CFI *image_cfi(struct image *im)
+{
+	if (im->cfi_state == 0) {
+		im->cfi_state = -1;
+		elf_version(EV_CURRENT);
+		/* read-only: libelf converts nothing for a native ELF file */
+		im->elf = elf_memory((char *)im->data, im->size);
+		im->cfi = im->elf ? dwarf_getcfi_elf(im->elf) : NULL;
+		if (im->cfi)
+			im->cfi_state = 1;
+	}
+	return im->cfi;
 }
 
 /* ------------------------------------------------------------------ maps */
@@ -610,23 +677,14 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 		return -UNW_ENOINFO;    /* JIT/anonymous code: frame-pointer fallback */
 	if (mi->table_state == 0) {
 		struct image *im = mi->img;
-		uint64_t fofs = (im->is_vdso ? 0 : m->offset) + (ip - m->start);
-		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
+		uint64_t bias;
 		mi->table_state = -1;
-		if (image_parse(im) != 1)
+		if (!image_bias(im, m, ip, &bias))
 			return -UNW_ENOINFO;
-		/* runtime = vaddr + bias, from the PT_LOAD holding ip's file offset */
-		for (int i = 0; i < eh->e_phnum; i++) {
-			const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
-			if (q->p_type != PT_LOAD || fofs < q->p_offset || fofs - q->p_offset >= q->p_filesz)
-				continue;
-			uint64_t bias = m->start - (im->is_vdso ? 0 : m->offset) + q->p_offset - q->p_vaddr;
-			mi->segbase = im->hdr_vaddr + bias;
-			mi->table_addr = mi->segbase + im->table_rel;
-			mi->fde_count = im->fde_count;
-			mi->table_state = 1;
-			break;
-		}
+		mi->segbase = im->hdr_vaddr + bias;
+		mi->table_addr = mi->segbase + im->table_rel;
+		mi->fde_count = im->fde_count;
+		mi->table_state = 1;
 	}
 	if (mi->table_state != 1)
 		return -UNW_ENOINFO;
@@ -715,6 +773,8 @@ struct ha_unwinder *ha_unwinder_new(pid_t pid, char *err, size_t errlen)
 		ha_unwinder_free(u);
 		return NULL;
 	}
+	const char *v = getenv("HA_UNWIND_VERIFY");
+	u->verify = v && *v && strcmp(v, "0") != 0;
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	unw_set_cache_size(u->as, RS_CACHE_SIZE, 0);
 	return u;
@@ -724,6 +784,10 @@ void ha_unwinder_free(struct ha_unwinder *u)
 {
 	if (!u)
 		return;
+	if (u->verify)
+		fprintf(stderr, "heapattach: unwind verify: %llu fast walks compared with libunwind, "
+		        "%llu differ; %llu walks by libunwind\n", (unsigned long long)u->verified,
+		        (unsigned long long)u->verify_bad, (unsigned long long)u->slow_n);
 	if (u->as)
 		unw_destroy_addr_space(u->as);
 	while (u->images) {
@@ -735,6 +799,7 @@ void ha_unwinder_free(struct ha_unwinder *u)
 	free(u->mi);
 	free(u->pages);
 	free(u->sc);
+	free(u->rc);
 	free(u);
 }
 
@@ -857,6 +922,201 @@ static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int
 	return n;
 }
 
+/* ------------------------------------------------------------------ fast walk */
+
+/* The rule for the code address addr (a pc, or a return address - 1), from
+ * the cache or from the module's CFI. */
+static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, uint64_t addr)
+{
+	uint64_t h = addr * 0x9E3779B97F4A7C15ULL;
+	struct rc_ent *e = &u->rc[(h >> 32) % RC_SIZE];
+	const struct ha_map *m;
+	struct mapinfo *mi;
+
+	if (e->gen == u->maps_gen && e->addr == addr)
+		return &e->r;
+	e->addr = addr;
+	e->gen = u->maps_gen;
+	memset(&e->r, 0, sizeof e->r);
+	e->r.kind = CFI_FALLBACK;
+	/* as acc_find_proc_info: file-backed executable code only */
+	m = find_map(c, addr);
+	if (!m || !(m->prot & PROT_EXEC))
+		return &e->r;
+	mi = mapinfo_of(u, m);
+	if (mi->kind != MI_IMAGE)
+		return &e->r;
+	if (mi->bias_state == 0)
+		mi->bias_state = image_bias(mi->img, m, addr, &mi->bias) ? 1 : -1;
+	if (mi->bias_state == 1 && image_cfi(mi->img))
+		ha_cfi_rule(mi->img->cfi, addr - mi->bias, &e->r);
+	return &e->r;
+}
+
+/* A register of the walk: known, unreadable (libunwind's read would fail:
+ * the thread's stack outside the copy) or unknown (only libunwind knows). */
+enum { FW_KNOWN, FW_FAIL, FW_UNKNOWN };
+struct fw_reg {
+	uint64_t v;
+	int st;                  /* FW_* */
+	int initial;             /* still the captured register */
+};
+
+/* Read the word at addr as libunwind's access_mem would see it. */
+static int fw_read(struct uctx *c, uint64_t addr, uint64_t *v, struct sc_ent *rec)
+{
+	if (addr >= c->lo && addr < c->hi && c->hi - addr >= 8) {
+		memcpy(v, c->stack + (addr - c->lo), 8);
+		if (rec)
+			sc_note(rec, c, (int64_t)(addr - c->lo));
+		return FW_KNOWN;
+	}
+	if (addr >= c->smap_lo && addr < c->smap_hi)
+		return FW_FAIL;
+	return FW_UNKNOWN;
+}
+
+/* The walk unwind_once does with libunwind, with the cached rules: the same
+ * pcs, or 0 if this stack needs libunwind.  Every step: CFA from the rule's
+ * register, the return address from its slot, the callee-saved registers
+ * from theirs (or unchanged); the caller's rsp is the CFA.  Stops where
+ * libunwind stops: an outermost frame, a read that fails, ip 0, no
+ * progress. */
+static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
+                     struct sc_ent *rec)
+{
+	const uint64_t *init = &c->regs->rip;
+	struct fw_reg r[CFI_NREG];
+	uint64_t addr, prev_ip, prev_sp;
+	int n = 0;
+
+	for (int i = 0; i < CFI_NREG; i++)
+		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN, .initial = 1 };
+	if (rec) {
+		rec->nw = 0;
+		rec->n = 0;
+	}
+	pcs[n++] = c->regs->rip;
+	addr = prev_ip = c->regs->rip;   /* the first frame: its exact pc */
+	prev_sp = c->regs->rsp;
+	while (n < max) {
+		const struct ha_cfi_rule *ru = rule_of(u, c, addr);
+		uint64_t cfa, ip;
+		int st;
+
+		if (ru->kind == CFI_FALLBACK)
+			return 0;
+		if (ru->kind == CFI_END)
+			break;
+		const struct fw_reg *cr = &r[ru->cfa_reg];
+		if (cr->st == FW_UNKNOWN)
+			return 0;
+		if (cr->st == FW_FAIL)
+			goto failed;
+		/* the stack cache keys on rip, rsp and rbp only */
+		if (rec && cr->initial && ru->cfa_reg != CFI_RSP && ru->cfa_reg != CFI_RBP)
+			rec->nw = -1;
+		cfa = cr->v + (uint64_t)(int64_t)ru->cfa_off;
+		st = fw_read(c, cfa + (uint64_t)(int64_t)ru->save[CFI_RIP], &ip, rec);
+		if (st == FW_UNKNOWN)
+			return 0;
+		if (st == FW_FAIL)
+			goto failed;
+		for (int i = CFI_RBP; i < CFI_NREG; i++) {
+			int32_t s = ru->save[i];
+			if (s == CFI_SAME)
+				continue;
+			r[i].initial = 0;
+			if (s == CFI_LOST)
+				r[i].st = FW_UNKNOWN;
+			else
+				r[i].st = fw_read(c, cfa + (uint64_t)(int64_t)s, &r[i].v, rec);
+		}
+		r[CFI_RSP] = (struct fw_reg){ .v = cfa, .st = FW_KNOWN, .initial = 0 };
+		if (ip == 0)
+			break;
+		if (ip == prev_ip && cfa == prev_sp)
+			goto failed;    /* no progress: a loop */
+		pcs[n++] = ip;
+		prev_ip = ip;
+		prev_sp = cfa;
+		addr = ip - 1;          /* a return address: the call is before it */
+	}
+	if (rec && n > SC_FRAMES)
+		rec->nw = -1;
+	return n;
+failed:
+	if (rec)
+		rec->nw = -1;   /* an error, not the outermost frame */
+	return n;
+}
+
+/* Debugging aid (HA_UNWIND_VERIFY=1): unwind again with libunwind and
+ * report any difference on stderr. */
+static void verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, int n,
+                        int max)
+{
+	uint64_t *again = malloc((size_t)max * sizeof *again);
+	if (!again)
+		return;
+	int m = unwind_once(u, c, again, max, NULL);
+	u->verified++;
+	if (m != n || memcmp(pcs, again, (size_t)n * sizeof *pcs) != 0) {
+		if (u->verify_bad++ < 10) {
+			fprintf(stderr, "heapattach: unwind verify: fast walk %d pcs, libunwind %d:", n, m);
+			for (int i = 0; i < (n > m ? n : m); i++)
+				fprintf(stderr, " %llx/%llx", i < n ? (unsigned long long)pcs[i] : 0ull,
+				        i < m ? (unsigned long long)again[i] : 0ull);
+			fprintf(stderr, "\n");
+		}
+	}
+	free(again);
+}
+
+/* The fast walk if it can, else libunwind (and the maps refresh of an
+ * unknown pc). */
+static int walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
+                struct sc_ent *rec, double now)
+{
+	int n;
+
+	c->last = NULL;
+	c->unknown_ip = 0;
+	if (!u->fast_off && !u->rc)
+		u->rc = calloc(RC_SIZE, sizeof *u->rc);
+	if (!u->fast_off && u->rc) {
+		const struct ha_map *sm = ha_maps_find_addr(&u->maps, c->regs->rsp);
+		c->smap_lo = sm ? sm->start : c->lo;
+		c->smap_hi = sm ? sm->end : c->hi;
+		n = fast_walk(u, c, pcs, max, rec);
+		if (n > 0) {
+			u->fast_n++;
+			if (u->verify)
+				verify_walk(u, c, pcs, n, max);
+			return n;
+		}
+	}
+	u->slow_n++;
+	n = unwind_once(u, c, pcs, max, rec);
+	/* A pc in no mapping: something was mapped since we read maps (dlopen,
+	 * JIT).  Re-read them (rate-limited) and try again. */
+	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && refresh(u))
+		n = unwind_once(u, c, pcs, max, rec);
+	return n;
+}
+
+void ha_unwinder_set_fast(struct ha_unwinder *u, int on)
+{
+	if (u)
+		u->fast_off = !on;
+}
+
+void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_t *slow)
+{
+	*fast = u ? u->fast_n : 0;
+	*slow = u ? u->slow_n : 0;
+}
+
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max)
 {
@@ -906,11 +1166,7 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		u->pc_epoch_ms = now;
 	}
 	unsigned gen0 = u->maps_gen;
-	n = unwind_once(u, &c, pcs, max, rec);
-	/* A pc in no mapping: something was mapped since we read maps (dlopen,
-	 * JIT).  Re-read them (rate-limited) and try again. */
-	if (c.unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && refresh(u))
-		n = unwind_once(u, &c, pcs, max, rec);
+	n = walk(u, &c, pcs, max, rec, now);
 	if (rec) {
 		if (rec->nw >= 0 && !c.unknown_ip && n >= 1 && n <= SC_FRAMES &&
 		    gen0 == u->maps_gen) {

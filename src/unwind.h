@@ -42,4 +42,10 @@ void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
 void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on);
 void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64_t *misses);
 
+/* The fast walk (per-pc CFI rules, see unwind.c) in front of libunwind:
+ * off (0) or on (1, the default); walks it did, walks left to libunwind
+ * (stack cache hits are neither). */
+void ha_unwinder_set_fast(struct ha_unwinder *u, int on);
+void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_t *slow);
+
 #endif

@@ -2,7 +2,8 @@
 # The unwinder (src/unwind.c) and the symbolizer (src/symbolize.c) on real
 # stacks of live processes:
 #  1. tests/unwind_check's self-test: a C call chain with an inlined function,
-#     a chain through libc's qsort, a deep recursion, damaged stacks, speed;
+#     a chain through libc's qsort, a deep recursion, damaged stacks, many
+#     call paths, the fast walk against libunwind, speed;
 #  2. a C++ target (namespaces, a class template, an inlined function, an
 #     anonymous namespace) built here with g++ -O2 -fomit-frame-pointer:
 #     demangled names and file:line of every frame;

@@ -7,7 +7,10 @@
  *                                 does in its malloc hook) and wait; we
  *                                 unwind and symbolize them by pid, check
  *                                 names, order, file:line and inlining,
- *                                 then time repeated unwinds
+ *                                 then time repeated unwinds; the fast
+ *                                 walk must give libunwind's pcs on every
+ *                                 capture, damaged and cut-short copies
+ *                                 of it and 512 distinct call paths
  *   unwind_check --attach PID FILE [--expect NAME]... [--file BASENAME]
  *                                 the same checks on a capture another
  *                                 program wrote to FILE (struct uc_record
@@ -70,18 +73,24 @@ static int g_ready_fd = -1, g_release_fd = -1;
 
 /* Copy the stack with a plain word loop (never memcpy: other frames'
  * redzones under ASan, guard pages under FORTIFY). */
-__attribute__((noinline, no_sanitize_address)) static void copy_stack(struct uc_record *r)
+__attribute__((noinline, no_sanitize_address)) static void copy_stack_n(struct uc_record *r,
+                                                                     uint64_t cap)
 {
 	uint64_t sp = r->regs[1], n = g_stack_end > sp ? g_stack_end - sp : 0;
 	const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)sp;
 	uint64_t *dst = (uint64_t *)(r + 1);
 
-	if (n > STACK_CAP)
-		n = STACK_CAP;
+	if (n > cap)
+		n = cap;
 	n &= ~(uint64_t)7;
 	for (uint64_t i = 0; i < n / 8; i++)
 		dst[i] = src[i];
 	r->stack_len = n;
+}
+
+static void copy_stack(struct uc_record *r)
+{
+	copy_stack_n(r, STACK_CAP);
 }
 
 /* Registers as the agent's hook captures them: its own pc and sp, and every
@@ -189,7 +198,105 @@ __attribute__((noinline, noclone)) int sig_outer(struct uc_record *r)
 	return sig_result;
 }
 
-enum scenario { SC_CHAIN, SC_QSORT, SC_DEEP, SC_SIGNAL };
+/* Many call paths (as bench/malloc_bench's MALLOC_BENCH_LEVELS): MANY_LEVELS
+ * levels of 8 functions of different shapes (frame pointer or not, saved
+ * registers, stack buffers), one capture per path, no waiting; every other
+ * copy cut short (the walk must stop where libunwind stops). */
+#define MANY_LEVELS 3
+#define MANY_N 512                /* 8^MANY_LEVELS */
+#define MANY_CAP 16384
+#define MANY_SLOT (sizeof(struct uc_record) + MANY_CAP)
+static uint8_t *g_many;           /* shared: MANY_N slots */
+
+__attribute__((noinline, noclone)) static int many_leaf(unsigned code)
+{
+	struct uc_record *r = (struct uc_record *)(g_many + (size_t)code * MANY_SLOT);
+	CAPTURE_REGS(r);
+	copy_stack_n(r, (code & 1) ? MANY_CAP : 256 + (code % 7) * 136);
+	r->magic = UC_MAGIC;
+	return (int)(code & 3);
+}
+
+typedef int (*many_fn)(int level, unsigned code);
+static const many_fn many_fns[8];
+#define MANY_NEXT(level, code) \
+	((level) == 0 ? many_leaf(code) : many_fns[((code) >> (3 * (level))) % 8]((level) - 1, code))
+/* frame pointer, no locals */
+__attribute__((noinline, noclone)) static int many0(int level, unsigned code)
+{
+	return MANY_NEXT(level, code) + 1;
+}
+/* no frame pointer, callee-saved registers in use */
+__attribute__((noinline, noclone, optimize("omit-frame-pointer"))) static int
+many1(int level, unsigned code)
+{
+	int a = level * 3, b = (int)code ^ 5, c = level + 11, d = (int)code * 7;
+	int v = MANY_NEXT(level, code);
+	return v + a * b + c * d;
+}
+/* a stack buffer */
+__attribute__((noinline, noclone)) static int many2(int level, unsigned code)
+{
+	volatile char buf[200];
+	buf[code % 200] = (char)code;
+	return MANY_NEXT(level, code) + buf[code % 200];
+}
+/* no frame pointer, a stack buffer */
+__attribute__((noinline, noclone, optimize("omit-frame-pointer"))) static int
+many3(int level, unsigned code)
+{
+	volatile long pad[12];
+	pad[code % 12] = level;
+	return MANY_NEXT(level, code) + (int)pad[code % 12];
+}
+/* variable-length array: the frame size is not fixed */
+__attribute__((noinline, noclone)) static int many4(int level, unsigned code)
+{
+	volatile char vla[16 + code % 64];
+	vla[0] = (char)level;
+	return MANY_NEXT(level, code) + vla[0];
+}
+__attribute__((noinline, noclone, optimize("omit-frame-pointer"))) static int
+many5(int level, unsigned code)
+{
+	return MANY_NEXT(level, code) * 2;
+}
+__attribute__((noinline, noclone, optimize("omit-frame-pointer"))) static int
+many6(int level, unsigned code)
+{
+	volatile char vla[8 + code % 32];
+	vla[0] = (char)code;
+	return MANY_NEXT(level, code) - vla[0];
+}
+__attribute__((noinline, noclone)) static int many7(int level, unsigned code)
+{
+	long x = level, y = code, z = level ^ (long)code;
+	int v = MANY_NEXT(level, code);
+	return v + (int)(x * y + z);
+}
+static const many_fn many_fns[8] = { many0, many1, many2, many3, many4, many5, many6, many7 };
+
+__attribute__((noinline)) static int many_all(void)
+{
+	int v = 0;
+	for (unsigned code = 0; code < MANY_N; code++)
+		v += many_fns[code % 8](MANY_LEVELS - 1, code);
+	return v;
+}
+
+__attribute__((noinline)) static int many_main(struct uc_record *r)
+{
+	char c = 'r';
+	int v = many_all();
+	r->magic = UC_MAGIC;
+	if (write(g_ready_fd, &c, 1) != 1)
+		_exit(3);
+	while (read(g_release_fd, &c, 1) > 0)
+		;
+	return v;
+}
+
+enum scenario { SC_CHAIN, SC_QSORT, SC_DEEP, SC_SIGNAL, SC_MANY };
 #define DEEP_DEPTH 40
 
 __attribute__((noinline)) static int child_main(enum scenario sc)
@@ -210,6 +317,7 @@ __attribute__((noinline)) static int child_main(enum scenario sc)
 	case SC_QSORT: return q_outer(g_rec, 40);
 	case SC_DEEP: return deep(g_rec, DEEP_DEPTH);
 	case SC_SIGNAL: return sig_outer(g_rec);
+	case SC_MANY: return many_main(g_rec);
 	}
 	return 0;
 }
@@ -406,6 +514,107 @@ static void bench_sym(struct ha_symbolizer *s, const uint64_t *pcs, int n)
 	printf("bench symbolize (cached): %.3f us/pc\n", t * 1e3 / ((double)iters * n));
 }
 
+/* ------------------------------------------------------------------ fast walk
+ * The fast walk (per-pc rules) must give exactly libunwind's pcs: two
+ * unwinders on the same process, neither with the stack cache, one without
+ * the fast walk. */
+struct pair {
+	struct ha_unwinder *fast, *slow;
+	long compared, differ;
+};
+
+static int pair_open(struct pair *p, pid_t pid)
+{
+	char err[256];
+	memset(p, 0, sizeof *p);
+	p->fast = ha_unwinder_new(pid, err, sizeof err);
+	p->slow = p->fast ? ha_unwinder_new(pid, err, sizeof err) : NULL;
+	CHECK(p->slow != NULL, "fast/slow unwinders: %s", err);
+	if (!p->slow) {
+		ha_unwinder_free(p->fast);
+		return -1;
+	}
+	ha_unwinder_set_stack_cache(p->fast, 0);
+	ha_unwinder_set_stack_cache(p->slow, 0);
+	ha_unwinder_set_fast(p->slow, 0);
+	return 0;
+}
+
+static void pair_check(struct pair *p, const struct ha_regs *regs, const uint8_t *stack,
+                       size_t len, int max)
+{
+	uint64_t a[MAX_PCS], b[MAX_PCS];
+	int na = ha_unwind(p->fast, regs, stack, len, a, max);
+	int nb = ha_unwind(p->slow, regs, stack, len, b, max);
+	p->compared++;
+	if (na != nb || (na > 0 && memcmp(a, b, (size_t)na * 8) != 0)) {
+		if (p->differ++ < 5) {
+			printf("  fast walk %d pcs, libunwind %d:", na, nb);
+			for (int i = 0; i < (na > nb ? na : nb); i++)
+				printf(" %llx/%llx", i < na ? (unsigned long long)a[i] : 0ull,
+				       i < nb ? (unsigned long long)b[i] : 0ull);
+			printf("\n");
+		}
+	}
+}
+
+/* min_fast: how many of the stacks the fast walk must have done itself. */
+static void pair_close(struct pair *p, const char *label, long min_fast)
+{
+	uint64_t fast, slow;
+	ha_unwinder_fast_stats(p->fast, &fast, &slow);
+	printf("%s: fast walk agrees with libunwind on %ld of %ld stacks (%llu walked fast, "
+	       "%llu by libunwind)\n", label, p->compared - p->differ, p->compared,
+	       (unsigned long long)fast, (unsigned long long)slow);
+	CHECK(p->differ == 0, "%s: fast walk differs from libunwind on %ld stacks", label, p->differ);
+	CHECK((long)fast >= min_fast, "%s: only %llu stacks walked fast, expected %ld", label,
+	      (unsigned long long)fast, min_fast);
+	ha_unwinder_free(p->fast);
+	ha_unwinder_free(p->slow);
+}
+
+/* One capture, then the same capture with every word changed in turn
+ * (damaged stacks), then random stacks, then cut short. */
+static void fast_agrees(const char *label, pid_t pid, const struct uc_record *r, int real)
+{
+	struct pair p;
+	struct ha_regs regs;
+	size_t len = r->stack_len & ~(size_t)7;
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!copy || pair_open(&p, pid) != 0) {
+		free(copy);
+		return;
+	}
+	rec_regs(r, &regs);
+	memcpy(copy, r + 1, len);
+	pair_check(&p, &regs, copy, len, MAX_PCS);
+	long fast_min = real;   /* the real capture itself must be walked fast */
+	for (size_t off = 0; off + 8 <= len && off < 8192; off += 8) {
+		uint64_t w, junk;
+		memcpy(&w, copy + off, 8);
+		junk = w ^ 0x5a5a5a5a5a5a5a5aULL;
+		memcpy(copy + off, &junk, 8);
+		pair_check(&p, &regs, copy, len, MAX_PCS);
+		junk = w + 8;
+		memcpy(copy + off, &junk, 8);
+		pair_check(&p, &regs, copy, len, MAX_PCS);
+		memcpy(copy + off, &w, 8);
+	}
+	for (size_t cut = 0; cut < len && cut < 4096; cut += 24)
+		pair_check(&p, &regs, copy, cut, MAX_PCS);
+	for (int max = 1; max < 8; max++)
+		pair_check(&p, &regs, copy, len, max);
+	srand(7);
+	for (int k = 0; k < 100; k++) {
+		for (size_t i = 0; i < len; i++)
+			copy[i] = (uint8_t)rand();
+		pair_check(&p, &regs, copy, len, MAX_PCS);
+	}
+	pair_close(&p, label, fast_min);
+	free(copy);
+}
+
 /* Robustness: hostile or damaged input must not crash or run away. */
 static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 {
@@ -528,6 +737,63 @@ static int unwind_sym(const char *label, struct ha_unwinder *u, struct ha_symbol
 	return n;
 }
 
+/* Unwind every capture of the many-path child both ways; time the fast
+ * walk on first-seen paths (no stack cache). */
+static int many_paths(void)
+{
+	struct child ch;
+	struct pair p;
+	struct ha_regs regs;
+	uint64_t pcs[MAX_PCS];
+	long full = 0, frames = 0;
+
+	g_many = mmap(NULL, MANY_N * MANY_SLOT, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	              -1, 0);
+	if (g_many == MAP_FAILED || spawn(SC_MANY, &ch) != 0)
+		return 1;
+	if (pair_open(&p, ch.pid) != 0)
+		return 1;
+	for (int i = 0; i < MANY_N; i++) {
+		const struct uc_record *r = (const struct uc_record *)(g_many + (size_t)i * MANY_SLOT);
+		CHECK(r->magic == UC_MAGIC, "many: capture %d missing", i);
+		rec_regs(r, &regs);
+		pair_check(&p, &regs, (const uint8_t *)(r + 1), r->stack_len, MAX_PCS);
+		full += i & 1;
+	}
+	pair_close(&p, "many", full);   /* at least every uncut copy walked fast */
+	/* first-seen paths: a fresh unwinder per round, the stack cache off */
+	double t[2] = { 0, 0 };
+	long stacks = 0;
+	for (int round = 0; round < 20; round++) {
+		char err[256];
+		struct ha_unwinder *u = ha_unwinder_new(ch.pid, err, sizeof err);
+		if (!u)
+			break;
+		ha_unwinder_set_stack_cache(u, 0);
+		for (int pass = 0; pass < 2; pass++) {   /* rules cold, then warm */
+			double c0 = cpu_ms();
+			for (int i = 1; i < MANY_N; i += 2) {
+				const struct uc_record *r =
+					(const struct uc_record *)(g_many + (size_t)i * MANY_SLOT);
+				rec_regs(r, &regs);
+				frames += ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs,
+				                    MAX_PCS);
+				stacks++;
+			}
+			t[pass] += cpu_ms() - c0;
+		}
+		ha_unwinder_free(u);
+	}
+	if (stacks && t[0] > 0)
+		printf("bench many  : %d distinct paths, %.1f frames/stack, no stack cache: "
+		       "%.3f us/stack with the rules cold once per %d stacks, %.3f us/stack warm\n",
+		       MANY_N / 2, (double)frames / stacks, t[0] * 2e3 / stacks, MANY_N / 2,
+		       t[1] * 2e3 / stacks);
+	reap(&ch);
+	munmap(g_many, MANY_N * MANY_SLOT);
+	return 0;
+}
+
 static int self_test(void)
 {
 	static uint64_t pcs[MAX_PCS];
@@ -583,6 +849,7 @@ static int self_test(void)
 	bench_sym(s, pcs, n);
 	abuse(u, ch.rec);
 	cache_agrees(u, ch.pid, ch.rec);
+	fast_agrees("chain", ch.pid, ch.rec, 1);
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
 	reap(&ch);
@@ -621,6 +888,7 @@ static int self_test(void)
 	rec_regs(ch.rec, &regs);
 	bench("qsort", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
 	cache_agrees(u, ch.pid, ch.rec);
+	fast_agrees("qsort", ch.pid, ch.rec, 1);
 	{
 		/* The target exits; samples still in the ring must be handled. */
 		size_t len = sizeof *ch.rec + ch.rec->stack_len;
@@ -669,6 +937,7 @@ static int self_test(void)
 		      ch.rec->lines[3]);
 		CHECK(find_fn(f, nf, so > 0 ? so : 0, "main") > 0, "signal: main not found");
 	}
+	fast_agrees("signal", ch.pid, ch.rec, 0);   /* the signal frame is libunwind's */
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
 	reap(&ch);
@@ -694,10 +963,13 @@ static int self_test(void)
 		printf("deep: %d pcs, %d deep() frames\n", n, d);
 	}
 	bench("deep", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
+	fast_agrees("deep", ch.pid, ch.rec, 1);
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
 	reap(&ch);
-	return 0;
+
+	/* 5. many call paths, some copies cut short */
+	return many_paths();
 }
 
 /* ------------------------------------------------------------------ --attach */
@@ -741,6 +1013,7 @@ static int attach_test(pid_t pid, const char *file, const char **names, int nexp
 	CHECK(find_fn(f, nf, 0, "main") >= 0, "main not found");
 	rec_regs(r, &regs);
 	bench("attach", u, &regs, (const uint8_t *)(r + 1), r->stack_len);
+	fast_agrees(file_base ? file_base : "attach", pid, r, 1);
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
 	free(r);
