@@ -134,7 +134,8 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 /* The interval in effect: the one the attacher set in the ring header
- * (raised while the ring overflows), never below the configured one. */
+ * (raised while the ring overflows), never below the configured one.  Only
+ * between ring_enter and ring_leave: the ring may be unmapped otherwise. */
 static uint64_t current_interval(void)
 {
 	uint64_t i = __atomic_load_n(&cfg.ring->interval, __ATOMIC_RELAXED);
@@ -333,24 +334,27 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		/* Calls made before this session are not its calls. */
 		memcpy(ha_tls.flushed, ha_tls.calls, sizeof ha_tls.flushed);
 		if (cfg.interval > 1) {
-			ha_ts.countdown = draw_countdown(current_interval());
+			ha_ts.countdown = draw_countdown(cfg.interval);
 			ha_hook_guard = 0;
 			goto out;
 		}
 	}
-	uint64_t drawn_with = ha_ts.interval;
-	ha_ts.countdown = draw_countdown(current_interval());
+	uint64_t drawn_with = ha_ts.interval, next = cfg.interval;
 	ha_hooks_flush_counts();
-	if (p && ring_enter()) {
-		if (ls_insert(p)) {
+	if (ring_enter()) {
+		/* Only in flight: the ring may be unmapped the moment we leave. */
+		next = current_interval();
+		int tracked = p && ls_insert(p);
+		if (tracked) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
 				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
 			write_sample(p, size, fn, kind, drawn_with);
-		}
-		else
+		} else if (p) {
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
+		}
 		ring_leave();
 	}
+	ha_ts.countdown = draw_countdown(next);
 	ha_hook_guard = 0;
 out:
 	errno = saved_errno;

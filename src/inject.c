@@ -6,13 +6,14 @@
  *      not stopped, not traced, not in seccomp strict mode;
  *   2. find dlopen (libc >= 2.34, libdl, or __libc_dlopen_mode) and dlerror
  *      in the target's own libc, from the ELF file on disk;
- *   3. pick a thread: PTRACE_SEIZE + PTRACE_INTERRUPT, stop with a timeout,
- *      unwind it, and use it only if no frame holds a lock that dlopen
- *      needs (see inject_safe.c).  A thread caught inside malloc & co. is
- *      run to the return from the outermost such frame with a per-thread
- *      hardware breakpoint, then checked again; other threads are let go.
- *      Threads blocked in a syscall are tried first, and we keep going
- *      round until the time budget is spent;
+ *   3. pick a thread: PTRACE_SEIZE + PTRACE_INTERRUPT the candidates
+ *      (running threads all at once, a couple of threads blocked in a
+ *      syscall), take their stops as they come (with a timeout), unwind
+ *      each, and use the first whose frames hold no lock that dlopen needs
+ *      (see inject_safe.c); every other one is let go the moment it stops.
+ *      A thread caught inside malloc & co. may be run to the return from
+ *      the outermost such frame with a per-thread hardware breakpoint, then
+ *      checked again.  We keep going round until the time budget is spent;
  *   4. save its registers, FP/vector state and signal mask, block
  *      (asynchronous) signals, and make calls on its stack: dlopen(agent),
  *      then heapattach_agent_init(&args).  A call "returns" to address 0:
@@ -22,8 +23,19 @@
  *
  * All ptrace work runs on a short-lived helper thread: ptrace attachments
  * belong to the tracing thread and the kernel drops them all when it exits,
- * so a thread we seized but that never stopped (D state, vfork parent) is
- * released when we return, whatever happened.
+ * so a thread we seized but that never stopped (D state, vfork parent, or a
+ * probe we no longer need) is released when we return, whatever happened.
+ *
+ * Latency.  On a machine whose cores are all busy (say 32 threads in malloc
+ * on 2 cores) every thread gets a fair share, so the attach is a chain of
+ * waits for a CPU: ours (after each stop we wait for) and the target's
+ * (each thread that must stop or run our call).  So: the helper never
+ * sleeps for a fixed period (it waits for SIGCHLD, which every stop of a
+ * tracee sends), asks for short time slices (it then runs as soon as its
+ * event comes), spends as little CPU as it can while threads are stopped
+ * (symbol and unwind tables are loaded before), and interrupts many threads
+ * at once rather than waiting for each in turn (see "Probes").  The caller
+ * can use ha_inject_start/ha_inject_wait to do other work meanwhile.
  *
  * Nothing of the target is trusted: symbol addresses come from the ELF files
  * on disk, strings read back are bounded, and every stop we did not cause
@@ -34,14 +46,15 @@
 #include "elfsym.h"
 #include "inject_safe.h"
 #include "procmaps.h"
+#include "target.h"
 #include "util.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +64,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -61,14 +75,19 @@
 #define STACK_MIN_ROOM   (64 << 10) /* what dlopen may need below rsp */
 #define PUSH_ROOM        (16 << 10) /* what we write below rsp ourselves, at most */
 #define STOP_TIMEOUT_MS  200        /* a thread that does not stop by then is skipped */
+#define EVENT_POLL_MS    5          /* longest sleep between two looks at our tracees */
 #define DEFAULT_TIMEOUT_MS 5000     /* when o->timeout_ms <= 0 */
 #define CALL_MIN_MS      2000       /* a remote call always gets at least this */
 #define ABORT_WAIT_MS    1000       /* waiting for a timed-out call to stop */
 #define XSTATE_MAX       (64 << 10) /* any XSAVE layout (AMX is ~11 KiB) */
 #define FXSAVE_SIZE      512
-#define MAX_ABANDONED    64
+#define MAX_PROBES       64         /* threads seized at once, at most */
+#define QUIET_PROBES     2          /* of those, threads blocked in a system call */
+#define MAX_TRIED        256        /* blocked threads found unsafe, remembered */
+#define SHORT_SLICE_NS   100000     /* the scheduler's shortest slice (0.1 ms) */
+#define MAX_OWN_THREADS  64         /* see ha_inject_start */
 #define RUN_TO_EXIT_MS   250        /* to leave malloc & co. */
-#define MAX_HOPS         2          /* run-to-exit attempts per stop */
+#define MAX_HOPS         2          /* run-to-exit attempts per thread */
 #define BKPT_WAIT_ROUNDS 10         /* x ABORT_WAIT_MS to stop a thread with a breakpoint */
 #define DR_OFFSET(i)     (offsetof(struct user, u_debugreg) + (i) * sizeof(long))
 #define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
@@ -82,6 +101,23 @@
 #define SYNC_SIGNALS ((1ULL << (SIGSEGV - 1)) | (1ULL << (SIGBUS - 1)) | \
                       (1ULL << (SIGILL - 1)) | (1ULL << (SIGFPE - 1)) | \
                       (1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSYS - 1)))
+
+/* A thread seized while looking for one to hijack (see "choosing a thread"). */
+enum { PR_FREE, PR_WAIT, PR_ARMED };
+
+struct probe {
+	pid_t tid;
+	int state;               /* PR_WAIT: interrupted, its stop not seen yet;
+	                          * PR_ARMED: running to ex with a breakpoint */
+	int release;             /* armed: interrupted to be let go */
+	int late;                /* did not stop within STOP_TIMEOUT_MS */
+	int hops;                /* times armed */
+	int rank;                /* see thread_rank */
+	double since;            /* interrupted / armed at */
+	double until;            /* armed: give up then */
+	struct ha_safe_exit ex;  /* where it is out of the allocator */
+	long dr0, dr6, dr7;      /* armed: debug registers to put back */
+};
 
 /* One injection. */
 struct target {
@@ -100,8 +136,16 @@ struct target {
 	const char *dlopen_name;
 	int dlopen_flags;
 	uint64_t init_fn;        /* heapattach_agent_init, once known */
-	pid_t abandoned[MAX_ABANDONED]; /* seized, never stopped yet */
-	size_t nabandoned;
+	struct probe probe[MAX_PROBES];
+	int nlive;               /* probes not PR_FREE */
+	struct probe *armed;     /* the one PR_ARMED probe, if any */
+	pid_t chosen;            /* the probe found at a safe point */
+	struct user_regs_struct chosen_regs;
+	int fatal;               /* stop looking (t->err set) */
+	char last[300];          /* why the last probe was not used */
+	int round;               /* of the thread search */
+	pid_t tried[MAX_TRIED];  /* blocked threads found unsafe: try others first */
+	size_t ntried;
 };
 
 /* The hijacked thread and what must be put back. */
@@ -122,7 +166,6 @@ struct hijack {
 	ptrace((req), (tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
 
 enum { TRY_OK, TRY_NEXT, TRY_FATAL };
-enum { STOP_OK, STOP_GONE, STOP_TIMEOUT, STOP_GROUP };
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */
@@ -141,19 +184,13 @@ static void vlog(const struct target *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "heapattach: %s\n", line);   /* one write per line */
+	/* one write per line; the time since ha_inject started */
+	fprintf(stderr, "heapattach: [%.3f] %s\n", ha_now_ms() - t->t0, line);
 }
 
 static double elapsed(const struct target *t)
 {
 	return ha_now_ms() - t->t0;
-}
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* Read a NUL-terminated string of at most len-1 bytes from the target, page
@@ -189,75 +226,73 @@ static const char *base_name(const char *path)
 }
 
 /* ------------------------------------------------------------------ */
-/* waiting for ptrace stops, with a deadline                           */
+/* waiting for ptrace events                                           */
 /* ------------------------------------------------------------------ */
 
-/* A thread we seized that did not stop in time: if it has stopped since,
- * let it go at once, so that it cannot sit stopped (maybe holding a lock a
- * remote call needs) while we are busy with another thread. */
-static void service_abandoned(struct target *t)
+static void probe_event(struct target *t, pid_t tid, int st);
+static void probes_expire(struct target *t);
+static double probes_next_expiry(const struct target *t, double limit);
+
+/* Sleep until a tracee changes state or until `until`.  Every ptrace stop
+ * and exit of a tracee sends SIGCHLD to the tracer's process; the helper
+ * thread blocks it (as heapattach's other threads do), so it stays pending
+ * for sigtimedwait and wakes us at once -- no polling period on the path of
+ * each stop.  Should another thread of the caller take the signal, the
+ * wait still ends within EVENT_POLL_MS. */
+static void wait_event(double until)
 {
-	for (size_t i = 0; i < t->nabandoned;) {
-		int st;
-		pid_t w = waitpid(t->abandoned[i], &st, __WALL | WNOHANG);
-		if (w == 0) {
-			i++;
-			continue;
+	double left = until - ha_now_ms();
+	struct timespec ts;
+	sigset_t set;
+
+	if (left <= 0)
+		return;
+	if (left > EVENT_POLL_MS)
+		left = EVENT_POLL_MS;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(left * 1e6) + 1;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigtimedwait(&set, NULL, &ts);
+}
+
+/* Collect every pending status change of our tracees.  The one of `tid` is
+ * returned in *st (1); the others go to probe_event.  0 when nothing is
+ * pending, -errno (-ECHILD: we trace nobody).  __WNOTHREAD: only the
+ * tracees of this (helper) thread, never a child of the caller. */
+static int drain_events(struct target *t, pid_t tid, int *st)
+{
+	for (;;) {
+		int s;
+		pid_t w = waitpid(-1, &s, __WALL | __WNOTHREAD | WNOHANG);
+		if (w == 0)
+			return 0;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
 		}
-		if (w > 0 && WIFSTOPPED(st)) {
-			/* a signal-delivery-stop carries a signal to pass on */
-			int sig = (st >> 16) == 0 ? WSTOPSIG(st) : 0;
-			PT(PTRACE_DETACH, t->abandoned[i], 0, sig);
+		if (w == tid) {
+			*st = s;
+			return 1;
 		}
-		t->abandoned[i] = t->abandoned[--t->nabandoned];
+		probe_event(t, w, s);
 	}
 }
 
-/* waitpid(tid) until a status arrives or the deadline passes.  The tracee's
- * stop is normally reported within microseconds; poll with a short backoff
- * (SIGCHLD-based waiting is unreliable in a multi-threaded attacher whose
- * other threads do not block SIGCHLD).  1 status in *st, 0 timeout, -errno. */
+/* The next status change of thread tid, meanwhile handling those of the
+ * other threads we probe (so that none stays stopped while we wait).
+ * 1 with the status in *st, 0 when the deadline passed, -errno. */
 static int wait_tid(struct target *t, pid_t tid, int *st, double deadline)
 {
-	long us = 5;
-
 	for (;;) {
-		pid_t w = waitpid(tid, st, __WALL | WNOHANG);
-		if (w == tid)
-			return 1;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (t->nabandoned)
-			service_abandoned(t);
+		int rc = drain_events(t, tid, st);
+		if (rc != 0)
+			return rc;
+		probes_expire(t);
 		if (ha_now_ms() >= deadline)
 			return 0;
-		/* Most stops come within microseconds (the end of a short
-		 * call, a breakpoint): start with short sleeps (the helper
-		 * thread runs with 1 us timer slack), then back off.  Sleeping
-		 * rather than sched_yield() also behaves on a loaded machine,
-		 * where a yield can cost a whole time slice. */
-		sleep_us(us);
-		if (us < 200)
-			us *= 2;
-	}
-}
-
-/* After PTRACE_INTERRUPT: wait for the interrupt stop. */
-static int wait_interrupt_stop(struct target *t, pid_t tid, double deadline)
-{
-	for (;;) {
-		int st, rc = wait_tid(t, tid, &st, deadline);
-		if (rc == 0)
-			return STOP_TIMEOUT;
-		if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st))
-			return STOP_GONE;
-		if (!WIFSTOPPED(st))
-			continue;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
-			return WSTOPSIG(st) == SIGTRAP ? STOP_OK : STOP_GROUP;
-		/* A signal arrived first (signal-delivery-stop): deliver it as
-		 * if we were not there; our interrupt stop comes next. */
-		PT(PTRACE_CONT, tid, 0, (st >> 16) == 0 ? WSTOPSIG(st) : 0);
+		wait_event(probes_next_expiry(t, deadline));
 	}
 }
 
@@ -267,7 +302,7 @@ static int wait_interrupt_stop(struct target *t, pid_t tid, double deadline)
 
 static int preflight(struct target *t)
 {
-	char buf[128];
+	char path[64], status[8192], buf[128];
 	int cls, mach, interp;
 
 	if (t->pid <= 0 || t->pid == getpid()) {
@@ -278,18 +313,20 @@ static int preflight(struct target *t)
 		ha_err(t->err, t->errlen, "no process with PID %d", (int)t->pid);
 		return -1;
 	}
-	if (ha_proc_status_field(t->pid, 0, "State", buf, sizeof buf) == 0 && buf[0] == 'T') {
+	snprintf(path, sizeof path, "/proc/%d/status", (int)t->pid);
+	if (ha_read_file(path, status, sizeof status) < 0)
+		status[0] = '\0';
+	if (ha_status_field(status, "State", buf, sizeof buf) == 0 && buf[0] == 'T') {
 		ha_err(t->err, t->errlen, "process %d is stopped (job control); "
 		       "resume it with kill -CONT %d first", (int)t->pid, (int)t->pid);
 		return -1;
 	}
-	if (ha_proc_status_field(t->pid, 0, "TracerPid", buf, sizeof buf) == 0 &&
-	    atoi(buf) != 0) {
+	if (ha_status_field(status, "TracerPid", buf, sizeof buf) == 0 && atoi(buf) != 0) {
 		ha_err(t->err, t->errlen, "process %d is already traced by PID %d (a debugger?)",
 		       (int)t->pid, atoi(buf));
 		return -1;
 	}
-	if (ha_proc_status_field(t->pid, 0, "Seccomp", buf, sizeof buf) == 0)
+	if (ha_status_field(status, "Seccomp", buf, sizeof buf) == 0)
 		t->seccomp = atoi(buf);
 	if (t->seccomp == 1) {
 		ha_err(t->err, t->errlen, "process %d runs in seccomp strict mode: "
@@ -385,11 +422,14 @@ static int resolve_init(struct target *t, uint64_t handle)
 	const struct ha_map *agent;
 	int rc;
 
-	ha_maps_free(&t->maps);
-	rc = ha_maps_read(t->pid, &t->maps);
-	if (rc < 0) {
-		ha_err(t->err, t->errlen, "cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-rc));
-		return -1;
+	if (handle) {   /* dlopen just mapped it: the maps we have predate it */
+		ha_maps_free(&t->maps);
+		rc = ha_maps_read(t->pid, &t->maps);
+		if (rc < 0) {
+			ha_err(t->err, t->errlen, "cannot read /proc/%d/maps: %s", (int)t->pid,
+			       strerror(-rc));
+			return -1;
+		}
 	}
 	agent = find_agent(t, handle);
 	if (!agent) {
@@ -408,30 +448,38 @@ static int resolve_init(struct target *t, uint64_t handle)
 	return 0;
 }
 
-/* Load the symbol tables the thread inspections will need most (libc's,
- * libstdc++'s and the executable's) now, while no thread is stopped,
- * instead of during the first inspection.  Failures do not matter here. */
-static void warm_symbols(struct target *t)
+/* Load what the thread inspections will need most -- the symbol tables and
+ * unwind tables of libc, libstdc++ and the executable -- while no thread
+ * is stopped (ha_inject_prepare: even before the target is checked; files
+ * and /proc are only read).  Failures do not matter here. */
+static void warm_up(pid_t pid, const struct ha_maps *maps)
 {
 	static const char *const common[] = { "libc.so.6", "libc-", "libstdc++.so" };
+	const char *names[4];
 	char path[64], exe[4096];
 	const struct ha_map *m;
 	uint64_t addr;
-	ssize_t n;
+	size_t n = 0;
+	ssize_t len;
 
 	for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
-		m = ha_maps_find_module(&t->maps, common[i]);
-		if (m)
-			ha_elf_symbol(t->pid, m, "malloc", &addr);
+		m = ha_maps_find_module(maps, common[i]);
+		if (m) {
+			ha_elf_symbol(pid, m, "malloc", &addr);
+			names[n++] = common[i];
+		}
 	}
-	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->pid);
-	n = readlink(path, exe, sizeof exe - 1);
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	m = ha_maps_find_module(&t->maps, base_name(exe));
-	if (m)
-		ha_elf_symbol(t->pid, m, "main", &addr);
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	len = readlink(path, exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		m = ha_maps_find_module(maps, base_name(exe));
+		if (m) {
+			ha_elf_symbol(pid, m, "main", &addr);
+			names[n++] = base_name(exe);
+		}
+	}
+	ha_thread_safe_warm(pid, maps, names, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -443,9 +491,10 @@ struct cand {
 	int rank;                /* lower is tried first */
 };
 
-/* How promising a thread is: 0 blocked in a system call (it holds no
- * user-space lock unless its stack says so, and stops at once), 1 blocked
- * elsewhere, 2 running, 3 in uninterruptible sleep (may not stop), -1 dead. */
+/* How promising a thread is: 0 asleep in the kernel, i.e. blocked in a
+ * system call (it holds no user-space lock unless its stack says so, and
+ * stops at once), 1 stopped or traced, 2 running, 3 in uninterruptible
+ * sleep (may not stop), -1 dead. */
 static int thread_rank(pid_t pid, pid_t tid)
 {
 	char path[96], buf[512];
@@ -462,13 +511,13 @@ static int thread_rank(pid_t pid, pid_t tid)
 		return -1;
 	case 'D':
 		return 3;
-	default:
-		break;
-	}
-	snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	if (ha_read_file(path, buf, sizeof buf) <= 0 || strncmp(buf, "running", 7) == 0)
+	case 'R':
 		return 2;
-	return isdigit((unsigned char)buf[0]) ? 0 : 1;
+	case 'S': case 'I':
+		return 0;
+	default:
+		return 1;
+	}
 }
 
 static int cmp_cand(const void *a, const void *b)
@@ -553,19 +602,343 @@ static int stack_usable(const struct target *t, uint64_t rsp, char *why, size_t 
 	return 0;
 }
 
-/* Seize thread tid and wait until it is stopped.  TRY_OK: stopped in a
- * PTRACE_EVENT_STOP.  TRY_NEXT: gone or did not stop (why).  TRY_FATAL. */
-static int seize_stop(struct target *t, pid_t tid, char *why, size_t whylen)
-{
-	double deadline;
+/*
+ * Probes.  A running thread stops for PTRACE_INTERRUPT only when it next
+ * gets a CPU.  With more busy threads than cores that can be a whole round
+ * of the scheduler -- tens of ms for any one thread -- while of several
+ * interrupted at once, the one on a CPU stops at once and the others follow
+ * one per time slice.  So all running candidates (and a couple of blocked
+ * ones, which stop at once anyway) are seized and interrupted together and
+ * handled in the order they stop: the first at a safe point is the one we
+ * hijack.  Each of the others is let go as soon as it stops -- by every
+ * wait of the injection, calls included, so that none stays stopped holding
+ * a lock that the hijacked thread's dlopen needs -- and those still on
+ * their way to the stop when we finish are released by the kernel when the
+ * helper thread exits (it cancels their pending interrupt).
+ *
+ * A probe caught inside malloc & co. can be run to the return from the
+ * outermost such frame with a hardware breakpoint (debug registers are per
+ * thread; an int3 in the shared code would trap every thread).  That is the
+ * last resort, when no other probe is still on its way: the next stop is
+ * usually sooner, and the first debug register write for a thread can take
+ * ms (the kernel sets up a perf event).  One probe at a time, since each
+ * must be stopped again to remove the breakpoint before it may be let go
+ * (an untraced thread hitting it would die of SIGTRAP).
+ */
 
+/* Stopped probe p: read its registers and decide.  1 safe (registers in
+ * *regs), 0 unsafe (p->ex: where it will be safe, if known), -1 unreadable.
+ * quick: a first frame in the allocator is enough to say no. */
+static int probe_inspect(struct target *t, struct probe *p, struct user_regs_struct *regs,
+                         int quick)
+{
+	double ts = ha_now_ms();
+	char why[256];
+	int rc;
+
+	p->ex.ip = p->ex.sp = 0;
+	if (PT(PTRACE_GETREGS, p->tid, 0, regs) < 0) {
+		snprintf(why, sizeof why, "cannot read its registers: %s", strerror(errno));
+		rc = -1;
+	} else if (!stack_usable(t, regs->rsp, why, sizeof why)) {
+		rc = 0;
+	} else if (quick && ha_addr_is_safe(t->pid, &t->maps, regs->rip, why, sizeof why) == 0) {
+		rc = 0;
+	} else {
+		rc = ha_thread_is_safe_ex(t->pid, p->tid, &t->maps, &p->ex, why, sizeof why);
+		if (rc != 0)
+			p->ex.ip = p->ex.sp = 0;
+	}
+	vlog(t, "thread %d: %s (inspected in %.3f ms)", (int)p->tid, rc == 1 ? "safe" : why,
+	     ha_now_ms() - ts);
+	if (rc != 1)
+		snprintf(t->last, sizeof t->last, "thread %d %s", (int)p->tid, why);
+	return rc;
+}
+
+static int set_dr(pid_t tid, int i, unsigned long v)
+{
+	return (int)PT(PTRACE_POKEUSER, tid, DR_OFFSET(i), v);
+}
+
+/* Put back the debug registers of an armed probe (stopped). */
+static void probe_disarm(struct target *t, struct probe *p)
+{
+	set_dr(p->tid, 7, (unsigned long)p->dr7);
+	set_dr(p->tid, 0, (unsigned long)p->dr0);
+	set_dr(p->tid, 6, (unsigned long)p->dr6);
+	p->state = PR_WAIT;
+	t->armed = NULL;
+}
+
+/* Let probe p (stopped) go, delivering sig, and forget it. */
+static void probe_release(struct target *t, struct probe *p, int sig)
+{
+	if (p->state == PR_ARMED)
+		probe_disarm(t, p);
+	PT(PTRACE_DETACH, p->tid, 0, sig);
+	p->state = PR_FREE;
+	t->nlive--;
+}
+
+/* A probe that has exited: nothing to put back. */
+static void probe_forget(struct target *t, struct probe *p)
+{
+	vlog(t, "thread %d exited", (int)p->tid);
+	if (t->armed == p)
+		t->armed = NULL;
+	p->state = PR_FREE;
+	t->nlive--;
+}
+
+/* Let stopped probe p run to p->ex with a hardware breakpoint there.
+ * 0, or -1 (p untouched, still stopped). */
+static int probe_arm(struct target *t, struct probe *p)
+{
+	uint64_t mask;
+
+	/* With SIGTRAP blocked, the kernel would force it through and reset
+	 * the thread's SIGTRAP handler to SIG_DFL. */
+	if (PT(PTRACE_GETSIGMASK, p->tid, sizeof mask, &mask) < 0 ||
+	    ((mask >> (SIGTRAP - 1)) & 1))
+		return -1;
+	errno = 0;
+	p->dr0 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(0), 0);
+	p->dr6 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(6), 0);
+	p->dr7 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(7), 0);
+	if (errno || (p->dr7 & 0xff))  /* unreadable, or breakpoints in use */
+		return -1;
+	p->state = PR_ARMED;
+	t->armed = p;
+	/* DR7 = L0 only: execute breakpoint, length 1, on DR0 */
+	if (set_dr(p->tid, 0, p->ex.ip) < 0 || set_dr(p->tid, 7, 1) < 0 ||
+	    PT(PTRACE_CONT, p->tid, 0, 0) < 0) {
+		probe_disarm(t, p);
+		return -1;
+	}
+	p->release = 0;
+	p->hops++;
+	p->since = ha_now_ms();
+	p->until = p->since + RUN_TO_EXIT_MS;
+	if (p->until > t->deadline)
+		p->until = t->deadline;
+	return 0;
+}
+
+/* Stopped probe p is at a safe point: it is the one. */
+static void probe_choose(struct target *t, struct probe *p, const struct user_regs_struct *regs)
+{
+	t->chosen = p->tid;
+	t->chosen_regs = *regs;
+	p->state = PR_FREE;     /* the hijack owns it from here */
+	t->nlive--;
+	probes_expire(t);       /* an armed probe is not needed any more */
+}
+
+static int tried_before(const struct target *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->ntried; i++)
+		if (t->tried[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Probe p, stopped, is of no use now: if it was blocked (it may well be
+ * blocked there for long), try the other blocked threads first. */
+static void probe_tried(struct target *t, const struct probe *p)
+{
+	if (p->rank != 2 && t->ntried < MAX_TRIED && !tried_before(t, p->tid))
+		t->tried[t->ntried++] = p->tid;
+}
+
+/* Probes other than p interrupted recently whose stop has not come yet. */
+static int probes_pending(const struct target *t, const struct probe *p)
+{
+	double now = ha_now_ms();
+
+	for (size_t i = 0; i < MAX_PROBES; i++) {
+		const struct probe *q = &t->probe[i];
+		if (q != p && q->state == PR_WAIT && now < q->since + STOP_TIMEOUT_MS)
+			return 1;
+	}
+	return 0;
+}
+
+/* Probe p is stopped where we can look at it (its interrupt stop, or the
+ * breakpoint at p->ex): use it, run it further, or let it go. */
+static void probe_judge(struct target *t, struct probe *p)
+{
+	struct user_regs_struct regs;
+	int rc;
+
+	if (t->chosen || t->fatal || (p->state == PR_ARMED && p->release)) {
+		probe_release(t, p, 0);   /* also discards a breakpoint SIGTRAP */
+		return;
+	}
+	if (p->state == PR_ARMED) {
+		vlog(t, "thread %d: ran to 0x%llx (%.3f ms)", (int)p->tid,
+		     (unsigned long long)p->ex.ip, ha_now_ms() - p->since);
+		probe_disarm(t, p);
+	}
+	/* Once another probe is running out of the allocator, this one is
+	 * only of use if it is safe already: a first look may do. */
+	rc = probe_inspect(t, p, &regs, t->armed != NULL);
+	if (rc == 1) {
+		probe_choose(t, p, &regs);
+		return;
+	}
+	if (rc == 0 && p->ex.ip && !t->armed && p->hops < MAX_HOPS && !probes_pending(t, p) &&
+	    probe_arm(t, p) == 0)
+		return;
+	probe_tried(t, p);
+	probe_release(t, p, 0);
+}
+
+/* Is this SIGTRAP stop of armed probe p our breakpoint?  1 at p->ex, 2 at
+ * p->ex.ip in another frame (recursion), 0 not ours. */
+static int probe_at_exit(struct probe *p)
+{
+	struct user_regs_struct regs;
+	siginfo_t si;
+
+	if (PT(PTRACE_GETSIGINFO, p->tid, 0, &si) < 0 || si.si_code != TRAP_HWBKPT ||
+	    PT(PTRACE_GETREGS, p->tid, 0, &regs) < 0 || regs.rip != p->ex.ip)
+		return 0;
+	return regs.rsp == p->ex.sp ? 1 : 2;
+}
+
+static struct probe *probe_find(struct target *t, pid_t tid)
+{
+	for (size_t i = 0; i < MAX_PROBES; i++)
+		if (t->probe[i].state != PR_FREE && t->probe[i].tid == tid)
+			return &t->probe[i];
+	return NULL;
+}
+
+/* A status change of thread tid reported by waitpid, when it is not the
+ * one being waited for: one of our probes. */
+static void probe_event(struct target *t, pid_t tid, int st)
+{
+	struct probe *p = probe_find(t, tid);
+	int event = st >> 16, sig = WSTOPSIG(st);
+
+	if (!p) {
+		vlog(t, "note: unexpected status 0x%x of thread %d", st, (int)tid);
+		return;
+	}
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		probe_forget(t, p);
+		return;
+	}
+	if (!WIFSTOPPED(st))
+		return;
+	if (event == PTRACE_EVENT_STOP && sig != SIGTRAP) {
+		/* a group stop: the process is being stopped (job control);
+		 * the thread stays in it when let go */
+		if (!t->chosen && !t->fatal) {
+			ha_err(t->err, t->errlen, "process %d was stopped (job control) while "
+			       "attaching", (int)t->pid);
+			t->fatal = 1;
+		}
+		probe_release(t, p, 0);
+		return;
+	}
+	if (event == PTRACE_EVENT_STOP) {       /* our interrupt */
+		if (p->state == PR_ARMED)
+			probe_release(t, p, 0); /* interrupted to be let go */
+		else
+			probe_judge(t, p);
+		return;
+	}
+	if (event != 0) {                       /* no other events asked for */
+		PT(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	if (p->state == PR_ARMED && sig == SIGTRAP) {
+		int at = probe_at_exit(p);
+		if (at == 1) {
+			probe_judge(t, p);
+			return;
+		}
+		if (at == 2) {                  /* same code, deeper frame */
+			if (p->release)
+				probe_release(t, p, 0);
+			else
+				PT(PTRACE_CONT, tid, 0, 0);
+			return;
+		}
+	}
+	/* A signal for the program (signal-delivery-stop): deliver it as if
+	 * we were not there.  A probe we no longer need gets it with its
+	 * release; otherwise its interrupt stop or breakpoint comes later. */
+	if (t->chosen || t->fatal || p->release)
+		probe_release(t, p, sig);
+	else
+		PT(PTRACE_CONT, tid, 0, sig);
+}
+
+/* Ask the armed probe, if any, to stop for good when it has run out of time
+ * or is not needed any more; its stop releases it. */
+static void probes_expire(struct target *t)
+{
+	struct probe *p = t->armed;
+
+	if (!p || p->release)
+		return;
+	if (t->chosen || t->fatal || ha_now_ms() >= p->until) {
+		if (!t->chosen && !t->fatal)
+			snprintf(t->last, sizeof t->last, "thread %d did not leave the allocator "
+			         "within %d ms", (int)p->tid, RUN_TO_EXIT_MS);
+		p->release = 1;
+		PT(PTRACE_INTERRUPT, p->tid, 0, 0);
+	}
+}
+
+/* When the next probe deadline is, if before limit. */
+static double probes_next_expiry(const struct target *t, double limit)
+{
+	const struct probe *p = t->armed;
+	return p && !p->release && p->until < limit ? p->until : limit;
+}
+
+/* Probes still expected to stop soon: interrupted less than STOP_TIMEOUT_MS
+ * ago, or running to an exit.  The others (D state, vfork parent...) are
+ * let go if they ever stop, and released by the kernel otherwise. */
+static int probes_waiting(struct target *t)
+{
+	double now = ha_now_ms();
+	int n = 0;
+
+	for (size_t i = 0; i < MAX_PROBES; i++) {
+		struct probe *p = &t->probe[i];
+		if (p->state == PR_ARMED || (p->state == PR_WAIT && now < p->since + STOP_TIMEOUT_MS))
+			n++;
+		else if (p->state == PR_WAIT && !p->late) {
+			p->late = 1;
+			snprintf(t->last, sizeof t->last, "thread %d did not stop (uninterruptible "
+			         "sleep?)", (int)p->tid);
+			vlog(t, "%s", t->last);
+		}
+	}
+	return n;
+}
+
+/* Seize and interrupt thread tid (of that rank) as a new probe.  TRY_OK,
+ * TRY_NEXT (gone), TRY_FATAL (t->err set). */
+static int probe_add(struct target *t, pid_t tid, int rank)
+{
+	struct probe *p = NULL;
+
+	for (size_t i = 0; i < MAX_PROBES && !p; i++)
+		if (t->probe[i].state == PR_FREE)
+			p = &t->probe[i];
+	if (!p)
+		return TRY_NEXT;
 	if (PT(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		int e = errno;
 		char tracer[32];
-		if (e == ESRCH) {
-			snprintf(why, whylen, "thread %d exited", (int)tid);
+		if (e == ESRCH)
 			return TRY_NEXT;
-		}
 		if (e == EPERM && ha_proc_status_field(t->pid, tid, "TracerPid", tracer,
 		                                       sizeof tracer) == 0 && atoi(tracer) != 0)
 			ha_err(t->err, t->errlen, "cannot ptrace thread %d: already traced by PID %d",
@@ -577,200 +950,147 @@ static int seize_stop(struct target *t, pid_t tid, char *why, size_t whylen)
 	}
 	t->r->tries++;
 	if (PT(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
-		snprintf(why, whylen, "cannot interrupt thread %d: %s", (int)tid, strerror(errno));
-		PT(PTRACE_DETACH, tid, 0, 0);
+		/* not stopped, so it cannot be detached: the kernel releases
+		 * it when the helper thread exits */
+		vlog(t, "cannot interrupt thread %d: %s", (int)tid, strerror(errno));
 		return TRY_NEXT;
 	}
-	deadline = ha_now_ms() + STOP_TIMEOUT_MS;
-	if (deadline > t->deadline)
-		deadline = t->deadline;
-	switch (wait_interrupt_stop(t, tid, deadline)) {
-	case STOP_OK:
-		return TRY_OK;
-	case STOP_GONE:
-		snprintf(why, whylen, "thread %d exited", (int)tid);
-		return TRY_NEXT;
-	case STOP_TIMEOUT:
-		/* PTRACE_DETACH needs a stopped tracee; keep it on a list and
-		 * let it go as soon as it stops (or when the helper exits). */
-		snprintf(why, whylen, "thread %d did not stop (uninterruptible sleep?)", (int)tid);
-		if (t->nabandoned < MAX_ABANDONED)
-			t->abandoned[t->nabandoned++] = tid;
-		return TRY_NEXT;
-	default: /* STOP_GROUP */
-		PT(PTRACE_DETACH, tid, 0, 0);   /* stays in the group stop */
-		ha_err(t->err, t->errlen, "process %d was stopped (job control) while attaching",
-		       (int)t->pid);
-		return TRY_FATAL;
-	}
-}
-
-/* Debug registers of a thread, set or restored while it is stopped. */
-static int set_dr(pid_t tid, int i, unsigned long v)
-{
-	return (int)PT(PTRACE_POKEUSER, tid, DR_OFFSET(i), v);
-}
-
-/* A thread was stopped inside malloc & co.: rather than let it go and hope
- * for better luck, let it run until it returns from the outermost unsafe
- * frame, with a hardware breakpoint on the return address.  Debug registers
- * are per thread (an int3 in the shared code would trap every thread), and
- * the thread runs at full speed meanwhile.
- *
- * The breakpoint must never outlive our attachment (an untraced thread
- * hitting it would die of SIGTRAP), so the thread is always stopped again
- * and the registers put back before this returns -- waiting for a long
- * time if it must.  STOP_OK: stopped at ex (in a SIGTRAP signal-delivery
- * stop that the next resume discards).  STOP_TIMEOUT: stopped elsewhere.
- * STOP_GONE: exited.  -1: cannot be done, thread untouched. */
-static int run_to_exit(struct target *t, pid_t tid, const struct ha_safe_exit *ex)
-{
-	double deadline = ha_now_ms() + RUN_TO_EXIT_MS;
-	uint64_t mask;
-	long dr0, dr6, dr7;
-	int rc = STOP_TIMEOUT, interrupted = 0;
-
-	/* With SIGTRAP blocked, the kernel would force it through and reset
-	 * the thread's SIGTRAP handler to SIG_DFL. */
-	if (PT(PTRACE_GETSIGMASK, tid, sizeof mask, &mask) < 0 || ((mask >> (SIGTRAP - 1)) & 1))
-		return -1;
-	errno = 0;
-	dr0 = PT(PTRACE_PEEKUSER, tid, DR_OFFSET(0), 0);
-	dr6 = PT(PTRACE_PEEKUSER, tid, DR_OFFSET(6), 0);
-	dr7 = PT(PTRACE_PEEKUSER, tid, DR_OFFSET(7), 0);
-	if (errno || (dr7 & 0xff))  /* unreadable, or breakpoints in use */
-		return -1;
-	/* DR7 = L0 only: execute breakpoint, length 1, on DR0 */
-	if (set_dr(tid, 0, ex->ip) < 0 || set_dr(tid, 7, 1) < 0) {
-		set_dr(tid, 7, (unsigned long)dr7);
-		set_dr(tid, 0, (unsigned long)dr0);
-		return -1;
-	}
-	if (deadline > t->deadline)
-		deadline = t->deadline;
-	if (PT(PTRACE_CONT, tid, 0, 0) < 0)
-		goto restore;   /* still stopped */
-
-	for (;;) {
-		struct user_regs_struct regs;
-		siginfo_t si;
-		int st, w = wait_tid(t, tid, &st, deadline);
-
-		if (w == 0) {
-			/* see above: we must get it back, so wait long */
-			if (interrupted++ >= BKPT_WAIT_ROUNDS) {
-				vlog(t, "thread %d: cannot stop it to remove the breakpoint at "
-				     "0x%llx", (int)tid, (unsigned long long)ex->ip);
-				return STOP_TIMEOUT;
-			}
-			if (interrupted == 1)
-				PT(PTRACE_INTERRUPT, tid, 0, 0);
-			deadline = ha_now_ms() + ABORT_WAIT_MS;
-			continue;
-		}
-		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st))
-			return STOP_GONE;
-		if (!WIFSTOPPED(st))
-			continue;
-		if ((st >> 16) == PTRACE_EVENT_STOP) {
-			if (interrupted)
-				break;          /* stopped elsewhere: STOP_TIMEOUT */
-			PT(PTRACE_CONT, tid, 0, 0);
-			continue;
-		}
-		if ((st >> 16) != 0) {
-			PT(PTRACE_CONT, tid, 0, 0);
-			continue;
-		}
-		if (WSTOPSIG(st) == SIGTRAP && PT(PTRACE_GETSIGINFO, tid, 0, &si) == 0 &&
-		    si.si_code == TRAP_HWBKPT && PT(PTRACE_GETREGS, tid, 0, &regs) == 0 &&
-		    regs.rip == ex->ip) {
-			if (regs.rsp == ex->sp) {
-				rc = STOP_OK;
-				break;
-			}
-			PT(PTRACE_CONT, tid, 0, 0);     /* same code, other frame */
-			continue;
-		}
-		/* a signal of the program: deliver it, as without us */
-		PT(PTRACE_CONT, tid, 0, WSTOPSIG(st));
-	}
-restore:
-	set_dr(tid, 7, (unsigned long)dr7);
-	set_dr(tid, 0, (unsigned long)dr0);
-	set_dr(tid, 6, (unsigned long)dr6);
-	return rc;
-}
-
-/* Stop thread tid and decide whether to use it.  TRY_OK: it is stopped at
- * a safe point, and h->tid and h->regs are set.  TRY_NEXT: it was let go
- * (why says why).  TRY_FATAL: t->err is set. */
-static int try_thread(struct target *t, pid_t tid, struct hijack *h, char *why, size_t whylen)
-{
-	struct ha_safe_exit ex = { 0, 0 };
-	double ts;
-	int rc;
-
-	rc = seize_stop(t, tid, why, whylen);
-	if (rc != TRY_OK)
-		return rc;
-	ts = ha_now_ms();
-	for (int hop = 0;; hop++) {
-		if (PT(PTRACE_GETREGS, tid, 0, &h->regs) < 0) {
-			snprintf(why, whylen, "cannot read registers of thread %d: %s", (int)tid,
-			         strerror(errno));
-			rc = -1;
-		} else if (!stack_usable(t, h->regs.rsp, why, whylen)) {
-			rc = 0;
-			ex.ip = 0;
-		} else {
-			rc = ha_thread_is_safe_ex(t->pid, tid, &t->maps, &ex, why, whylen);
-		}
-		vlog(t, "thread %d: %s (inspected in %.3f ms)", (int)tid,
-		     rc == 1 ? "safe" : why, ha_now_ms() - ts);
-		if (rc != 0 || !ex.ip || hop == MAX_HOPS)
-			break;
-		ts = ha_now_ms();
-		rc = run_to_exit(t, tid, &ex);
-		vlog(t, "thread %d: ran to 0x%llx: %s (%.3f ms)", (int)tid,
-		     (unsigned long long)ex.ip, rc == STOP_OK ? "there" : rc == STOP_GONE ?
-		     "exited" : rc < 0 ? "not possible" : "not reached", ha_now_ms() - ts);
-		if (rc == STOP_GONE) {
-			snprintf(why, whylen, "thread %d exited", (int)tid);
-			return TRY_NEXT;
-		}
-		if (rc != STOP_OK) {
-			rc = 0;
-			break;
-		}
-		ts = ha_now_ms();
-	}
-	if (rc != 1) {
-		PT(PTRACE_DETACH, tid, 0, 0);   /* also discards a breakpoint SIGTRAP */
-		return TRY_NEXT;
-	}
-	h->tid = tid;
+	memset(p, 0, sizeof *p);
+	p->tid = tid;
+	p->rank = rank;
+	p->state = PR_WAIT;
+	p->since = ha_now_ms();
+	t->nlive++;
 	return TRY_OK;
 }
 
-/* Go round the threads until one is stopped at a safe point. */
+/* Probe candidate c unless it is a probe already: 1 added (and counted in
+ * *added), 0 not, -1 fatal (t->err set). */
+static int batch_add(struct target *t, const struct cand *c, int *added)
+{
+	int rc;
+
+	if (t->nlive >= MAX_PROBES || probe_find(t, c->tid))
+		return 0;
+	rc = probe_add(t, c->tid, c->rank);
+	if (rc == TRY_FATAL)
+		return -1;
+	*added += rc == TRY_OK;
+	return rc == TRY_OK;
+}
+
+/* Seize a batch of the candidates c (best first): a couple of threads
+ * blocked in a system call (they stop at once), not tried yet; every running
+ * thread (the one on a CPU stops first); a thread in uninterruptible sleep
+ * only when there is nothing else.  Threads probed in an earlier round and
+ * not stopped yet are not probed again.  The number added, or -1 (t->err
+ * set). */
+static int probe_batch(struct target *t, const struct cand *c, size_t n)
+{
+	int added = 0, quiet = 0, rc;
+
+	for (size_t i = 0; i < n && quiet < QUIET_PROBES; i++) {
+		if (c[i].rank > 1 || tried_before(t, c[i].tid))
+			continue;
+		if ((rc = batch_add(t, &c[i], &added)) < 0)
+			return -1;
+		quiet += rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].rank == 2 && batch_add(t, &c[i], &added) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < n && !added; i++) {
+		if (c[i].rank != 3 || tried_before(t, c[i].tid))
+			continue;
+		if (batch_add(t, &c[i], &added) < 0)
+			return -1;
+	}
+	if (!added)
+		t->ntried = 0;  /* all tried: start over */
+	return added;
+}
+
+/* Handle probe stops until one is chosen, none is expected any more, or the
+ * search deadline passes. */
+static void probes_run(struct target *t)
+{
+	int st, rc;
+
+	while (!t->chosen && !t->fatal) {
+		rc = drain_events(t, 0, &st);
+		if (rc < 0 && rc != -ECHILD)
+			break;
+		probes_expire(t);
+		if (t->chosen || t->fatal || !probes_waiting(t) || ha_now_ms() >= t->deadline)
+			break;
+		wait_event(probes_next_expiry(t, t->deadline));
+	}
+}
+
+/* Let time pass until `until` (at most the search deadline), releasing
+ * late probes as they stop. */
+static void probes_idle(struct target *t, double until)
+{
+	int st;
+
+	if (until > t->deadline)
+		until = t->deadline;
+	for (;;) {
+		int rc = drain_events(t, 0, &st);
+		if ((rc < 0 && rc != -ECHILD) || ha_now_ms() >= until)
+			return;
+		wait_event(until);
+	}
+}
+
+/* Before the helper thread ends: stop every armed probe to remove its
+ * breakpoint, waiting long if need be (see above).  Probes not stopped yet
+ * are left to the kernel. */
+static void probes_finish(struct target *t)
+{
+	double deadline = ha_now_ms() + BKPT_WAIT_ROUNDS * ABORT_WAIT_MS;
+	int st;
+
+	while (t->armed && ha_now_ms() < deadline) {
+		struct probe *p = t->armed;
+		if (!p->release) {
+			p->release = 1;
+			PT(PTRACE_INTERRUPT, p->tid, 0, 0);
+		}
+		if (drain_events(t, 0, &st) < 0)
+			break;
+		if (t->armed)
+			wait_event(deadline);
+	}
+	if (t->armed)
+		vlog(t, "thread %d: cannot stop it to remove the breakpoint at 0x%llx",
+		     (int)t->armed->tid, (unsigned long long)t->armed->ex.ip);
+}
+
+/* Go round the threads until one is stopped at a safe point; it is left
+ * stopped, its registers in h->regs. */
 static int pick_thread(struct target *t, struct hijack *h)
 {
-	char why[256] = "", last[300] = "no thread tried";
 	long pause_us = 500;
 
-	while (ha_now_ms() < t->deadline) {
+	snprintf(t->last, sizeof t->last, "no thread tried");
+	for (t->round = 1; ha_now_ms() < t->deadline; t->round++) {
 		struct cand *c = NULL;
 		size_t n = 0;
 		double tl = ha_now_ms();
-		int rc;
+		int rc, added;
 
-		/* fresh maps each round: thread stacks and modules come and go */
-		ha_maps_free(&t->maps);
-		rc = ha_maps_read(t->pid, &t->maps);
+		/* fresh maps each round: thread stacks and modules come and go
+		 * (those of the first round were read just before; each read
+		 * waits for the target's mmap_lock) */
+		rc = 0;
+		if (t->round > 1) {
+			ha_maps_free(&t->maps);
+			rc = ha_maps_read(t->pid, &t->maps);
+		}
 		if (rc == 0)
 			rc = list_threads(t->pid, &c, &n);
-		vlog(t, "%zu threads listed in %.3f ms", n, ha_now_ms() - tl);
 		if (rc < 0) {
 			ha_err(t->err, t->errlen, "process %d: cannot list threads or maps: %s",
 			       (int)t->pid, rc == -ENOENT || rc == -ESRCH ? "process exited" : strerror(-rc));
@@ -781,34 +1101,27 @@ static int pick_thread(struct target *t, struct hijack *h)
 			ha_err(t->err, t->errlen, "process %d has no live thread (exited?)", (int)t->pid);
 			return -1;
 		}
-		for (size_t i = 0; i < n && ha_now_ms() < t->deadline; i++) {
-			int skip = 0;
-			for (size_t k = 0; k < t->nabandoned; k++)
-				skip |= t->abandoned[k] == c[i].tid;
-			if (skip)
-				continue;
-			rc = try_thread(t, c[i].tid, h, why, sizeof why);
-			if (rc == TRY_OK) {
-				free(c);
-				return 0;
-			}
-			if (rc == TRY_FATAL) {
-				free(c);
-				return -1;
-			}
-			snprintf(last, sizeof last, "thread %d %s", (int)c[i].tid, why);
-			if (strncmp(why, "thread ", 7) == 0)
-				snprintf(last, sizeof last, "%s", why);
-		}
+		added = probe_batch(t, c, n);
 		free(c);
+		if (added < 0)
+			return -1;
+		vlog(t, "%zu threads listed, %d probed in %.3f ms", n, added, ha_now_ms() - tl);
+		probes_run(t);
+		if (t->fatal)
+			return -1;
+		if (t->chosen) {
+			h->tid = t->chosen;
+			h->regs = t->chosen_regs;
+			return 0;
+		}
 		/* Everyone was busy: give the threads time to leave the
 		 * allocator or loader before the next round. */
-		sleep_us(pause_us);
+		probes_idle(t, ha_now_ms() + pause_us / 1e3);
 		if (pause_us < 20000)
 			pause_us *= 2;
 	}
 	ha_err(t->err, t->errlen, "no thread reached a safe point within %d ms (last: %s)",
-	       t->timeout_ms, last);
+	       t->timeout_ms, t->last);
 	return -1;
 }
 
@@ -1174,7 +1487,7 @@ static int inject_run(struct target *t)
 		goto out;
 	}
 
-	warm_symbols(t);
+	warm_up(t->pid, &t->maps);
 	t1 = ha_now_ms();
 	if (pick_thread(t, &h) < 0)
 		goto out;
@@ -1202,70 +1515,184 @@ restore:
 	}
 	vlog(t, "thread %d stopped for %.3f ms in total", (int)h.tid, ha_now_ms() - t1);
 out:
+	probes_finish(t);
 	free(h.fp);
 	ha_maps_free(&t->maps);
 	return rc;
 }
 
-struct job {
-	struct target *t;
-	int rc;
+/* Ask the scheduler for short time slices on thread tid (0: this one):
+ * the injector mostly waits for stops of the target's threads and then has
+ * a few microseconds of work, and on a busy machine a short slice lets it
+ * run as soon as its event arrives rather than after the running thread's
+ * tick (a new thread with a default slice may even wait tens of ms for its
+ * first run).  The CPU share is unchanged (the weight, i.e. nice, stays),
+ * any user may ask for it: sched_setattr with sched_runtime for
+ * SCHED_OTHER/SCHED_BATCH (Linux 6.12 and later; older kernels ignore the
+ * field).  Only the helper thread gets it: changing the attributes of a
+ * thread that has used up its share, such as the caller, gets it
+ * preempted on the spot. */
+static void ask_short_slices(pid_t tid)
+{
+	struct {        /* struct sched_attr (glibc 2.36 has no wrapper) */
+		uint32_t size, sched_policy;
+		uint64_t sched_flags;
+		int32_t sched_nice;
+		uint32_t sched_priority;
+		uint64_t sched_runtime, sched_deadline, sched_period;
+		uint32_t sched_util_min, sched_util_max;
+	} a;
+
+	memset(&a, 0, sizeof a);
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof a, 0) < 0 ||
+	    (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH) ||
+	    a.sched_runtime == SHORT_SLICE_NS)
+		return;
+	a.size = sizeof a;
+	a.sched_flags = 0;
+	a.sched_runtime = SHORT_SLICE_NS;       /* policy and nice as they were */
+	syscall(SYS_sched_setattr, tid, &a, 0);
+}
+
+/* The ids of our threads, in v[0..max); their number, or -1 if more. */
+static int own_threads(pid_t *v, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL && n >= 0) {
+		long tid = strtol(de->d_name, NULL, 10);
+		if (tid <= 0)
+			continue;
+		if (n == max)
+			n = -1;
+		else
+			v[n++] = (pid_t)tid;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The thread that is in after[] and not in before[], if it is the only one. */
+static pid_t new_thread(const pid_t *before, int nb, const pid_t *after, int na)
+{
+	pid_t found = 0;
+
+	for (int i = 0; i < na; i++) {
+		int old = 0;
+		for (int k = 0; k < nb && !old; k++)
+			old = after[i] == before[k];
+		if (!old && found)
+			return 0;
+		if (!old)
+			found = after[i];
+	}
+	return found;
+}
+
+/* An injection under way on its helper thread. */
+struct ha_injection {
+	pthread_t th;
+	struct target t;
+	struct ha_inject_opts o;    /* a copy: the caller's may go */
+	int rc;                     /* of inject_run */
 };
 
 static void *inject_thread(void *arg)
 {
-	struct job *j = arg;
-	/* our short sleeps while the tracee runs should be short: the
-	 * default 50 us of slack would dominate a remote call */
+	struct ha_injection *in = arg;
+
+	/* the timeouts of our waits should be precise: the default 50 us
+	 * of slack would dominate a short remote call */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	j->rc = inject_run(j->t);
+	ask_short_slices(0);    /* if ha_inject_start could not */
+	in->rc = inject_run(&in->t);
 	return NULL;
+}
+
+struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_inject_result *r,
+                                     char *err, size_t errlen)
+{
+	struct ha_injection *in;
+	struct target *t;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pid_t before[MAX_OWN_THREADS], after[MAX_OWN_THREADS];
+	int rc, nb;
+
+	memset(r, 0, sizeof *r);
+	if (err && errlen)
+		err[0] = '\0';
+	if (!o->args || (!o->agent_loaded && (!o->agent_path || !o->agent_path[0]))) {
+		ha_err(err, errlen, "ha_inject: missing agent path or init arguments");
+		return NULL;
+	}
+	in = calloc(1, sizeof *in);
+	if (!in) {
+		ha_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	in->o = *o;
+	t = &in->t;
+	t->o = &in->o;
+	t->r = r;
+	t->pid = o->pid;
+	t->err = err;
+	t->errlen = errlen;
+	t->t0 = ha_now_ms();
+	t->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	t->deadline = t->t0 + t->timeout_ms;
+
+	/* All ptrace work runs on a helper thread (see the top of the file).
+	 * It inherits our mask: block everything there, so that the caller's
+	 * own signal handlers keep running on its own threads, and so that
+	 * SIGCHLD stays pending for wait_event. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	nb = own_threads(before, MAX_OWN_THREADS);
+	rc = pthread_create(&in->th, &attr, inject_thread, in);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		ha_err(err, errlen, "cannot start the injector thread: %s", strerror(rc));
+		free(in);
+		return NULL;
+	}
+	/* The short slice from the helper's very first run: a new thread
+	 * with the default one can wait tens of ms for it.  (pthreads do not
+	 * tell a thread's id: it is the one new in /proc/self/task.) */
+	if (nb >= 0) {
+		int na = own_threads(after, MAX_OWN_THREADS);
+		pid_t tid = na > 0 ? new_thread(before, nb, after, na) : 0;
+		if (tid)
+			ask_short_slices(tid);
+	}
+	return in;
+}
+
+int ha_inject_wait(struct ha_injection *in)
+{
+	struct target *t = &in->t;
+	int rc;
+
+	pthread_join(in->th, NULL);
+	rc = in->rc;
+	ha_elf_cache_clear();
+	ha_thread_safe_reset();
+	t->r->ms = elapsed(t);
+	vlog(t, "injection %s in %.3f ms", rc == 0 ? "done" : "failed", t->r->ms);
+	free(in);
+	return rc;
 }
 
 int ha_inject(const struct ha_inject_opts *o, struct ha_inject_result *r,
               char *err, size_t errlen)
 {
-	struct target t;
-	struct job j = { &t, -1 };
-	pthread_t th;
-	pthread_attr_t attr;
-	sigset_t all, old;
-	int rc;
-
-	memset(r, 0, sizeof *r);
-	memset(&t, 0, sizeof t);
-	t.o = o;
-	t.r = r;
-	t.pid = o->pid;
-	t.err = err;
-	t.errlen = errlen;
-	t.t0 = ha_now_ms();
-	t.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-	t.deadline = t.t0 + t.timeout_ms;
-	if (err && errlen)
-		err[0] = '\0';
-	if (!o->args || (!o->agent_loaded && (!o->agent_path || !o->agent_path[0]))) {
-		ha_err(err, errlen, "ha_inject: missing agent path or init arguments");
-		return -1;
-	}
-
-	/* The helper inherits our mask: block everything there so that the
-	 * attacher's own signal handlers keep running on its own threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	rc = pthread_create(&th, &attr, inject_thread, &j);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
-		pthread_join(th, NULL);
-	else
-		j.rc = inject_run(&t);  /* no thread: do it here, minus the safety net */
-
-	ha_elf_cache_clear();
-	ha_thread_safe_reset();
-	r->ms = elapsed(&t);
-	vlog(&t, "injection %s in %.3f ms", j.rc == 0 ? "done" : "failed", r->ms);
-	return j.rc;
+	struct ha_injection *in = ha_inject_start(o, r, err, errlen);
+	return in ? ha_inject_wait(in) : -1;
 }

@@ -21,7 +21,7 @@ struct ha_inject_opts {
 struct ha_inject_result {
 	pid_t tid;            /* the hijacked thread */
 	int init_ret;         /* return value of heapattach_agent_init */
-	int tries;            /* threads stopped and inspected */
+	int tries;            /* threads seized (see inject.c, "probes") */
 	double ms;            /* time spent in ha_inject */
 };
 
@@ -31,5 +31,16 @@ struct ha_inject_result {
  * exactly as they were, and no ptrace attachment remains. */
 int ha_inject(const struct ha_inject_opts *o, struct ha_inject_result *r,
               char *err, size_t errlen);
+
+/* The same in two steps: ha_inject_start returns as soon as the injection
+ * is under way on its own thread (NULL, with err set, if it could not
+ * start), so that the caller can do other work meanwhile; ha_inject_wait
+ * waits for it to end and returns what ha_inject would.  r and err belong
+ * to the injection until then (and o->args, o->agent_path must stay valid;
+ * o itself is copied). */
+struct ha_injection;
+struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_inject_result *r,
+                                     char *err, size_t errlen);
+int ha_inject_wait(struct ha_injection *in);
 
 #endif

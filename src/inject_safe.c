@@ -10,14 +10,18 @@
  * answer is no, ha_thread_is_safe_ex also tells where the thread will be out
  * of the outermost refused frame (inject.c lets it run there).
  *
- * Speed matters: the thread is stopped while we look.  Two things make an
+ * Speed matters: the thread is stopped while we look.  Three things make an
  * unwind with the stock _UPT accessors slow (~70 us per frame): every word
  * of the stack and of the remote .eh_frame tables is read with one
- * PTRACE_PEEKDATA, and a fresh address space re-parses the unwind info of
- * every module.  So memory is read a page at a time with process_vm_readv
- * into a small cache that lives for one inspection, and the address space
- * (with libunwind's per-IP cache) is kept for the target until
- * ha_thread_safe_reset(). */
+ * PTRACE_PEEKDATA; a fresh address space re-parses the unwind info of every
+ * module; and a UPT handle remembers the unwind table of one module only,
+ * so a stack going exe -> libc -> exe -> libc maps and parses the ELF files
+ * again at each change (and each inspection starts with a new handle).  So
+ * memory is read a page at a time with process_vm_readv into a small cache
+ * that lives for one inspection; the address space (with libunwind's per-IP
+ * cache) is kept for the target until ha_thread_safe_reset(); and the
+ * unwind tables are looked up through one UPT handle per module, which
+ * ha_thread_safe_warm() can fill before any thread is stopped. */
 #define _GNU_SOURCE
 #include "inject_safe.h"
 #include "elfsym.h"
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #define MAX_FRAMES 64
@@ -106,6 +111,12 @@ static int addr_is_safe(pid_t pid, const struct ha_maps *maps, uint64_t addr,
 	return 1;
 }
 
+int ha_addr_is_safe(pid_t pid, const struct ha_maps *maps, uint64_t ip,
+                    char *why, size_t whylen)
+{
+	return addr_is_safe(pid, maps, ip, 0, why, whylen);
+}
+
 /* ------------------------------------------------------------------ */
 /* memory access through a page cache                                  */
 /* ------------------------------------------------------------------ */
@@ -118,9 +129,11 @@ struct page_cache {
 	unsigned char data[NPAGES][PAGE];
 };
 
-/* The cache of the inspection running on this thread.  libunwind hands our
- * accessor only its own argument (the UPT handle), so the context is here. */
+/* The context of the inspection running on this thread: libunwind hands
+ * our accessors only its own argument (a UPT handle). */
 static __thread struct page_cache *cur_cache;
+static __thread const struct ha_maps *cur_maps;
+static __thread void *cur_upt;          /* the stopped thread's handle */
 
 static const unsigned char *cache_page(struct page_cache *pc, uint64_t page)
 {
@@ -157,7 +170,7 @@ static int cached_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *v
 		size_t off = a - page, n = PAGE - off;
 		const unsigned char *p = cache_page(pc, page);
 		if (!p)   /* not readable that way: let ptrace decide */
-			return _UPT_access_mem(as, addr, val, write, arg);
+			return _UPT_access_mem(as, addr, val, write, cur_upt ? cur_upt : arg);
 		if (n > sizeof buf - done)
 			n = sizeof buf - done;
 		memcpy(buf + done, p + off, n);
@@ -171,10 +184,51 @@ static int cached_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *v
 /* one address space per target                                        */
 /* ------------------------------------------------------------------ */
 
+#define MAX_MODULES 32
+
 static pthread_mutex_t as_lock = PTHREAD_MUTEX_INITIALIZER;
 static unw_accessors_t accessors;
 static unw_addr_space_t as_cur;
 static pid_t as_pid;
+static struct {
+	uint64_t start;         /* of the module's offset-0 mapping */
+	void *upt;
+} modules[MAX_MODULES];
+static size_t nmodules;
+
+/* The UPT handle that keeps the unwind table of ip's module (as_lock
+ * held), or NULL. */
+static void *module_upt(uint64_t ip)
+{
+	const struct ha_map *m = cur_maps ? ha_maps_find_addr(cur_maps, ip) : NULL;
+	const struct ha_map *mod = m && m->path[0] == '/' ? ha_maps_module_of(cur_maps, m) : NULL;
+	void *upt;
+
+	if (!mod)
+		return NULL;
+	for (size_t i = 0; i < nmodules; i++)
+		if (modules[i].start == mod->start)
+			return modules[i].upt;
+	if (nmodules == MAX_MODULES || !(upt = _UPT_create(as_pid)))
+		return NULL;
+	modules[nmodules].start = mod->start;
+	modules[nmodules++].upt = upt;
+	return upt;
+}
+
+static int cached_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                                 int need_unwind_info, void *arg)
+{
+	void *upt = module_upt(ip);
+	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, upt ? upt : arg);
+}
+
+static void drop_modules(void)
+{
+	for (size_t i = 0; i < nmodules; i++)
+		_UPT_destroy(modules[i].upt);
+	nmodules = 0;
+}
 
 /* The address space for pid; call with as_lock held. */
 static unw_addr_space_t get_as(pid_t pid)
@@ -183,8 +237,10 @@ static unw_addr_space_t get_as(pid_t pid)
 		return as_cur;
 	if (as_cur)
 		unw_destroy_addr_space(as_cur);
+	drop_modules();
 	accessors = _UPT_accessors;
 	accessors.access_mem = cached_access_mem;
+	accessors.find_proc_info = cached_find_proc_info;
 	as_cur = unw_create_addr_space(&accessors, 0);
 	as_pid = pid;
 	if (as_cur)
@@ -197,6 +253,7 @@ void ha_thread_safe_reset(void)
 	pthread_mutex_lock(&as_lock);
 	if (as_cur)
 		unw_destroy_addr_space(as_cur);
+	drop_modules();
 	as_cur = NULL;
 	as_pid = 0;
 	pthread_mutex_unlock(&as_lock);
@@ -301,6 +358,8 @@ int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
 		goto out;
 	}
 	cur_cache = pc;
+	cur_maps = maps;
+	cur_upt = upt;
 	rc = unw_init_remote(&c, as, upt);
 	if (rc < 0) {
 		snprintf(why, whylen, "cannot unwind the stack (%s)", unw_strerror(rc));
@@ -309,9 +368,44 @@ int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
 		ret = walk(pid, &c, maps, ex, why, whylen);
 	}
 	cur_cache = NULL;
+	cur_maps = NULL;
+	cur_upt = NULL;
 out:
 	pthread_mutex_unlock(&as_lock);
 	_UPT_destroy(upt);
 	free(pc);
 	return ret;
+}
+
+void ha_thread_safe_warm(pid_t pid, const struct ha_maps *maps, const char *const *modnames,
+                         size_t n)
+{
+	struct page_cache *pc = calloc(1, sizeof *pc);
+	unw_addr_space_t as;
+
+	if (!pc)
+		return;
+	pc->pid = pid;
+	pthread_mutex_lock(&as_lock);
+	as = get_as(pid);
+	cur_cache = pc;
+	cur_maps = maps;
+	for (size_t i = 0; as && i < n; i++) {
+		const struct ha_map *mod = ha_maps_find_module(maps, modnames[i]);
+		unw_proc_info_t pi;
+		/* any address in its code (a segment soon after the offset-0
+		 * one) will do: the module's table is loaded whether or not
+		 * that address has an FDE */
+		for (const struct ha_map *m = mod; mod && m < maps->v + maps->n && m < mod + 8; m++) {
+			if (!(m->prot & PROT_EXEC) || ha_maps_module_of(maps, m) != mod)
+				continue;
+			memset(&pi, 0, sizeof pi);
+			cached_find_proc_info(as, m->start, &pi, 0, NULL);   /* no unwind_info to put */
+			break;
+		}
+	}
+	cur_cache = NULL;
+	cur_maps = NULL;
+	pthread_mutex_unlock(&as_lock);
+	free(pc);
 }

@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,10 +418,71 @@ static int setup_signals(void)
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* Opening (and checking, or creating) the database costs a few ms of CPU;
+ * on a busy machine every ms the attacher spends before the agent is ready
+ * adds many more of waiting for a CPU, so it is done on its own thread while
+ * the agent is injected. */
+struct db_open_job {
+	const char *path;
+	struct ha_db *db;
+	double ms;
+	int rc;
+	int threaded;           /* th runs db_open_thread */
+	int done;               /* opened (or failed) already, before the attach */
+	pthread_t th;
+	char err[512];
+};
+
+static void *db_open_thread(void *arg)
+{
+	struct db_open_job *j = arg;
+	double t0 = ha_now_ms();
+	j->rc = ha_db_open(j->path, &j->db, j->err, sizeof j->err);
+	j->ms = ha_now_ms() - t0;
+	return NULL;
+}
+
+static void db_open_start(struct db_open_job *j)
+{
+	if (!j->done)
+		j->threaded = pthread_create(&j->th, NULL, db_open_thread, j) == 0;
+}
+
+/* The part of the database checks that is cheap, done before the target is
+ * touched (the rest comes with the open): the file, or the directory a new
+ * one goes to, must be there and writable.  0, or -1 with err set. */
+static int db_path_usable(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+
+	if (access(path, R_OK | W_OK) == 0)
+		return 0;
+	if (errno == ENOENT) {
+		snprintf(dir, sizeof dir, "%s", path);
+		if (access(dirname(dir), W_OK | X_OK) == 0)
+			return 0;
+	}
+	ha_err(err, errlen, "%s: %s", path, strerror(errno));
+	return -1;
+}
+
+/* The database of db_open_start, opened (here if no thread could do it);
+ * 0 or -1 with j->err set. */
+static int db_open_finish(struct db_open_job *j)
+{
+	if (j->threaded)
+		pthread_join(j->th, NULL);
+	else if (!j->done)
+		db_open_thread(j);
+	j->threaded = 0;
+	j->done = 1;
+	return j->rc ? -1 : 0;
+}
+
 /* Inject the agent and complete the handshake.  Returns 0, or an exit
  * status after printing the reason. */
 static int attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
-                  double t_start, double t_checked)
+                  struct db_open_job *dbj, double t_start, double t_checked)
 {
 	double t_prepared = ha_now_ms();
 	char err[512];
@@ -432,7 +494,11 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	                             .agent_loaded = t->agent_loaded, .args = &args,
 	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose };
 	struct ha_inject_result ir = { 0 };
-	if (ha_inject(&io, &ir, err, sizeof err)) {
+	struct ha_injection *in = ha_inject_start(&io, &ir, err, sizeof err);
+	/* Only now: a new thread may take the CPU from this one, and it had
+	 * better be the injector's. */
+	db_open_start(dbj);
+	if (!in || ha_inject_wait(in)) {
 		fprintf(stderr, "heapattach: %s\n", err);
 		return EXIT_REFUSED;
 	}
@@ -465,7 +531,7 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	fprintf(stderr, "heapattach: attached to %d (%s): agent ready in %.1f ms\n", (int)t->pid,
 	        t->comm, t_ready - t_start);
 	if (o->verbose)
-		fprintf(stderr, "heapattach: checks %.1f ms, database and socket %.1f ms, injection "
+		fprintf(stderr, "heapattach: checks %.1f ms, socket and ring %.1f ms, injection "
 		        "%.1f ms, handshake %.1f ms; %llu GOT slots patched in %llu modules\n",
 		        t_checked - t_start, t_prepared - t_checked, t_injected - t_prepared,
 		        t_ready - t_injected,
@@ -554,24 +620,40 @@ int main(int argc, char **argv)
 		snprintf(dbname, sizeof dbname, "%s", o.db);
 	else
 		default_db_name(&t, dbname, sizeof dbname);
-	if (ha_db_open(dbname, &db, err, sizeof err)) {
+	if (db_path_usable(dbname, err, sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);
+		return EXIT_REFUSED;
+	}
+	struct db_open_job dbj = { .path = dbname };
+	/* An existing file is opened (and so checked: a heapattach database of
+	 * a version we know, not damaged) before the target is touched; only
+	 * the creation of a new one, which can fail only in the ways
+	 * db_path_usable looked at or for lack of space, runs alongside. */
+	if (access(dbname, F_OK) == 0 && db_open_finish(&dbj)) {
+		fprintf(stderr, "heapattach: %s\n", dbj.err);
 		return EXIT_REFUSED;
 	}
 	ha_session_init(&s);
 	if (ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes, err, sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);
 		ha_session_close(&s);
-		ha_db_close(db);
 		return EXIT_REFUSED;
 	}
 
-	status = attach(&o, &t, &s, t_start, t_checked);
+	status = attach(&o, &t, &s, &dbj, t_start, t_checked);
+	if (db_open_finish(&dbj) && !status) {
+		/* the agent restores itself when we hang up */
+		fprintf(stderr, "heapattach: %s\n", dbj.err);
+		status = EXIT_FAILED;
+	}
+	db = dbj.db;
 	if (status) {
 		ha_session_close(&s);
 		ha_db_close(db);
 		return status;
 	}
+	if (o.verbose)
+		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
 
 	/* The session is live: record it, start the writer and the collector. */
 	char exe_link[64], exe[PATH_MAX] = "";

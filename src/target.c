@@ -25,6 +25,34 @@
 #include "util.h"
 
 #define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h */
+#define STATUS_MAX      8192
+
+/* /proc/PID/status, read once for all the checks (each read costs the
+ * kernel a walk over the process; on a busy machine every bit of our CPU
+ * time before the agent is ready shows in the attach latency). */
+static int read_status(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	return ha_read_file(path, buf, len) < 0 ? -1 : 0;
+}
+
+int ha_status_field(const char *status, const char *name, char *out, size_t outlen)
+{
+	size_t len = strlen(name);
+
+	for (const char *line = status; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			const char *v = line + len + 1;
+			v += strspn(v, " \t");
+			snprintf(out, outlen, "%.*s", (int)strcspn(v, "\n"), v);
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
 
 /* Fields of /proc/PID/stat we need: state (3rd) and flags (9th).  The comm
  * field may contain spaces and parentheses: parse after the last ')'. */
@@ -68,7 +96,8 @@ static void read_comm(pid_t pid, char *out, size_t outlen)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-static int check_exists(pid_t pid, struct ha_target *t, char *err, size_t errlen)
+static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
+                        size_t errlen)
 {
 	char buf[64];
 	char state;
@@ -100,15 +129,20 @@ static int check_exists(pid_t pid, struct ha_target *t, char *err, size_t errlen
 		return -1;
 	}
 	/* A thread id is accepted: the whole process is what gets profiled. */
-	if (ha_proc_status_field(pid, 0, "Tgid", buf, sizeof buf) == 0) {
+	if (read_status(pid, status, STATUS_MAX) < 0)
+		status[0] = '\0';
+	if (ha_status_field(status, "Tgid", buf, sizeof buf) == 0) {
 		long tgid = strtol(buf, NULL, 10);
-		if (tgid > 0 && tgid != pid)
+		if (tgid > 0 && tgid != pid) {
 			pid = (pid_t)tgid;
+			if (read_status(pid, status, STATUS_MAX) < 0)
+				status[0] = '\0';
+		}
 	}
 	t->pid = pid;
-	if (ha_proc_status_field(pid, 0, "Uid", buf, sizeof buf) == 0)
+	if (ha_status_field(status, "Uid", buf, sizeof buf) == 0)
 		t->uid = (uid_t)strtoul(buf, NULL, 10);
-	if (ha_proc_status_field(pid, 0, "Gid", buf, sizeof buf) == 0)
+	if (ha_status_field(status, "Gid", buf, sizeof buf) == 0)
 		t->gid = (gid_t)strtoul(buf, NULL, 10);
 	return 0;
 }
@@ -176,10 +210,10 @@ static int check_binary(const struct ha_target *t, char *err, size_t errlen)
 
 /* Seccomp strict mode allows read/write/exit only; a filter may or may not
  * allow what the agent needs, which the injector reports if it fails. */
-static int check_seccomp(struct ha_target *t, char *err, size_t errlen)
+static int check_seccomp(struct ha_target *t, const char *status, char *err, size_t errlen)
 {
 	char buf[32];
-	if (ha_proc_status_field(t->pid, 0, "Seccomp", buf, sizeof buf) != 0)
+	if (ha_status_field(status, "Seccomp", buf, sizeof buf) != 0)
 		return 0;
 	if (atoi(buf) == 1) {
 		ha_err(err, errlen, "%d (%s) runs in seccomp strict mode: it may not open or map the "
@@ -191,10 +225,11 @@ static int check_seccomp(struct ha_target *t, char *err, size_t errlen)
 }
 
 /* gdb, strace or an injecting heapattach hold the process: don't fight them. */
-static int check_tracer(const struct ha_target *t, char *err, size_t errlen)
+static int check_tracer(const struct ha_target *t, const char *status, char *err,
+                        size_t errlen)
 {
 	char buf[32], comm[64];
-	if (ha_proc_status_field(t->pid, 0, "TracerPid", buf, sizeof buf) != 0)
+	if (ha_status_field(status, "TracerPid", buf, sizeof buf) != 0)
 		return 0;
 	pid_t tracer = (pid_t)atoi(buf);
 	if (tracer == 0)
@@ -273,12 +308,13 @@ int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
                     char *err, size_t errlen)
 {
 	struct ha_maps maps = { 0 };
+	char status[STATUS_MAX];
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	if (check_exists(pid, t, err, errlen) || check_permission(t, err, errlen) ||
-	    check_binary(t, err, errlen) || check_seccomp(t, err, errlen) ||
-	    check_tracer(t, err, errlen))
+	if (check_exists(pid, t, status, err, errlen) || check_permission(t, err, errlen) ||
+	    check_binary(t, err, errlen) || check_seccomp(t, status, err, errlen) ||
+	    check_tracer(t, status, err, errlen))
 		return -1;
 	rc = ha_maps_read(t->pid, &maps);
 	if (rc < 0) {
