@@ -77,7 +77,7 @@ static void usage(FILE *f)
 	        "  -o, --db FILE         the profile database (default heapattach-COMM-PID.db;\n"
 	        "                        an existing one gets a new session appended)\n"
 	        "  -i, --interval BYTES  mean bytes between samples (default 512K; 1 = every\n"
-	        "                        allocation)\n"
+	        "                        allocation; doubled while the ring overflows)\n"
 	        "  -d, --duration SECS   detach after SECS seconds (default: until Ctrl-C,\n"
 	        "                        SIGTERM or the target's exit)\n"
 	        "  -s, --snapshot-every SECS  snapshot period (default 10); SIGUSR1 to\n"
