@@ -155,13 +155,20 @@ static inline void *after_alloc(void *p, size_t size, int counter, enum ha_alloc
 	return p;
 }
 
-/* Every free-like hook: count, and send the free if the filter says the
- * block may be a sampled one (see free_filtered). */
+/* A block leaving the program (freed, moved, resized, unmapped): if the
+ * filter says it may be a sampled one, send its free (free_filtered; NULL
+ * is never sampled). */
+static inline void leave_live_set(void *ptr)
+{
+	if (__builtin_expect(ha_ls_maybe(ptr), 0))
+		free_filtered(ptr);
+}
+
+/* Every free-like hook: count, and leave the live set. */
 static inline void before_free(void *ptr, int counter)
 {
 	ha_count(counter);
-	if (__builtin_expect(ha_ls_maybe(ptr), 0))
-		free_filtered(ptr);
+	leave_live_set(ptr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -275,8 +282,7 @@ void *ha_hook_realloc(void *ptr, size_t size)
 	/* The old block leaves the live set first (see free_filtered).  If the
 	 * real realloc then fails, the block stays allocated but is no longer
 	 * counted: rare, and it errs towards less, never more, live heap. */
-	if (__builtin_expect(ha_ls_maybe(ptr), 0))
-		free_filtered(ptr);
+	leave_live_set(ptr);
 	if (__builtin_expect(ha_sampler_due(size), 0))
 		return realloc_sampled(ptr, size);
 	return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
@@ -286,8 +292,7 @@ static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
 	if (ha_depth)
 		return REAL(HA_HOOK_REALLOCARRAY, reallocarray_fn)(ptr, nmemb, size);
-	if (ptr && ha_ls_maybe(ptr))
-		ha_sample_free(ptr);
+	leave_live_set(ptr);
 	void *p;
 	{
 		DEPTH_SCOPE();
@@ -410,22 +415,19 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 #define DEL1(name, FN)                                            \
 	static void name(void *ptr)                                   \
 	{                                                             \
-		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
-			free_filtered(ptr);                                   \
+		leave_live_set(ptr);                                      \
 		REAL(FN, del1_fn)(ptr);                                   \
 	}
 #define DEL2(name, FN)                                            \
 	static void name(void *ptr, uintptr_t a)                      \
 	{                                                             \
-		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
-			free_filtered(ptr);                                   \
+		leave_live_set(ptr);                                      \
 		REAL(FN, del2_fn)(ptr, a);                                \
 	}
 #define DEL3(name, FN)                                            \
 	static void name(void *ptr, uintptr_t a, uintptr_t b)         \
 	{                                                             \
-		if (__builtin_expect(ha_ls_maybe(ptr), 0))                \
-			free_filtered(ptr);                                   \
+		leave_live_set(ptr);                                      \
 		REAL(FN, del3_fn)(ptr, a, b);                             \
 	}
 
@@ -476,8 +478,7 @@ static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
 {
 	if (ha_depth)
 		return REAL(HA_HOOK_RALLOCX, rallocx_fn)(ptr, size, flags);
-	if (ptr && ha_ls_maybe(ptr))
-		ha_sample_free(ptr);
+	leave_live_set(ptr);
 	void *p;
 	{
 		DEPTH_SCOPE();
@@ -498,8 +499,7 @@ static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
 	/* Resized in place: the block is the same, its size is new.  A sampled
 	 * block leaves the live set; the new size goes through the countdown
 	 * like a realloc.  (The address does not change: no race with reuse.) */
-	if (ptr && ha_ls_maybe(ptr))
-		ha_sample_free(ptr);
+	leave_live_set(ptr);
 	(void)after_alloc(ptr, r, C_REALLOC, HA_FN_XALLOCX);
 	return r;
 }
@@ -531,8 +531,7 @@ typedef void *(*mremap_fn)(void *, size_t, size_t, int, void *);
 static void unmap_range(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(HA_PAGE - 1);
-	if (a && ha_ls_maybe((void *)a))
-		ha_sample_free((void *)a);
+	leave_live_set((void *)a);
 	if (!ha_sampler_mmap_seen())
 		return;
 	uintptr_t end = (uintptr_t)addr + len;
@@ -542,9 +541,7 @@ static void unmap_range(void *addr, size_t len)
 	if (pages > HA_UNMAP_SCAN_PAGES)
 		pages = HA_UNMAP_SCAN_PAGES;
 	for (size_t i = 1; i < pages; i++) {
-		void *pg = (void *)(a + i * HA_PAGE);
-		if (ha_ls_maybe(pg))
-			ha_sample_free(pg);
+		leave_live_set((void *)(a + i * HA_PAGE));
 	}
 }
 
@@ -597,8 +594,7 @@ static void *ha_hook_mremap(void *old, size_t oldlen, size_t newlen, int flags, 
 	}
 	if (ha_depth)
 		return REAL(HA_HOOK_MREMAP, mremap_fn)(old, oldlen, newlen, flags, want);
-	if (old && ha_ls_maybe(old))
-		ha_sample_free(old);
+	leave_live_set(old);
 	void *p;
 	{
 		DEPTH_SCOPE();
