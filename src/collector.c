@@ -395,9 +395,10 @@ static void snapshot(struct ctx *x, const char *reason)
  * halve it every LOWER_AFTER_MS until it is the configured one again.  The
  * estimates stay unbiased: every sample carries the interval it was drawn
  * with, and is weighted with it. */
-static void set_interval(struct ctx *x, uint64_t v, double now, const char *what)
+static void set_interval(struct ctx *x, uint64_t v, double now)
 {
 	struct ha_collector *c = x->c;
+	int raised = v > x->interval;
 	x->interval = v;
 	x->changed_ms = now;
 	__atomic_store_n(&c->ring->interval, v, __ATOMIC_RELAXED);
@@ -406,12 +407,13 @@ static void set_interval(struct ctx *x, uint64_t v, double now, const char *what
 	if (v > x->st.interval_max)
 		x->st.interval_max = v;
 	x->st.interval = v;
-	if (what || c->verbose)
-		fprintf(stderr, "heapattach: %ssampling interval %s %llu bytes\n",
-		        what ? what : "", v == c->interval ? "back to"
-		                          : what           ? "raised to"
-		                                           : "lowered to",
+	/* Raised and back always said; the steps down only with -v. */
+	if (raised)
+		fprintf(stderr, "heapattach: ring overflowing: sampling interval raised to %llu bytes\n",
 		        (unsigned long long)v);
+	else if (v == c->interval || c->verbose)
+		fprintf(stderr, "heapattach: sampling interval %s %llu bytes\n",
+		        v == c->interval ? "back to" : "lowered to", (unsigned long long)v);
 }
 
 static void adapt_interval(struct ctx *x, double now)
@@ -425,15 +427,12 @@ static void adapt_interval(struct ctx *x, double now)
 		if (now - x->changed_ms >= RAISE_GAP_MS && x->interval < HA_INTERVAL_MAX) {
 			x->seen_drops = drops;
 			uint64_t v = x->interval < HA_INTERVAL_MAX / 2 ? x->interval * 2 : HA_INTERVAL_MAX;
-			set_interval(x, v, now, "ring overflowing: ");
+			set_interval(x, v, now);
 		}
 	} else if (x->interval > c->interval && fill < c->data_size / 16 &&
 	           now - x->changed_ms >= LOWER_AFTER_MS) {
 		uint64_t v = x->interval / 2 > c->interval ? x->interval / 2 : c->interval;
-		set_interval(x, v, now, NULL);
-		if (v == c->interval && !c->verbose)
-			fprintf(stderr, "heapattach: sampling interval back to %llu bytes\n",
-			        (unsigned long long)v);
+		set_interval(x, v, now);
 	}
 }
 
