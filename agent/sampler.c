@@ -31,7 +31,9 @@
 #include "hooks.h"
 
 __thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
-uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
+uint64_t ha_ls_filter[HA_LS_FILTER_WORDS] __attribute__((aligned(64)));
+/* Entries per live-set bucket (the filter's bit is derived from it). */
+static uint8_t ls_occ[1u << HA_LS_BUCKET_BITS];
 
 /* While dormant, a thread looks at the session state again after this many
  * bytes: cheap, and it notices a new session soon enough. */
@@ -40,13 +42,33 @@ uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
 static struct ha_sampler_cfg cfg;  /* written by the agent thread only while inactive */
 static uint32_t active;            /* 1 while a session may write to the ring */
 static uint32_t session;           /* current session number, never 0 when active */
-/* The counters every sample or sampled free updates, on one cache line:
- * one line moves between the cores per record, not one per counter. */
+/* Threads between "may write to the ring" and "done".  Each thread that
+ * writes claims a slot of its own, a cache line only it writes: it enters
+ * with one exchange (before it writes anything, so the exchange does not
+ * wait for much) and leaves with a plain release store, which does not
+ * wait until the lines of the record it just wrote are its own -- a locked
+ * operation there took most of a sample's time after the stack copy.
+ * ha_sampler_stop waits until every slot is idle.  A slot's count is a
+ * depth, not a flag: a signal handler's free may nest inside a record.
+ * Threads that find no slot (more than INFLIGHT_SLOTS writing threads
+ * alive) count in shared_inflight instead. */
+#define INFLIGHT_SLOTS 256
+#define NO_SLOT UINT32_MAX
+struct inflight_slot {
+	uint32_t tid;              /* owner; 0 = free */
+	uint32_t busy;             /* the owner's depth in the section */
+	uint8_t pad[56];
+};
+static struct inflight_slot slots[INFLIGHT_SLOTS] __attribute__((aligned(64)));
+static uint64_t shared_inflight __attribute__((aligned(64)));
+static uint32_t slots_gen;         /* a fork()ed child voids the parent's claims */
+/* Totals, added to from each thread's own counts at most every
+ * FLUSH_PERIOD_NS (see flush_counts): statistics that lag each thread by
+ * that much, not exact counts. */
+#define FLUSH_PERIOD_NS 10000000ull
 static struct {
-	uint64_t inflight;         /* threads between "may write" and "done" */
 	uint64_t samples, frees, untracked;
 } st __attribute__((aligned(64)));
-#define inflight st.inflight
 #define n_samples st.samples
 #define n_frees st.frees
 #define n_untracked st.untracked
@@ -71,20 +93,55 @@ static size_t ls_bytes(void)
 	return (sizeof(uint64_t) << HA_LS_BUCKET_BITS) * HA_LS_WAYS;
 }
 
+#define FILTER_VERSION (1ull << 32)
+
+/* Bucket b holds an entry: set its bit (the version moves even when the
+ * bit was set already). */
+static void filter_set(uint32_t b)
+{
+	uint64_t *w = &ha_ls_filter[b >> 5];
+	uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(w, &old, (old | 1ull << (b & 31)) + FILTER_VERSION, 1,
+	                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
+/* Bucket b may have become empty: clear its bit unless it holds an entry.
+ * Why a concurrent insert is never undone: the inserter counts its entry
+ * (ls_occ) before its CAS on the word; a clear succeeds only with the word
+ * value loaded after that CAS (the version moved), and the count is read
+ * after that load, so it sees the entry and leaves the bit. */
+static void filter_clear_if_empty(uint32_t b)
+{
+	uint64_t *w = &ha_ls_filter[b >> 5];
+	uint64_t old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+	for (;;) {
+		if (__atomic_load_n(&ls_occ[b], __ATOMIC_SEQ_CST) != 0)
+			return;
+		if (__atomic_compare_exchange_n(w, &old, (old & ~(1ull << (b & 31))) + FILTER_VERSION,
+		                                0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
 static int ls_insert(const void *p)
 {
 	uint32_t b = ha_ls_bucket(p);
 	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
-	/* Count first, fill after: a reader never sees an entry in a bucket
-	 * whose occupancy says empty. */
-	__atomic_fetch_add(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+	/* Count first, fill after, filter bit last: a reader never sees an
+	 * entry in a bucket whose count says empty, and the block is in its
+	 * way before a free can find the bit. */
+	__atomic_fetch_add(&ls_occ[b], 1, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < HA_LS_WAYS; i++) {
 		uint64_t expect = 0;
 		if (__atomic_compare_exchange_n(&way[i], &expect, (uint64_t)(uintptr_t)p, 0,
-		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			filter_set(b);
 			return 1;
+		}
 	}
-	__atomic_fetch_sub(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+	if (__atomic_sub_fetch(&ls_occ[b], 1, __ATOMIC_SEQ_CST) == 0)
+		filter_clear_if_empty(b);
 	return 0;
 }
 
@@ -112,7 +169,8 @@ static int ls_remove(const void *p)
 		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == expect &&
 		    __atomic_compare_exchange_n(&way[i], &expect, 0, 0, __ATOMIC_SEQ_CST,
 		                                __ATOMIC_RELAXED)) {
-			__atomic_fetch_sub(&ha_ls_occ[b], 1, __ATOMIC_SEQ_CST);
+			if (__atomic_sub_fetch(&ls_occ[b], 1, __ATOMIC_SEQ_CST) == 0)
+				filter_clear_if_empty(b);
 			return 1;
 		}
 	}
@@ -205,10 +263,13 @@ static void thread_setup(void)
 /* records                                                             */
 /* ------------------------------------------------------------------ */
 
+/* A record's time stamp: CLOCK_MONOTONIC_COARSE, the time of the last
+ * timer tick (a few ms of resolution; nothing needs finer): a read of the
+ * vDSO's data page, a quarter of the cost of the precise clock. */
 static uint64_t now_ns(void)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
@@ -217,19 +278,86 @@ int ha_sampler_active(void)
 	return __atomic_load_n(&active, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* Enter the ring-writing section; 0 if no session is active. */
-static int ring_enter(void)
+/* Free the slots of threads that have exited (only when none is free). */
+static void reclaim_slots(void)
 {
-	__atomic_fetch_add(&inflight, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+		uint32_t tid = __atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE);
+		if (tid && !__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE) &&
+		    syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH)
+			__atomic_compare_exchange_n(&slots[i].tid, &tid, 0, 0, __ATOMIC_SEQ_CST,
+			                            __ATOMIC_RELAXED);
+	}
+}
+
+/* This thread's slot, claimed on first use; NULL if there was none to take
+ * (the thread then counts in shared_inflight for good). */
+static struct inflight_slot *my_slot(void)
+{
+	uint32_t gen = __atomic_load_n(&slots_gen, __ATOMIC_ACQUIRE);
+	if (ha_ts.slot && ha_ts.slot_gen == gen)
+		return ha_ts.slot == NO_SLOT ? NULL : &slots[ha_ts.slot - 1];
+	if (!ha_ts.tid)
+		ha_ts.tid = (uint32_t)syscall(SYS_gettid);
+	ha_ts.slot_gen = gen;
+	ha_ts.slot = NO_SLOT;
+	int saved_errno = errno;
+	for (int pass = 0; pass < 2 && ha_ts.slot == NO_SLOT; pass++) {
+		if (pass)
+			reclaim_slots();
+		for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+			uint32_t expect = 0;
+			if (!__atomic_load_n(&slots[i].tid, __ATOMIC_RELAXED) &&
+			    __atomic_compare_exchange_n(&slots[i].tid, &expect, ha_ts.tid, 0,
+			                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+				ha_ts.slot = (uint32_t)i + 1;
+				break;
+			}
+		}
+	}
+	errno = saved_errno;
+	return ha_ts.slot == NO_SLOT ? NULL : &slots[ha_ts.slot - 1];
+}
+
+static void ring_leave(struct inflight_slot *s)
+{
+	if (s)
+		__atomic_store_n(&s->busy, s->busy - 1, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_sub(&shared_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Enter the ring-writing section; 0 if no session is active.  (The
+ * exchange orders the slot's store before the load of active, as the
+ * store of active in ha_sampler_stop is ordered before its load of the
+ * slots: one of the two sees the other.) */
+static int ring_enter(struct inflight_slot *s)
+{
+	if (s)
+		__atomic_exchange_n(&s->busy, s->busy + 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_add(&shared_inflight, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&active, __ATOMIC_SEQ_CST))
 		return 1;
-	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+	ring_leave(s);
 	return 0;
 }
 
-static void ring_leave(void)
+/* Add this thread's counts to the shared totals if the last time was
+ * FLUSH_PERIOD_NS ago (now: a record's time stamp).  Locked additions to
+ * lines the other threads write too cost more than the rest of a record
+ * when done for every record. */
+static void flush_counts(uint64_t now)
 {
-	__atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
+	if (now - ha_ts.flushed_ns < FLUSH_PERIOD_NS && ha_ts.flushed_ns)
+		return;
+	ha_ts.flushed_ns = now;
+	ha_hooks_flush_counts();
+	if (ha_ts.samples)
+		__atomic_fetch_add(&n_samples, ha_ts.samples, __ATOMIC_RELAXED);
+	if (ha_ts.frees)
+		__atomic_fetch_add(&n_frees, ha_ts.frees, __ATOMIC_RELAXED);
+	ha_ts.samples = ha_ts.frees = 0;
 }
 
 /* Copy len bytes from addr, which may run into unmapped memory: one iovec
@@ -290,8 +418,9 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
+	uint64_t s_time = now_ns();
 	s->seq = ha_ts.seq++;
-	s->time_ns = now_ns();
+	s->time_ns = s_time;
 	s->addr = (uint64_t)(uintptr_t)p;
 	s->size = size;
 	s->tid = ha_ts.tid;
@@ -310,7 +439,8 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	}
 	s->stack_len = (uint32_t)len;
 	ha_ring_publish(cfg.ring, rec, rec_len, HA_REC_SAMPLE, flags);
-	__atomic_fetch_add(&n_samples, 1, __ATOMIC_RELAXED);
+	ha_ts.samples++;
+	flush_counts(s_time);
 }
 
 void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
@@ -333,6 +463,8 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		ha_ts.session = sess;
 		/* Calls made before this session are not its calls. */
 		memcpy(ha_tls.flushed, ha_tls.calls, sizeof ha_tls.flushed);
+		ha_ts.samples = ha_ts.frees = 0;
+		ha_ts.flushed_ns = 0;
 		if (cfg.interval > 1) {
 			ha_ts.countdown = draw_countdown(cfg.interval);
 			ha_hook_guard = 0;
@@ -340,8 +472,8 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		}
 	}
 	uint64_t drawn_with = ha_ts.interval, next = cfg.interval;
-	ha_hooks_flush_counts();
-	if (ring_enter()) {
+	struct inflight_slot *slot = my_slot();
+	if (ring_enter(slot)) {
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
 		int tracked = p && ls_insert(p);
@@ -352,7 +484,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		} else if (p) {
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
 		}
-		ring_leave();
+		ring_leave(slot);
 	}
 	ha_ts.countdown = draw_countdown(next);
 	ha_hook_guard = 0;
@@ -363,24 +495,27 @@ out:
 void ha_sample_free(void *p)
 {
 	int saved_errno = errno;
-	if (!ls_contains(p) || !ring_enter())
+	if (!ls_contains(p))
+		goto out;
+	struct inflight_slot *slot = my_slot();
+	if (!ring_enter(slot))
 		goto out;
 	if (ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
 		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
 		if (f) {
-			if (!ha_ts.tid)
-				ha_ts.tid = (uint32_t)syscall(SYS_gettid);
+			uint64_t t = now_ns();
 			f->seq = ha_ts.seq++;
-			f->time_ns = now_ns();
+			f->time_ns = t;
 			f->addr = (uint64_t)(uintptr_t)p;
 			f->tid = ha_ts.tid;
 			f->pad = 0;
 			ha_ring_publish(cfg.ring, f, len, HA_REC_FREE, 0);
-			__atomic_fetch_add(&n_frees, 1, __ATOMIC_RELAXED);
+			ha_ts.frees++;
+			flush_counts(t);
 		}
 	}
-	ring_leave();
+	ring_leave(slot);
 out:
 	errno = saved_errno;
 }
@@ -388,12 +523,13 @@ out:
 void ha_sampler_note_modules(void)
 {
 	int saved_errno = errno;
-	if (ring_enter()) {
+	struct inflight_slot *slot = my_slot();
+	if (ring_enter(slot)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
 		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
 		if (r)
 			ha_ring_publish(cfg.ring, r, len, HA_REC_MODULES, 0);
-		ring_leave();
+		ring_leave(slot);
 	}
 	errno = saved_errno;
 }
@@ -433,13 +569,18 @@ void ha_sampler_stop(void)
 	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
 	/* Threads that entered before the store finish their record; none can
 	 * enter after it.  The wait is as long as one stack copy. */
-	while (__atomic_load_n(&inflight, __ATOMIC_SEQ_CST) != 0) {
-		struct timespec t = { 0, 50000 };
-		nanosleep(&t, NULL);
+	for (int i = 0; i <= INFLIGHT_SLOTS; i++) {
+		uint64_t *n = i < INFLIGHT_SLOTS ? NULL : &shared_inflight;
+		while (n ? __atomic_load_n(n, __ATOMIC_SEQ_CST) != 0
+		         : __atomic_load_n(&slots[i].busy, __ATOMIC_SEQ_CST) != 0) {
+			struct timespec t = { 0, 50000 };
+			nanosleep(&t, NULL);
+		}
 	}
 	if (ls_table) {
 		madvise(ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
-		memset(ha_ls_occ, 0, sizeof ha_ls_occ);
+		memset(ls_occ, 0, sizeof ls_occ);
+		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
 	}
 }
 
@@ -448,10 +589,13 @@ void ha_sampler_fork_child(void)
 	/* Only the forking thread exists in the child: nobody else is in
 	 * flight, and the ring (shared with the parent) must never be written. */
 	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&inflight, 0, __ATOMIC_SEQ_CST);
+	memset(slots, 0, sizeof slots);
+	__atomic_store_n(&shared_inflight, 0, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&slots_gen, 1, __ATOMIC_SEQ_CST);
 	if (ls_table) {
 		madvise(ls_table, ls_bytes(), MADV_DONTNEED);
-		memset(ha_ls_occ, 0, sizeof ha_ls_occ);
+		memset(ls_occ, 0, sizeof ls_occ);
+		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
 	}
 }
 

@@ -40,6 +40,11 @@ struct ha_tstate {
 	uint64_t stack_hi;      /* (hi: its outermost frame), 0 = unknown */
 	uint32_t tid;
 	uint32_t session;       /* the session the countdown was drawn for */
+	uint64_t samples;       /* records this thread wrote: samples, frees */
+	uint64_t frees;
+	uint64_t flushed_ns;    /* when its counts last went to the totals */
+	uint32_t slot;          /* its in-flight slot + 1 (sampler.c); 0 = none yet */
+	uint32_t slot_gen;      /* the slots' generation it was claimed in */
 };
 /* All the agent's per-thread state in one initial-exec block: the hooks
  * reach every field through one GOT load of its offset from %fs (separate
@@ -60,18 +65,23 @@ extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial
 #define ha_depth (ha_tls.depth)
 #define ha_hook_guard (ha_tls.guard)
 
-/* Occupancy of the live-set buckets: 0 means "no sampled block hashes
- * here", the cheap negative answer for frees. */
+/* The free filter: one bit per live-set bucket, set while a sampled block
+ * may hash there -- the cheap negative answer for frees.  A bit per bucket
+ * keeps the lines a heap's frees look at in the L1 cache next to the
+ * allocator's own data (a byte per bucket, four times as many lines, made
+ * the filter load the costliest instruction of the free hook).  Each
+ * 64-bit word holds 32 buckets' bits in its low half and a version in its
+ * high half that every change bumps, so that clearing a bit can never
+ * undo a concurrent set (see filter_clear_if_empty in sampler.c). */
 #define HA_LS_BUCKET_BITS 14
 #define HA_LS_WAYS 8
-extern HA_HIDDEN uint8_t ha_ls_occ[1u << HA_LS_BUCKET_BITS];
+#define HA_LS_FILTER_WORDS ((1u << HA_LS_BUCKET_BITS) / 32)
+extern HA_HIDDEN uint64_t ha_ls_filter[HA_LS_FILTER_WORDS];
 
 /* On every free: keep it short.  The address is taken at 64-byte
  * granularity: neighbouring small blocks share a bucket (its ways absorb
- * them: sampled blocks are sparse), and the filter bytes that a heap's frees
- * look at are a quarter as many, so they stay in the L1 cache next to the
- * allocator's own data (measured: the free hook's share of a malloc-heavy
- * profile went from ~9% to ~7%).  Blocks of one size class sit at a fixed
+ * them: sampled blocks are sparse), so a heap's frees look at fewer
+ * filter lines.  Blocks of one size class sit at a fixed
  * stride (a lone multiplicative hash maps such progressions onto a few
  * buckets); folding the address onto itself spreads strides of any power of
  * two and odd multiples of 64 evenly, in three one-cycle operations. */
@@ -86,7 +96,9 @@ static inline uint32_t ha_ls_bucket(const void *p)
  * negatives while a session is active.) */
 static inline int ha_ls_maybe(const void *p)
 {
-	return __atomic_load_n(&ha_ls_occ[ha_ls_bucket(p)], __ATOMIC_RELAXED) != 0;
+	uint32_t b = ha_ls_bucket(p);
+	uint32_t bits = (uint32_t)__atomic_load_n(&ha_ls_filter[b >> 5], __ATOMIC_RELAXED);
+	return (bits >> (b & 31)) & 1;
 }
 
 /* Account size bytes; nonzero when this allocation is to be sampled. */

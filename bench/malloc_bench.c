@@ -6,7 +6,7 @@
  *
  * With "wait", it prints "ready PID" and waits for a line on stdin before
  * measuring (so a profiler can attach first).  Prints one line:
- *   ops_per_sec=N threads=T seconds=S
+ *   ops_per_sec=N threads=T seconds=S cpu_seconds=C
  * where an op is one malloc + one free.
  *
  * MALLOC_BENCH_LEVELS=L (0..6, default 0) makes every malloc go through L
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define WORKING_SET 64
@@ -111,6 +112,13 @@ int main(int argc, char **argv)
 		total += ops[i];
 	}
 	double el = now() - t0;
-	printf("ops_per_sec=%.0f threads=%d seconds=%.2f\n", total / el, threads, el);
+	/* CPU time of the whole process over the run: cost per op that other
+	 * load on the machine does not blur (bench/run's cost ratio). */
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	             ru.ru_stime.tv_usec / 1e6;
+	printf("ops_per_sec=%.0f threads=%d seconds=%.2f cpu_seconds=%.3f\n", total / el, threads, el,
+	       cpu);
 	return 0;
 }

@@ -11,6 +11,9 @@
 #    in the profile under its function;
 #  - signal handlers that allocate while the main thread is inside malloc:
 #    the process survives and keeps answering, nothing is left live;
+#  - blocks made on one thread and freed on another, 4 pairs of threads at
+#    once: exactly the kept ones are live (no free of a sampled block is
+#    missed by the free filter while other threads set and clear it);
 #  - exec: the session ends (the agent's socket closes on exec), the
 #    attacher leaves by itself with a final snapshot that has what was
 #    allocated before the exec; the new program runs untouched.
@@ -34,6 +37,8 @@ wait_line "$TOUT" '^done stacks 50$'
 send "$TFD" "signals 300"
 wait_line "$TOUT" '^done signals 300$' 60
 grep '^handled' "$TOUT" | sed 's/^/    /'
+send "$TFD" "handoff 4 20000"
+wait_line "$TOUT" '^done handoff 4 20000$' 120
 snapshot_now "$db"
 check_alive "$pid"
 
@@ -54,6 +59,11 @@ got=$(live_under "$db" signal_alloc heap)
 [ "$got" = "0 0" ] || fail "signal_alloc has live blocks: '$got'"
 neg=$(sqlite3 "$db" 'SELECT count(*) FROM buckets WHERE live_bytes < 0 OR live_count < 0')
 [ "$neg" = 0 ] || fail "$neg buckets with negative live values"
+got=$(live_under "$db" handoff_alloc heap)
+[ "$got" = "3200000 800" ] || fail "handoff_alloc holds '$got', expected the 800 kept blocks: '3200000 800'"
+got=$(alloc_under "$db" handoff_alloc heap | cut -d' ' -f2)
+[ "$got" = 80000 ] || fail "handoff_alloc: $got allocations seen, expected 80000"
+log "handoff between threads: 80000 blocks, exactly the 800 kept ones live"
 log "signal handlers allocating: survived, $(alloc_under "$db" signal_alloc heap | cut -d' ' -f2) handler allocations seen"
 
 # exec: the attacher must leave by itself, with a final snapshot.

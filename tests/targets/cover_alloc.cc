@@ -223,6 +223,57 @@ static int do_threads(unsigned n, size_t size)
 	return (int)made;
 }
 
+/* ---------------------------------------------------------------- handoff */
+
+/* Blocks made on one thread and freed on another, PAIRS pairs at once:
+ * sampled blocks come and go in every live-set bucket while other threads
+ * look them up (the free filter's set/clear races).  Every 100th block
+ * (4000 bytes) is kept, the rest freed by the peer thread. */
+NOINL void *handoff_alloc(size_t size) { void *p = malloc(size); must(p); return p; }
+
+struct handoff { int fd[2]; size_t n; };
+
+static void *handoff_producer(void *arg)
+{
+	struct handoff *h = (struct handoff *)arg;
+	for (size_t i = 1; i <= h->n; i++) {
+		void *p = handoff_alloc(i % 100 == 0 ? 4000 : 16 + (i * 37) % 1009);
+		if (i % 100 == 0)
+			continue;  /* kept */
+		if (write(h->fd[1], &p, sizeof p) != (ssize_t)sizeof p)
+			abort();
+	}
+	close(h->fd[1]);
+	return NULL;
+}
+
+static void *handoff_consumer(void *arg)
+{
+	struct handoff *h = (struct handoff *)arg;
+	void *p;
+	while (read(h->fd[0], &p, sizeof p) == (ssize_t)sizeof p)
+		free(p);
+	close(h->fd[0]);
+	return NULL;
+}
+
+static void do_handoff(unsigned pairs, size_t n)
+{
+	struct handoff h[16];
+	pthread_t t[32];
+	if (pairs > 16)
+		pairs = 16;
+	for (unsigned i = 0; i < pairs; i++) {
+		h[i].n = n;
+		if (pipe(h[i].fd) != 0)
+			abort();
+		pthread_create(&t[2 * i], NULL, handoff_producer, &h[i]);
+		pthread_create(&t[2 * i + 1], NULL, handoff_consumer, &h[i]);
+	}
+	for (unsigned i = 0; i < 2 * pairs; i++)
+		pthread_join(t[i], NULL);
+}
+
 /* ---------------------------------------------------------------- fork, vfork */
 
 NOINL void fork_child_alloc(void)
@@ -390,6 +441,8 @@ int main(void)
 			leak_mmap_here(a, b);
 		} else if (sscanf(line, "threads %lu %lu", &a, &b) == 2) {
 			printf("threads made %d\n", do_threads((unsigned)a, b));
+		} else if (sscanf(line, "handoff %lu %lu", &a, &b) == 2) {
+			do_handoff((unsigned)a, b);
 		} else if (strcmp(line, "fork") == 0) {
 			printf("child status %d\n", do_fork(0));
 		} else if (strcmp(line, "vfork") == 0) {
