@@ -414,7 +414,8 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 		flags |= HA_REC_F_TRUNCATED;
 	}
 	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) + len));
-	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block);
+	uint64_t at;
+	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block, &at);
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
@@ -438,7 +439,7 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 		len = copy_unknown_stack(dst, lo, len);
 	}
 	s->stack_len = (uint32_t)len;
-	ha_ring_publish(cfg.ring, rec, rec_len, HA_REC_SAMPLE, flags);
+	ha_ring_publish(cfg.ring, rec, at, rec_len, HA_REC_SAMPLE, flags);
 	ha_ts.samples++;
 	flush_counts(s_time);
 }
@@ -502,7 +503,8 @@ void ha_sample_free(void *p)
 		goto out;
 	if (ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
-		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
+		uint64_t at;
+		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at);
 		if (f) {
 			uint64_t t = now_ns();
 			f->seq = ha_ts.seq++;
@@ -510,7 +512,7 @@ void ha_sample_free(void *p)
 			f->addr = (uint64_t)(uintptr_t)p;
 			f->tid = ha_ts.tid;
 			f->pad = 0;
-			ha_ring_publish(cfg.ring, f, len, HA_REC_FREE, 0);
+			ha_ring_publish(cfg.ring, f, at, len, HA_REC_FREE, 0);
 			ha_ts.frees++;
 			flush_counts(t);
 		}
@@ -526,9 +528,10 @@ void ha_sampler_note_modules(void)
 	struct inflight_slot *slot = my_slot();
 	if (ring_enter(slot)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
-		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block);
+		uint64_t at;
+		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at);
 		if (r)
-			ha_ring_publish(cfg.ring, r, len, HA_REC_MODULES, 0);
+			ha_ring_publish(cfg.ring, r, at, len, HA_REC_MODULES, 0);
 		ring_leave(slot);
 	}
 	errno = saved_errno;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 2u
+#define HA_PROTO_VERSION 3u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -160,10 +160,15 @@ struct ha_msg {
  *
  * Positions (prod, cons) are byte offsets that only grow; a record lives at
  * data + (pos & (size - 1)).  Multiple producers (target threads) reserve
- * space with a CAS on prod; the single consumer (the attacher) advances cons
- * after zeroing what it consumed, so a reserved but not yet written record
- * reads as a zero header ("not ready").  A record is published by storing
- * its header with release semantics; the consumer loads it with acquire. */
+ * space with a CAS on prod; the single consumer (the attacher) advances cons.
+ * A record is published by storing its header's stamp, a function of its
+ * position (ha_ring_stamp), with release semantics; the consumer loads the
+ * stamp at cons with acquire and takes the record only when it is the stamp
+ * of that very position.  Whatever an earlier lap left there (an older
+ * record's stamp is that of another position; stack words match a given
+ * 64-bit stamp with odds of 2^-64) reads as "not ready", so the consumer
+ * never has to write to the data area (it used to zero every byte it
+ * consumed: memory traffic on both sides). */
 #define HA_RING_MAGIC    0x48415247u /* "HARG" */
 #define HA_RING_HDR_SIZE 4096u
 #define HA_RING_ALIGN    8u          /* every record length is a multiple */
@@ -189,12 +194,22 @@ struct ha_ring_hdr {
 };
 
 /* Record header.  len includes the header and is a multiple of
- * HA_RING_ALIGN; 0 means "not yet published". */
+ * HA_RING_ALIGN; the record is published once stamp is
+ * ha_ring_stamp(its position). */
 struct ha_rec_hdr {
+	uint64_t stamp;
 	uint32_t len;
 	uint16_t type;           /* enum ha_rec_type */
 	uint16_t flags;
 };
+
+/* The stamp of a record at position pos: one-to-one (xor, then a multiply
+ * by an odd constant), never 0 for a position a ring reaches, and unlike
+ * the small integers programs keep on their stacks. */
+static inline uint64_t ha_ring_stamp(uint64_t pos)
+{
+	return (pos ^ 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+}
 
 enum ha_rec_type {
 	HA_REC_SAMPLE = 1,       /* struct ha_rec_sample + stack bytes       */
@@ -267,10 +282,10 @@ _Static_assert(sizeof(struct ha_msg) == 8 + 128, "message layout");
 _Static_assert(sizeof(struct ha_ring_hdr) == 256, "ring header layout");
 _Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line");
 _Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
-_Static_assert(sizeof(struct ha_rec_hdr) == 8, "record header layout");
+_Static_assert(sizeof(struct ha_rec_hdr) == 16, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");
-_Static_assert(sizeof(struct ha_rec_sample) == 8 + 56 + 64, "sample record layout");
-_Static_assert(sizeof(struct ha_rec_free) == 8 + 32, "free record layout");
+_Static_assert(sizeof(struct ha_rec_sample) == 16 + 56 + 64, "sample record layout");
+_Static_assert(sizeof(struct ha_rec_free) == 16 + 32, "free record layout");
 
 /* Fill the fixed part of a message. */
 static inline void ha_msg_init(struct ha_msg *m, uint16_t type)

@@ -6,9 +6,9 @@
  *
  * Producers: a CAS on prod reserves len bytes if they fit behind cons; the
  * record is written in place and published by a release store of its
- * header's len.  Consumer: an acquire load of the header at cons; len == 0
- * means reserved but not published yet.  After use it zeroes the record and
- * advances cons (release), so memory handed out again reads as "not ready".
+ * header's stamp.  Consumer: an acquire load of the stamp at cons; anything
+ * but the stamp of that position means reserved but not published yet.
+ * After use it advances cons (release); it never writes to the data.
  *
  * Wake-ups are batched: the consumer, finding the ring empty, sleeps on the
  * consumer_waiting futex for a short while (it polls); a producer makes the
@@ -48,10 +48,11 @@ static inline long ha_futex(uint32_t *addr, int op, uint32_t val, const struct t
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
 }
 
-/* Reserve len bytes (already rounded).  Returns where to write the record,
- * or NULL when the ring is full and block is 0 (the drop is counted). */
+/* Reserve len bytes (already rounded).  Returns where to write the record
+ * (and its position in *at, for ha_ring_publish), or NULL when the ring is
+ * full and block is 0 (the drop is counted). */
 static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, uint32_t len,
-                                    int block)
+                                    int block, uint64_t *at)
 {
 	uint64_t pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
 	if (len == 0 || len > data_size / 2)
@@ -76,22 +77,26 @@ static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, u
 			continue;
 		}
 		if (__atomic_compare_exchange_n(&h->prod, &pos, pos + len, 1, __ATOMIC_ACQ_REL,
-		                                __ATOMIC_RELAXED))
+		                                __ATOMIC_RELAXED)) {
+			*at = pos;
 			return ha_ring_data(h) + (pos & (data_size - 1));
+		}
 	}
 drop:
 	__atomic_fetch_add(&h->drops, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
 
-/* Publish a record written at rec; wake the consumer if it sleeps. */
-static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint32_t len, uint16_t type,
-                                   uint16_t flags)
+/* Publish a record written at rec, reserved at position at; wake the
+ * consumer if it sleeps. */
+static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at, uint32_t len,
+                                   uint16_t type, uint16_t flags)
 {
 	struct ha_rec_hdr *r = rec;
+	r->len = len;
 	r->type = type;
 	r->flags = flags;
-	__atomic_store_n(&r->len, len, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->stamp, ha_ring_stamp(at), __ATOMIC_RELEASE);
 	/* No fence between the store and the load below: a full fence would
 	 * make this thread wait until every line of the record it just wrote is
 	 * its own (measured: 36% of the time of a sample write).  Without it a
@@ -123,9 +128,9 @@ static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint6
 	}
 	const struct ha_rec_hdr *r =
 		(const struct ha_rec_hdr *)(ha_ring_data(h) + (pos & (data_size - 1)));
-	uint32_t len = __atomic_load_n(&r->len, __ATOMIC_ACQUIRE);
-	if (len == 0)
+	if (__atomic_load_n(&r->stamp, __ATOMIC_ACQUIRE) != ha_ring_stamp(pos))
 		return NULL;
+	uint32_t len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
 	if (len % HA_RING_ALIGN || len < sizeof *r || len > prod - pos) {
 		*corrupt = 1;
 		return NULL;
@@ -133,12 +138,12 @@ static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint6
 	return r;
 }
 
-/* Consumer: done with len bytes at pos; zero them, move cons, wake blocked
+/* Consumer: done with len bytes at pos; move cons, wake blocked
  * producers.  Returns the new position. */
 static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
                                        uint64_t len)
 {
-	memset(ha_ring_data(h) + (pos & (data_size - 1)), 0, len);
+	(void)data_size;
 	__atomic_store_n(&h->cons, pos + len, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&h->producers_waiting, __ATOMIC_SEQ_CST))
 		ha_futex((uint32_t *)&h->cons, FUTEX_WAKE, INT32_MAX, NULL);

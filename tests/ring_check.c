@@ -2,8 +2,10 @@
  * producer threads write numbered records of varying sizes through one
  * mapping of a memfd while the consumer reads through a second mapping, as
  * the agent and the attacher do.  Checks that every record arrives exactly
- * once and intact, that drops are counted when the consumer is slow, that
- * --block mode loses nothing, and that corrupt headers are detected. */
+ * once and intact (the ring wraps hundreds of times: no stale record is taken
+ * again), that drops are counted when the consumer is slow, that --block
+ * mode loses nothing, that stale headers are not records, and that corrupt
+ * headers are detected. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -32,13 +34,14 @@ static void *producer(void *p)
 	for (uint32_t i = 0; i < PER_PROD; i++) {
 		uint32_t body = 8 + (i * 7 + a->id * 13) % 200;
 		uint32_t len = ha_ring_round((uint32_t)sizeof(struct ha_rec_hdr) + 8 + body);
-		char *rec = ha_ring_reserve(a->h, DATA_SIZE, len, a->block);
+		uint64_t at;
+		char *rec = ha_ring_reserve(a->h, DATA_SIZE, len, a->block, &at);
 		if (!rec)
 			continue;
 		uint32_t tag[2] = { a->id, i };
 		memcpy(rec + sizeof(struct ha_rec_hdr), tag, sizeof tag);
 		memset(rec + sizeof(struct ha_rec_hdr) + 8, (int)((a->id + i) & 0xff), len - sizeof(struct ha_rec_hdr) - 8);
-		ha_ring_publish(a->h, rec, len, HA_REC_FREE, 0);
+		ha_ring_publish(a->h, rec, at, len, HA_REC_FREE, 0);
 		__atomic_fetch_add(&a->written, 1, __ATOMIC_SEQ_CST);
 	}
 	return NULL;
@@ -111,9 +114,28 @@ static int run(int block, int slow)
 		return 1;
 	}
 
+	/* Whatever an earlier lap left at the next position is not a record,
+	 * even a header whose stamp is the position itself or the stamp of the
+	 * position one lap earlier, with a valid length. */
+	struct ha_rec_hdr *stale = (struct ha_rec_hdr *)(ha_ring_data(prod_view) + (pos & (DATA_SIZE - 1)));
+	uint64_t fakes[] = { pos, ha_ring_stamp(pos - DATA_SIZE), 0 };
+	__atomic_fetch_add(&prod_view->prod, 32, __ATOMIC_SEQ_CST); /* as if reserved */
+	for (unsigned i = 0; i < sizeof fakes / sizeof fakes[0]; i++) {
+		stale->len = 32;
+		stale->type = HA_REC_FREE;
+		__atomic_store_n(&stale->stamp, fakes[i], __ATOMIC_RELEASE);
+		int c = 0;
+		if (ha_ring_peek(cons_view, DATA_SIZE, pos, &c) || c) {
+			fprintf(stderr, "stale header %u taken for a record\n", i);
+			return 1;
+		}
+	}
+	__atomic_fetch_sub(&prod_view->prod, 32, __ATOMIC_SEQ_CST);
+
 	/* A corrupt header (odd length) must be reported, not followed. */
-	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0);
-	ha_ring_publish(prod_view, rec, 16, HA_REC_FREE, 0);
+	uint64_t at;
+	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0, &at);
+	ha_ring_publish(prod_view, rec, at, 16, HA_REC_FREE, 0);
 	__atomic_store_n(&((struct ha_rec_hdr *)rec)->len, 13u, __ATOMIC_RELEASE);
 	int corrupt = 0;
 	if (ha_ring_peek(cons_view, DATA_SIZE, pos, &corrupt) || !corrupt) {
