@@ -18,7 +18,7 @@
  * raise the per-thread depth ha_depth around their real call; a hook
  * entered with ha_depth > 0 (reallocarray calling realloc, a signal
  * handler interrupting one of them) only forwards.  operator new delegates
- * to the malloc hook it reaches through libstdc++'s GOT (see ha_delegate),
+ * to the malloc hook it reaches through libstdc++'s GOT (see NEW1),
  * operator delete to the free hook (both only look at the filter
  * themselves, so a replacement operator that does not call malloc or free
  * is still seen).  operator new may throw: nothing of ours is left to undo
@@ -82,13 +82,6 @@
 
 /* Per-thread state: fields of ha_tls (sampler.h). */
 #define ha_dlopen_depth (ha_tls.dlopen_depth)
-/* Set by operator new before its real call: an allocation hook reached from
- * inside it (libstdc++'s new -> malloc through its GOT) counts and samples
- * the allocation as usual, so that operator new is a frame of the stack, and
- * clears the flag; if nothing cleared it (an operator new that does not go
- * through a hooked function), the new hook counts it itself.  Once either
- * way. */
-#define ha_delegate (ha_tls.delegate)
 
 /* Shared call totals, indexed by counter class, not by hook (the per-thread
  * TLS must stay small).  Written only from the sampling path, all on one
@@ -148,7 +141,6 @@ __attribute__((noinline, cold)) static void free_filtered(void *ptr);
 
 static inline void *after_alloc(void *p, size_t size, int counter, enum ha_alloc_func fn)
 {
-	ha_delegate = 0;
 	ha_count(counter);
 	if (p && ha_sampler_due(size))
 		ha_sample_alloc(p, size, fn, HA_REC_KIND_HEAP);
@@ -251,7 +243,6 @@ __attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t s
 void *ha_hook_malloc(size_t size)
 {
 	ha_count(C_MALLOC);
-	ha_delegate = 0;
 	if (__builtin_expect(ha_sampler_due(size), 0))
 		return malloc_sampled(size);
 	return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
@@ -267,7 +258,6 @@ void *ha_hook_calloc(size_t nmemb, size_t size)
 {
 	size_t total;
 	ha_count(C_CALLOC);
-	ha_delegate = 0;
 	/* On overflow the real calloc fails: nothing to count. */
 	if (!__builtin_mul_overflow(nmemb, size, &total) &&
 	    __builtin_expect(ha_sampler_due(total), 0))
@@ -278,7 +268,6 @@ void *ha_hook_calloc(size_t nmemb, size_t size)
 void *ha_hook_realloc(void *ptr, size_t size)
 {
 	ha_count(C_REALLOC);
-	ha_delegate = 0;
 	/* The old block leaves the live set first (see free_filtered).  If the
 	 * real realloc then fails, the block stays allocated but is no longer
 	 * counted: rare, and it errs towards less, never more, live heap. */
@@ -376,16 +365,27 @@ typedef void (*del1_fn)(void *);
 typedef void (*del2_fn)(void *, uintptr_t);
 typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 
+/* operator new delegates: an allocation hook reached from inside it
+ * (libstdc++'s new -> malloc through its GOT) counts and samples the
+ * allocation as usual, so that operator new is a frame of the stack; if no
+ * allocation was counted meanwhile (an operator new that does not go
+ * through a hooked function), the new hook counts it itself.  Once either
+ * way, and nothing for the malloc hook to clear on every call. */
+static inline uint64_t alloc_calls(void)
+{
+	return ha_tls.calls[C_MALLOC] + ha_tls.calls[C_CALLOC] + ha_tls.calls[C_REALLOC] +
+	       ha_tls.calls[C_OTHER];
+}
+
 #define NEW1(name, FN, AFN)                                           \
 	static void *name(size_t size)                                    \
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new1_fn)(size);                           \
-		ha_delegate = 1;                                              \
+		uint64_t seen = alloc_calls();                        \
 		void *p = REAL(FN, new1_fn)(size);                            \
-		if (!ha_delegate)                                             \
+		if (alloc_calls() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		ha_delegate = 0;                                              \
 		return after_alloc(p, size, C_MALLOC, AFN);                   \
 	}
 #define NEW2(name, FN, AFN)                                           \
@@ -393,11 +393,10 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new2_fn)(size, a);                        \
-		ha_delegate = 1;                                              \
+		uint64_t seen = alloc_calls();                        \
 		void *p = REAL(FN, new2_fn)(size, a);                         \
-		if (!ha_delegate)                                             \
+		if (alloc_calls() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		ha_delegate = 0;                                              \
 		return after_alloc(p, size, C_MALLOC, AFN);                   \
 	}
 #define NEW3(name, FN, AFN)                                           \
@@ -405,11 +404,10 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new3_fn)(size, a, b);                     \
-		ha_delegate = 1;                                              \
+		uint64_t seen = alloc_calls();                        \
 		void *p = REAL(FN, new3_fn)(size, a, b);                      \
-		if (!ha_delegate)                                             \
+		if (alloc_calls() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		ha_delegate = 0;                                              \
 		return after_alloc(p, size, C_MALLOC, AFN);                   \
 	}
 #define DEL1(name, FN)                                            \

@@ -54,7 +54,6 @@ struct ha_tls {
 	                         * (set by the vfork hook, hooks.c); offset 0 */
 	int depth;              /* ha_depth: inside a hook (hooks.h) */
 	int guard;              /* ha_hook_guard: inside our own sampling code */
-	int delegate;           /* operator new delegates to the malloc hook */
 	int dlopen_depth;       /* inside the dlopen hook */
 	struct ha_tstate ts;
 	uint64_t calls[6];      /* this thread's calls, by counter class (hooks.c) */
