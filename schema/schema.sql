@@ -30,6 +30,10 @@
 -- The view bucket_at does this lookup; use it (or the views built on it)
 -- rather than reading the buckets table directly.
 --
+-- Bucket values of 1024 and more are written rounded to whole numbers
+-- (SQLite then stores them as integers of 1 to 6 bytes; the error is below
+-- 0.05%, far below the sampling error); smaller ones keep their fraction.
+--
 -- Conventions: times are unix times in seconds (REAL); sizes are bytes;
 -- unknown text values are stored as '' (never NULL: they are part of the
 -- UNIQUE keys used for interning); ids are INTEGER PRIMARY KEYs and grow
