@@ -14,7 +14,9 @@ run_attached() {
 	until grep -q '^ready' "$out" 2>/dev/null; do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
 	local tpid=
 	if [ "$#" -gt 0 ]; then
-		"$@" "$pid" >"$work/tool.out" 2>&1 &
+		# In a session of its own: heaptrack -p is a shell script whose
+		# gdb and children must all get the SIGINT below.
+		setsid "$@" "$pid" >"$work/tool.out" 2>&1 &
 		tpid=$!
 		# Wait until the tool says it is attached (each tool has its line).
 		for _ in $(seq 1000); do
@@ -26,7 +28,7 @@ run_attached() {
 	echo go >&7
 	exec 7>&-
 	wait "$pid"
-	[ -n "$tpid" ] && { kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
+	[ -n "$tpid" ] && { kill -INT -- "-$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
 	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
 	[ -n "$tpid" ] && { cp "$work/tool.out" "$work/last_tool.out"; grep -E 'samples|unwind' "$work/tool.out" >&2; }
 	rm -f "$fifo" "$out"
