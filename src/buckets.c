@@ -234,6 +234,17 @@ static size_t live_find(const struct ha_book *b, uint64_t addr)
 	return j;
 }
 
+void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
+{
+	if (stack && stack <= b->nstacks) {
+		const struct stack *s = &b->stacks[stack - 1];
+		__builtin_prefetch(s, 1);
+		__builtin_prefetch((const char *)(s + 1) - 1, 1);
+	}
+	if (addr)
+		__builtin_prefetch(&b->live[live_slot(b, addr)], 1);
+}
+
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
 {
 	if (stack == 0 || stack > b->nstacks || addr == 0)

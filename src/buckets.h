@@ -28,6 +28,10 @@ double ha_sample_weight(uint64_t size, uint64_t interval);
  * (>= 1), 0 when out of memory. */
 uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new);
 
+/* Optional: start loading the bucket of stack (0: none) and the live-set
+ * slot of addr (0: none) that ha_book_alloc/ha_book_release will touch. */
+void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr);
+
 /* A sampled allocation of size bytes at addr with the given weight. */
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight);
 /* addr was freed: if it was a live sampled block, move its estimate from

@@ -8,7 +8,8 @@
  * The cost per sample is what the target pays on a busy machine, so the
  * common path is batched: the thread sleeps until a share of the ring has
  * filled, then takes BATCH records at a time -- frame and copy out their
- * headers, unwind their stacks (mostly whole-stack cache hits), book them
+ * headers, unwind their stacks (mostly whole-stack cache hits, whose cache
+ * entry also remembers the callstack id: no hashing of the pcs), book them
  * in ring order -- and hands the space back with one store of cons per
  * 1/CONSUME_DIV of the ring.  No allocation, system call, clock read or
  * atomic read-modify-write per record; the counters are ours and published
@@ -51,6 +52,8 @@ struct item {
 	uint16_t type;
 	int ok;                       /* framed and checked: usable */
 	int n;                        /* samples: pcs unwound (0: failure) */
+	uint64_t ref;                 /* samples: the unwinder's cache entry (ha_unwind_ref) */
+	uint32_t id;                  /* samples: bucket id (0: none) */
 	const uint8_t *stack;         /* samples: the stack copy, in the ring */
 	uint64_t addr;                /* frees: the block */
 	struct ha_rec_sample s;       /* samples: the fixed part */
@@ -140,9 +143,10 @@ static void send_maps_changed(struct ctx *x)
 
 /* ha_sample_weight, remembered per (size, interval): the interval rarely
  * changes and sizes repeat. */
+#define WC_SLOT(size, interval) (((size) ^ (interval)) & (WCACHE - 1))
 static double weight_of(struct ctx *x, uint64_t size, uint64_t interval)
 {
-	__typeof__(x->wc[0]) *e = &x->wc[(size ^ interval) & (WCACHE - 1)];
+	__typeof__(x->wc[0]) *e = &x->wc[WC_SLOT(size, interval)];
 	if (e->w == 0 || e->size != size || e->interval != interval) {
 		e->size = size;
 		e->interval = interval;
@@ -249,13 +253,14 @@ static void unwind_batch(struct ctx *x, int k)
 	if (!x->book)
 		return;
 	double t0 = ha_now_ms();
-	/* The stacks were written on other cores: first ask for the lines
-	 * the unwinder will read, for the whole batch, so the misses overlap. */
-	for (int i = 0; i < k; i++) {
-		const struct item *it = &x->batch[i];
-		if (it->type == HA_REC_SAMPLE && it->ok)
-			ha_unwind_prefetch(x->unw, &it->s.regs, it->stack, it->s.stack_len);
-	}
+	/* First ask for the lines the unwinder's cache lookups will read, for
+	 * the whole batch, so that the misses overlap. */
+	for (int stage = 0; stage < 2; stage++)
+		for (int i = 0; i < k; i++) {
+			const struct item *it = &x->batch[i];
+			if (it->type == HA_REC_SAMPLE && it->ok)
+				ha_unwind_prefetch(x->unw, &it->s.regs, it->stack, it->s.stack_len, stage);
+		}
 	for (int i = 0; i < k; i++) {
 		struct item *it = &x->batch[i];
 		if (it->type != HA_REC_SAMPLE || !it->ok)
@@ -268,13 +273,22 @@ static void unwind_batch(struct ctx *x, int k)
 			n = 0;
 		}
 		it->n = n;
+		it->ref = n ? ha_unwind_ref(x->unw) : 0;
 	}
 	x->st.unwind_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
 }
 
-static void book_sample(struct ctx *x, const struct item *it, uint64_t *pcs)
+/* The bucket id of a sample's stack (0: out of memory); a new stack goes to
+ * the writer. */
+static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 {
 	int n = it->n, is_new;
+	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
+	/* The same pcs as a stack booked before: its id, kept by the unwinder's
+	 * cache entry (the agent range, hence the pcs kept, never changes). */
+	uint32_t *ids = it->ref ? ha_unwind_user(x->unw, it->ref) : NULL;
+	if (ids && ids[kind])
+		return ids[kind];
 	/* The innermost frames are the agent's own hook and capture code.  Hook
 	 * frames further out (operator new's hook around libstdc++'s new, whose
 	 * malloc took the sample) are dropped too: the stack reads as if the
@@ -287,29 +301,47 @@ static void book_sample(struct ctx *x, const struct item *it, uint64_t *pcs)
 		if (!(pcs[i] >= x->agent_lo && pcs[i] < x->agent_hi))
 			pcs[kept++] = pcs[i];
 	n = kept;
-	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
 	uint32_t id = ha_book_stack(x->book, pcs + skip, n - skip, kind, &is_new);
 	if (!id)
-		return;
+		return 0;
 	if (is_new) {
 		x->st.stacks++;
 		send_stack(x, id, pcs + skip, n - skip, skip > 0);
 	}
-	ha_book_alloc(x->book, id, it->s.addr, it->s.size, weight_of(x, it->s.size, it->s.interval));
-	x->st.samples++;
+	if (ids)
+		ids[kind] = id;
+	return id;
 }
 
-/* The bookkeeping of the batch, in ring order. */
+/* The bookkeeping of the batch, in ring order: first every sample's
+ * bucket id, asking for the lines the updates will touch, then the
+ * updates. */
 static void apply_batch(struct ctx *x, int k)
 {
+	if (x->book)
+		for (int i = 0; i < k; i++) {
+			struct item *it = &x->batch[i];
+			if (!it->ok)
+				continue;
+			if (it->type == HA_REC_SAMPLE) {
+				it->id = stack_id(x, it, x->pcs[i]);
+				ha_book_prefetch(x->book, it->id, it->id ? it->s.addr : 0);
+				__builtin_prefetch(&x->wc[WC_SLOT(it->s.size, it->s.interval)]);
+			} else if (it->type == HA_REC_FREE) {
+				ha_book_prefetch(x->book, 0, it->addr);
+			}
+		}
 	for (int i = 0; i < k; i++) {
 		const struct item *it = &x->batch[i];
 		if (!it->ok)
 			continue;
 		switch (it->type) {
 		case HA_REC_SAMPLE:
-			if (x->book)
-				book_sample(x, it, x->pcs[i]);
+			if (x->book && it->id) {
+				ha_book_alloc(x->book, it->id, it->s.addr, it->s.size,
+				              weight_of(x, it->s.size, it->s.interval));
+				x->st.samples++;
+			}
 			break;
 		case HA_REC_FREE:
 			if (x->book)

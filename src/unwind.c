@@ -145,66 +145,170 @@ struct uctx {
 	const uint8_t *stack;
 	uint64_t lo, hi;         /* the stack copy covers [lo, hi) */
 	uint64_t smap_lo, smap_hi; /* the mapping holding regs->rsp: no live reads */
+	int smap_known;          /* smap_lo/hi looked up */
 	const struct ha_map *last; /* last mapping hit */
 	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
 };
 
 /* ------------------------------------------------------------------ stack cache
  *
- * libunwind's register-state cache takes a lock with two sigprocmask system
- * calls per frame: a repeated 6-frame stack costs ~3 us.  In front of it, a
- * cache of whole results: the sample's rip, its stack length and rbp - rsp
- * pick a set; an entry holds, for every step of the walk, where (offset
- * from rsp) the return address and the saved rbp were read and their
- * values.  The walk is a function of the code (fixed while the maps do not
- * change), the captured registers and the words it read; when every word it
- * read still holds the same value, it would find the same pcs.  Only walks
- * that read nothing but the copy, ended cleanly and ran through file-backed
- * code are stored; every hit is verified word by word (untrusted input
- * costs a miss, never a wrong answer). */
-#define SC_SETS 1024
-#define SC_WAYS 2
-#define SC_FRAMES 64             /* deeper walks are not stored (~4 MB in all) */
-struct sc_word {
-	uint32_t off;            /* offset from rsp of an 8-byte word read */
+ * In front of the fast walk, a cache of whole results.  The fast walk is a
+ * function of the code (fixed while the maps do not change), the captured
+ * rip, the copy's length and the few words its CFA rules make it use: each
+ * return address, and each word (or captured register) that served as the
+ * base of a CFA.  Everything else it reads (a saved rbx, an rbp holding
+ * data) can hold anything without changing the pcs.  And the walk only
+ * ever compares and offsets addresses: with every CFA base taken relative
+ * to rsp, the same stack in another thread unwinds alike.
+ * So an entry holds the checks (offset, expected value; a base relative to
+ * rsp) and the pcs; a hit is the checks holding, word by word (untrusted
+ * input costs a miss, never a wrong answer).  Only fast walks that read
+ * their checks from the copy and ended cleanly are stored.
+ *
+ * The set is picked by rip, length and the words at the return-address
+ * offsets of a recent walk with the same rip and length (its template):
+ * call paths that differ only further out still land in different sets. */
+#define SC_SETS 4096
+#define SC_WAYS 4
+#define SC_WAY_BITS 14           /* log2(SC_SETS * SC_WAYS): entry index in a ref */
+#define SC_FRAMES 64             /* deeper walks are not stored */
+#define SC_CHECKS 128
+#define SC_TMPLS 256             /* templates (direct-mapped by rip, length) */
+#define SC_TMPL_WORDS 12
+#define SC_TMPL_PATIENCE 8       /* misses of another shape before a template moves */
+#define SC_HINTS 128
+struct sc_chk {
+	uint32_t off;            /* offset from rsp of the word */
+	uint32_t rel;            /* 1: compare word - rsp (a CFA base), 0: the word */
 	uint64_t val;
-} __attribute__((packed));
+};
+/* An entry, allocated to its size (most stacks are short, a few very
+ * deep): the key, then its checks, then its pcs. */
 struct sc_ent {
-	uint64_t rip, len, rbp_off;
+	uint64_t rip, len;
+	uint64_t rbp_rel;        /* rbp - rsp, if the captured rbp was a CFA base */
+	uint64_t stamp;          /* which store this is (refs to older ones are stale) */
 	unsigned gen;            /* maps_gen when stored; 0 = empty */
-	int max, n, nw;
-	uint64_t pcs[SC_FRAMES];
-	struct sc_word w[2 * SC_FRAMES];
+	int max, n, nchk, uses_rbp;
+	uint32_t user[2];        /* the caller's, see ha_unwind_user */
+	size_t cap;              /* bytes allocated */
+	struct sc_chk chk[];     /* chk[nchk], then pcs[n] */
+};
+#define SC_PCS(e) ((uint64_t *)((e)->chk + (e)->nchk))
+/* A set: one cache line, so that a lookup reads it and one entry. */
+struct sc_set {
+	uint32_t fp[SC_WAYS];    /* fingerprints (sc_hash) of the entries */
+	struct sc_ent *e[SC_WAYS];
+	unsigned rr;
+} __attribute__((aligned(64)));
+/* The walk being recorded. */
+struct sc_rec {
+	int nchk, uses_rbp, bad;
+	struct sc_chk chk[SC_CHECKS];
+};
+struct sc_tmpl {
+	uint64_t rip, len;
+	unsigned gen;            /* 0 = empty */
+	int n, misses;
+	uint32_t off[SC_TMPL_WORDS];
 };
 struct scache {
-	struct sc_ent e[SC_SETS][SC_WAYS];
-	unsigned rr[SC_SETS];
+	struct sc_set s[SC_SETS];
+	struct sc_tmpl t[SC_TMPLS];
+	struct sc_rec scratch;
+	/* sc_hash of the stacks of a batch, from ha_unwind_prefetch to ha_unwind */
+	struct sc_hint {
+		const uint8_t *stack;
+		uint64_t rip, len, h, tver;
+		unsigned gen;
+	} hint[SC_HINTS];
+	uint64_t tver;           /* templates rewritten so far */
+	uint64_t stamps;
+	uint64_t last_ref;       /* of the last ha_unwind, 0: none */
 };
+_Static_assert(SC_SETS * SC_WAYS == 1 << SC_WAY_BITS, "entry index bits");
 
-static unsigned sc_set(uint64_t rip, uint64_t len, uint64_t rbp_off)
+static struct sc_tmpl *sc_tmpl_of(struct scache *sc, uint64_t rip, uint64_t len)
 {
-	uint64_t h = (rip * 0x9E3779B97F4A7C15ULL) ^ (len * 0xC2B2AE3D27D4EB4FULL) ^ rbp_off;
-	h ^= h >> 29;
-	return (unsigned)(h % SC_SETS);
+	uint64_t h = (rip ^ (len << 17)) * 0x9E3779B97F4A7C15ULL;
+	return &sc->t[(h >> 40) % SC_TMPLS];
 }
 
-static int sc_same_key(const struct ha_unwinder *u, const struct sc_ent *e,
-                       const struct ha_regs *regs, size_t len, uint64_t rbp_off)
+static int sc_tmpl_valid(const struct ha_unwinder *u, const struct sc_tmpl *t, uint64_t rip,
+                         uint64_t len)
 {
-	return e->gen == u->maps_gen && e->rip == regs->rip && e->len == len &&
-	       e->rbp_off == rbp_off;
+	return t->gen == u->maps_gen && t->rip == rip && t->len == len;
 }
 
-/* Does every word the stored walk read still hold the same value? */
-static int sc_words_hold(const struct sc_ent *e, const uint8_t *stack)
+/* The hash of a stack: rip, length and the words at the template's
+ * offsets; its low bits pick the set, its high bits are the entry's
+ * fingerprint. */
+static uint64_t sc_hash(const struct sc_tmpl *t, uint64_t rip, uint64_t len, const uint8_t *stack)
 {
-	for (int k = 0; k < e->nw; k++) {
+	uint64_t h = (rip * 0x9E3779B97F4A7C15ULL) ^ (len * 0xC2B2AE3D27D4EB4FULL);
+	if (t)
+		for (int k = 0; k < t->n; k++) {
+			uint64_t w = 0;
+			if (t->off[k] < len && len - t->off[k] >= 8)
+				memcpy(&w, stack + t->off[k], 8);
+			h = (h ^ w) * 0x9fb21c651e98df25ULL;
+		}
+	return ha_mix64(h);
+}
+
+/* sc_hash of a stack with the template in effect, remembered from the
+ * prefetch stages to the lookup; the lookup (take) forgets it, as the
+ * ring's bytes will hold other stacks. */
+static uint64_t sc_hash_of(const struct ha_unwinder *u, const struct ha_regs *regs, uint64_t len,
+                           const uint8_t *stack, int take)
+{
+	struct scache *sc = u->sc;
+	struct sc_hint *hi = &sc->hint[((uintptr_t)stack >> 3) % SC_HINTS];
+	uint64_t h;
+	if (hi->stack == stack && hi->rip == regs->rip && hi->len == len && hi->tver == sc->tver &&
+	    hi->gen == u->maps_gen) {
+		h = hi->h;
+	} else {
+		const struct sc_tmpl *t = sc_tmpl_of(sc, regs->rip, len);
+		h = sc_hash(sc_tmpl_valid(u, t, regs->rip, len) ? t : NULL, regs->rip, len, stack);
+		*hi = (struct sc_hint){ stack, regs->rip, len, h, sc->tver, u->maps_gen };
+	}
+	if (take)
+		hi->stack = NULL;
+	return h;
+}
+
+#define SC_SET(h) ((unsigned)((h) % SC_SETS))
+#define SC_FP(h) ((uint32_t)((h) >> 32))
+
+/* Does the stored walk hold for this stack? */
+static int sc_holds(const struct ha_unwinder *u, const struct sc_ent *e,
+                    const struct ha_regs *regs, uint64_t len, const uint8_t *stack, int max)
+{
+	if (e->gen != u->maps_gen || e->rip != regs->rip || e->len != len || e->max != max)
+		return 0;
+	if (e->uses_rbp && regs->rbp - regs->rsp != e->rbp_rel)
+		return 0;
+	const struct sc_chk *chk = e->chk;
+	for (int k = 0; k < e->nchk; k++) {
 		uint64_t v;
-		memcpy(&v, stack + e->w[k].off, 8);
-		if (v != e->w[k].val)
+		memcpy(&v, stack + chk[k].off, 8);
+		if (chk[k].rel)
+			v -= regs->rsp;
+		if (v != chk[k].val)
 			return 0;
 	}
 	return 1;
+}
+
+/* Note a check of the walk being recorded. */
+static void sc_add(struct sc_rec *rec, uint64_t off, int rel, uint64_t val)
+{
+	if (rec->nchk >= SC_CHECKS || off > UINT32_MAX) {
+		rec->bad = 1;
+		return;
+	}
+	rec->chk[rec->nchk++] = (struct sc_chk){ (uint32_t)off, (uint32_t)rel, val };
 }
 
 /* ------------------------------------------------------------------ images */
@@ -798,6 +902,10 @@ void ha_unwinder_free(struct ha_unwinder *u)
 	ha_maps_free(&u->maps);
 	free(u->mi);
 	free(u->pages);
+	if (u->sc)
+		for (int i = 0; i < SC_SETS; i++)
+			for (int k = 0; k < SC_WAYS; k++)
+				free(u->sc->s[i].e[k]);
 	free(u->sc);
 	free(u->rc);
 	free(u);
@@ -815,20 +923,28 @@ void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64
 	*misses = u ? u->sc_misses : 0;
 }
 
-/* The words of the stack copy a cache hit will compare: ask for their lines
- * now so that the misses of many samples overlap. */
+/* Ask for the lines a cache lookup of this stack will read: stage 0 the
+ * entries of its set, stage 1 (after stage 0 for the whole batch) the
+ * checks and pcs of those entries. */
 void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
-                        const uint8_t *stack, size_t stack_len)
+                        const uint8_t *stack, size_t stack_len, int stage)
 {
-	if (!u || !u->sc || u->sc_off || !regs || !stack ||
-	    stack_len > UINT64_MAX - regs->rsp)
+	if (!u || !u->sc || u->sc_off || !regs || !stack || !u->maps_gen)
 		return;
-	uint64_t rbp_off = regs->rbp - regs->rsp;
-	const struct sc_ent *way = u->sc->e[sc_set(regs->rip, stack_len, rbp_off)];
+	uint64_t h = sc_hash_of(u, regs, stack_len, stack, 0);
+	const struct sc_set *st = &u->sc->s[SC_SET(h)];
+	if (stage == 0) {
+		__builtin_prefetch(st);
+		return;
+	}
 	for (int i = 0; i < SC_WAYS; i++)
-		if (sc_same_key(u, &way[i], regs, stack_len, rbp_off))
-			for (int k = 0; k < way[i].nw; k++)
-				__builtin_prefetch(stack + way[i].w[k].off);
+		if (st->fp[i] == SC_FP(h) && st->e[i]) {
+			/* the key and the checks; the pcs are read on a hit only */
+			const char *p = (const char *)st->e[i];
+			size_t n = sizeof *st->e[i] + 16 * (size_t)SC_TMPL_WORDS;
+			for (size_t k = 0; k < n; k += 64)
+				__builtin_prefetch(p + k);
+		}
 }
 
 void ha_unwinder_maps_changed(struct ha_unwinder *u)
@@ -839,86 +955,44 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u)
 	u->pc_gen++;            /* live pages: refetch in any case */
 }
 
-/* Where the step that led to cur read reg: an offset into the copy, or -1. */
-static int64_t saved_off(struct uctx *c, unw_cursor_t *cur, int reg)
+/* The thread's stack mapping (reads there outside the copy fail, as
+ * libunwind's would); looked up on first need only. */
+static void find_stack_map(struct uctx *c)
 {
-	unw_save_loc_t loc;
-	if (unw_get_save_loc(cur, reg, &loc) < 0 || loc.type != UNW_SLT_MEMORY)
-		return -1;
-	if (loc.u.addr < c->lo || loc.u.addr >= c->hi || c->hi - loc.u.addr < 8)
-		return -1;
-	return (int64_t)(loc.u.addr - c->lo);
+	const struct ha_map *sm = ha_maps_find_addr(&c->u->maps, c->regs->rsp);
+	c->smap_lo = sm ? sm->start : c->lo;
+	c->smap_hi = sm ? sm->end : c->hi;
+	c->smap_known = 1;
 }
 
-static void sc_note(struct sc_ent *e, struct uctx *c, int64_t off)
-{
-	if (off < 0 || off > UINT32_MAX || e->nw >= 2 * SC_FRAMES) {
-		e->nw = -1;
-		return;
-	}
-	if (e->nw < 0)
-		return;
-	struct sc_word *w = &e->w[e->nw++];
-	w->off = (uint32_t)off;
-	memcpy(&w->val, c->stack + off, 8);
-}
-
-static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
-                       struct sc_ent *rec)
+static int unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max)
 {
 	unw_cursor_t cur;
 	unw_word_t ip, sp, prev_ip, prev_sp;
-	const struct ha_map *sm;
 	int n = 0;
 
 	c->last = NULL;
 	c->unknown_ip = 0;
-	sm = ha_maps_find_addr(&u->maps, c->regs->rsp);
-	c->smap_lo = sm ? sm->start : c->lo;
-	c->smap_hi = sm ? sm->end : c->hi;
+	if (!c->smap_known)
+		find_stack_map(c);
 	if (unw_init_remote(&cur, u->as, c) < 0)
 		return -1;
 	pcs[n++] = c->regs->rip;
 	prev_ip = c->regs->rip;
 	prev_sp = c->regs->rsp;
-	if (rec) {
-		rec->nw = 0;
-		rec->n = 0;
-	}
 	while (n < max) {
 		int st = unw_step(&cur);
-		if (st <= 0) {
-			if (st < 0 && rec)
-				rec->nw = -1;   /* an error, not the outermost frame */
+		if (st <= 0)
 			break;
-		}
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0 ||
-		    unw_get_reg(&cur, UNW_REG_SP, &sp) < 0) {
-			if (rec)
-				rec->nw = -1;
+		    unw_get_reg(&cur, UNW_REG_SP, &sp) < 0)
 			break;
-		}
-		if (rec) {
-			int64_t ro = saved_off(c, &cur, UNW_X86_64_RIP);
-			int64_t bo = saved_off(c, &cur, UNW_X86_64_RBP);
-			sc_note(rec, c, ro);
-			if (bo >= 0)
-				sc_note(rec, c, bo);
-			const struct ha_map *m = ha_maps_find_addr(&u->maps, ip);
-			if (!m || (!m->inode && strcmp(m->path, "[vdso]") != 0))
-				rec->nw = -1;   /* anonymous code (JIT) may change */
-		}
-		if (ip == prev_ip && sp == prev_sp) {
-			if (rec)
-				rec->nw = -1;
+		if (ip == prev_ip && sp == prev_sp)
 			break;          /* no progress: a loop */
-		}
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = sp;
 	}
-	if (rec && n > SC_FRAMES)
-		rec->nw = -1;
 	return n;
 }
 
@@ -956,21 +1030,25 @@ static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, 
 /* A register of the walk: known, unreadable (libunwind's read would fail:
  * the thread's stack outside the copy) or unknown (only libunwind knows). */
 enum { FW_KNOWN, FW_FAIL, FW_UNKNOWN };
+/* Where a known register's value came from, for the stack cache: already
+ * accounted for relative to rsp (rsp itself, a CFA, a checked base), the
+ * captured register, or the word at this offset of the copy (>= 0). */
+enum { SRC_FREE = -1, SRC_INIT = -2 };
 struct fw_reg {
 	uint64_t v;
 	int st;                  /* FW_* */
-	int initial;             /* still the captured register */
+	int64_t src;             /* SRC_* or an offset */
 };
 
 /* Read the word at addr as libunwind's access_mem would see it. */
-static int fw_read(struct uctx *c, uint64_t addr, uint64_t *v, struct sc_ent *rec)
+static inline int fw_read(struct uctx *c, uint64_t addr, uint64_t *v)
 {
-	if (addr >= c->lo && addr < c->hi && c->hi - addr >= 8) {
+	if (addr - c->lo < c->hi - c->lo && c->hi - addr >= 8) {
 		memcpy(v, c->stack + (addr - c->lo), 8);
-		if (rec)
-			sc_note(rec, c, (int64_t)(addr - c->lo));
 		return FW_KNOWN;
 	}
+	if (!c->smap_known)
+		find_stack_map(c);
 	if (addr >= c->smap_lo && addr < c->smap_hi)
 		return FW_FAIL;
 	return FW_UNKNOWN;
@@ -981,9 +1059,10 @@ static int fw_read(struct uctx *c, uint64_t addr, uint64_t *v, struct sc_ent *re
  * register, the return address from its slot, the callee-saved registers
  * from theirs (or unchanged); the caller's rsp is the CFA.  Stops where
  * libunwind stops: an outermost frame, a read that fails, ip 0, no
- * progress. */
+ * progress.  With rec, notes what a stack cache hit must check (see
+ * "stack cache"); rec->bad if the walk cannot be stored. */
 static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
-                     struct sc_ent *rec)
+                     struct sc_rec *rec)
 {
 	const uint64_t *init = &c->regs->rip;
 	struct fw_reg r[CFI_NREG];
@@ -991,48 +1070,56 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 	int n = 0;
 
 	for (int i = 0; i < CFI_NREG; i++)
-		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN, .initial = 1 };
-	if (rec) {
-		rec->nw = 0;
-		rec->n = 0;
-	}
+		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN,
+		                        .src = i == CFI_RSP ? SRC_FREE : SRC_INIT };
 	pcs[n++] = c->regs->rip;
 	addr = prev_ip = c->regs->rip;   /* the first frame: its exact pc */
 	prev_sp = c->regs->rsp;
 	while (n < max) {
 		const struct ha_cfi_rule *ru = rule_of(u, c, addr);
-		uint64_t cfa, ip;
+		uint64_t cfa, ip, ra;
 		int st;
 
 		if (ru->kind == CFI_FALLBACK)
 			return 0;
 		if (ru->kind == CFI_END)
 			break;
-		const struct fw_reg *cr = &r[ru->cfa_reg];
+		struct fw_reg *cr = &r[ru->cfa_reg];
 		if (cr->st == FW_UNKNOWN)
 			return 0;
 		if (cr->st == FW_FAIL)
 			goto failed;
-		/* the stack cache keys on rip, rsp and rbp only */
-		if (rec && cr->initial && ru->cfa_reg != CFI_RSP && ru->cfa_reg != CFI_RBP)
-			rec->nw = -1;
+		if (rec && cr->src != SRC_FREE) {
+			if (cr->src >= 0)
+				sc_add(rec, (uint64_t)cr->src, 1, cr->v - c->lo);
+			else if (ru->cfa_reg == CFI_RBP)
+				rec->uses_rbp = 1;
+			else
+				rec->bad = 1;   /* the key holds rsp and rbp only */
+			cr->src = SRC_FREE;
+		}
 		cfa = cr->v + (uint64_t)(int64_t)ru->cfa_off;
-		st = fw_read(c, cfa + (uint64_t)(int64_t)ru->save[CFI_RIP], &ip, rec);
+		ra = cfa + (uint64_t)(int64_t)ru->save[CFI_RIP];
+		st = fw_read(c, ra, &ip);
 		if (st == FW_UNKNOWN)
 			return 0;
 		if (st == FW_FAIL)
 			goto failed;
+		if (rec)
+			sc_add(rec, ra - c->lo, 0, ip);
 		for (int i = CFI_RBP; i < CFI_NREG; i++) {
 			int32_t s = ru->save[i];
 			if (s == CFI_SAME)
 				continue;
-			r[i].initial = 0;
-			if (s == CFI_LOST)
+			if (s == CFI_LOST) {
 				r[i].st = FW_UNKNOWN;
-			else
-				r[i].st = fw_read(c, cfa + (uint64_t)(int64_t)s, &r[i].v, rec);
+			} else {
+				uint64_t at = cfa + (uint64_t)(int64_t)s;
+				r[i].st = fw_read(c, at, &r[i].v);
+				r[i].src = (int64_t)(at - c->lo);
+			}
 		}
-		r[CFI_RSP] = (struct fw_reg){ .v = cfa, .st = FW_KNOWN, .initial = 0 };
+		r[CFI_RSP] = (struct fw_reg){ .v = cfa, .st = FW_KNOWN, .src = SRC_FREE };
 		if (ip == 0)
 			break;
 		if (ip == prev_ip && cfa == prev_sp)
@@ -1042,12 +1129,10 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 		prev_sp = cfa;
 		addr = ip - 1;          /* a return address: the call is before it */
 	}
-	if (rec && n > SC_FRAMES)
-		rec->nw = -1;
 	return n;
 failed:
 	if (rec)
-		rec->nw = -1;   /* an error, not the outermost frame */
+		rec->bad = 1;   /* an error, not the outermost frame */
 	return n;
 }
 
@@ -1059,7 +1144,7 @@ static void verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *p
 	uint64_t *again = malloc((size_t)max * sizeof *again);
 	if (!again)
 		return;
-	int m = unwind_once(u, c, again, max, NULL);
+	int m = unwind_once(u, c, again, max);
 	u->verified++;
 	if (m != n || memcmp(pcs, again, (size_t)n * sizeof *pcs) != 0) {
 		if (u->verify_bad++ < 10) {
@@ -1074,9 +1159,9 @@ static void verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *p
 }
 
 /* The fast walk if it can, else libunwind (and the maps refresh of an
- * unknown pc). */
+ * unknown pc).  rec->bad unless the fast walk answered. */
 static int walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
-                struct sc_ent *rec, double now)
+                struct sc_rec *rec)
 {
 	int n;
 
@@ -1085,9 +1170,6 @@ static int walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 	if (!u->fast_off && !u->rc)
 		u->rc = calloc(RC_SIZE, sizeof *u->rc);
 	if (!u->fast_off && u->rc) {
-		const struct ha_map *sm = ha_maps_find_addr(&u->maps, c->regs->rsp);
-		c->smap_lo = sm ? sm->start : c->lo;
-		c->smap_hi = sm ? sm->end : c->hi;
 		n = fast_walk(u, c, pcs, max, rec);
 		if (n > 0) {
 			u->fast_n++;
@@ -1096,12 +1178,21 @@ static int walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 			return n;
 		}
 	}
+	if (rec)
+		rec->bad = 1;
 	u->slow_n++;
-	n = unwind_once(u, c, pcs, max, rec);
+	/* Only libunwind reads live memory or needs the time: live pages age
+	 * out (the process keeps running), maps are re-read at most so often. */
+	double now = ha_now_ms();
+	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
+		u->pc_gen++;
+		u->pc_epoch_ms = now;
+	}
+	n = unwind_once(u, c, pcs, max);
 	/* A pc in no mapping: something was mapped since we read maps (dlopen,
 	 * JIT).  Re-read them (rate-limited) and try again. */
 	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && refresh(u))
-		n = unwind_once(u, c, pcs, max, rec);
+		n = unwind_once(u, c, pcs, max);
 	return n;
 }
 
@@ -1117,13 +1208,86 @@ void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_
 	*slow = u ? u->slow_n : 0;
 }
 
+/* Store the walk recorded in sc->scratch (its pcs: pcs[0..n)). */
+static void sc_store(struct ha_unwinder *u, const struct ha_regs *regs, uint64_t len,
+                     const uint8_t *stack, const uint64_t *pcs, int n, int max)
+{
+	struct scache *sc = u->sc;
+	struct sc_rec *rec = &sc->scratch;
+	struct sc_tmpl *t = sc_tmpl_of(sc, regs->rip, len);
+	uint32_t off[SC_TMPL_WORDS];
+	int no = 0;
+
+	if (rec->bad || n < 1 || n > SC_FRAMES)
+		return;
+	/* This walk's shape: the offsets of its return addresses. */
+	for (int k = 0; k < rec->nchk && no < SC_TMPL_WORDS; k++)
+		if (!rec->chk[k].rel)
+			off[no++] = rec->chk[k].off;
+	if (!sc_tmpl_valid(u, t, regs->rip, len) ||
+	    ((t->n != no || memcmp(t->off, off, (size_t)no * sizeof *off) != 0) &&
+	     ++t->misses >= SC_TMPL_PATIENCE)) {
+		/* entries stored under the old template age out */
+		t->rip = regs->rip;
+		t->len = len;
+		t->gen = u->maps_gen;
+		t->n = no;
+		t->misses = 0;
+		memcpy(t->off, off, (size_t)no * sizeof *off);
+		sc->tver++;
+	}
+	uint64_t h = sc_hash(t, regs->rip, len, stack);
+	unsigned set = SC_SET(h);
+	struct sc_set *st = &sc->s[set];
+	unsigned way = st->rr++ % SC_WAYS;
+	struct sc_ent *e = st->e[way];
+	size_t need = sizeof *e + (size_t)rec->nchk * sizeof *rec->chk + (size_t)n * sizeof *pcs;
+	if (!e || e->cap < need) {
+		free(e);
+		e = st->e[way] = malloc(need);
+		if (!e)
+			return;
+		e->cap = need;
+	}
+	e->gen = 0;
+	st->fp[way] = SC_FP(h);
+	e->rip = regs->rip;
+	e->len = len;
+	e->uses_rbp = rec->uses_rbp;
+	e->rbp_rel = regs->rbp - regs->rsp;
+	e->max = max;
+	e->n = n;
+	e->nchk = rec->nchk;
+	memcpy(e->chk, rec->chk, (size_t)rec->nchk * sizeof *rec->chk);
+	memcpy(SC_PCS(e), pcs, (size_t)n * sizeof *pcs);
+	e->user[0] = e->user[1] = 0;
+	e->stamp = ++sc->stamps;
+	e->gen = u->maps_gen;
+	sc->last_ref = e->stamp << SC_WAY_BITS | (set * SC_WAYS + way);
+}
+
+uint64_t ha_unwind_ref(const struct ha_unwinder *u)
+{
+	return u && u->sc ? u->sc->last_ref : 0;
+}
+
+uint32_t *ha_unwind_user(struct ha_unwinder *u, uint64_t ref)
+{
+	if (!u || !u->sc || !ref)
+		return NULL;
+	uint64_t i = ref & ((1u << SC_WAY_BITS) - 1);
+	struct sc_ent *e = u->sc->s[i / SC_WAYS].e[i % SC_WAYS];
+	return e && e->stamp == ref >> SC_WAY_BITS ? e->user : NULL;
+}
+
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max)
 {
 	struct uctx c;
 	int n;
-	double now;
 
+	if (u && u->sc)
+		u->sc->last_ref = 0;
 	if (!u || !regs || !pcs || max <= 0 || regs->rip == 0)
 		return -1;
 	if (!stack)
@@ -1131,26 +1295,45 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 	if (stack_len > UINT64_MAX - regs->rsp)
 		stack_len = (size_t)(UINT64_MAX - regs->rsp);
 
-	/* The whole-stack cache first: a hit reads no clock, no maps, no live
-	 * memory. */
-	uint64_t rbp_off = regs->rbp - regs->rsp;
-	struct sc_ent *way = NULL, *rec = NULL;
-	unsigned set = 0;
-	if (!u->sc && !u->sc_off)
-		u->sc = calloc(1, sizeof *u->sc);
+	/* The whole-stack cache first: a hit reads no rules, no maps, no
+	 * clock. */
+	struct sc_rec *rec = NULL;
+	if (!u->sc && !u->sc_off) {
+		/* the sets are cache lines: 64-byte aligned */
+		u->sc = aligned_alloc(_Alignof(struct scache), sizeof *u->sc);
+		if (u->sc)
+			memset(u->sc, 0, sizeof *u->sc);
+	}
 	if (u->sc && !u->sc_off && u->maps_gen) {
-		set = sc_set(regs->rip, stack_len, rbp_off);
-		way = u->sc->e[set];
+		struct sc_tmpl *t = sc_tmpl_of(u->sc, regs->rip, stack_len);
+		int tv = sc_tmpl_valid(u, t, regs->rip, stack_len);
+		uint64_t h = sc_hash_of(u, regs, stack_len, stack, 1);
+		unsigned set = SC_SET(h);
+		const struct sc_set *st = &u->sc->s[set];
 		for (int i = 0; i < SC_WAYS; i++) {
-			const struct sc_ent *e = &way[i];
-			if (sc_same_key(u, e, regs, stack_len, rbp_off) && e->max == max &&
-			    sc_words_hold(e, stack)) {
-				memcpy(pcs, e->pcs, (size_t)e->n * sizeof *pcs);
+			const struct sc_ent *e = st->e[i];
+			if (st->fp[i] == SC_FP(h) && e && sc_holds(u, e, regs, stack_len, stack, max)) {
+				memcpy(pcs, SC_PCS(e), (size_t)e->n * sizeof *pcs);
 				u->sc_hits++;
+				u->sc->last_ref = e->stamp << SC_WAY_BITS | (set * SC_WAYS + (unsigned)i);
+				if (tv)
+					t->misses = 0;
+				if (u->verify) {
+					memset(&c, 0, sizeof c);
+					c.u = u;
+					c.regs = regs;
+					c.stack = stack;
+					c.lo = regs->rsp;
+					c.hi = regs->rsp + stack_len;
+					verify_walk(u, &c, pcs, e->n, max);
+				}
 				return e->n;
 			}
 		}
-		rec = &way[u->sc->rr[set] % SC_WAYS];
+		rec = &u->sc->scratch;
+		rec->nchk = 0;
+		rec->uses_rbp = 0;
+		rec->bad = 0;
 	}
 	u->sc_misses++;
 	memset(&c, 0, sizeof c);
@@ -1159,28 +1342,9 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 	c.stack = stack;
 	c.lo = regs->rsp;
 	c.hi = regs->rsp + stack_len;
-	/* Live pages age out: the process keeps running. */
-	now = ha_now_ms();
-	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
-		u->pc_gen++;
-		u->pc_epoch_ms = now;
-	}
 	unsigned gen0 = u->maps_gen;
-	n = walk(u, &c, pcs, max, rec, now);
-	if (rec) {
-		if (rec->nw >= 0 && !c.unknown_ip && n >= 1 && n <= SC_FRAMES &&
-		    gen0 == u->maps_gen) {
-			rec->rip = regs->rip;
-			rec->len = stack_len;
-			rec->rbp_off = rbp_off;
-			rec->max = max;
-			rec->n = n;
-			memcpy(rec->pcs, pcs, (size_t)n * sizeof *pcs);
-			rec->gen = u->maps_gen;
-			u->sc->rr[set]++;
-		} else {
-			rec->gen = 0;   /* what it held was overwritten */
-		}
-	}
+	n = walk(u, &c, pcs, max, rec);
+	if (rec && !c.unknown_ip && gen0 == u->maps_gen)
+		sc_store(u, regs, stack_len, stack, pcs, n, max);
 	return n;
 }

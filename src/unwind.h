@@ -31,11 +31,20 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u);
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max);
 
-/* Optional, before ha_unwind with the same arguments: start loading the
- * parts of the stack copy a whole-stack cache hit will compare, so that a
- * batch of samples waits for memory once, not once per sample. */
+/* Optional, before ha_unwind with the same arguments: start loading what
+ * a whole-stack cache lookup will read, so that a batch of samples waits
+ * for memory once, not once per sample: stage 0 for every sample of the
+ * batch, then stage 1 (which reads what stage 0 asked for) for every one. */
 void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
-                        const uint8_t *stack, size_t stack_len);
+                        const uint8_t *stack, size_t stack_len, int stage);
+
+/* The whole-stack cache entry that answered or stored the last ha_unwind
+ * (0: none), and two words of the caller's kept with it (zero when it was
+ * stored): the collector keeps there the callstack ids of those pcs, so a
+ * repeated stack is not hashed and compared again.  NULL once the entry has
+ * been reused for another stack. */
+uint64_t ha_unwind_ref(const struct ha_unwinder *u);
+uint32_t *ha_unwind_user(struct ha_unwinder *u, uint64_t ref);
 
 /* Whole-stack cache: unwinds answered from it, and walked. */
 /* Turn the whole-stack cache off (0) or on (1, the default). */
