@@ -73,6 +73,12 @@ int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time,
  * return its id; the same content gives the same id. */
 int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64_t *stack_id,
                 char *err, size_t errlen);
+/* Intern many callstacks in one transaction (one commit instead of one
+ * per stack): ha_db_batch_begin, ha_db_stack calls (a failed one leaves
+ * the others), ha_db_batch_commit.  If the commit fails, none of the
+ * batch's ids is valid. */
+int ha_db_batch_begin(struct ha_db *db, char *err, size_t errlen);
+int ha_db_batch_commit(struct ha_db *db, char *err, size_t errlen);
 /* Write one snapshot with the buckets that changed since the previous one,
  * in one transaction. */
 int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,

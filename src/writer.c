@@ -7,9 +7,12 @@
 #include <string.h>
 
 #include "symbolize.h"
+#include "util.h"
 #include "target.h"
 
 #define MAX_FRAMES 512 /* with inlined frames */
+#define STACK_BATCH 1024 /* new stacks per transaction at most */
+#define BATCH_MS 50      /* ...gathered for at most this long */
 
 struct idmap {
 	int64_t *v;
@@ -91,10 +94,35 @@ static void *writer_main(void *arg)
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!sym && ha_target_alive(w->pid))
 		fail(w, "symbolizer", err);
+	struct ha_qmsg *q = NULL;
 	for (;;) {
-		struct ha_qmsg *q = ha_queue_get(&w->inbox, -1);
+		if (!q)
+			q = ha_queue_get(&w->inbox, -1);
 		if (q->type == HA_WMSG_STACK) {
-			write_stack(w, sym, &ids, (struct ha_wmsg_stack *)q);
+			/* New stacks come in bursts (thousands when a session
+			 * starts): the ones that come within BATCH_MS go into one
+			 * transaction (a commit each cost ~0.1 ms and rewrote the
+			 * same pages).  A snapshot or the end closes the batch. */
+			static uint32_t batch_locals[STACK_BATCH];
+			int batch = !w->failed && ha_db_batch_begin(w->db, err, sizeof err) == 0;
+			int n = 0;
+			double t_end = ha_now_ms() + BATCH_MS;
+			do {
+				batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
+				write_stack(w, sym, &ids, (struct ha_wmsg_stack *)q);
+				free(q);
+				int left = (int)(t_end - ha_now_ms());
+				q = ++n < STACK_BATCH ? ha_queue_get(&w->inbox, left > 0 ? left : 0) : NULL;
+			} while (q && q->type == HA_WMSG_STACK);
+			if (batch && ha_db_batch_commit(w->db, err, sizeof err) != 0) {
+				fail(w, "storing callstacks", err);
+				/* The batch's ids went with it: snapshots would
+				 * name stacks that are not there. */
+				for (int i = 0; i < n; i++)
+					if (batch_locals[i] < ids.cap)
+						ids.v[batch_locals[i]] = 0;
+			}
+			continue; /* q: the next message, if one was taken */
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
 			write_snapshot(w, &ids, m);
@@ -108,6 +136,7 @@ static void *writer_main(void *arg)
 			break; /* w->end is not heap-allocated */
 		}
 		free(q);
+		q = NULL;
 	}
 	free(ids.v);
 	ha_symbolizer_free(sym);
