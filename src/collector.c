@@ -517,6 +517,7 @@ static void nap(struct ctx *x, int ms)
 static void *collector_main(void *arg)
 {
 	struct ha_collector *c = arg;
+	ha_background_thread();
 	/* Big (the batch's pcs): on the heap, not on the thread's stack. */
 	struct ctx *x = calloc(1, sizeof *x);
 	char err[200] = "";

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,4 +122,15 @@ int ha_remote_read(pid_t pid, uint64_t addr, void *buf, size_t n)
 int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n)
 {
 	return mem_rw(pid, addr, (void *)buf, n, 1);
+}
+
+void ha_background_thread(void)
+{
+	/* On Linux the nice value is per thread: PRIO_PROCESS with a tid. */
+	id_t tid = (id_t)syscall(SYS_gettid);
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, tid);
+	if (nice == -1 && errno)
+		return;
+	(void)setpriority(PRIO_PROCESS, tid, nice + HA_BACKGROUND_NICE > 19 ? 19 : nice + HA_BACKGROUND_NICE);
 }

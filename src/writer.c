@@ -87,6 +87,7 @@ static void *writer_main(void *arg)
 {
 	struct ha_writer *w = arg;
 	struct idmap ids = { 0 };
+	ha_background_thread();
 	char err[200] = "";
 	/* Without a symbolizer stacks are still stored, as frames without names.
 	 * A target that exited already (it may, right after the attach) leaves
