@@ -30,6 +30,13 @@ run_attached() {
 	wait "$pid"
 	[ -n "$tpid" ] && { kill -INT -- "-$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
 	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
+	# CPU nanoseconds per op, the target's own plus (attached) the
+	# attacher's: a cost that other load on the machine blurs much less
+	# than throughput does.
+	local att=0
+	[ -n "$tpid" ] && att=$(sed -n 's/.*(\([0-9.]*\) s in all).*/\1/p' "$work/tool.out" | head -n 1)
+	sed -n 's/^ops_per_sec=\([0-9]*\).* seconds=\([0-9.]*\) cpu_seconds=\([0-9.]*\).*/\1 \2 \3/p' "$out" |
+		awk -v a="${att:-0}" '{ if ($1 > 0) printf "%.2f\n", ($3 + a) * 1e9 / ($1 * $2) }' >"$work/last_cpu_ns"
 	[ -n "$tpid" ] && { cp "$work/tool.out" "$work/last_tool.out"; grep -E 'samples|unwind' "$work/tool.out" >&2; }
 	rm -f "$fifo" "$out"
 }
