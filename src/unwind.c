@@ -150,6 +150,18 @@ struct uctx {
 	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
 };
 
+/* A context for unwinding the stack copy of one sample. */
+static void uctx_init(struct uctx *c, struct ha_unwinder *u, const struct ha_regs *regs,
+                      const uint8_t *stack, size_t stack_len)
+{
+	memset(c, 0, sizeof *c);
+	c->u = u;
+	c->regs = regs;
+	c->stack = stack;
+	c->lo = regs->rsp;
+	c->hi = regs->rsp + stack_len;
+}
+
 /* ------------------------------------------------------------------ stack cache
  *
  * In front of the fast walk, a cache of whole results.  The fast walk is a
@@ -1319,12 +1331,7 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 				if (tv)
 					t->misses = 0;
 				if (u->verify) {
-					memset(&c, 0, sizeof c);
-					c.u = u;
-					c.regs = regs;
-					c.stack = stack;
-					c.lo = regs->rsp;
-					c.hi = regs->rsp + stack_len;
+					uctx_init(&c, u, regs, stack, stack_len);
 					verify_walk(u, &c, pcs, e->n, max);
 				}
 				return e->n;
@@ -1336,12 +1343,7 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		rec->bad = 0;
 	}
 	u->sc_misses++;
-	memset(&c, 0, sizeof c);
-	c.u = u;
-	c.regs = regs;
-	c.stack = stack;
-	c.lo = regs->rsp;
-	c.hi = regs->rsp + stack_len;
+	uctx_init(&c, u, regs, stack, stack_len);
 	unsigned gen0 = u->maps_gen;
 	n = walk(u, &c, pcs, max, rec);
 	if (rec && !c.unknown_ip && gen0 == u->maps_gen)
