@@ -4,16 +4,24 @@
  *
  * heapattach_agent_init() runs on a hijacked thread of the target: it checks
  * the arguments, claims the state word (DORMANT -> STARTING), copies the
- * arguments and starts one detached thread with every signal blocked.  No
- * stdio, no allocation of ours (pthread_create allocates the thread's TLS
- * and the first call registers the atfork handlers; both are glibc's).
- *
- * The agent thread: connect, check SO_PEERCRED, HELLO, CONFIG (+ ring memfd),
- * map the ring, resolve the real allocator functions, patch the GOT, ACTIVE,
- * READY; then serve STATS_REQ until DETACH or a hang-up; then restore the GOT,
- * unmap the ring, DETACHED, close, DORMANT, exit.  Every step of the
- * handshake has a 5 s timeout.  On failure: clean up everything, send ERROR
- * when the peer is the attacher and the socket is up, DORMANT, exit.
+ * arguments, connects to the attacher, checks SO_PEERCRED and sends HELLO.
+ * The attacher answers at once from its injector thread, so init waits a
+ * little (HA_INIT_WAIT_MS) for CONFIG and, when it comes, completes the
+ * handshake right there: map the ring, resolve the real allocator
+ * functions, patch the GOT, ACTIVE, READY.  That thread is on a CPU already;
+ * a new thread on a busy machine waits tens of ms for its first time slice,
+ * so the handshake is no longer on that path.  Only then is the agent thread
+ * started (every signal blocked), to serve STATS_REQ until DETACH or a
+ * hang-up; then restore the GOT, unmap the ring, DETACHED, close, DORMANT,
+ * exit.  If CONFIG does not come in time, the agent thread takes over the
+ * rest of the handshake and init returns.  No stdio, no allocation of ours
+ * (pthread_create allocates the thread's TLS and the first call registers
+ * the atfork handlers; both are glibc's); nothing waits for longer than
+ * HA_INIT_WAIT_MS or a send timeout, and no lock is taken that a thread of
+ * the program may hold for long (the fork lock is held only around short
+ * calls, and the hijacked thread is never inside fork()).  Every step of the
+ * handshake has a timeout.  On failure: clean up everything, send ERROR
+ * when the peer is the attacher and the socket is up, DORMANT.
  *
  * fork(): a pthread_atfork child handler restores the GOT in the child's
  * memory, forgets the ring (mapped MADV_DONTFORK, so the child never had it)
@@ -27,12 +35,15 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -45,6 +56,9 @@
 #include "hooks.h"
 
 #define HA_HANDSHAKE_TIMEOUT_S 5
+#define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
+#define HA_INIT_SEND_TIMEOUT_MS 1000 /* connect and sends on the hijacked thread */
+#define HA_SHORT_SLICE_NS 100000     /* see ask_short_slices */
 #define HA_TICK_MS 1000              /* look for newly loaded modules */
 #define HA_AGENT_STACK (256u * 1024u)
 #define HA_MAX_RX_FDS 8
@@ -381,7 +395,14 @@ static int fail(struct failure *f, int code, const char *what)
 	return -1;
 }
 
-static int connect_attacher(struct failure *f, int *verified)
+/* Bound connect() and every send on g_sock to ms (receives wait in poll). */
+static int set_send_timeout(int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	return setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static int connect_attacher(struct failure *f, int *verified, int send_timeout_ms)
 {
 	struct sockaddr_un sa;
 	socklen_t salen;
@@ -421,9 +442,7 @@ static int connect_attacher(struct failure *f, int *verified)
 	if (fd < 0)
 		return fail(f, err, "socket");
 
-	/* Bounds connect() and every send (receives wait in poll()). */
-	struct timeval tv = { HA_HANDSHAKE_TIMEOUT_S, 0 };
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+	if (set_send_timeout(send_timeout_ms) != 0)
 		return fail(f, errno, "setsockopt");
 	if (connect(fd, (const struct sockaddr *)&sa, salen) != 0)
 		return fail(f, errno, "connect");
@@ -458,10 +477,10 @@ static int read_ring_hdr(const void *ring, struct ha_ring_hdr *h)
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof *h ? 0 : -1;
 }
 
-static int recv_config(struct failure *f)
+static int recv_config(struct failure *f, int timeout_ms)
 {
 	struct ha_msg m;
-	ssize_t n = recv_msg(g_sock, &m, &g_ring_fd, HA_HANDSHAKE_TIMEOUT_S * 1000);
+	ssize_t n = recv_msg(g_sock, &m, &g_ring_fd, timeout_ms);
 	int rfd = g_ring_fd;
 
 	if (n == 0)
@@ -597,29 +616,12 @@ static void end_session(uint16_t reply, const struct failure *f)
 	/* From here on the next init may start a new session: touch nothing. */
 }
 
-static void *agent_main(void *arg)
+/* After CONFIG: resolve the real allocator functions, start sampling into
+ * the ring, patch the GOT; ACTIVE.  0 or -1 with *f set. */
+static int activate(struct failure *f)
 {
-	struct failure f;
-	int verified = 0;
-	(void)arg;
-
-	memset(&f, 0, sizeof f);
-	/* The agent thread's own allocations are never the profile's business
-	 * (issue 3 samples only outside the guard). */
-	ha_hook_guard = 1;
-	/* Visible in top/ps as the agent; failure is harmless. */
-	(void)pthread_setname_np(pthread_self(), "heapattach");
-
-	ha_hooks_reset_counters();
-	ha_got_session_start();
-
-	if (connect_attacher(&f, &verified) != 0 || send_hello(&f) != 0 ||
-	    recv_config(&f) != 0)
-		goto failed;
-	if (ha_got_resolve_real(f.detail, sizeof f.detail) != 0) {
-		fail(&f, ENOENT, "resolve allocator");
-		goto failed;
-	}
+	if (ha_got_resolve_real(f->detail, sizeof f->detail) != 0)
+		return fail(f, ENOENT, "resolve allocator");
 	struct ha_sampler_cfg scfg = {
 		.ring = g_ring,
 		.data_size = g_ring_data,
@@ -633,16 +635,71 @@ static void *agent_main(void *arg)
 	};
 	ha_sampler_start(&scfg);
 	int r = ha_got_patch();
-	if (r != 0) {
-		fail(&f, r, "patch GOT");
-		goto failed;
-	}
+	if (r != 0)
+		return fail(f, r, "patch GOT");
 	/* Handshake done.  From now on the loop polls (a quiet attacher is
 	 * fine) and reads with MSG_DONTWAIT; SO_SNDTIMEO still bounds replies. */
 	set_state(HA_STATE_ACTIVE);
-	if (send_counters(g_sock, HA_MSG_READY) != 0) {
-		end_session(0, NULL);  /* attacher gone: nobody to tell */
-		return NULL;
+	return 0;
+}
+
+/* Short time slices for the agent thread (sched_setattr with sched_runtime,
+ * Linux 6.12 and later; older kernels ignore it): on a busy machine it then
+ * runs soon after the attacher's message wakes it (a detach waits for that)
+ * instead of after the running thread's tick.  Its CPU share (nice) is
+ * unchanged; it is our own thread, the program's are left alone.  Only when
+ * the attacher said the process has no seccomp filter, which could kill it
+ * for an unusual system call. */
+static void ask_short_slices(void)
+{
+	struct {        /* struct sched_attr (glibc 2.36 has no wrapper) */
+		uint32_t size, sched_policy;
+		uint64_t sched_flags;
+		int32_t sched_nice;
+		uint32_t sched_priority;
+		uint64_t sched_runtime, sched_deadline, sched_period;
+		uint32_t sched_util_min, sched_util_max;
+	} a;
+
+	if (!(g_args.flags & HA_INIT_SHORT_SLICES))
+		return;
+	memset(&a, 0, sizeof a);
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 ||
+	    (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH))
+		return;
+	a.size = sizeof a;
+	a.sched_flags = 0;
+	a.sched_runtime = HA_SHORT_SLICE_NS;    /* policy and nice as they were */
+	(void)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+/* What the agent thread starts with. */
+enum agent_phase { PHASE_CONFIG, PHASE_SERVE };
+
+static void *agent_main(void *arg)
+{
+	struct failure f;
+
+	memset(&f, 0, sizeof f);
+	/* The agent thread's own allocations are never the profile's business
+	 * (issue 3 samples only outside the guard). */
+	ha_hook_guard = 1;
+	/* Visible in top/ps as the agent; failure is harmless. */
+	(void)pthread_setname_np(pthread_self(), "heapattach");
+	ask_short_slices();
+	/* init used a shorter bound on the hijacked thread */
+	(void)set_send_timeout(HA_HANDSHAKE_TIMEOUT_S * 1000);
+
+	if ((enum agent_phase)(intptr_t)arg == PHASE_CONFIG) {
+		/* init did not get CONFIG in time: the rest of the handshake */
+		if (recv_config(&f, HA_HANDSHAKE_TIMEOUT_S * 1000) != 0 || activate(&f) != 0) {
+			end_session(0, &f);
+			return NULL;
+		}
+		if (send_counters(g_sock, HA_MSG_READY) != 0) {
+			end_session(0, NULL);  /* attacher gone: nobody to tell */
+			return NULL;
+		}
 	}
 
 	/* DETACH or hang-up: restore either way; DETACHED reaches the attacher
@@ -650,12 +707,84 @@ static void *agent_main(void *arg)
 	(void)serve();
 	end_session(HA_MSG_DETACHED, NULL);
 	return NULL;
+}
+
+/* Start the agent thread with every signal blocked (it starts with the
+ * creator's mask: block everything around the creation).  No signal of the
+ * host is ever delivered to it.  0 or an error number. */
+static int start_thread(enum agent_phase phase)
+{
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc != 0)
+		return rc;
+	if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
+	    pthread_attr_setstacksize(&attr, HA_AGENT_STACK) != 0)
+		rc = EINVAL;
+	if (rc == 0) {
+		sigset_t all, old;
+		sigfillset(&all);
+		rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (rc == 0) {
+			pthread_t tid;
+			rc = pthread_create(&tid, &attr, agent_main, (void *)(intptr_t)phase);
+			(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+		}
+	}
+	(void)pthread_attr_destroy(&attr);
+	return rc;
+}
+
+/* The session from init, on the hijacked thread (see the top of the file).
+ * A HA_INIT_* code. */
+static int init_session(void)
+{
+	struct failure f;
+	int verified = 0, rc;
+
+	memset(&f, 0, sizeof f);
+	ha_hooks_reset_counters();
+	ha_got_session_start();
+	if (connect_attacher(&f, &verified, HA_INIT_SEND_TIMEOUT_MS) != 0 || send_hello(&f) != 0)
+		goto failed;
+
+	struct pollfd p = { .fd = g_sock, .events = POLLIN, .revents = 0 };
+	do
+		rc = poll(&p, 1, HA_INIT_WAIT_MS);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0) {
+		/* The attacher is slow (or an older one, which answers only
+		 * after init returned): leave the rest to the agent thread. */
+		rc = start_thread(PHASE_CONFIG);
+		if (rc == 0)
+			return HA_INIT_STARTED;
+		fail(&f, rc, "pthread_create");
+		end_session(0, &f);
+		return HA_INIT_NOTHREAD;
+	}
+	if (recv_config(&f, 0) != 0 || activate(&f) != 0)
+		goto failed;
+	if (send_counters(g_sock, HA_MSG_READY) != 0) {
+		end_session(0, NULL);  /* attacher gone: nobody to tell */
+		return HA_INIT_FAILED;
+	}
+	/* The thread only now: started before READY, it could end the
+	 * session (a hang-up) while this thread still uses the socket.  A
+	 * DETACH that comes meanwhile waits in the socket. */
+	rc = start_thread(PHASE_SERVE);
+	if (rc == 0)
+		return HA_INIT_STARTED;
+	/* The attacher has READY and sees this ERROR as a hang-up; the process
+	 * is restored before init returns. */
+	fail(&f, rc, "pthread_create");
+	end_session(0, &f);
+	return HA_INIT_NOTHREAD;
 
 failed:
 	if (!verified)
 		close_fd(&g_sock);  /* never talk to a stranger */
 	end_session(0, &f);
-	return NULL;
+	return HA_INIT_FAILED;
 }
 
 /* ------------------------------------------------------------------ */
@@ -701,33 +830,10 @@ int heapattach_agent_init(const struct ha_init_args *args)
 	__atomic_store_n(&heapattach_agent_state.attacher_pid, args->attacher_pid, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&heapattach_agent_state.sessions, 1, __ATOMIC_RELAXED);
 
-	pthread_attr_t attr;
-	int rc = pthread_attr_init(&attr);
-	if (rc == 0) {
-		if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
-		    pthread_attr_setstacksize(&attr, HA_AGENT_STACK) != 0)
-			rc = EINVAL;
-		if (rc == 0) {
-			/* The new thread starts with the creator's mask: block
-			 * everything around the creation.  No signal of the host
-			 * is ever delivered to the agent thread. */
-			sigset_t all, old;
-			sigfillset(&all);
-			rc = pthread_sigmask(SIG_SETMASK, &all, &old);
-			if (rc == 0) {
-				pthread_t tid;
-				rc = pthread_create(&tid, &attr, agent_main, NULL);
-				(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-			}
-		}
-		(void)pthread_attr_destroy(&attr);
-	}
-	if (rc != 0) {
-		__atomic_store_n(&g_owner_pid, 0, __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&heapattach_agent_state.sessions, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&heapattach_agent_state.attacher_pid, 0, __ATOMIC_RELAXED);
-		set_state(HA_STATE_DORMANT);
-		return HA_INIT_NOTHREAD;
-	}
-	return HA_INIT_STARTED;
+	/* Our own allocations on this thread (pthread_create's, after the GOT
+	 * is patched) are not the profile's business either. */
+	ha_hook_guard++;
+	int rc = init_session();
+	ha_hook_guard--;
+	return rc;
 }

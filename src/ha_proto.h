@@ -32,13 +32,20 @@
 
 /* Exported by the agent with C linkage:
  *     int heapattach_agent_init(const struct ha_init_args *args);
- * Called on a hijacked thread of the target.  It copies *args, starts the
- * agent thread and returns at once.  Return values: */
+ * Called on a hijacked thread of the target.  It copies *args, connects,
+ * sends HELLO and waits briefly for CONFIG: the attacher should answer while
+ * the call runs, and then init completes the handshake (READY) itself;
+ * otherwise the agent thread does.  Return values: */
 #define HA_AGENT_INIT_SYMBOL "heapattach_agent_init"
-#define HA_INIT_STARTED   0   /* agent thread started, it will connect    */
+#define HA_INIT_STARTED   0   /* session under way (maybe READY already)  */
 #define HA_INIT_BUSY      1   /* an agent session is already active       */
 #define HA_INIT_BADARGS   2   /* magic/version mismatch                    */
 #define HA_INIT_NOTHREAD  3   /* pthread_create failed                     */
+#define HA_INIT_FAILED    4   /* handshake failed (ERROR sent if it could) */
+
+/* ha_init_args.flags */
+#define HA_INIT_SHORT_SLICES 0x1u /* no seccomp filter: the agent thread may
+                                   * ask for short time slices (sched_setattr) */
 
 #define HA_SOCK_PATH_MAX 108  /* sizeof(sun_path) */
 
@@ -48,7 +55,8 @@ struct ha_init_args {
 	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid */
 	uint32_t attacher_uid;
 	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
-	uint8_t  reserved[16];
+	uint32_t flags;                     /* HA_INIT_SHORT_SLICES */
+	uint8_t  reserved[12];
 };
 
 /* ------------------------------------------------------------------ */

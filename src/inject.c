@@ -53,6 +53,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -63,6 +64,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -146,6 +148,8 @@ struct target {
 	int round;               /* of the thread search */
 	pid_t tried[MAX_TRIED];  /* blocked threads found unsafe: try others first */
 	size_t ntried;
+	int sigfd;               /* signalfd for SIGCHLD, or -1 (see wait_event) */
+	int watching;            /* o->watch/o->step apply (the init call runs) */
 };
 
 /* The hijacked thread and what must be put back. */
@@ -158,6 +162,8 @@ struct hijack {
 	int fptype;              /* NT_X86_XSTATE or NT_PRFPREG */
 	uint64_t sigmask;
 	uint64_t sp;             /* pushed data grows down from here */
+	uint64_t sched_old;      /* its time slice, while sched_set */
+	int sched_set;           /* hijack_sched changed it */
 };
 
 /* glibc's ptrace() reads addr and data as void * varargs: pass them as
@@ -184,8 +190,13 @@ static void vlog(const struct target *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	/* one write per line; the time since ha_inject started */
-	fprintf(stderr, "heapattach: [%.3f] %s\n", ha_now_ms() - t->t0, line);
+	/* one write per line; the time since ha_inject started, and the CPU
+	 * time of this thread (on a busy machine, what it has used decides
+	 * how soon the scheduler lets it run again) */
+	struct timespec cpu;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	fprintf(stderr, "heapattach: [%.3f, cpu %.3f] %s\n", ha_now_ms() - t->t0,
+	        cpu.tv_sec * 1e3 + cpu.tv_nsec / 1e6, line);
 }
 
 static double elapsed(const struct target *t)
@@ -236,10 +247,12 @@ static double probes_next_expiry(const struct target *t, double limit);
 /* Sleep until a tracee changes state or until `until`.  Every ptrace stop
  * and exit of a tracee sends SIGCHLD to the tracer's process; the helper
  * thread blocks it (as heapattach's other threads do), so it stays pending
- * for sigtimedwait and wakes us at once -- no polling period on the path of
- * each stop.  Should another thread of the caller take the signal, the
- * wait still ends within EVENT_POLL_MS. */
-static void wait_event(double until)
+ * for its signalfd (or sigtimedwait) and wakes us at once -- no polling
+ * period on the path of each stop.  Should another thread of the caller
+ * take the signal, the wait still ends within EVENT_POLL_MS.  While the
+ * init call runs, the caller's descriptor (o->watch) wakes us too, and its
+ * work (o->step) is done here. */
+static void wait_event(struct target *t, double until)
 {
 	double left = until - ha_now_ms();
 	struct timespec ts;
@@ -251,6 +264,23 @@ static void wait_event(double until)
 		left = EVENT_POLL_MS;
 	ts.tv_sec = 0;
 	ts.tv_nsec = (long)(left * 1e6) + 1;
+	if (t->sigfd >= 0) {
+		struct pollfd p[2] = { { .fd = t->sigfd, .events = POLLIN },
+		                       { .fd = -1, .events = POLLIN } };
+		struct signalfd_siginfo si;
+		if (t->watching)
+			p[1].fd = t->o->watch(t->o->ctx);
+		if (ppoll(p, 2, &ts, NULL) <= 0)
+			return;
+		if (p[0].revents)
+			while (read(t->sigfd, &si, sizeof si) > 0)
+				;
+		if (p[1].revents && t->watching) {
+			vlog(t, "the agent is talking to us: handshake step");
+			t->o->step(t->o->ctx);
+		}
+		return;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigtimedwait(&set, NULL, &ts);
@@ -292,7 +322,7 @@ static int wait_tid(struct target *t, pid_t tid, int *st, double deadline)
 		probes_expire(t);
 		if (ha_now_ms() >= deadline)
 			return 0;
-		wait_event(probes_next_expiry(t, deadline));
+		wait_event(t, probes_next_expiry(t, deadline));
 	}
 }
 
@@ -1024,7 +1054,7 @@ static void probes_run(struct target *t)
 		probes_expire(t);
 		if (t->chosen || t->fatal || !probes_waiting(t) || ha_now_ms() >= t->deadline)
 			break;
-		wait_event(probes_next_expiry(t, t->deadline));
+		wait_event(t, probes_next_expiry(t, t->deadline));
 	}
 }
 
@@ -1040,7 +1070,7 @@ static void probes_idle(struct target *t, double until)
 		int rc = drain_events(t, 0, &st);
 		if ((rc < 0 && rc != -ECHILD) || ha_now_ms() >= until)
 			return;
-		wait_event(until);
+		wait_event(t, until);
 	}
 }
 
@@ -1061,7 +1091,7 @@ static void probes_finish(struct target *t)
 		if (drain_events(t, 0, &st) < 0)
 			break;
 		if (t->armed)
-			wait_event(deadline);
+			wait_event(t, deadline);
 	}
 	if (t->armed)
 		vlog(t, "thread %d: cannot stop it to remove the breakpoint at 0x%llx",
@@ -1126,6 +1156,123 @@ static int pick_thread(struct target *t, struct hijack *h)
 }
 
 /* ------------------------------------------------------------------ */
+/* scheduling                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * On a machine whose cores are all busy, the attach is a chain of waits for
+ * a CPU (see "Latency" above), and the scheduler (EEVDF, Linux 6.6 and
+ * later) decides each of them by two numbers per thread:
+ *   - its lag, the CPU time it is owed or owes within its group: a thread
+ *     that has run more than its share waits until the others have caught
+ *     up -- with 33 busy threads, 1 ms of our CPU costs ~33 ms of theirs;
+ *   - its time slice: of the threads owed time, the one whose slice ends
+ *     first runs first, and a waking thread with a shorter slice preempts
+ *     the running one.
+ * So the threads on the path ask for short slices (sched_runtime, any user
+ * may, Linux 6.12 and later; older kernels ignore it), and the injector,
+ * when the attacher may (CAP_SYS_NICE, e.g. root), for a higher weight
+ * (nice HA_BOOST_NICE) for its short life: what it does while a thread of
+ * the target waits for it should not have to wait for 33 other threads.
+ * (Not the main thread: changing the attributes of a thread that has used
+ * up its share gets it preempted on the spot, which cost more than it
+ * saved.)  The hijacked thread of the target gets a short slice for the
+ * time of our calls only, and its own attributes back before it is let go
+ * (see hijack_sched).
+ */
+#define HA_BOOST_NICE -10
+
+struct sched_attr_ {            /* struct sched_attr (glibc 2.36 has no wrapper) */
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+#define SCHED_FLAG_RESET_ON_FORK_ 0x01
+
+/* The default slice: this process's, read before anything changed it. */
+static uint64_t default_slice;
+
+static int sched_get(pid_t tid, struct sched_attr_ *a)
+{
+	memset(a, 0, sizeof *a);
+	if (syscall(SYS_sched_getattr, tid, a, sizeof *a, 0) != 0)
+		return -1;
+	return a->sched_policy == SCHED_OTHER || a->sched_policy == SCHED_BATCH ? 0 : -1;
+}
+
+/* Set policy, nice and slice of a (runtime 0: the default slice); the
+ * reset-on-fork flag is kept, utilization clamps are left alone. */
+static int sched_set(pid_t tid, const struct sched_attr_ *a)
+{
+	struct sched_attr_ b = *a;
+	b.size = sizeof b;
+	b.sched_flags &= SCHED_FLAG_RESET_ON_FORK_;
+	return (int)syscall(SYS_sched_setattr, tid, &b, 0);
+}
+
+void ha_sched_note_default(void)
+{
+	struct sched_attr_ a;
+	if (!default_slice && sched_get(0, &a) == 0)
+		default_slice = a.sched_runtime;
+}
+
+/* Short slices for thread tid of ours (0: this one), and the higher weight
+ * if boost and permitted. */
+static void prefer(pid_t tid, int boost)
+{
+	struct sched_attr_ a;
+
+	if (sched_get(tid, &a) != 0)
+		return;
+	/* done already: changing a running thread's attributes requeues it */
+	if (a.sched_runtime == SHORT_SLICE_NS && (!boost || a.sched_nice <= HA_BOOST_NICE))
+		return;
+	a.sched_runtime = SHORT_SLICE_NS;
+	if (boost && a.sched_nice > HA_BOOST_NICE) {
+		int nice = a.sched_nice;
+		a.sched_nice = HA_BOOST_NICE;
+		if (sched_set(tid, &a) == 0)
+			return;
+		a.sched_nice = nice;       /* not permitted: the slice alone */
+	}
+	sched_set(tid, &a);
+}
+
+/* The hijacked thread, stopped: a short slice while it runs our calls, so
+ * that it gets a CPU as soon as we let it go (each call, and each message
+ * the agent waits for, is such a wake-up).  on = 0 puts back what it had: a
+ * slice equal to the default becomes "the default" again.  Only its slice
+ * changes, never its policy, nice or share of the CPU; if the kernel says
+ * no (another user's thread and no CAP_SYS_NICE), nothing changes. */
+static void hijack_sched(struct target *t, struct hijack *h, int on)
+{
+	struct sched_attr_ a;
+
+	if (on) {
+		if (sched_get(h->tid, &a) != 0 || a.sched_runtime == SHORT_SLICE_NS)
+			return;
+		h->sched_old = a.sched_runtime;
+		a.sched_runtime = SHORT_SLICE_NS;
+		h->sched_set = sched_set(h->tid, &a) == 0;
+		return;
+	}
+	if (!h->sched_set)
+		return;
+	h->sched_set = 0;
+	if (sched_get(h->tid, &a) != 0)
+		return;
+	a.sched_runtime = h->sched_old == default_slice ? 0 : h->sched_old;
+	if (sched_set(h->tid, &a) != 0)
+		vlog(t, "note: cannot put back the time slice of thread %d: %s", (int)h->tid,
+		     strerror(errno));
+}
+
+/* ------------------------------------------------------------------ */
 /* saving and restoring the hijacked thread                            */
 /* ------------------------------------------------------------------ */
 
@@ -1168,6 +1315,7 @@ static int save_state(struct target *t, struct hijack *h)
 	}
 	h->saved = 1;
 	h->sp = h->regs.rsp - STACK_GAP;
+	hijack_sched(t, h, 1);
 
 	/* Signals that arrive during the calls stay pending and are delivered
 	 * once the mask is back.  SIGKILL/SIGSTOP cannot be blocked. */
@@ -1215,6 +1363,7 @@ static int restore_state(struct target *t, struct hijack *h, int have_err)
 		what = "FP state", e = errno;
 	if (PT(PTRACE_SETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) < 0 && !what)
 		what = "signal mask", e = errno;
+	hijack_sched(t, h, 0);
 	if (PT(PTRACE_DETACH, h->tid, 0, 0) < 0 && !what)
 		what = "detach", e = errno;
 	h->saved = 0;
@@ -1451,10 +1600,16 @@ static int load_agent(struct target *t, struct hijack *h, uint64_t *handle)
 static int call_init(struct target *t, struct hijack *h)
 {
 	uint64_t argp, ret;
+	int rc;
 
 	if (remote_push(t, h, t->o->args, sizeof *t->o->args, &argp) < 0)
 		return -1;
-	if (remote_call(t, h, HA_AGENT_INIT_SYMBOL, t->init_fn, &argp, 1, &ret) < 0)
+	/* The agent connects and expects its CONFIG during this call. */
+	t->watching = t->o->watch && t->o->step;
+	t->r->t_init = ha_now_ms();
+	rc = remote_call(t, h, HA_AGENT_INIT_SYMBOL, t->init_fn, &argp, 1, &ret);
+	t->watching = 0;
+	if (rc < 0)
 		return -1;
 	t->r->init_ret = (int)(uint32_t)ret;
 	return 0;
@@ -1472,6 +1627,7 @@ static int inject_run(struct target *t)
 	int rc = -1;
 
 	memset(&h, 0, sizeof h);
+	vlog(t, "injector running");
 	if (preflight(t) < 0)
 		return -1;
 	rc = ha_maps_read(t->pid, &t->maps);
@@ -1488,6 +1644,7 @@ static int inject_run(struct target *t)
 	}
 
 	warm_up(t->pid, &t->maps);
+	vlog(t, "symbol and unwind tables loaded");
 	t1 = ha_now_ms();
 	if (pick_thread(t, &h) < 0)
 		goto out;
@@ -1519,39 +1676,6 @@ out:
 	free(h.fp);
 	ha_maps_free(&t->maps);
 	return rc;
-}
-
-/* Ask the scheduler for short time slices on thread tid (0: this one):
- * the injector mostly waits for stops of the target's threads and then has
- * a few microseconds of work, and on a busy machine a short slice lets it
- * run as soon as its event arrives rather than after the running thread's
- * tick (a new thread with a default slice may even wait tens of ms for its
- * first run).  The CPU share is unchanged (the weight, i.e. nice, stays),
- * any user may ask for it: sched_setattr with sched_runtime for
- * SCHED_OTHER/SCHED_BATCH (Linux 6.12 and later; older kernels ignore the
- * field).  Only the helper thread gets it: changing the attributes of a
- * thread that has used up its share, such as the caller, gets it
- * preempted on the spot. */
-static void ask_short_slices(pid_t tid)
-{
-	struct {        /* struct sched_attr (glibc 2.36 has no wrapper) */
-		uint32_t size, sched_policy;
-		uint64_t sched_flags;
-		int32_t sched_nice;
-		uint32_t sched_priority;
-		uint64_t sched_runtime, sched_deadline, sched_period;
-		uint32_t sched_util_min, sched_util_max;
-	} a;
-
-	memset(&a, 0, sizeof a);
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof a, 0) < 0 ||
-	    (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH) ||
-	    a.sched_runtime == SHORT_SLICE_NS)
-		return;
-	a.size = sizeof a;
-	a.sched_flags = 0;
-	a.sched_runtime = SHORT_SLICE_NS;       /* policy and nice as they were */
-	syscall(SYS_sched_setattr, tid, &a, 0);
 }
 
 /* The ids of our threads, in v[0..max); their number, or -1 if more. */
@@ -1604,12 +1728,19 @@ struct ha_injection {
 static void *inject_thread(void *arg)
 {
 	struct ha_injection *in = arg;
+	sigset_t set;
 
 	/* the timeouts of our waits should be precise: the default 50 us
 	 * of slack would dominate a short remote call */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	ask_short_slices(0);    /* if ha_inject_start could not */
+	prefer(0, 1);     /* if ha_inject_start could not */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	in->t.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	in->rc = inject_run(&in->t);
+	if (in->t.sigfd >= 0)
+		close(in->t.sigfd);
+	in->t.r->t_done = ha_now_ms();
 	return NULL;
 }
 
@@ -1626,6 +1757,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 	memset(r, 0, sizeof *r);
 	if (err && errlen)
 		err[0] = '\0';
+	ha_sched_note_default();
 	if (!o->args || (!o->agent_loaded && (!o->agent_path || !o->agent_path[0]))) {
 		ha_err(err, errlen, "ha_inject: missing agent path or init arguments");
 		return NULL;
@@ -1670,7 +1802,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 		int na = own_threads(after, MAX_OWN_THREADS);
 		pid_t tid = na > 0 ? new_thread(before, nb, after, na) : 0;
 		if (tid)
-			ask_short_slices(tid);
+			prefer(tid, 1);
 	}
 	return in;
 }

@@ -16,6 +16,14 @@ struct ha_inject_opts {
 	const struct ha_init_args *args;
 	int timeout_ms;       /* overall budget to find a safe thread and call */
 	int verbose;          /* progress lines on stderr */
+	/* Optional: work for the injector's thread while the agent's init call
+	 * runs (the agent talks to the attacher from inside it, and this
+	 * thread is the one awake then).  Whenever the descriptor watch(ctx)
+	 * returns is readable, step(ctx) is called; it must not block.  watch
+	 * returns -1 when nothing more is wanted. */
+	int (*watch)(void *ctx);
+	void (*step)(void *ctx);
+	void *ctx;
 };
 
 struct ha_inject_result {
@@ -23,6 +31,9 @@ struct ha_inject_result {
 	int init_ret;         /* return value of heapattach_agent_init */
 	int tries;            /* threads seized (see inject.c, "probes") */
 	double ms;            /* time spent in ha_inject */
+	double t_init;        /* ha_now_ms() when the init call started (0: never) */
+	double t_done;        /* ha_now_ms() when the injection was over, thread
+	                       * restored (before the caller's wait returned) */
 };
 
 /* Returns 0 when the agent's init ran (its return value in r->init_ret),
@@ -42,5 +53,9 @@ struct ha_injection;
 struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_inject_result *r,
                                      char *err, size_t errlen);
 int ha_inject_wait(struct ha_injection *in);
+
+/* Read this process's default time slice (see inject.c, "scheduling"):
+ * call it first thing, before any thread's attributes change. */
+void ha_sched_note_default(void);
 
 #endif

@@ -479,6 +479,19 @@ static int db_open_finish(struct db_open_job *j)
 	return j->rc ? -1 : 0;
 }
 
+/* The handshake runs on the injector's thread while the agent's init call
+ * is under way (see ha_inject_opts.watch): the agent answers from the
+ * hijacked thread, which is on a CPU already, and the injector is awake. */
+static int handshake_watch(void *ctx)
+{
+	return ha_session_handshake_fd(ctx);
+}
+
+static void handshake_step(void *ctx)
+{
+	(void)ha_session_handshake_step(ctx);
+}
+
 /* Inject the agent and complete the handshake.  Returns 0, or an exit
  * status after printing the reason. */
 static int attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
@@ -488,11 +501,17 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	char err[512];
 	struct ha_init_args args = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
 	                             .attacher_pid = (int32_t)getpid(),
-	                             .attacher_uid = (uint32_t)geteuid() };
+	                             .attacher_uid = (uint32_t)geteuid(),
+	                             .flags = t->seccomp_filter ? 0 : HA_INIT_SHORT_SLICES };
 	snprintf(args.sock_path, sizeof args.sock_path, "%s", s->sock_target);
+	struct ha_msg_config cfg = { .sample_interval = o->interval,
+	                             .stack_bytes = (uint32_t)o->stack_bytes,
+	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
+	ha_session_handshake_begin(s, &cfg);
 	struct ha_inject_opts io = { .pid = t->pid, .agent_path = t->agent_path,
 	                             .agent_loaded = t->agent_loaded, .args = &args,
-	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose };
+	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose,
+	                             .watch = handshake_watch, .step = handshake_step, .ctx = s };
 	struct ha_inject_result ir = { 0 };
 	struct ha_injection *in = ha_inject_start(&io, &ir, err, sizeof err);
 	/* Only now: a new thread may take the CPU from this one, and it had
@@ -502,7 +521,7 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 		fprintf(stderr, "heapattach: %s\n", err);
 		return EXIT_REFUSED;
 	}
-	double t_injected = ha_now_ms();
+	double t_resumed = ha_now_ms();
 	if (o->verbose)
 		fprintf(stderr, "heapattach: injected through thread %d in %.1f ms (%d tries)\n",
 		        (int)ir.tid, ir.ms, ir.tries);
@@ -511,31 +530,43 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 		        (int)t->pid, t->comm);
 		return EXIT_REFUSED;
 	}
+	if (ir.init_ret == HA_INIT_FAILED) {
+		/* The agent undid everything before its init returned. */
+		fprintf(stderr, "heapattach: handshake with the agent in %d failed: %s\n", (int)t->pid,
+		        s->hs_state == HA_HS_FAILED ? s->hs_err
+		        : s->hs_state == HA_HS_ACCEPT ? "it could not connect to the attacher's socket"
+		                                       : "it gave up");
+		return EXIT_FAILED;
+	}
 	if (ir.init_ret != HA_INIT_STARTED) {
 		fprintf(stderr, "heapattach: the agent in %d (%s) refused to start (code %d)\n",
 		        (int)t->pid, t->comm, ir.init_ret);
 		return EXIT_REFUSED;
 	}
-
-	struct ha_msg_config cfg = { .sample_interval = o->interval,
-	                             .stack_bytes = (uint32_t)o->stack_bytes,
-	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
-	struct ha_counters ready;
-	if (ha_session_handshake(s, &cfg, (int)(o->timeout_s * 1e3), &ready, err, sizeof err)) {
+	/* Done on the injector's thread already, normally; otherwise the
+	 * agent's own thread finishes it. */
+	if (ha_session_handshake(s, (int)(o->timeout_s * 1e3), err, sizeof err)) {
 		/* The agent restores itself when we hang up. */
 		fprintf(stderr, "heapattach: handshake with the agent in %d failed: %s\n", (int)t->pid,
 		        err);
 		return EXIT_FAILED;
 	}
-	double t_ready = ha_now_ms();
+	/* Ready: READY received and the hijacked thread restored, both seen
+	 * by the attacher's threads when they happened (this thread may only
+	 * get the CPU back later on a busy machine: t_resumed). */
+	double t_ready = s->t_ready > ir.t_done ? s->t_ready : ir.t_done;
+	double t_init = ir.t_init > 0 ? ir.t_init : t_ready;
 	fprintf(stderr, "heapattach: attached to %d (%s): agent ready in %.1f ms\n", (int)t->pid,
 	        t->comm, t_ready - t_start);
 	if (o->verbose)
 		fprintf(stderr, "heapattach: checks %.1f ms, socket and ring %.1f ms, injection "
-		        "%.1f ms, handshake %.1f ms; %llu GOT slots patched in %llu modules\n",
-		        t_checked - t_start, t_prepared - t_checked, t_injected - t_prepared,
-		        t_ready - t_injected,
-		        (unsigned long long)ready.slots_patched, (unsigned long long)ready.modules_patched);
+		        "%.1f ms, handshake %.1f ms; %llu GOT slots patched in %llu modules; READY "
+		        "%.1f ms %s the thread was restored; main thread resumed %.1f ms later\n",
+		        t_checked - t_start, t_prepared - t_checked, t_init - t_prepared,
+		        t_ready - t_init, (unsigned long long)s->ready.slots_patched,
+		        (unsigned long long)s->ready.modules_patched,
+		        fabs(ir.t_done - s->t_ready), s->t_ready <= ir.t_done ? "before" : "after",
+		        t_resumed > t_ready ? t_resumed - t_ready : 0.0);
 	return 0;
 }
 
@@ -581,6 +612,8 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 int main(int argc, char **argv)
 {
 	double t_start = ha_now_ms();
+	/* Before any thread's scheduling attributes change (inject.c). */
+	ha_sched_note_default();
 	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
 	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10 };
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];

@@ -175,21 +175,27 @@ static int send_msg(struct ha_session *s, const struct ha_msg *m, int fd_to_pass
 }
 
 /* Receive one message of the expected type.  Any file descriptor that comes
- * along uninvited is closed: the agent never sends one. */
+ * along uninvited is closed: the agent never sends one.  deadline_ms < 0:
+ * do not wait (1 is returned when nothing is there yet). */
 static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, double deadline_ms,
                     char *err, size_t errlen)
 {
-	int r = wait_readable(s->conn_fd, deadline_ms);
-	if (r <= 0) {
-		ha_err(err, errlen, r == 0 ? "the agent did not answer in time"
-		                           : "waiting for the agent failed");
-		return -1;
+	if (deadline_ms >= 0) {
+		int r = wait_readable(s->conn_fd, deadline_ms);
+		if (r <= 0) {
+			ha_err(err, errlen, r == 0 ? "the agent did not answer in time"
+			                           : "waiting for the agent failed");
+			return -1;
+		}
 	}
 	struct iovec iov = { m, sizeof *m };
 	char ctl[CMSG_SPACE(4 * sizeof(int))];
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
 	                     .msg_controllen = sizeof ctl };
-	ssize_t n = recvmsg(s->conn_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	ssize_t n;
+	do
+		n = recvmsg(s->conn_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
@@ -197,6 +203,8 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
 				close(fd);
 			}
+	if (n < 0 && deadline_ms < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 1;
 	if (n == 0) {
 		ha_err(err, errlen, "the agent closed the connection");
 		return -1;
@@ -223,18 +231,16 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 	return 0;
 }
 
-static int accept_agent(struct ha_session *s, double deadline_ms, char *err, size_t errlen)
+/* Accept the agent if it is there: 0 connected, 1 not yet, -1 error. */
+static int accept_agent(struct ha_session *s, char *err, size_t errlen)
 {
 	for (;;) {
-		int r = wait_readable(s->listen_fd, deadline_ms);
-		if (r <= 0) {
-			ha_err(err, errlen, "the agent did not connect within the time limit");
-			return -1;
-		}
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 1;
 			ha_err(err, errlen, "accept on %s: %s", s->sock, strerror(errno));
 			return -1;
 		}
@@ -242,6 +248,12 @@ static int accept_agent(struct ha_session *s, double deadline_ms, char *err, siz
 		socklen_t len = sizeof cred;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == s->pid) {
 			s->conn_fd = fd;
+			/* Connected: nobody needs the name any more.  Removing it
+			 * now means even a kill -9 of the attacher leaves nothing
+			 * behind in the target's /tmp. */
+			unlink(s->sock);
+			rmdir(s->dir);
+			s->sock[0] = s->dir[0] = '\0';
 			return 0;
 		}
 		/* Somebody else found the socket: not our agent.  Ignore it. */
@@ -249,37 +261,101 @@ static int accept_agent(struct ha_session *s, double deadline_ms, char *err, siz
 	}
 }
 
-int ha_session_handshake(struct ha_session *s, const struct ha_msg_config *cfg,
-                         int timeout_ms, struct ha_counters *ready, char *err, size_t errlen)
+void ha_session_handshake_begin(struct ha_session *s, const struct ha_msg_config *cfg)
 {
-	double deadline = ha_now_ms() + timeout_ms;
-	struct ha_msg m;
+	s->hs_state = HA_HS_ACCEPT;
+	s->hs_cfg = *cfg;
+	s->hs_err[0] = '\0';
+	s->t_ready = 0;
+}
 
-	if (accept_agent(s, deadline, err, errlen))
-		return -1;
-	/* Connected: nobody needs the name any more.  Removing it now means
-	 * even a kill -9 of the attacher leaves nothing behind in the target's
-	 * /tmp. */
-	unlink(s->sock);
-	rmdir(s->dir);
-	s->sock[0] = s->dir[0] = '\0';
-	if (recv_msg(s, &m, HA_MSG_HELLO, deadline, err, errlen))
-		return -1;
-	if (m.u.hello.pid != s->pid) {
-		ha_err(err, errlen, "the agent says it runs in pid %d, not %d", (int)m.u.hello.pid,
-		       (int)s->pid);
+int ha_session_handshake_fd(const struct ha_session *s)
+{
+	switch (s->hs_state) {
+	case HA_HS_ACCEPT:
+		return s->listen_fd;
+	case HA_HS_HELLO:
+	case HA_HS_READY:
+		return s->conn_fd;
+	default:
 		return -1;
 	}
-	s->hello = m.u.hello;
-	ha_msg_init(&m, HA_MSG_CONFIG);
-	m.u.config = *cfg;
-	m.u.config.ring_size = HA_RING_HDR_SIZE + s->ring_data_size;
-	if (send_msg(s, &m, s->ring_fd, err, errlen) ||
-	    recv_msg(s, &m, HA_MSG_READY, deadline, err, errlen))
-		return -1;
-	if (ready)
-		*ready = m.u.counters;
-	return 0;
+}
+
+int ha_session_handshake_step(struct ha_session *s)
+{
+	struct ha_msg m;
+	int r;
+
+	for (;;) {
+		switch (s->hs_state) {
+		case HA_HS_ACCEPT:
+			r = accept_agent(s, s->hs_err, sizeof s->hs_err);
+			if (r != 0)
+				goto out;
+			s->hs_state = HA_HS_HELLO;
+			break;
+		case HA_HS_HELLO:
+			r = recv_msg(s, &m, HA_MSG_HELLO, -1, s->hs_err, sizeof s->hs_err);
+			if (r != 0)
+				goto out;
+			if (m.u.hello.pid != s->pid) {
+				ha_err(s->hs_err, sizeof s->hs_err, "the agent says it runs in pid %d, "
+				       "not %d", (int)m.u.hello.pid, (int)s->pid);
+				r = -1;
+				goto out;
+			}
+			s->hello = m.u.hello;
+			ha_msg_init(&m, HA_MSG_CONFIG);
+			m.u.config = s->hs_cfg;
+			m.u.config.ring_size = HA_RING_HDR_SIZE + s->ring_data_size;
+			if (send_msg(s, &m, s->ring_fd, s->hs_err, sizeof s->hs_err)) {
+				r = -1;
+				goto out;
+			}
+			s->hs_state = HA_HS_READY;
+			break;
+		case HA_HS_READY:
+			r = recv_msg(s, &m, HA_MSG_READY, -1, s->hs_err, sizeof s->hs_err);
+			if (r != 0)
+				goto out;
+			s->ready = m.u.counters;
+			s->t_ready = ha_now_ms();
+			s->hs_state = HA_HS_DONE;
+			return 1;
+		case HA_HS_DONE:
+			return 1;
+		default:
+			return -1;
+		}
+	}
+out:
+	if (r < 0)
+		s->hs_state = HA_HS_FAILED;
+	return r < 0 ? -1 : 0;
+}
+
+int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t errlen)
+{
+	double deadline = ha_now_ms() + timeout_ms;
+
+	for (;;) {
+		int r = ha_session_handshake_step(s);
+		if (r == 1)
+			return 0;
+		if (r < 0) {
+			ha_err(err, errlen, "%s", s->hs_err);
+			return -1;
+		}
+		r = wait_readable(ha_session_handshake_fd(s), deadline);
+		if (r <= 0) {
+			ha_err(err, errlen, r < 0 ? "waiting for the agent failed"
+			                    : s->hs_state == HA_HS_ACCEPT
+			                        ? "the agent did not connect within the time limit"
+			                        : "the agent did not answer in time");
+			return -1;
+		}
+	}
 }
 
 int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,

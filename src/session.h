@@ -21,7 +21,16 @@ struct ha_session {
 	char sock[PATH_MAX];       /* socket path, as we reach it */
 	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target */
 	struct ha_msg_hello hello; /* what the agent said */
+	/* The handshake, as a state machine that never blocks (it may run on
+	 * the injector's thread while the agent's init call is under way). */
+	int hs_state;              /* HA_HS_* */
+	struct ha_msg_config hs_cfg;
+	struct ha_counters ready;  /* what READY said */
+	double t_ready;            /* ha_now_ms() when READY came */
+	char hs_err[512];          /* why it failed */
 };
+
+enum { HA_HS_NONE, HA_HS_ACCEPT, HA_HS_HELLO, HA_HS_READY, HA_HS_DONE, HA_HS_FAILED };
 
 void ha_session_init(struct ha_session *s);
 
@@ -31,11 +40,17 @@ void ha_session_init(struct ha_session *s);
 int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
                     uint64_t ring_data_size, char *err, size_t errlen);
 
-/* Wait up to timeout_ms for the agent: accept, check that the peer is the
- * target (SO_PEERCRED), receive HELLO, send CONFIG with the ring, wait for
- * READY.  0, or -1 with err. */
-int ha_session_handshake(struct ha_session *s, const struct ha_msg_config *cfg,
-                         int timeout_ms, struct ha_counters *ready, char *err, size_t errlen);
+/* The handshake: accept, check that the peer is the target (SO_PEERCRED),
+ * receive HELLO, send CONFIG (cfg, with the ring), receive READY.
+ * ha_session_handshake_begin starts it; ha_session_handshake_step does
+ * whatever can be done without waiting: 1 done (s->ready, s->t_ready), 0 to
+ * be continued when ha_session_handshake_fd(s) is readable, -1 failed
+ * (s->hs_err).  ha_session_handshake completes it, waiting up to timeout_ms:
+ * 0, or -1 with err. */
+void ha_session_handshake_begin(struct ha_session *s, const struct ha_msg_config *cfg);
+int ha_session_handshake_fd(const struct ha_session *s);
+int ha_session_handshake_step(struct ha_session *s);
+int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t errlen);
 
 /* Ask for the agent's counters.  0, or -1 with err. */
 int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,
