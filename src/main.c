@@ -66,6 +66,7 @@ struct options {
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;
 	int quiet;
+	uint64_t nice;          /* --nice: the background threads' nice offset */
 };
 
 static void usage(FILE *f)
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
 	        "                        for the agent to answer (default 5)\n"
 	        "      --ring-size BYTES size of the shared ring (power of two, default 8 MiB)\n"
+	        "      --nice N          run the threads that read the ring and write the\n"
+	        "                        database N nice levels below heapattach (default 10;\n"
+	        "                        0: compete with the target for the CPUs as equals)\n"
 	        "  -h, --help            this help\n"
 	        "  -V, --version         print the version\n"
 	        "\n"
@@ -133,7 +137,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK };
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -146,6 +150,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "nice", required_argument, NULL, OPT_NICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -207,6 +212,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_RING:
 			if (parse_u64(optarg, &o->ring_bytes)) {
 				fprintf(stderr, "heapattach: --ring-size wants a size in bytes, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_NICE:
+			if (parse_u64(optarg, &o->nice) || o->nice > 39) {
+				fprintf(stderr, "heapattach: --nice wants a number from 0 to 39, not '%s'\n", optarg);
 				return -1;
 			}
 			break;
@@ -615,7 +626,8 @@ int main(int argc, char **argv)
 	/* Before any thread's scheduling attributes change (inject.c). */
 	ha_sched_note_default();
 	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
-	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10 };
+	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10,
+	                     .nice = HA_BACKGROUND_NICE };
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
 	struct ha_target t;
 	struct ha_session s;
@@ -624,6 +636,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
+	ha_background_nice = (int)o.nice; /* before the threads that use it exist */
 	/* Symbolization never goes to the network (libdw would ask debuginfod
 	 * servers); set once here, before any thread exists. */
 	unsetenv("DEBUGINFOD_URLS");

@@ -124,6 +124,8 @@ int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n)
 	return mem_rw(pid, addr, (void *)buf, n, 1);
 }
 
+int ha_background_nice = HA_BACKGROUND_NICE;
+
 void ha_background_thread(void)
 {
 	/* On Linux the nice value is per thread: PRIO_PROCESS with a tid. */
@@ -132,5 +134,7 @@ void ha_background_thread(void)
 	int nice = getpriority(PRIO_PROCESS, tid);
 	if (nice == -1 && errno)
 		return;
-	(void)setpriority(PRIO_PROCESS, tid, nice + HA_BACKGROUND_NICE > 19 ? 19 : nice + HA_BACKGROUND_NICE);
+	if (ha_background_nice > 0)
+		(void)setpriority(PRIO_PROCESS, tid,
+		                  nice + ha_background_nice > 19 ? 19 : nice + ha_background_nice);
 }

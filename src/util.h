@@ -21,10 +21,12 @@ static inline uint64_t ha_mix64(uint64_t x)
 	return x;
 }
 
-/* Lower the calling thread's priority by HA_BACKGROUND_NICE (its nice
- * value, so only when the CPUs are contended: the profiled program's
- * threads then get the cores first).  Best effort. */
+/* Lower the calling thread's priority by ha_background_nice (default
+ * HA_BACKGROUND_NICE; --nice): its nice value, which matters only when the
+ * CPUs are contended, and then the profiled program's threads get the
+ * cores first.  Best effort. */
 #define HA_BACKGROUND_NICE 10
+extern int ha_background_nice;
 void ha_background_thread(void);
 
 /* Monotonic clock in milliseconds. */

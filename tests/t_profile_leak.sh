@@ -13,6 +13,13 @@ profile() {
 	start_profiled "leak$N" leak_cmd -q -s 3600 -o "$db" "$@"
 	send "$TFD" "churn 20000"
 	wait_line "$TOUT" '^done churn 20000'
+	# The threads that read the ring and write the DB run 10 nice levels
+	# below heapattach's main thread (--nice, default 10); none above it.
+	local nices
+	nices=$(ps -L -o nice= -p "$HAPID" | sort -n | uniq | xargs)
+	set -- $nices
+	[ "$#" = 2 ] && { [ $(($2 - $1)) = 10 ] || [ "$2" = 19 ]; } ||
+		fail "heapattach's threads run at nice '$nices', expected the main thread's and 10 more"
 	snapshot_now "$db"
 	send "$TFD" "leak $N $SIZE"
 	wait_line "$TOUT" "^done leak $N $SIZE"

@@ -16,12 +16,14 @@ usage_error 1 2
 usage_error --duration
 usage_error --duration abc 1
 usage_error --timeout abc 1
+usage_error --nice 40 1
+usage_error --nice -1 1
 
 for o in -h --help; do
 	run_ha "$o"
 	[ "$HA_RC" = 0 ] || fail "heapattach $o exited $HA_RC"
 	grep -qi 'usage' "$HA_OUT" || fail "heapattach $o printed no usage on stdout"
-	for opt in --duration --verbose --agent --timeout; do
+	for opt in --duration --verbose --agent --timeout --nice; do
 		grep -q -- "$opt" "$HA_OUT" || fail "heapattach $o does not mention $opt"
 	done
 done
