@@ -54,6 +54,7 @@
 #include "ha_ring_map.h"
 #include "sampler.h"
 #include "hooks.h"
+#include "ha_sched.h"
 
 #define HA_HANDSHAKE_TIMEOUT_S 5
 #define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
@@ -652,14 +653,7 @@ static int activate(struct failure *f)
  * for an unusual system call. */
 static void ask_short_slices(void)
 {
-	struct {        /* struct sched_attr (glibc 2.36 has no wrapper) */
-		uint32_t size, sched_policy;
-		uint64_t sched_flags;
-		int32_t sched_nice;
-		uint32_t sched_priority;
-		uint64_t sched_runtime, sched_deadline, sched_period;
-		uint32_t sched_util_min, sched_util_max;
-	} a;
+	struct ha_sched_attr a;
 
 	if (!(g_args.flags & HA_INIT_SHORT_SLICES))
 		return;

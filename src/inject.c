@@ -43,6 +43,7 @@
  * stops kept). */
 #define _GNU_SOURCE
 #include "inject.h"
+#include "ha_sched.h"
 #include "elfsym.h"
 #include "inject_safe.h"
 #include "procmaps.h"
@@ -1182,21 +1183,13 @@ static int pick_thread(struct target *t, struct hijack *h)
  */
 #define HA_BOOST_NICE -10
 
-struct sched_attr_ {            /* struct sched_attr (glibc 2.36 has no wrapper) */
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
 
 #define SCHED_FLAG_RESET_ON_FORK_ 0x01
 
 /* The default slice: this process's, read before anything changed it. */
 static uint64_t default_slice;
 
-static int sched_get(pid_t tid, struct sched_attr_ *a)
+static int sched_get(pid_t tid, struct ha_sched_attr *a)
 {
 	memset(a, 0, sizeof *a);
 	if (syscall(SYS_sched_getattr, tid, a, sizeof *a, 0) != 0)
@@ -1206,9 +1199,9 @@ static int sched_get(pid_t tid, struct sched_attr_ *a)
 
 /* Set policy, nice and slice of a (runtime 0: the default slice); the
  * reset-on-fork flag is kept, utilization clamps are left alone. */
-static int sched_set(pid_t tid, const struct sched_attr_ *a)
+static int sched_set(pid_t tid, const struct ha_sched_attr *a)
 {
-	struct sched_attr_ b = *a;
+	struct ha_sched_attr b = *a;
 	b.size = sizeof b;
 	b.sched_flags &= SCHED_FLAG_RESET_ON_FORK_;
 	return (int)syscall(SYS_sched_setattr, tid, &b, 0);
@@ -1216,7 +1209,7 @@ static int sched_set(pid_t tid, const struct sched_attr_ *a)
 
 void ha_sched_note_default(void)
 {
-	struct sched_attr_ a;
+	struct ha_sched_attr a;
 	if (!default_slice && sched_get(0, &a) == 0)
 		default_slice = a.sched_runtime;
 }
@@ -1225,7 +1218,7 @@ void ha_sched_note_default(void)
  * if boost and permitted. */
 static void prefer(pid_t tid, int boost)
 {
-	struct sched_attr_ a;
+	struct ha_sched_attr a;
 
 	if (sched_get(tid, &a) != 0)
 		return;
@@ -1251,7 +1244,7 @@ static void prefer(pid_t tid, int boost)
  * no (another user's thread and no CAP_SYS_NICE), nothing changes. */
 static void hijack_sched(struct target *t, struct hijack *h, int on)
 {
-	struct sched_attr_ a;
+	struct ha_sched_attr a;
 
 	if (on) {
 		if (sched_get(h->tid, &a) != 0 || a.sched_runtime == SHORT_SLICE_NS)
