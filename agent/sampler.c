@@ -297,6 +297,10 @@ static struct inflight_slot *my_slot(void)
 	uint32_t gen = __atomic_load_n(&slots_gen, __ATOMIC_ACQUIRE);
 	if (ha_ts.slot && ha_ts.slot_gen == gen)
 		return ha_ts.slot == NO_SLOT ? NULL : &slots[ha_ts.slot - 1];
+	/* A vfork() child on this thread claims nothing: with its own pid,
+	 * tgkill would call the parent's live threads exited. */
+	if (!ha_sampler_same_process())
+		return NULL;
 	if (!ha_ts.tid)
 		ha_ts.tid = (uint32_t)syscall(SYS_gettid);
 	ha_ts.slot_gen = gen;
