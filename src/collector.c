@@ -364,7 +364,7 @@ static void apply_batch(struct ctx *x, int k)
 static void consume(struct ctx *x)
 {
 	if (x->rpos != x->pos)
-		x->pos = ha_ring_consume(x->c->ring, x->c->data_size, x->pos, x->rpos - x->pos);
+		x->pos = ha_ring_consume(x->c->ring, x->pos, x->rpos - x->pos);
 }
 
 /* Consume the published records, at most about a ring's worth (then the

@@ -26,7 +26,6 @@
 
 #include <linux/futex.h>
 #include <stdint.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,10 +139,8 @@ static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint6
 
 /* Consumer: done with len bytes at pos; move cons, wake blocked
  * producers.  Returns the new position. */
-static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
-                                       uint64_t len)
+static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t pos, uint64_t len)
 {
-	(void)data_size;
 	__atomic_store_n(&h->cons, pos + len, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&h->producers_waiting, __ATOMIC_SEQ_CST))
 		ha_futex((uint32_t *)&h->cons, FUTEX_WAKE, INT32_MAX, NULL);

@@ -100,7 +100,7 @@ static int run(int block, int slow)
 		got++;
 		if (slow && got % 64 == 0)
 			usleep(50); /* make the consumer slow so that the ring fills */
-		pos = ha_ring_consume(cons_view, DATA_SIZE, pos, r->len);
+		pos = ha_ring_consume(cons_view, pos, r->len);
 	}
 	for (int i = 0; i < NPROD; i++)
 		pthread_join(th[i], NULL);
