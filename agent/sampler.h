@@ -73,22 +73,23 @@ extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial
  * high half that every change bumps, so that clearing a bit can never
  * undo a concurrent set (see filter_clear_if_empty in sampler.c). */
 #define HA_LS_BUCKET_BITS 14
-#define HA_LS_WAYS 8
+#define HA_LS_WAYS 8 /* words per bucket: a count and 7 addresses */
 #define HA_LS_FILTER_WORDS ((1u << HA_LS_BUCKET_BITS) / 32)
 extern HA_HIDDEN uint64_t ha_ls_filter[HA_LS_FILTER_WORDS];
 
 /* On every free: keep it short.  The address is taken at 64-byte
  * granularity: neighbouring small blocks share a bucket (its ways absorb
  * them: sampled blocks are sparse), so a heap's frees look at fewer
- * filter lines.  Blocks of one size class sit at a fixed
- * stride (a lone multiplicative hash maps such progressions onto a few
- * buckets); folding the address onto itself spreads strides of any power of
- * two and odd multiples of 64 evenly, in three one-cycle operations. */
+ * filter lines.  Blocks of one size class sit at a fixed stride; the top
+ * bits of a product with 2^64/phi (Fibonacci hashing) spread any
+ * arithmetic progression evenly over the buckets.  Every instruction here
+ * shows in a 13 ns malloc+free: this one multiply replaced two shift-xor
+ * folds (bench/malloc_bench with MALLOC_BENCH_AB: 0.853 -> 0.875 of the
+ * unhooked speed without sampling). */
 static inline uint32_t ha_ls_bucket(const void *p)
 {
 	uint64_t x = (uint64_t)(uintptr_t)p >> 6;
-	x ^= (x >> HA_LS_BUCKET_BITS) ^ (x >> (2 * HA_LS_BUCKET_BITS));
-	return (uint32_t)(x & ((1u << HA_LS_BUCKET_BITS) - 1));
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> (64 - HA_LS_BUCKET_BITS));
 }
 
 /* Could p be a live sampled block?  (False positives allowed, never false

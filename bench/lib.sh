@@ -30,6 +30,7 @@ run_attached() {
 	wait "$pid"
 	[ -n "$tpid" ] && { kill -INT -- "-$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
 	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
+	sed -n 's/.* plt_ns_per_op=\([0-9.]*\) direct_ns_per_op=\([0-9.]*\).*/\1 \2/p' "$out" >"$work/last_ab"
 	# CPU nanoseconds per op, the target's own plus (attached) the
 	# attacher's: a cost that other load on the machine blurs much less
 	# than throughput does.
@@ -39,6 +40,21 @@ run_attached() {
 		awk -v a="${att:-0}" '{ if ($1 > 0) printf "%.2f\n", ($3 + a) * 1e9 / ($1 * $2) }' >"$work/last_cpu_ns"
 	[ -n "$tpid" ] && { cp "$work/tool.out" "$work/last_tool.out"; grep -E 'samples|unwind' "$work/tool.out" >&2; }
 	rm -f "$fifo" "$out"
+}
+
+# The in-process A/B (malloc_bench's MALLOC_BENCH_AB): THREADS threads
+# alternate between the hooked PLT and libc's functions called directly
+# while heapattach (the command prefix after THREADS) is attached.  Prints
+# "RATIO ATTACHER_CPU_SECONDS": direct / hooked time per op, i.e. the
+# throughput ratio the hooks and the sampling path leave inside the target,
+# measured at the same moments on the same threads (drift of the machine
+# cancels out), and the attacher's CPU over the run.
+run_ab() {
+	local threads=$1; shift
+	MALLOC_BENCH_AB=1 run_attached "$threads" "$@" >/dev/null 2>&1
+	local att
+	att=$(sed -n 's/.*(\([0-9.]*\) s in all).*/\1/p' "$work/last_tool.out" | head -n 1)
+	awk -v a="${att:-0}" '{ if ($2 > 0) printf "%.3f %s\n", $2 / $1, a }' "$work/last_ab"
 }
 
 # Run the workload from the start under a wrapper command (heaptrack's

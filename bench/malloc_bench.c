@@ -11,8 +11,18 @@
  *
  * MALLOC_BENCH_LEVELS=L (0..6, default 0) makes every malloc go through L
  * levels of 8 different functions chosen by the random number: 8^L distinct
- * call paths (a profile with many callstacks: bench/storage). */
+ * call paths (a profile with many callstacks: bench/storage).
+ *
+ * MALLOC_BENCH_AB=1 makes every thread alternate, every 65536 ops, between
+ * calling malloc/free through the program's PLT (where heapattach's hooks
+ * sit once attached) and calling libc's functions directly (pointers taken
+ * with dlsym before any attach), and adds the time per op of each to the
+ * output line: the hooks' cost per op measured within one run, on the same
+ * threads at the same moments, so that drift of the machine's speed cancels
+ * out.  (The attacher's own CPU slows both phases alike: it is not in this
+ * ratio, only in ops_per_sec.) */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +37,15 @@
 static volatile int stop;
 static double seconds;
 static int levels;
+static int ab_mode;
+static void *(*volatile direct_malloc)(size_t);
+static void (*volatile direct_free)(void *);
+
+struct worker_result {
+	uint64_t ops;
+	uint64_t ab_ops[2];   /* [0] through the PLT, [1] direct */
+	double ab_seconds[2];
+};
 
 /* 8 functions per level: code picks one per level, so each code below 8^L
  * is its own call path.  The empty asm after the call keeps each frame (no
@@ -52,17 +71,22 @@ static double now(void)
 
 static void *worker(void *arg)
 {
-	uint64_t *ops = arg, n = 0, x = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ULL | 1;
+	struct worker_result *res = arg;
+	uint64_t n = 0, x = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ULL | 1;
 	void *slot[WORKING_SET] = { 0 };
+	void *(*do_malloc)(size_t) = malloc;
+	void (*do_free)(void *) = free;
+	int direct = 0;
+	double phase_start = ab_mode ? now() : 0;
 	while (!stop) {
 		for (int k = 0; k < 1024; k++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 			unsigned i = (unsigned)(x % WORKING_SET);
-			free(slot[i]);
+			do_free(slot[i]);
 			size_t sz = 16 + (size_t)((x >> 20) % 1009);
-			char *p = levels ? vias[0](levels, (unsigned)(x >> 32), sz) : malloc(sz);
+			char *p = levels ? vias[0](levels, (unsigned)(x >> 32), sz) : do_malloc(sz);
 			if (!p)
 				abort();
 			p[0] = (char)k;
@@ -70,10 +94,24 @@ static void *worker(void *arg)
 			slot[i] = p;
 		}
 		n += 1024;
+		if (ab_mode && n % 65536 == 0) {
+			/* End of a phase: its blocks go back the way they came. */
+			for (int i = 0; i < WORKING_SET; i++) {
+				do_free(slot[i]);
+				slot[i] = NULL;
+			}
+			double t = now();
+			res->ab_seconds[direct] += t - phase_start;
+			res->ab_ops[direct] += 65536;
+			phase_start = t;
+			direct = !direct;
+			do_malloc = direct ? direct_malloc : malloc;
+			do_free = direct ? direct_free : free;
+		}
 	}
 	for (int i = 0; i < WORKING_SET; i++)
-		free(slot[i]);
-	*ops = n;
+		do_free(slot[i]);
+	res->ops = n;
 	return NULL;
 }
 
@@ -83,6 +121,16 @@ int main(int argc, char **argv)
 	seconds = argc > 2 ? atof(argv[2]) : 3;
 	const char *lv = getenv("MALLOC_BENCH_LEVELS");
 	levels = lv ? atoi(lv) : 0;
+	const char *ab = getenv("MALLOC_BENCH_AB");
+	ab_mode = ab && atoi(ab) > 0;
+	if (ab_mode) {
+		direct_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+		direct_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+		if (!direct_malloc || !direct_free || levels) {
+			fprintf(stderr, "malloc_bench: MALLOC_BENCH_AB needs libc's malloc and free, and no levels\n");
+			return 2;
+		}
+	}
 	if (levels < 0 || levels > 6) {
 		fprintf(stderr, "malloc_bench: MALLOC_BENCH_LEVELS wants 0 to 6\n");
 		return 2;
@@ -99,17 +147,22 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	pthread_t th[256];
-	uint64_t ops[256] = { 0 };
+	static struct worker_result res[256];
 	double t0 = now();
 	for (int i = 0; i < threads; i++)
-		pthread_create(&th[i], NULL, worker, &ops[i]);
+		pthread_create(&th[i], NULL, worker, &res[i]);
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 	nanosleep(&ts, NULL);
 	stop = 1;
-	uint64_t total = 0;
+	uint64_t total = 0, ab_ops[2] = { 0 };
+	double ab_seconds[2] = { 0 };
 	for (int i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
-		total += ops[i];
+		total += res[i].ops;
+		for (int d = 0; d < 2; d++) {
+			ab_ops[d] += res[i].ab_ops[d];
+			ab_seconds[d] += res[i].ab_seconds[d];
+		}
 	}
 	double el = now() - t0;
 	/* CPU time of the whole process over the run: cost per op that other
@@ -118,7 +171,11 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 	             ru.ru_stime.tv_usec / 1e6;
-	printf("ops_per_sec=%.0f threads=%d seconds=%.2f cpu_seconds=%.3f\n", total / el, threads, el,
+	printf("ops_per_sec=%.0f threads=%d seconds=%.2f cpu_seconds=%.3f", total / el, threads, el,
 	       cpu);
+	if (ab_mode && ab_ops[0] && ab_ops[1])
+		printf(" plt_ns_per_op=%.3f direct_ns_per_op=%.3f", ab_seconds[0] * 1e9 / ab_ops[0],
+		       ab_seconds[1] * 1e9 / ab_ops[1]);
+	printf("\n");
 	return 0;
 }

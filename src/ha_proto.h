@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 3u
+#define HA_PROTO_VERSION 4u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -127,7 +127,6 @@ struct ha_msg_config {
 /* Counters the agent keeps.  Cumulative over the session. */
 struct ha_counters {
 	uint64_t malloc_calls;
-	uint64_t free_calls;
 	uint64_t calloc_calls;
 	uint64_t realloc_calls;
 	uint64_t samples;

@@ -404,10 +404,10 @@ static double unix_now(void)
 static void print_counters(const char *what, pid_t pid, double ms, const struct ha_counters *c)
 {
 	fprintf(stderr,
-	        "heapattach: %s %d in %.1f ms: malloc=%llu free=%llu calloc=%llu realloc=%llu "
+	        "heapattach: %s %d in %.1f ms: malloc=%llu calloc=%llu realloc=%llu "
 	        "slots=%llu\n",
 	        what, (int)pid, ms, (unsigned long long)c->malloc_calls,
-	        (unsigned long long)c->free_calls, (unsigned long long)c->calloc_calls,
+	        (unsigned long long)c->calloc_calls,
 	        (unsigned long long)c->realloc_calls, (unsigned long long)c->slots_patched);
 }
 
@@ -768,7 +768,7 @@ int main(int argc, char **argv)
 		getrusage(RUSAGE_SELF, &ru);
 		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
 		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.1f s in all), "
+		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
 		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
 		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
 		        100.0 * (double)st.unwind_cached / (double)st.samples);

@@ -326,7 +326,7 @@ re_attached() {
 	printf '^heapattach: attached to %s \\(%s\\): agent ready in [0-9]+(\\.[0-9]+)? ms$' "$1" "$2"
 }
 re_detached() {
-	printf '^heapattach: detached from %s in [0-9]+(\\.[0-9]+)? ms: malloc=[0-9]+ free=[0-9]+ calloc=[0-9]+ realloc=[0-9]+ slots=[0-9]+$' "$1"
+	printf '^heapattach: detached from %s in [0-9]+(\\.[0-9]+)? ms: malloc=[0-9]+ calloc=[0-9]+ realloc=[0-9]+ slots=[0-9]+$' "$1"
 }
 
 comm_of() { cat "/proc/$1/comm"; }
