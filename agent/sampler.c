@@ -32,8 +32,12 @@
 
 __thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
 uint64_t ha_ls_filter[HA_LS_FILTER_WORDS] __attribute__((aligned(64)));
-/* Entries per live-set bucket (the filter's bit is derived from it). */
-static uint8_t ls_occ[1u << HA_LS_BUCKET_BITS];
+/* A live-set bucket is one cache line of HA_LS_WAYS words: word 0 counts
+ * its entries (the filter's bit is derived from it), words 1.. hold the
+ * addresses.  Count and ways on one line: a sample and the free of a
+ * sampled block each move one line of the set between cores, not two. */
+#define LS_COUNT 0
+#define LS_FIRST_WAY 1
 
 /* While dormant, a thread looks at the session state again after this many
  * bytes: cheap, and it notices a new session soon enough. */
@@ -72,7 +76,7 @@ static struct {
 #define n_samples st.samples
 #define n_frees st.frees
 #define n_untracked st.untracked
-static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) * HA_LS_WAYS addresses */
+static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) buckets of HA_LS_WAYS words */
 static pid_t owner;                /* getpid() of the session's process */
 /* Outermost-frame bounds (looked up once, on the agent thread): glibc's
  * static TLS size (what sits between a thread's first frame and the top of
@@ -108,7 +112,7 @@ static void filter_set(uint32_t b)
 
 /* Bucket b may have become empty: clear its bit unless it holds an entry.
  * Why a concurrent insert is never undone: the inserter counts its entry
- * (ls_occ) before its CAS on the word; a clear succeeds only with the word
+ * (LS_COUNT) before its CAS on the word; a clear succeeds only with the word
  * value loaded after that CAS (the version moved), and the count is read
  * after that load, so it sees the entry and leaves the bit. */
 static void filter_clear_if_empty(uint32_t b)
@@ -116,7 +120,7 @@ static void filter_clear_if_empty(uint32_t b)
 	uint64_t *w = &ha_ls_filter[b >> 5];
 	uint64_t old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
 	for (;;) {
-		if (__atomic_load_n(&ls_occ[b], __ATOMIC_SEQ_CST) != 0)
+		if (__atomic_load_n(&ls_table[(size_t)b * HA_LS_WAYS + LS_COUNT], __ATOMIC_SEQ_CST) != 0)
 			return;
 		if (__atomic_compare_exchange_n(w, &old, (old & ~(1ull << (b & 31))) + FILTER_VERSION,
 		                                0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
@@ -131,8 +135,8 @@ static int ls_insert(const void *p)
 	/* Count first, fill after, filter bit last: a reader never sees an
 	 * entry in a bucket whose count says empty, and the block is in its
 	 * way before a free can find the bit. */
-	__atomic_fetch_add(&ls_occ[b], 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < HA_LS_WAYS; i++) {
+	__atomic_fetch_add(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST);
+	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++) {
 		uint64_t expect = 0;
 		if (__atomic_compare_exchange_n(&way[i], &expect, (uint64_t)(uintptr_t)p, 0,
 		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
@@ -140,7 +144,7 @@ static int ls_insert(const void *p)
 			return 1;
 		}
 	}
-	if (__atomic_sub_fetch(&ls_occ[b], 1, __ATOMIC_SEQ_CST) == 0)
+	if (__atomic_sub_fetch(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST) == 0)
 		filter_clear_if_empty(b);
 	return 0;
 }
@@ -154,7 +158,7 @@ static int ls_contains(const void *p)
 	if (!ls_table)
 		return 0;
 	const uint64_t *way = ls_table + (size_t)ha_ls_bucket(p) * HA_LS_WAYS;
-	for (int i = 0; i < HA_LS_WAYS; i++)
+	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++)
 		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)p)
 			return 1;
 	return 0;
@@ -164,12 +168,12 @@ static int ls_remove(const void *p)
 {
 	uint32_t b = ha_ls_bucket(p);
 	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
-	for (int i = 0; i < HA_LS_WAYS; i++) {
+	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++) {
 		uint64_t expect = (uint64_t)(uintptr_t)p;
 		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == expect &&
 		    __atomic_compare_exchange_n(&way[i], &expect, 0, 0, __ATOMIC_SEQ_CST,
 		                                __ATOMIC_RELAXED)) {
-			if (__atomic_sub_fetch(&ls_occ[b], 1, __ATOMIC_SEQ_CST) == 0)
+			if (__atomic_sub_fetch(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST) == 0)
 				filter_clear_if_empty(b);
 			return 1;
 		}
@@ -586,7 +590,6 @@ void ha_sampler_stop(void)
 	}
 	if (ls_table) {
 		madvise(ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
-		memset(ls_occ, 0, sizeof ls_occ);
 		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
 	}
 }
@@ -601,7 +604,6 @@ void ha_sampler_fork_child(void)
 	__atomic_fetch_add(&slots_gen, 1, __ATOMIC_SEQ_CST);
 	if (ls_table) {
 		madvise(ls_table, ls_bytes(), MADV_DONTNEED);
-		memset(ls_occ, 0, sizeof ls_occ);
 		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
 	}
 }

@@ -66,7 +66,9 @@ struct ctx {
 	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
 	uint64_t pos;                 /* consumed up to here (what cons is set to) */
 	uint64_t rpos;                /* read up to here; [pos, rpos) awaits consume */
-	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit */
+	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit
+	                               * (prod as last loaded: once per batch, or
+	                               * when a record ends beyond it) */
 	int ring_broken;
 	double rate;                  /* recent input, bytes per ms */
 	uint64_t interval;            /* adaptive interval in effect (ring header) */
@@ -224,7 +226,9 @@ static int frame_batch(struct ctx *x)
 			/* peek checked its own load of len; this one is what we use. */
 			len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 			corrupt = len % HA_RING_ALIGN || len < sizeof *h ||
-			          x->rpos + len - x->pos > c->data_size;
+			          x->rpos + len - x->pos > c->data_size ||
+			          !ha_ring_covers(c->ring, c->data_size, x->rpos, x->rpos + len,
+			                          &x->pf_limit);
 		}
 		if (corrupt) {
 			/* A record we cannot frame: nothing after it can be trusted

@@ -110,31 +110,45 @@ static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at
 	}
 }
 
-/* Consumer: the next published record at *pos, or NULL (empty or not yet
- * published).  Everything in the ring is untrusted: a header that is not a
- * multiple of HA_RING_ALIGN, shorter than a header or running past prod sets
- * *corrupt. */
+/* Consumer: the next published record at pos, or NULL (empty or not yet
+ * published).  The stamp alone says whether it is there: the consumer does
+ * not read prod per record, which would pull the line every producer's CAS
+ * needs back and forth between the cores once per record.  Everything in
+ * the ring is untrusted: a header that is not a multiple of HA_RING_ALIGN,
+ * shorter than a header or longer than a producer may reserve sets
+ * *corrupt.  The caller still has to check that prod covers the record
+ * (ha_ring_covers) before it gives the space back: a forged stamp must not
+ * move cons past prod. */
 static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint64_t data_size,
                                                     uint64_t pos, int *corrupt)
 {
-	uint64_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
 	*corrupt = 0;
-	if (prod == pos)
-		return NULL;
-	if (prod - pos > data_size) {
-		*corrupt = 1;
-		return NULL;
-	}
 	const struct ha_rec_hdr *r =
 		(const struct ha_rec_hdr *)(ha_ring_data(h) + (pos & (data_size - 1)));
 	if (__atomic_load_n(&r->stamp, __ATOMIC_ACQUIRE) != ha_ring_stamp(pos))
 		return NULL;
 	uint32_t len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
-	if (len % HA_RING_ALIGN || len < sizeof *r || len > prod - pos) {
+	if (len % HA_RING_ALIGN || len < sizeof *r || len > data_size / 2) {
 		*corrupt = 1;
 		return NULL;
 	}
 	return r;
+}
+
+/* Consumer: does prod (loaded again only when *known_prod falls short)
+ * reach end, for records from pos on?  A producer advances prod before it
+ * stamps its record, and the stamp was loaded with acquire: for a genuine
+ * record the fresh prod always covers it; 0 means a forged record. */
+static inline int ha_ring_covers(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
+                                 uint64_t end, uint64_t *known_prod)
+{
+	if (end - pos <= *known_prod - pos && *known_prod - pos <= data_size)
+		return 1;
+	uint64_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	if (prod - pos > data_size)
+		return 0;
+	*known_prod = prod;
+	return end - pos <= prod - pos;
 }
 
 /* Consumer: done with len bytes at pos; move cons, wake blocked

@@ -65,7 +65,7 @@ static int run(int block, int slow)
 		pthread_create(&th[i], NULL, producer, &args[i]);
 	}
 	uint32_t next[NPROD] = { 0 };
-	uint64_t got = 0, pos = 0, want_min = block ? (uint64_t)NPROD * PER_PROD : 1;
+	uint64_t got = 0, pos = 0, known_prod = 0, want_min = block ? (uint64_t)NPROD * PER_PROD : 1;
 	int done = 0, errors = 0;
 	while (!done) {
 		int corrupt;
@@ -84,6 +84,10 @@ static int run(int block, int slow)
 			else
 				ha_ring_wait(cons_view, DATA_SIZE, pos, 10);
 			continue;
+		}
+		if (!ha_ring_covers(cons_view, DATA_SIZE, pos, pos + r->len, &known_prod)) {
+			fprintf(stderr, "published record at %llu beyond prod\n", (unsigned long long)pos);
+			return 1;
 		}
 		uint32_t tag[2];
 		memcpy(tag, (const char *)r + sizeof *r, sizeof tag);
@@ -131,6 +135,22 @@ static int run(int block, int slow)
 		}
 	}
 	__atomic_fetch_sub(&prod_view->prod, 32, __ATOMIC_SEQ_CST);
+
+	/* A record stamped for its position but never reserved (prod short of
+	 * it): peek may take it, covers must refuse it, so that cons never
+	 * passes prod (a producer would then spin on a stale prod). */
+	stale->len = 32;
+	__atomic_store_n(&stale->stamp, ha_ring_stamp(pos), __ATOMIC_RELEASE);
+	{
+		int c = 0;
+		uint64_t kp = pos;
+		const struct ha_rec_hdr *f = ha_ring_peek(cons_view, DATA_SIZE, pos, &c);
+		if (c || (f && ha_ring_covers(cons_view, DATA_SIZE, pos, pos + f->len, &kp))) {
+			fprintf(stderr, "an unreserved record was taken\n");
+			return 1;
+		}
+	}
+	__atomic_store_n(&stale->stamp, 0, __ATOMIC_RELEASE);
 
 	/* A corrupt header (odd length) must be reported, not followed. */
 	uint64_t at;
