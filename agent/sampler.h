@@ -71,8 +71,21 @@ extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial
  * the filter load the costliest instruction of the free hook).  Each
  * 64-bit word holds 32 buckets' bits in its low half and a version in its
  * high half that every change bumps, so that clearing a bit can never
- * undo a concurrent set (see filter_clear_if_empty in sampler.c). */
-#define HA_LS_BUCKET_BITS 14
+ * undo a concurrent set (see filter_clear_if_empty in sampler.c).
+ *
+ * The buckets come in 2^HA_LS_SEG_BITS segments of 16384, one per 64 MiB of
+ * address space (modulo HA_LS_SEGS): glibc gives each thread an arena of
+ * its own (until there are 8 per core) made of 64 MiB-aligned heaps, so
+ * the blocks of different threads tend to hash into different segments.
+ * A sample's write to the filter then does not take away the line another
+ * core's frees keep reading (at 64 KiB intervals that miss cost more than
+ * the rest of the sampling: MALLOC_BENCH_AB 0.60 -> 0.67; 512 KiB 0.814 ->
+ * 0.831), and a thread's frees look at 64 lines of the filter, not all.
+ * The live set's table is 8 MiB of address space, of which a session
+ * touches a page per bucket it uses. */
+#define HA_LS_SEG_BITS 3
+#define HA_LS_SEG_SHIFT 26
+#define HA_LS_BUCKET_BITS 17
 #define HA_LS_WAYS 8 /* words per bucket: a count and 7 addresses */
 #define HA_LS_FILTER_WORDS ((1u << HA_LS_BUCKET_BITS) / 32)
 extern HA_HIDDEN uint64_t ha_ls_filter[HA_LS_FILTER_WORDS];
@@ -81,15 +94,24 @@ extern HA_HIDDEN uint64_t ha_ls_filter[HA_LS_FILTER_WORDS];
  * granularity: neighbouring small blocks share a bucket (its ways absorb
  * them: sampled blocks are sparse), so a heap's frees look at fewer
  * filter lines.  Blocks of one size class sit at a fixed stride; the top
- * bits of a product with 2^64/phi (Fibonacci hashing) spread any
- * arithmetic progression evenly over the buckets.  Every instruction here
- * shows in a 13 ns malloc+free: this one multiply replaced two shift-xor
- * folds (bench/malloc_bench with MALLOC_BENCH_AB: 0.853 -> 0.875 of the
- * unhooked speed without sampling). */
+ * bits of a product with 2^64/phi (Fibonacci hashing) spread arithmetic
+ * progressions over the buckets, though not all strides evenly: with 8192
+ * buckets per segment, blocks 1008 bytes apart (malloc(1000)) used a ninth
+ * of them (t_profile_shlib lost 14% of its blocks to full buckets); with
+ * 16384, of the strides from 16 bytes to 1 MiB we simulated (5000 blocks
+ * each) one crowded into a fifth of the buckets and 4% of its blocks found
+ * theirs full, no other overflowed.  A shift-xor before the multiply
+ * spreads them all evenly but cost 2% of the speed of the free hook
+ * (MALLOC_BENCH_AB without sampling: 0.877 -> 0.855): every instruction
+ * here shows in a 13 ns malloc+free.  (This hash replaced two shift-xor
+ * folds and a mask: 0.853 -> 0.875.) */
 static inline uint32_t ha_ls_bucket(const void *p)
 {
-	uint64_t x = (uint64_t)(uintptr_t)p >> 6;
-	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> (64 - HA_LS_BUCKET_BITS));
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	enum { IN_SEG_BITS = HA_LS_BUCKET_BITS - HA_LS_SEG_BITS };
+	uint32_t in_seg = (uint32_t)(((a >> 6) * 0x9e3779b97f4a7c15ull) >> (64 - IN_SEG_BITS));
+	uint32_t seg = (uint32_t)(a >> HA_LS_SEG_SHIFT) & ((1u << HA_LS_SEG_BITS) - 1);
+	return seg << IN_SEG_BITS | in_seg;
 }
 
 /* Could p be a live sampled block?  (False positives allowed, never false
