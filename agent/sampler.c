@@ -219,7 +219,10 @@ static int64_t draw_countdown(uint64_t interval)
 	return d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
 }
 
-static void thread_setup(void)
+/* Out of line, once per thread: its locals (pthread_attr_t) would
+ * otherwise sit in ha_sample_alloc's frame, and every sample copies the
+ * agent's own frames with the stack. */
+__attribute__((noinline, cold)) static void thread_setup_slow(void)
 {
 	if (!ha_ts.tid)
 		ha_ts.tid = (uint32_t)syscall(SYS_gettid);
@@ -261,6 +264,12 @@ static void thread_setup(void)
 				ha_ts.stack_hi = top;
 		}
 	}
+}
+
+static inline void thread_setup(void)
+{
+	if (__builtin_expect(!ha_ts.tid || !ha_ts.rng || !ha_ts.stack_hi, 0))
+		thread_setup_slow();
 }
 
 /* ------------------------------------------------------------------ */
@@ -395,20 +404,11 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
 __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn,
                                                   unsigned kind, uint64_t interval)
 {
-	struct ha_regs r;
-	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
-	                 "mov %%rax, 0(%0)\n\t"
-	                 "mov %%rsp, 8(%0)\n\t"
-	                 "mov %%rbp, 16(%0)\n\t"
-	                 "mov %%rbx, 24(%0)\n\t"
-	                 "mov %%r12, 32(%0)\n\t"
-	                 "mov %%r13, 40(%0)\n\t"
-	                 "mov %%r14, 48(%0)\n\t"
-	                 "mov %%r15, 56(%0)\n\t"
-	                 :
-	                 : "r"(&r)
-	                 : "rax", "memory");
-	uint64_t lo = r.rsp, len;
+	/* rsp first (it does not move within this frame: no alloca), the
+	 * other registers straight into the record once it is reserved -- no
+	 * copy of them in this frame, which every sample copies too. */
+	uint64_t lo, len;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(lo));
 	uint16_t flags = 0;
 	/* On this thread's own stack the copy ends at its outermost frame and
 	 * is a plain loop.  Anywhere else (a signal stack, a coroutine's stack,
@@ -437,7 +437,18 @@ __attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha
 	s->kind = (uint16_t)kind;
 	s->pad2 = 0;
 	s->interval = interval;
-	s->regs = r;
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+	                 "mov %%rax, 0(%0)\n\t"
+	                 "mov %%rsp, 8(%0)\n\t"
+	                 "mov %%rbp, 16(%0)\n\t"
+	                 "mov %%rbx, 24(%0)\n\t"
+	                 "mov %%r12, 32(%0)\n\t"
+	                 "mov %%r13, 40(%0)\n\t"
+	                 "mov %%r14, 48(%0)\n\t"
+	                 "mov %%r15, 56(%0)\n\t"
+	                 :
+	                 : "r"(&s->regs)
+	                 : "rax", "memory");
 	uint64_t *dst = (uint64_t *)(s + 1);
 	if (own_stack) {
 		/* libc's memcpy: wide stores, a quarter of the store-buffer
