@@ -398,6 +398,25 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
 	return got > 0 ? (uint64_t)got & ~7ull : 0;
 }
 
+/* Ask for the lines a record will probably take (the ring's next
+ * position: another thread may reserve it first) for writing, before the
+ * live-set work of the sample, so that taking them from the consumer's
+ * cache overlaps it instead of stalling the record's stores
+ * (MALLOC_BENCH_AB at 64 KiB: +0.017; 512 KiB +0.01).  A prefetch never
+ * faults; only while in flight (the ring stays mapped). */
+static void prefetch_record(void)
+{
+	enum { MAX_LINES = 16 };
+	uint64_t pos = __atomic_load_n(&cfg.ring->prod, __ATOMIC_RELAXED);
+	uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+	uint64_t bytes = sizeof(struct ha_rec_sample) +
+	                 (sp >= ha_ts.stack_lo && sp < ha_ts.stack_hi ? ha_ts.stack_hi - sp : 0);
+	uint64_t lines = bytes / 64 + 1;
+	const char *d = ha_ring_data(cfg.ring);
+	for (uint64_t i = 0; i < lines && i < MAX_LINES; i++)
+		__asm__ volatile("prefetchw %0" : : "m"(d[(pos + 64 * i) & (cfg.data_size - 1)]));
+}
+
 /* Capture the registers and copy the stack into a new record.  noinline:
  * the captured rip, rsp and callee-saved registers all belong to this
  * frame, which the attacher unwinds (and then skips as the agent's own). */
@@ -496,6 +515,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 	if (ring_enter(slot)) {
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
+		prefetch_record();
 		int tracked = p && ls_insert(p);
 		if (tracked) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
