@@ -712,6 +712,7 @@ int main(int argc, char **argv)
 	static struct ha_collector coll;
 	writer.db = db;
 	writer.pid = t.pid;
+	writer.verbose = o.verbose;
 	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
 	    ha_writer_start(&writer)) {
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 
+#include "debugcache.h"
 #include "util.h"
 
 #include <dwarf.h>
@@ -161,6 +162,17 @@ struct ha_symbolizer {
 	size_t tcap, tn;
 	struct ha_sym_frame *frames;
 	size_t fn, fcap;
+	/* The debug-info cache (debugcache.h): its directory ("" = none), the
+	 * files read from it, and the compressed files opened instead, to be
+	 * stored when the session ends (ha_symbolizer_store_cache). */
+	char cache_dir[PATH_MAX];
+	int cache_hits;
+	struct to_cache {
+		unsigned char id[64];
+		int id_len;
+		char *path;
+	} to_cache[16];
+	int n_to_cache;
 };
 
 static uint64_t hash_pc(uint64_t pc, int is_ret)
@@ -264,6 +276,41 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 
+/* Debug files: the cached uncompressed copy if there is one, else where
+ * libdwfl finds them; a compressed one is noted for the cache. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                          const char *file_name, const char *debuglink_file,
+                          GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct ha_symbolizer *s = cur_sym;
+	const unsigned char *id = NULL;
+	GElf_Addr id_vaddr;
+	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	int cache = s && s->cache_dir[0] && id_len > 0 && id_len <= 64;
+
+	if (cache) {
+		int fd = ha_debugcache_open(s->cache_dir, id, id_len, debuginfo_file_name);
+		if (fd >= 0) {
+			s->cache_hits++;
+			return fd;
+		}
+	}
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+	                                      debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 && cache && *debuginfo_file_name &&
+	    s->n_to_cache < (int)(sizeof s->to_cache / sizeof s->to_cache[0]) &&
+	    ha_debugcache_compressed(fd)) {
+		struct to_cache *t = &s->to_cache[s->n_to_cache];
+		t->path = strdup(*debuginfo_file_name);
+		if (t->path) {
+			memcpy(t->id, id, (size_t)id_len);
+			t->id_len = id_len;
+			s->n_to_cache++;
+		}
+	}
+	return fd;
+}
+
 static int report(struct ha_symbolizer *s)
 {
 	char path[64], probe[2];
@@ -319,7 +366,9 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 	s->pid = pid;
 	set_root(s);
 	s->cb.find_elf = find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_debuginfo = find_debuginfo;
+	if (!ha_debugcache_dir(s->cache_dir, sizeof s->cache_dir))
+		s->cache_dir[0] = '\0';
 	s->cb.debuginfo_path = &s->debuginfo_path;  /* NULL: the default path */
 	s->dwfl = dwfl_begin(&s->cb);
 	if (!s->dwfl) {
@@ -350,9 +399,31 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	cache_clear(s);
+	for (int i = 0; i < s->n_to_cache; i++)
+		free(s->to_cache[i].path);
 	free(s->frames);
 	pool_free(&s->pool);
 	free(s);
+}
+
+void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose)
+{
+	if (!s || (!s->n_to_cache && !s->cache_hits))
+		return;
+	double t0 = ha_now_ms();
+	int stored = 0;
+	for (int i = 0; i < s->n_to_cache; i++) {
+		char err[PATH_MAX + 100];
+		struct to_cache *t = &s->to_cache[i];
+		if (ha_debugcache_store(s->cache_dir, t->id, t->id_len, t->path, err, sizeof err) == 0)
+			stored++;
+		else if (verbose)
+			fprintf(stderr, "heapattach: debug info cache: %s\n", err);
+	}
+	if (verbose)
+		fprintf(stderr,
+		        "heapattach: debug info cache %s: %d files read from it, %d stored in %.1f ms\n",
+		        s->cache_dir, s->cache_hits, stored, ha_now_ms() - t0);
 }
 
 void ha_symbolizer_maps_changed(struct ha_symbolizer *s)

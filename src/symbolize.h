@@ -27,6 +27,10 @@ struct ha_sym_frame {
 struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen);
 void ha_symbolizer_free(struct ha_symbolizer *s);
 void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
+/* At the end of a session: write the uncompressed copies of the compressed
+ * debug files it read (debugcache.h); with verbose, say what the cache did
+ * on stderr. */
+void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose);
 
 /* Symbolize pc.  is_return_address: pc came from a caller's frame, so the
  * call instruction is at pc - 1.  Writes the inline chain innermost first

@@ -140,6 +140,8 @@ static void *writer_main(void *arg)
 		q = NULL;
 	}
 	free(ids.v);
+	/* The profile is complete: only now the time to fill the cache. */
+	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);
 	ha_db_close(w->db);
 	w->db = NULL;

@@ -42,6 +42,7 @@ struct ha_wmsg_end {
 struct ha_writer {
 	struct ha_db *db;             /* handed over at start; the writer closes it */
 	pid_t pid;                    /* the target, for the symbolizer */
+	int verbose;                  /* -v: what the debug info cache did */
 	int64_t session_id;
 	struct ha_queue inbox;
 	pthread_t thread;

@@ -1,0 +1,118 @@
+#!/bin/bash
+# t_debug_cache: a compressed detached debug file is inflated once, into the
+# cache (HEAPATTACH_CACHE), when the first session ends; later sessions read
+# the cached copy and name the same frames (function, file:line); a damaged
+# copy is not used (and is replaced); an empty HEAPATTACH_CACHE writes
+# nothing.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/profile_lib.sh"
+require_all
+for t in objcopy readelf; do
+	command -v "$t" >/dev/null || skip "$t is not installed (binutils)"
+done
+
+cat >"$W/dc.c" <<'SRC'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void *keep[2000];
+__attribute__((noinline)) void *dc_make_record(size_t n)
+{
+	char *p = malloc(n);
+	if (p)
+		memset(p, 2, n);
+	return p;
+}
+int main(void)
+{
+	char line[64];
+	int k = 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready pid=%d\n", (int)getpid());
+	while (fgets(line, sizeof line, stdin)) {
+		if (strncmp(line, "go", 2) == 0) {
+			for (int i = 0; i < 500; i++, k++)
+				keep[k % 2000] = dc_make_record(4000);
+			printf("done\n");
+		} else if (strncmp(line, "quit", 4) == 0)
+			break;
+	}
+	return keep[0] == NULL;
+}
+SRC
+compile_c "$W/dc" "$W/dc.c" -Wl,--build-id
+# The debug info apart, compressed, found through .gnu_debuglink (as
+# Debian's -dbg and -dbgsym packages are found through their build-ids).
+objcopy --only-keep-debug --compress-debug-sections=zlib "$W/dc" "$W/dc.debug" || fail "objcopy --only-keep-debug failed"
+objcopy --strip-debug --add-gnu-debuglink="$W/dc.debug" "$W/dc" || fail "objcopy --add-gnu-debuglink failed"
+readelf -S -W "$W/dc.debug" 2>/dev/null | grep -A1 '\.debug_info' | grep -q ' C ' ||
+	fail "objcopy did not compress .debug_info"
+id=$(readelf -n "$W/dc" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -n 1)
+[ -n "$id" ] || fail "dc has no build-id note"
+cached=$W/cache/debug/$id.debug
+
+# The cache reads and writes files: under the sanitizers when they are built.
+if [ -x "$HA_BUILDDIR/src/heapattach_san" ]; then
+	HA=$HA_BUILDDIR/src/heapattach_san
+	export ASAN_OPTIONS=abort_on_error=0:exitcode=99:detect_leaks=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
+	printf 'leak:libdw\nleak:libelf\nleak:libunwind\nleak:libsqlite3\n' >"$W/lsan.supp"
+	export LSAN_OPTIONS=suppressions=$W/lsan.supp
+fi
+log "attacher: $HA"
+
+# session N: attach, allocate 500 records, detach; the top row's leaf frame
+# of the live heap into $W/leafN.
+session() {
+	local n=$1
+	start_cmd "dc$n" "$W/dc"
+	wait_target_ready
+	local pid=$TPID
+	wait_syscall "$pid" "$pid" "$NR_READ"
+	start_ha -v -q -i 1 --block -s 3600 -o "$W/s$n.db" "$pid"
+	wait_ready "$pid" dc
+	send "$TFD" go
+	wait_line "$TOUT" '^done$'
+	detach_by_signal INT "$pid"
+	grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "session $n: sanitizer report from heapattach"
+	send "$TFD" quit
+	wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "session $n: dc did not exit cleanly ($RC)"
+	"$HA_BUILDDIR/src/heapdiff" --bytes "$W/s$n.db" last >"$W/live$n" || fail "session $n: heapdiff failed"
+	grep -m 1 'dc_make_record' "$W/live$n" | sed 's/^ *//' >"$W/leaf$n"
+	log "session $n: $(cat "$W/leaf$n"); $(grep 'debug info cache' "$HA_ERR")"
+	grep -q 'dc\.c:[0-9]' "$W/leaf$n" || fail "session $n: dc_make_record has no dc.c:LINE: $(cat "$W/leaf$n")"
+}
+
+# 1. The first session inflates the debug file into the cache at its end.
+export HEAPATTACH_CACHE=$W/cache
+session 1
+grep -Eq "debug info cache $W/cache: 0 files read from it, [1-9][0-9]* stored" "$HA_ERR" ||
+	fail "session 1 did not store its compressed debug file: $(grep 'debug info cache' "$HA_ERR")"
+[ -f "$cached" ] || fail "no $cached after session 1"
+readelf -S -W "$cached" 2>/dev/null | grep -E '\] \.debug_' | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[WAXMSILOGTCxoEDlp]+$/ && $i ~ /C/) bad = 1 } END { exit bad }' ||
+	fail "the cached copy still has compressed sections"
+[ "$(stat -c %s "$cached")" -gt "$(stat -c %s "$W/dc.debug")" ] || fail "the cached copy is not larger than the compressed file"
+
+# 2. The next session reads the copy, and names the same frame.
+session 2
+grep -Eq "debug info cache $W/cache: [1-9][0-9]* files read from it, 0 stored" "$HA_ERR" ||
+	fail "session 2 did not read the cached copy: $(grep 'debug info cache' "$HA_ERR")"
+cmp -s "$W/leaf1" "$W/leaf2" || fail "with the cached copy the frame differs: '$(cat "$W/leaf1")' vs '$(cat "$W/leaf2")'"
+
+# 3. A damaged copy is not used: the original is read, and the copy replaced.
+head -c 4096 "$cached" >"$cached.tmp" && mv "$cached.tmp" "$cached"
+session 3
+# (libc's copy, if its debug file is installed, is still read from the cache)
+grep -Eq "debug info cache $W/cache: [0-9]+ files read from it, [1-9][0-9]* stored" "$HA_ERR" ||
+	fail "session 3 used (or did not replace) a truncated copy: $(grep 'debug info cache' "$HA_ERR")"
+cmp -s "$W/leaf1" "$W/leaf3" || fail "with a damaged copy the frame differs: '$(cat "$W/leaf3")'"
+[ "$(stat -c %s "$cached")" -gt 4096 ] || fail "the truncated copy was not replaced"
+
+# 4. HEAPATTACH_CACHE set and empty: no cache at all.
+export HEAPATTACH_CACHE= XDG_CACHE_HOME=$W/xdg
+session 4
+[ ! -e "$W/xdg/heapattach" ] || fail "an empty HEAPATTACH_CACHE still wrote $W/xdg/heapattach"
+! grep -q 'debug info cache' "$HA_ERR" || fail "an empty HEAPATTACH_CACHE still used a cache"
+cmp -s "$W/leaf1" "$W/leaf4" || fail "without the cache the frame differs: '$(cat "$W/leaf4")'"
+echo ok
