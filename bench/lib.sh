@@ -45,16 +45,17 @@ run_attached() {
 # The in-process A/B (malloc_bench's MALLOC_BENCH_AB): THREADS threads
 # alternate between the hooked PLT and libc's functions called directly
 # while heapattach (the command prefix after THREADS) is attached.  Prints
-# "RATIO ATTACHER_CPU_SECONDS": direct / hooked time per op, i.e. the
-# throughput ratio the hooks and the sampling path leave inside the target,
-# measured at the same moments on the same threads (drift of the machine
-# cancels out), and the attacher's CPU over the run.
+# "RATIO ATTACHER_CPU_SECONDS ADDED_NS": direct / hooked time per op, i.e.
+# the throughput ratio the hooks and the sampling path leave inside the
+# target, measured at the same moments on the same threads (drift of the
+# machine cancels out), the attacher's CPU over the run, and the time the
+# hooks add per malloc+free (hooked minus direct, ns per op of a thread).
 run_ab() {
 	local threads=$1; shift
 	MALLOC_BENCH_AB=1 run_attached "$threads" "$@" >/dev/null 2>&1
 	local att
 	att=$(sed -n 's/.*(\([0-9.]*\) s in all).*/\1/p' "$work/last_tool.out" | head -n 1)
-	awk -v a="${att:-0}" '{ if ($2 > 0) printf "%.3f %s\n", $2 / $1, a }' "$work/last_ab"
+	awk -v a="${att:-0}" '{ if ($2 > 0) printf "%.3f %s %.2f\n", $2 / $1, a, $1 - $2 }' "$work/last_ab"
 }
 
 # Run the workload from the start under a wrapper command (heaptrack's
