@@ -96,10 +96,10 @@ static uintptr_t ha_real[HA_HOOK_COUNT];
 /* Copy of ha_real[HA_HOOK_DLOPEN] for the assembler stub. */
 HA_HIDDEN uintptr_t ha_dlopen_real;
 
-/* Allocation calls are counted per thread with one increment and added to the shared
- * totals from the sampling path (ha_hooks_flush_counts, at every sample): a
- * shared atomic, or even a compare-and-flush, on every call would cost as
- * much as the rest of the fast path.  The totals lag each thread by its
+/* Allocation calls are counted per thread with one increment and added to
+ * the shared totals from the sampling path (ha_hooks_flush_counts, at every
+ * sample): a shared atomic, or even a compare-and-flush, on every call would
+ * cost as much as the rest of the fast path.  The totals lag each thread by its
  * calls since it last sampled (or, outside a session, since it last crossed
  * the dormant countdown): a statistic, not an exact count.  Frees are not
  * counted: nothing but the -v line showed the number, and the increment was
@@ -157,7 +157,6 @@ static inline void leave_live_set(void *ptr)
 	if (__builtin_expect(ha_ls_maybe(ptr), 0))
 		free_filtered(ptr);
 }
-
 
 /* ------------------------------------------------------------------ */
 /* malloc family                                                       */

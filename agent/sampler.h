@@ -74,7 +74,7 @@ extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial
  * undo a concurrent set (see filter_clear_if_empty in sampler.c).
  *
  * The buckets come in 2^HA_LS_SEG_BITS segments of 16384, one per 64 MiB of
- * address space (modulo HA_LS_SEGS): glibc gives each thread an arena of
+ * address space (modulo their number): glibc gives each thread an arena of
  * its own (until there are 8 per core) made of 64 MiB-aligned heaps, so
  * the blocks of different threads tend to hash into different segments.
  * A sample's write to the filter then does not take away the line another
