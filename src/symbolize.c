@@ -297,6 +297,10 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	}
 	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
 	                                      debuglink_crc, debuginfo_file_name);
+	/* (A module reported again after its maps changed comes back here.) */
+	for (int i = 0; cache && i < s->n_to_cache; i++)
+		if (s->to_cache[i].id_len == id_len && memcmp(s->to_cache[i].id, id, (size_t)id_len) == 0)
+			cache = 0;
 	if (fd >= 0 && cache && *debuginfo_file_name &&
 	    s->n_to_cache < (int)(sizeof s->to_cache / sizeof s->to_cache[0]) &&
 	    ha_debugcache_compressed(fd)) {
