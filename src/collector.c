@@ -41,6 +41,7 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define NAP_FILL_DIV 8        /* a busy ring: wake up at about 1/8 full */
 #define BATCH 64              /* records framed, then unwound, then booked */
 #define CONSUME_DIV 16        /* hand space back every 1/16 of the ring, not per record */
+#define ABANDONED_MS 1000     /* a record unpublished this long, with later ones published, is skipped */
 #define WCACHE 2048           /* sample weights by size (direct-mapped) */
 #define RING_PREFETCH 8192    /* published bytes asked for ahead of the reader */
 #define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
@@ -70,6 +71,8 @@ struct ctx {
 	                               * (prod as last loaded: once per batch, or
 	                               * when a record ends beyond it) */
 	int ring_broken;
+	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
+	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
 	double rate;                  /* recent input, bytes per ms */
 	uint64_t interval;            /* adaptive interval in effect (ring header) */
 	uint64_t period_interval;     /* the largest since the last snapshot */
@@ -207,6 +210,34 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
 		__builtin_prefetch(data + (x->pf & mask));
 }
 
+/* Framing found no published record at rpos.  A writer that never comes
+ * back to its reserved record (a longjmp out of a signal handler in the
+ * middle of a sample) would stall the session for good: when nothing has
+ * been published at rpos for ABANDONED_MS while a later record has been,
+ * go on from that one (the skipped space is consumed with the rest).
+ * Returns 1 if rpos moved.  A writer only stopped for that long (SIGSTOP)
+ * loses its record. */
+static int skip_abandoned(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	double now = ha_now_ms();
+	if (x->stuck_pos != x->rpos) {
+		x->stuck_pos = x->rpos;
+		x->stuck_since = now;
+		return 0;
+	}
+	if (now - x->stuck_since < ABANDONED_MS)
+		return 0;
+	uint64_t prod = __atomic_load_n(&c->ring->prod, __ATOMIC_ACQUIRE);
+	uint64_t next = ha_ring_find_next(c->ring, c->data_size, x->rpos, prod);
+	if (!next || next - x->pos > c->data_size)
+		return 0;
+	x->st.abandoned++;
+	x->rpos = next;
+	x->stuck_pos = next + 1; /* not stuck at next (yet) */
+	return 1;
+}
+
 /* Read up to BATCH published records from rpos on, without consuming
  * them.  A modules record ends the batch: the samples after it must be
  * unwound with the new maps.  Returns how many were read. */
@@ -237,8 +268,11 @@ static int frame_batch(struct ctx *x)
 			x->ring_broken = 1;
 			break;
 		}
-		if (!h)
+		if (!h) {
+			if (skip_abandoned(x))
+				continue;
 			break;
+		}
 		prefetch_ring(x, x->rpos + len + RING_PREFETCH);
 		struct item *it = &x->batch[k++];
 		take_record(x, it, h, len);
@@ -535,6 +569,7 @@ static void *collector_main(void *arg)
 	x->unw = ha_unwinder_new(c->pid, err, sizeof err);
 	find_agent_range(x);
 	x->pos = x->rpos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
+	x->stuck_pos = x->rpos + 1;
 	/* Without an unwinder the ring is still drained (a --block target must
 	 * never wait on us); samples count as unwind failures. */
 	if (!x->book || !x->unw)

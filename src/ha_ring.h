@@ -135,6 +135,26 @@ static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint6
 	return r;
 }
 
+/* Consumer: the position of the first published record after pos, below
+ * prod, or 0 if there is none -- to go on past a record that was reserved
+ * at pos and is never going to be published (its writer left the sample
+ * path through a longjmp out of a signal handler).  A stamp matches only
+ * its own position, so data an earlier lap left in between is never taken
+ * for a record. */
+static inline uint64_t ha_ring_find_next(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
+                                         uint64_t prod)
+{
+	if (prod - pos > data_size)
+		return 0;
+	for (uint64_t p = pos + HA_RING_ALIGN; p < prod; p += HA_RING_ALIGN) {
+		int corrupt;
+		const struct ha_rec_hdr *r = ha_ring_peek(h, data_size, p, &corrupt);
+		if (r && prod - p >= __atomic_load_n(&r->len, __ATOMIC_RELAXED))
+			return p;
+	}
+	return 0;
+}
+
 /* Consumer: does prod (loaded again only when *known_prod falls short)
  * reach end, for records from pos on?  A producer advances prod before it
  * stamps its record, and the stamp was loaded with acquire: for a genuine

@@ -759,6 +759,10 @@ int main(int argc, char **argv)
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)writer.snapshots_written, dbname,
 	        (long long)writer.last_snapshot_id);
+	if (st.abandoned)
+		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
+		        "(a thread left the sampling code without returning); skipped\n",
+		        (unsigned long long)st.abandoned);
 	if (o.verbose && st.samples)
 		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
 		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,

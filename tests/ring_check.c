@@ -152,8 +152,43 @@ static int run(int block, int slow)
 	}
 	__atomic_store_n(&stale->stamp, 0, __ATOMIC_RELEASE);
 
+	/* A record reserved and never published (its writer longjmp'ed away):
+	 * nothing to take at its position; with nothing published after it,
+	 * nowhere to go on from; once a later record is published, that one is
+	 * where the consumer goes on (and only that one: the space between is
+	 * not taken for records). */
+	{
+		uint64_t at1 = 0, at2 = 0;
+		char *lost = ha_ring_reserve(prod_view, DATA_SIZE, 96, 0, &at1);
+		int c = 0;
+		if (!lost || at1 != pos || ha_ring_peek(cons_view, DATA_SIZE, pos, &c) || c) {
+			fprintf(stderr, "an unpublished reservation was taken for a record\n");
+			return 1;
+		}
+		uint64_t prod = __atomic_load_n(&cons_view->prod, __ATOMIC_ACQUIRE);
+		if (ha_ring_find_next(cons_view, DATA_SIZE, pos, prod) != 0) {
+			fprintf(stderr, "a record was found after an abandoned one where none was published\n");
+			return 1;
+		}
+		char *next = ha_ring_reserve(prod_view, DATA_SIZE, 32, 0, &at2);
+		if (!next)
+			return fprintf(stderr, "no room for the record after the abandoned one\n"), 1;
+		ha_ring_publish(prod_view, next, at2, 32, HA_REC_FREE, 0);
+		prod = __atomic_load_n(&cons_view->prod, __ATOMIC_ACQUIRE);
+		uint64_t found = ha_ring_find_next(cons_view, DATA_SIZE, pos, prod);
+		if (found != at2 || at2 != pos + 96) {
+			fprintf(stderr, "going on past an abandoned record: found %llu, expected %llu\n",
+			        (unsigned long long)found, (unsigned long long)at2);
+			return 1;
+		}
+		const struct ha_rec_hdr *r = ha_ring_peek(cons_view, DATA_SIZE, found, &c);
+		if (!r || c || r->len != 32)
+			return fprintf(stderr, "the record after the abandoned one is unreadable\n"), 1;
+		pos = ha_ring_consume(cons_view, pos, found + r->len - pos);
+	}
+
 	/* A corrupt header (odd length) must be reported, not followed. */
-	uint64_t at;
+	uint64_t at = 0;
 	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0, &at);
 	ha_ring_publish(prod_view, rec, at, 16, HA_REC_FREE, 0);
 	__atomic_store_n(&((struct ha_rec_hdr *)rec)->len, 13u, __ATOMIC_RELEASE);
