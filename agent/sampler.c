@@ -417,13 +417,16 @@ static void prefetch_record(void)
 		__asm__ volatile("prefetchw %0" : : "m"(d[(pos + 64 * i) & (cfg.data_size - 1)]));
 }
 
-/* Capture the registers and copy the stack into a new record.  noinline:
- * the captured rip, rsp and callee-saved registers all belong to this
- * frame, which the attacher unwinds (and then skips as the agent's own). */
-__attribute__((noinline)) static void write_sample(void *p, size_t size, enum ha_alloc_func fn,
+/* Capture the registers and copy the stack into a new record.  Inlined
+ * into ha_sample_alloc: the captured rip, rsp and callee-saved registers
+ * belong to that frame, which the attacher unwinds from (its CFI holds at
+ * any instruction) and then skips as the agent's own; one frame fewer of
+ * ours in every stack copy (MALLOC_BENCH_AB at 64 KiB: +0.015). */
+__attribute__((always_inline)) static inline void write_sample(void *p, size_t size, enum ha_alloc_func fn,
                                                   unsigned kind, uint64_t interval)
 {
-	/* rsp first (it does not move within this frame: no alloca), the
+	/* rsp first (it is back where it was whenever the record is filled: no
+	 * alloca, and the pushes of a call with stack arguments are popped), the
 	 * other registers straight into the record once it is reserved -- no
 	 * copy of them in this frame, which every sample copies too. */
 	uint64_t lo, len;
