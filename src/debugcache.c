@@ -2,6 +2,7 @@
  * build-id (see debugcache.h). */
 #define _GNU_SOURCE
 #include "debugcache.h"
+#include "util.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -199,18 +200,18 @@ int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_l
 	if (path_for(final, sizeof final, dir, build_id, id_len) != 0 ||
 	    snprintf(sub, sizeof sub, "%s/debug", dir) >= (int)sizeof sub ||
 	    snprintf(tmp, sizeof tmp, "%s/.new-XXXXXX", sub) >= (int)sizeof tmp) {
-		snprintf(err, errlen, "cache path too long");
+		ha_err(err, errlen, "cache path too long");
 		return -1;
 	}
 	if (make_dirs(sub) != 0) {
-		snprintf(err, errlen, "cannot create %s: %s", sub, strerror(errno));
+		ha_err(err, errlen, "cannot create %s: %s", sub, strerror(errno));
 		return -1;
 	}
 	/* A copy of the file, inflated in place by libelf, renamed into place
 	 * only once complete: a reader never sees half a file. */
 	out = mkstemp(tmp);
 	if (out < 0) {
-		snprintf(err, errlen, "cannot create a file in %s: %s", sub, strerror(errno));
+		ha_err(err, errlen, "cannot create a file in %s: %s", sub, strerror(errno));
 		return -1;
 	}
 	in = open(src, O_RDONLY | O_CLOEXEC);
@@ -263,7 +264,7 @@ int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_l
 	}
 	return 0;
 fail:
-	snprintf(err, errlen, "cannot store %s: %s", src, why ? why : "error");
+	ha_err(err, errlen, "cannot store %s: %s", src, why ? why : "error");
 	if (e)
 		elf_end(e);
 	if (in >= 0)
