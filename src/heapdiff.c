@@ -7,6 +7,7 @@
  *   heapdiff [options] X.db:A Y.db:B  across two files (before/after a deploy)
  *   heapdiff --leaks DB               leak suspects over a whole session
  *   heapdiff --peak DB                the live heap at its highest point
+ *   heapdiff -f html -o FILE DB [A] B one page: chart, flame graphs, leaks
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
@@ -66,8 +67,10 @@ static void usage(FILE *f)
 	        "\n"
 	        "      --db FILE         the profile database (instead of the first operand)\n"
 	        "  -f, --format FMT      text (default), folded (flamegraph.pl), json, svg\n"
-	        "                        (interactive flame graph) or pprof (gzipped\n"
-	        "                        profile.proto for go tool pprof)\n"
+	        "                        (interactive flame graph), pprof (gzipped\n"
+	        "                        profile.proto for go tool pprof) or html (one\n"
+	        "                        self-contained page: memory over time, flame\n"
+	        "                        graphs, top call paths, leak suspects)\n"
 	        "  -o, --output FILE     write the report to FILE instead of standard output\n"
 	        "      --leaks           leak suspects: callstacks whose live bytes grow\n"
 	        "                        steadily over all snapshots of the session\n"
@@ -140,11 +143,11 @@ static int split_operand(const char *arg, struct operand *op)
 
 static enum hd_format parse_format(const char *s)
 {
-	static const char *const names[] = { "text", "folded", "json", "svg", "pprof" };
-	for (int i = 0; i < 5; i++)
+	static const char *const names[] = { "text", "folded", "json", "svg", "pprof", "html" };
+	for (int i = 0; i < 6; i++)
 		if (strcmp(s, names[i]) == 0)
 			return (enum hd_format)i;
-	usage_error("bad --format '%s' (text, folded, json, svg or pprof)", s);
+	usage_error("bad --format '%s' (text, folded, json, svg, pprof or html)", s);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
@@ -367,6 +370,7 @@ int main(int argc, char **argv)
 	case HD_JSON: hd_write_json(out, &r); break;
 	case HD_SVG: hd_write_svg(out, &r); break;
 	case HD_PPROF: hd_write_pprof(out, &r); break;
+	case HD_HTML: hd_write_html(out, &r, &o.flt); break;
 	}
 	rc = close_output(out, &o);
 	hd_free_rows(&r);

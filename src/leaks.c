@@ -16,7 +16,16 @@
  *   and the fitted growth over the session (slope * duration) >= --min-bytes
  *   and >= 1 byte.
  * Suspects are ranked by slope.  The leak_suspects view of schema.sql
- * computes the same. */
+ * computes the same.
+ *
+ * The series leave out the snapshot of reason 'peak' (written at the end
+ * of a session, just before the final one, with the time of the peak):
+ * the final snapshot rewrites every bucket it has a row for, so without
+ * it the session reads as if it had never been taken.  The peak itself
+ * (hd_peak) and the chart's totals (hd_snap_totals) do count it.
+ *
+ * hd_leak_find measures; hd_leaks writes --leaks as text or json;
+ * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -37,13 +46,6 @@ struct session_snaps {
 	double duration;
 };
 
-struct trend {
-	int64_t stack_id;
-	int kind;
-	double slope;              /* bytes per second */
-	double fit, steady, retained;
-	double first, last, max, last_objects;
-};
 
 static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 {
@@ -56,9 +58,14 @@ static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 	return v;
 }
 
-static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss)
+/* The snapshots of a session in id order; with_peak: also the one of
+ * reason 'peak'. */
+static void load_snaps(struct hd_source *s, int64_t session, int with_peak,
+                       struct session_snaps *ss)
 {
-	sqlite3_stmt *q = hd_prepare(s, "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id");
+	sqlite3_stmt *q = hd_prepare(s, with_peak
+		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
+		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id");
 	size_t cap = 0;
 	double t0 = 0;
 	memset(ss, 0, sizeof *ss);
@@ -169,7 +176,8 @@ static void scan_series(struct hd_source *s, int64_t session, const struct sessi
 /* ------------------------------------------------------------ peak */
 
 struct peak_ctx {
-	double *total;
+	double *total;             /* [n], or by kind: */
+	double *heap, *mmap, *objects;
 };
 
 static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
@@ -181,14 +189,38 @@ static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, co
 		p->total[i] += y[i];
 }
 
+static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                        const struct session_snaps *ss)
+{
+	struct peak_ctx *p = ctx;
+	double *t = kind == 0 ? p->heap : p->mmap;
+	(void)stack_id;
+	for (size_t i = 0; i < ss->n; i++) {
+		t[i] += y[i];
+		p->objects[i] += c[i];
+	}
+}
+
+/* The id of the session's snapshot of reason 'peak', or 0. */
+static int64_t peak_snapshot(struct hd_source *s, int64_t session)
+{
+	sqlite3_stmt *q = hd_prepare(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'");
+	int64_t id = 0;
+	sqlite3_bind_int64(q, 1, session);
+	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL)
+		id = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return id;
+}
+
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
 {
 	struct session_snaps ss;
 	struct peak_ctx p;
 	size_t best = 0;
-	int64_t id;
+	int64_t id, marked = kind < 0 ? peak_snapshot(s, session) : 0;
 
-	load_snaps(s, session, &ss);
+	load_snaps(s, session, 1, &ss);
 	p.total = calloc(ss.n, sizeof *p.total);
 	if (!p.total)
 		hd_die("out of memory");
@@ -196,6 +228,13 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 	for (size_t i = 1; i < ss.n; i++)
 		if (p.total[i] > p.total[best])
 			best = i;
+	/* The attacher's own peak snapshot is the peak, whatever the
+	 * estimates of the periodic ones say. */
+	if (marked) {
+		long i = snap_index(&ss, marked);
+		if (i >= 0)
+			best = (size_t)i;
+	}
 	id = ss.id[best];
 	*live = p.total[best];
 	*nsnaps = (int64_t)ss.n;
@@ -204,11 +243,70 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 	return id;
 }
 
+/* ------------------------------------------------------------ totals */
+
+struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *nout)
+{
+	struct session_snaps ss;
+	struct peak_ctx p;
+	struct hd_snap_total *v;
+	sqlite3_stmt *q;
+	int has_interval = 0;
+	size_t i = 0;
+
+	load_snaps(s, session, 1, &ss);
+	p.heap = calloc(ss.n, sizeof *p.heap);
+	p.mmap = calloc(ss.n, sizeof *p.mmap);
+	p.objects = calloc(ss.n, sizeof *p.objects);
+	v = calloc(ss.n, sizeof *v);
+	if (!p.heap || !p.mmap || !p.objects || !v)
+		hd_die("out of memory");
+	scan_series(s, session, &ss, -1, add_by_kind, &p);
+
+	/* snapshots.sample_interval came with schema version 3. */
+	q = hd_prepare(s, "SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'sample_interval'");
+	if (hd_step(s, q))
+		has_interval = sqlite3_column_int64(q, 0) > 0;
+	sqlite3_finalize(q);
+	q = hd_prepare(s, has_interval
+		? "SELECT id, time, reason, rss_bytes, samples, drops, sample_interval FROM snapshots"
+		  " WHERE session_id = ?1 ORDER BY id"
+		: "SELECT id, time, reason, rss_bytes, samples, drops, 0 FROM snapshots"
+		  " WHERE session_id = ?1 ORDER BY id");
+	sqlite3_bind_int64(q, 1, session);
+	while (hd_step(s, q) && i < ss.n) {
+		struct hd_snap_total *t = &v[i];
+		char *reason = hd_clean_text(sqlite3_column_text(q, 2));
+		t->id = sqlite3_column_int64(q, 0);
+		if (t->id != ss.id[i])
+			hd_die("%s: the snapshots of session %" PRId64 " changed while read", s->path, session);
+		t->time = col_real(s, q, 1);
+		snprintf(t->reason, sizeof t->reason, "%s", reason);
+		free(reason);
+		t->rss = sqlite3_column_int64(q, 3);
+		t->samples = sqlite3_column_int64(q, 4);
+		t->drops = sqlite3_column_int64(q, 5);
+		t->interval = sqlite3_column_int64(q, 6);
+		t->heap = p.heap[i];
+		t->mmap = p.mmap[i];
+		t->objects = p.objects[i];
+		i++;
+	}
+	sqlite3_finalize(q);
+	free(p.heap);
+	free(p.mmap);
+	free(p.objects);
+	*nout = i;
+	free_snaps(&ss);
+	return v;
+}
+
 /* ------------------------------------------------------------ leaks */
 
 struct leak_ctx {
-	struct trend *t;
+	struct hd_leak *t;
 	size_t n, cap;
+	int keep;                  /* copy each suspect's series */
 	size_t series, grew;       /* all series; non-suspects with last > first */
 	double min_bytes;
 };
@@ -219,7 +317,7 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 	struct leak_ctx *L = ctx;
 	size_t n = ss->n;
 	double mt = 0, my = 0, sxx = 0, sxy = 0, syy = 0, up = 0, moved = 0, max = y[0];
-	struct trend tr = { .stack_id = stack_id, .kind = kind };
+	struct hd_leak tr = { .stack_id = stack_id, .kind = kind };
 
 	L->series++;
 	for (size_t i = 0; i < n; i++) {
@@ -259,12 +357,16 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 		L->cap = L->cap ? L->cap * 2 : 64;
 		L->t = hd_xrealloc(L->t, L->cap * sizeof *L->t);
 	}
+	if (L->keep) {
+		tr.series = hd_xmalloc(n * sizeof *tr.series);
+		memcpy(tr.series, y, n * sizeof *y);
+	}
 	L->t[L->n++] = tr;
 }
 
 static int cmp_trend(const void *pa, const void *pb)
 {
-	const struct trend *a = pa, *b = pb;
+	const struct hd_leak *a = pa, *b = pb;
 	if (a->slope != b->slope)
 		return a->slope > b->slope ? -1 : 1;
 	if (a->stack_id != b->stack_id)
@@ -272,7 +374,7 @@ static int cmp_trend(const void *pa, const void *pb)
 	return a->kind - b->kind;
 }
 
-static void text_row(FILE *f, const struct trend *t, const struct hd_stack *v, int folded,
+static void text_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
                      int exact, const struct session_snaps *ss)
 {
 	char b1[64], b2[64], b3[64], rate[80], pc[32];
@@ -298,7 +400,7 @@ static void text_row(FILE *f, const struct trend *t, const struct hd_stack *v, i
 		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", 53, "", folded);
 }
 
-static void json_row(FILE *f, const struct trend *t, const struct hd_stack *v, int folded,
+static void json_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
                      const struct session_snaps *ss, int first)
 {
 	fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
@@ -312,20 +414,65 @@ static void json_row(FILE *f, const struct trend *t, const struct hd_stack *v, i
 	fputc('}', f);
 }
 
-void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o)
+void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
+                  size_t keep_series, struct hd_leak_set *out)
 {
 	struct session_snaps ss;
-	struct leak_ctx L = { .min_bytes = o->flt->min_bytes };
+	struct leak_ctx L = { .min_bytes = flt->min_bytes, .keep = keep_series > 0 };
+	size_t k = 0;
+
+	memset(out, 0, sizeof *out);
+	load_snaps(s, session, 0, &ss);
+	out->nsnaps = ss.n;
+	out->snap_id = ss.id;
+	out->t = ss.t;
+	out->duration = ss.duration;
+	if (ss.n < 3)
+		return;
+	scan_series(s, session, &ss, flt->kind, measure, &L);
+	if (L.n)
+		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
+	/* The filters apply to the displayed (folded) frames. */
+	for (size_t i = 0; i < L.n; i++) {
+		int folded;
+		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
+		struct hd_stack v = hd_fold(st, flt->all_frames, &folded);
+		int match = hd_stack_matches(&v, flt);
+		if (!match || k >= keep_series) {
+			free(L.t[i].series);
+			L.t[i].series = NULL;
+		}
+		if (match)
+			L.t[k++] = L.t[i];
+	}
+	out->v = L.t;
+	out->n = k;
+	out->series = L.series;
+	out->grew = L.grew;
+}
+
+void hd_leak_free(struct hd_leak_set *ls)
+{
+	for (size_t i = 0; i < ls->n; i++)
+		free(ls->v[i].series);
+	free(ls->v);
+	free(ls->snap_id);
+	free(ls->t);
+	memset(ls, 0, sizeof *ls);
+}
+
+void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o)
+{
+	struct hd_leak_set ls;
+	struct session_snaps ss;
 	size_t shown = 0;
 	char t0[64];
 
-	load_snaps(s, session, &ss);
-	if (ss.n < 3)
+	hd_leak_find(s, session, o->flt, 0, &ls);
+	if (ls.nsnaps < 3)
 		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
-		       session, ss.n);
-	scan_series(s, session, &ss, o->flt->kind, measure, &L);
-	if (L.n)
-		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
+		       session, ls.nsnaps);
+	ss = (struct session_snaps){ ls.nsnaps, ls.snap_id, ls.t, ls.duration };
 
 	if (o->format == HD_JSON)
 		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"db\": ");
@@ -333,7 +480,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		hd_json_str(f, s->path);
 		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
 		        "\"callstacks\": %zu, \"grew\": %zu,\n \"suspects\": [",
-		        session, ss.n, ss.duration, L.series, L.grew);
+		        session, ss.n, ss.duration, ls.series, ls.grew);
 	} else {
 		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
 		int64_t pid = 0;
@@ -350,26 +497,24 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		        "%zu snapshots over %.1f %s, %zu callstacks\n\n",
 		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
 		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
-		        L.series);
+		        ls.series);
 		free(comm);
 	}
-	for (size_t i = 0; i < L.n; i++) {
+	for (size_t i = 0; i < ls.n; i++) {
 		int folded;
-		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
+		const struct hd_stack *st = hd_stack_get(s, ls.v[i].stack_id);
 		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
-		if (!hd_stack_matches(&v, o->flt))
-			continue;
 		if (o->top > 0 && shown >= (size_t)o->top) {
 			shown++;
 			continue;
 		}
 		if (o->format == HD_JSON) {
-			json_row(f, &L.t[i], &v, folded, &ss, shown == 0);
+			json_row(f, &ls.v[i], &v, folded, &ss, shown == 0);
 		} else {
 			if (shown == 0)
 				fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
 				        "STACK (leaf first)");
-			text_row(f, &L.t[i], &v, folded, o->exact_bytes, &ss);
+			text_row(f, &ls.v[i], &v, folded, o->exact_bytes, &ss);
 		}
 		shown++;
 	}
@@ -384,8 +529,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 			        shown - listed == 1 ? "" : "s");
 		fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
 		        "without a steady trend\n",
-		        shown, shown == 1 ? "" : "s", L.grew, L.grew == 1 ? "" : "s");
+		        shown, shown == 1 ? "" : "s", ls.grew, ls.grew == 1 ? "" : "s");
 	}
-	free(L.t);
-	free_snaps(&ss);
+	hd_leak_free(&ls);
 }

@@ -23,7 +23,7 @@ struct ha_db;
 #define HD_MAX_FRAMES 1024        /* frames of one callstack kept */
 #define HD_MAX_TEXT 4096          /* bytes of one text value kept */
 
-enum hd_format { HD_TEXT, HD_FOLDED, HD_JSON, HD_SVG, HD_PPROF };
+enum hd_format { HD_TEXT, HD_FOLDED, HD_JSON, HD_SVG, HD_PPROF, HD_HTML };
 
 /* ------------------------------------------------------------ sources */
 
@@ -141,6 +141,9 @@ char *hd_clean_text(const unsigned char *s);
 
 /* Escapers for the structured formats. */
 void hd_json_str(FILE *f, const char *s);
+/* JSON for a <script> element of an HTML page: also '<', '>' and '&' as
+ * \u003c, \u003e, \u0026, so that no name can close the element. */
+void hd_json_html_str(FILE *f, const char *s);
 void hd_xml_str(FILE *f, const char *s);
 
 /* "1.23 MiB" (or the exact number with exact); sign: "+" on growth. */
@@ -189,6 +192,10 @@ void hd_write_json(FILE *f, const struct hd_report *r);
 void hd_json_frames(FILE *f, const struct hd_stack *st);
 void hd_write_svg(FILE *f, const struct hd_report *r);
 void hd_write_pprof(FILE *f, const struct hd_report *r);
+/* One self-contained HTML page (report_html.c): r is A -> B (or the live
+ * heap at B); the page adds the session's chart, the live heap at the peak
+ * and at B, and the leak suspects. */
+void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
 
 /* ------------------------------------------------------------ leaks */
 
@@ -200,8 +207,50 @@ struct hd_leak_opts {
 };
 /* Leak suspects over every snapshot of session; 0 or exits. */
 void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
+
+/* One leak suspect: the trend of a (callstack, kind) series. */
+struct hd_leak {
+	int64_t stack_id;
+	int kind;
+	double slope;              /* bytes per second */
+	double fit, steady, retained;
+	double first, last, max, last_objects;
+	double *series;            /* live bytes at each snapshot of the set,
+	                            * or NULL (past keep_series) */
+};
+/* The suspects of a session, ranked by slope, those whose (folded) stack
+ * fails the filters left out. */
+struct hd_leak_set {
+	struct hd_leak *v;
+	size_t n;
+	size_t series, grew;       /* all series; non-suspects with last > first */
+	size_t nsnaps;             /* snapshots measured (reason 'peak' left out) */
+	int64_t *snap_id;          /* [nsnaps], ascending */
+	double *t;                 /* [nsnaps], seconds since the first */
+	double duration;
+};
+/* Finds the suspects (none measured when nsnaps < 3); the first
+ * keep_series of them keep their series. */
+void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
+                  size_t keep_series, struct hd_leak_set *out);
+void hd_leak_free(struct hd_leak_set *ls);
+
 /* The snapshot of session with the highest estimated live heap (of kind,
- * -1 = all); *live gets that estimate. */
+ * -1 = all; with -1 the snapshot of reason 'peak' when there is one);
+ * *live gets that estimate. */
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);
+
+/* Every snapshot of a session (reason 'peak' included), in id order, with
+ * the estimated live bytes by kind (for the chart of report_html.c). */
+struct hd_snap_total {
+	int64_t id;
+	double time;
+	char reason[32];
+	int64_t rss, samples, drops;
+	int64_t interval;          /* snapshots.sample_interval, 0 if unknown */
+	double heap, mmap;         /* kind 0; every other kind */
+	double objects;
+};
+struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *n);
 
 #endif

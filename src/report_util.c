@@ -279,6 +279,21 @@ void hd_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void hd_json_html_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
 void hd_xml_str(FILE *f, const char *s)
 {
 	for (; *s; s++) {

@@ -1,0 +1,322 @@
+/* report_html.c -- heapdiff --format html: one self-contained page (no
+ * network, no other file: it opens from file:// and as a mail attachment).
+ *
+ * The page is data plus a script.  This file writes the data as one JSON
+ * document inside <script type="application/json" id="hd-data">, and the
+ * script (src/report_html.js) and style sheet (src/report_html.css),
+ * compiled in as hd_html_js and hd_html_css (Makefile.am), build the page
+ * from it in the browser: the chart of memory over the session, the flame
+ * graphs, the tables.  The JSON:
+ *
+ *   { "heapdiff": 1, "db", "target": { "comm", "pid", "exe" },
+ *     "session": { "id", "start", "end" (null: not detached cleanly),
+ *                  "interval", "samples", "drops", "unwind_failures" },
+ *     "snaps": [ [id, time, reason, rss, heap, mmap, samples, drops,
+ *                 interval], ... ]      every snapshot of B's session, in
+ *                                       id order, 'peak' included
+ *     "a", "b": { "id", "time", "live", "rss", "reason", "db" } (a: null),
+ *     "peak": { "id", "time", "live" },
+ *     "frames": [ [function, file, line, module, inlined], ... ],
+ *     "views": [ { "key": "diff" | "peak" | "b", "title", "diff": 0|1,
+ *                  "from", "to", "dt", "total",
+ *                  "rows": [ [kind, bytes, objects, [frame, ...]] ] } ],
+ *     "leaks": { "nsnaps", "duration", "callstacks", "grew", "t": [...],
+ *                "suspects": [ { "stack", "kind", "rate", "growth",
+ *                                "live", "objects", "fit", "folded",
+ *                                "frames": [...], "series": [...] } ] },
+ *     "top": N }
+ *
+ * Frames are interned by content (a row's frames are indexes into
+ * "frames", leaf first), so 4096 call paths through the same few hundred functions stay
+ * small.  Every name comes from the profiled process and is untrusted: it
+ * went through hd_clean_text (valid UTF-8, no control characters) when
+ * loaded, and hd_json_html_str writes '<', '>' and '&' as \u003c, \u003e,
+ * \u0026, so that no name can end the <script> element; the script puts
+ * names into the page as text (textContent), never as markup.  The few
+ * strings outside the JSON (the <title>) are XML-escaped. */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char hd_html_js[];
+extern const char hd_html_css[];
+
+/* Suspects shown with their series (the table lists at most these). */
+#define LEAKS_SHOWN 50
+
+struct frames {
+	struct hd_map *index;      /* displayed content -> index + 1 */
+	struct hd_buf key;
+	const struct hd_frame **v;
+	size_t n, cap;
+};
+
+/* Frames are interned by what the page shows of them (two databases number
+ * theirs independently; two stacks may hold the same frame). */
+static size_t frame_index(struct frames *fs, const struct hd_frame *f)
+{
+	char pc[32];
+	fs->key.n = 0;
+	hd_buf_printf(&fs->key, "%s\x1f%s\x1f%d\x1f%s\x1f%d", hd_frame_name(f, pc, sizeof pc), f->file,
+	              f->line, f->module, f->inlined);
+	hd_buf_addc(&fs->key, 0);
+	uintptr_t i = (uintptr_t)hd_map_get(fs->index, (char *)fs->key.p);
+	if (i)
+		return i - 1;
+	if (fs->n == fs->cap) {
+		fs->cap = fs->cap ? fs->cap * 2 : 256;
+		fs->v = hd_xrealloc(fs->v, fs->cap * sizeof *fs->v);
+	}
+	fs->v[fs->n] = f;
+	hd_map_put(fs->index, (char *)fs->key.p, (void *)(uintptr_t)(fs->n + 1));
+	return fs->n++;
+}
+
+static void frame_list(FILE *f, struct frames *fs, const struct hd_stack *st)
+{
+	fputc('[', f);
+	for (int k = 0; k < st->n; k++)
+		fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, &st->f[k]));
+	fputc(']', f);
+}
+
+/* The estimated live bytes of every bucket at snap (all kinds, no filter). */
+static double live_at(const struct hd_snap *snap)
+{
+	size_t n;
+	struct hd_value *v = hd_values_at(snap, &n);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i].live_bytes;
+	free(v);
+	return sum;
+}
+
+static void snap_json(FILE *f, const struct hd_snap *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"id\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, "
+	        "\"rss\": %" PRId64 ", \"reason\": ", s->id, s->session_id, s->time, live_at(s), s->rss);
+	hd_json_html_str(f, s->reason);
+	fputs(", \"db\": ", f);
+	hd_json_html_str(f, s->src->path);
+	fputc('}', f);
+}
+
+static void view_json(FILE *f, struct frames *fs, const char *key, const char *title,
+                      const struct hd_report *r, int first)
+{
+	fprintf(f, "%s\n  {\"key\": \"%s\", \"title\": ", first ? "" : ",", key);
+	hd_json_html_str(f, title);
+	fprintf(f, ", \"diff\": %d, \"from\": ", r->a != NULL);
+	if (r->a)
+		fprintf(f, "%" PRId64, r->a->id);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"to\": %" PRId64 ", \"dt\": %.3f, \"total\": %.0f, \"objects\": %.0f,"
+	        " \"rows\": [", r->b->id, r->a ? r->b->time - r->a->time : 0.0, r->total_bytes,
+	        r->total_objects);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct hd_row *row = &r->rows[i];
+		fprintf(f, "%s\n   [%d, %.0f, %.0f, ", i ? "," : "", row->kind, row->bytes, row->objects);
+		frame_list(f, fs, &row->st);
+		fputc(']', f);
+	}
+	fputs("]}", f);
+}
+
+static void session_json(FILE *f, struct hd_source *s, int64_t session)
+{
+	sqlite3_stmt *q = hd_prepare(s,
+		"SELECT pid, comm, exe, sample_interval, start_time, end_time FROM sessions WHERE id = ?1");
+	sqlite3_stmt *c = hd_prepare(s,
+		"SELECT samples, drops, unwind_failures FROM snapshots WHERE session_id = ?1 ORDER BY id DESC LIMIT 1");
+	int64_t pid = 0, interval = 0, samples = 0, drops = 0, unwf = 0;
+	char *comm = NULL, *exe = NULL;
+	double start = 0, end = 0;
+	int has_end = 0;
+
+	sqlite3_bind_int64(q, 1, session);
+	if (hd_step(s, q)) {
+		pid = sqlite3_column_int64(q, 0);
+		comm = hd_clean_text(sqlite3_column_text(q, 1));
+		exe = hd_clean_text(sqlite3_column_text(q, 2));
+		interval = sqlite3_column_int64(q, 3);
+		start = sqlite3_column_double(q, 4);
+		has_end = sqlite3_column_type(q, 5) != SQLITE_NULL;
+		end = sqlite3_column_double(q, 5);
+	}
+	sqlite3_finalize(q);
+	sqlite3_bind_int64(c, 1, session);
+	if (hd_step(s, c)) {
+		samples = sqlite3_column_int64(c, 0);
+		drops = sqlite3_column_int64(c, 1);
+		unwf = sqlite3_column_int64(c, 2);
+	}
+	sqlite3_finalize(c);
+	if (!isfinite(start))
+		start = 0;
+	if (!isfinite(end))
+		has_end = 0;
+
+	fputs(",\n \"target\": {\"comm\": ", f);
+	hd_json_html_str(f, comm ? comm : "");
+	fprintf(f, ", \"pid\": %" PRId64 ", \"exe\": ", pid);
+	hd_json_html_str(f, exe ? exe : "");
+	fprintf(f, "},\n \"session\": {\"id\": %" PRId64 ", \"start\": %.3f, \"end\": ", session, start);
+	if (has_end)
+		fprintf(f, "%.3f", end);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"interval\": %" PRId64 ", \"samples\": %" PRId64 ", \"drops\": %" PRId64
+	        ", \"unwind_failures\": %" PRId64 "}", interval, samples, drops, unwf);
+	free(comm);
+	free(exe);
+}
+
+static void snaps_json(FILE *f, struct hd_source *s, int64_t session)
+{
+	size_t n;
+	struct hd_snap_total *t = hd_snap_totals(s, session, &n);
+	fputs(",\n \"snaps\": [", f);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n  [%" PRId64 ", %.3f, ", i ? "," : "", t[i].id, t[i].time);
+		hd_json_html_str(f, t[i].reason);
+		fprintf(f, ", %" PRId64 ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 "]", t[i].rss,
+		        t[i].heap, t[i].mmap, t[i].samples, t[i].drops, t[i].interval);
+	}
+	fputs("]", f);
+	free(t);
+}
+
+static void leaks_json(FILE *f, struct frames *fs, struct hd_source *s, int64_t session,
+                       const struct hd_filter *flt)
+{
+	struct hd_leak_set ls;
+	hd_leak_find(s, session, flt, LEAKS_SHOWN, &ls);
+	fprintf(f, ",\n \"leaks\": {\"nsnaps\": %zu, \"duration\": %.3f, \"callstacks\": %zu, "
+	        "\"grew\": %zu, \"count\": %zu, \"t\": [", ls.nsnaps, ls.duration, ls.series, ls.grew, ls.n);
+	for (size_t i = 0; i < ls.nsnaps; i++)
+		fprintf(f, i ? ", %.3f" : "%.3f", ls.t[i]);
+	fputs("], \"suspects\": [", f);
+	for (size_t i = 0; i < ls.n && i < LEAKS_SHOWN; i++) {
+		const struct hd_leak *L = &ls.v[i];
+		int folded;
+		struct hd_stack v = hd_fold(hd_stack_get(s, L->stack_id), flt->all_frames, &folded);
+		fprintf(f, "%s\n  {\"stack\": %" PRId64 ", \"kind\": %d, \"rate\": %.3f, \"growth\": %.0f, "
+		        "\"live\": %.0f, \"objects\": %.0f, \"fit\": %.4f, \"folded\": %d, \"frames\": ",
+		        i ? "," : "", L->stack_id, L->kind, L->slope * 60, L->slope * ls.duration, L->last,
+		        L->last_objects, L->fit, folded);
+		frame_list(f, fs, &v);
+		fputs(", \"series\": [", f);
+		for (size_t k = 0; L->series && k < ls.nsnaps; k++)
+			fprintf(f, k ? ",%.0f" : "%.0f", L->series[k]);
+		fputs("]}", f);
+	}
+	fputs("]}", f);
+	hd_leak_free(&ls);
+}
+
+static void frames_json(FILE *f, const struct frames *fs)
+{
+	char pc[32];
+	fputs(",\n \"frames\": [", f);
+	for (size_t i = 0; i < fs->n; i++) {
+		const struct hd_frame *fr = fs->v[i];
+		fputs(i ? ",\n  [" : "\n  [", f);
+		hd_json_html_str(f, hd_frame_name(fr, pc, sizeof pc));
+		fputs(", ", f);
+		hd_json_html_str(f, fr->file);
+		fprintf(f, ", %d, ", fr->line);
+		hd_json_html_str(f, fr->module);
+		fprintf(f, ", %d]", fr->inlined);
+	}
+	fputs("]", f);
+}
+
+void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt)
+{
+	struct hd_source *s = r->b->src;
+	int64_t session = r->b->session_id, nsnaps = 0, peak_id;
+	struct hd_snap peak;
+	struct hd_report rp = { 0 }, rb = { 0 };
+	struct frames fs = { hd_map_new(), { 0 }, NULL, 0, 0 };
+	char idbuf[32], title[128], b1[64];
+	double peak_live = 0;
+	int nviews = 0;
+
+	peak_id = hd_peak(s, session, -1, &peak_live, &nsnaps);
+	snprintf(idbuf, sizeof idbuf, "%" PRId64, peak_id);
+	hd_resolve(s, idbuf, session, &peak);
+	rp.b = &peak;
+	rp.by_objects = rb.by_objects = r->by_objects;
+	hd_build_rows(&rp, flt);
+	if (r->a) {
+		rb.b = r->b;
+		hd_build_rows(&rb, flt);
+	}
+
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	      "<meta name=\"color-scheme\" content=\"light dark\">\n<title>heapdiff: ", f);
+	hd_xml_str(f, r->b->comm[0] ? r->b->comm : "?");
+	fprintf(f, " (pid %" PRId64 ")</title>\n<style>\n", r->b->pid);
+	fputs(hd_html_css, f);
+	/* Script errors land in #hd-errors (and data-errors), so that a
+	 * headless browser's DOM dump shows them; installed before anything
+	 * else runs. */
+	fputs("</style>\n</head>\n<body>\n<pre id=\"hd-errors\" hidden></pre>\n<script>\n"
+	      "window.addEventListener('error', function (e) {\n"
+	      "  var p = document.getElementById('hd-errors'), m = (e.message || 'error') +\n"
+	      "    (e.lineno ? ' (line ' + e.lineno + ':' + e.colno + ')' : '');\n"
+	      "  p.hidden = false; p.textContent += m + '\\n';\n"
+	      "  document.documentElement.setAttribute('data-errors', p.textContent);\n"
+	      "});\n</script>\n"
+	      "<noscript>This report is drawn by JavaScript; enable it to see the page.</noscript>\n"
+	      "<div id=\"hd-app\"></div>\n"
+	      "<script type=\"application/json\" id=\"hd-data\">\n", f);
+
+	fputs("{\"heapdiff\": 1, \"db\": ", f);
+	hd_json_html_str(f, s->path);
+	session_json(f, s, session);
+	snaps_json(f, s, session);
+	fputs(",\n \"a\": ", f);
+	snap_json(f, r->a);
+	fputs(",\n \"b\": ", f);
+	snap_json(f, r->b);
+	fprintf(f, ",\n \"peak\": {\"id\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, \"reason\": ",
+	        peak.id, peak.time, peak_live);
+	hd_json_html_str(f, peak.reason);
+	fprintf(f, "},\n \"top\": %ld, \"by_objects\": %d,\n \"views\": [", r->top, r->by_objects);
+	if (r->a) {
+		snprintf(title, sizeof title, "Growth from snapshot %" PRId64 " to %" PRId64 " (%s)",
+		         r->a->id, r->b->id, hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, 0));
+		view_json(f, &fs, "diff", title, r, nviews++ == 0);
+	}
+	snprintf(title, sizeof title, "Live heap at the peak, snapshot %" PRId64 " (%s)", peak.id,
+	         hd_fmt_bytes(b1, sizeof b1, rp.total_bytes, 0, 0));
+	view_json(f, &fs, "peak", title, &rp, nviews++ == 0);
+	snprintf(title, sizeof title, "Live heap at snapshot %" PRId64 " (%s)", r->b->id,
+	         hd_fmt_bytes(b1, sizeof b1, r->a ? rb.total_bytes : r->total_bytes, 0, 0));
+	view_json(f, &fs, "b", title, r->a ? &rb : r, nviews++ == 0);
+	fputs("]", f);
+	leaks_json(f, &fs, s, session, flt);
+	frames_json(f, &fs);
+	fputs("}\n</script>\n<script>\n", f);
+	fputs(hd_html_js, f);
+	fputs("</script>\n</body>\n</html>\n", f);
+
+	hd_free_rows(&rp);
+	hd_free_rows(&rb);
+	hd_map_free(fs.index, NULL);
+	hd_buf_free(&fs.key);
+	free(fs.v);
+}

@@ -1,0 +1,676 @@
+/* report_html.js -- the script of heapdiff's HTML report.  report_html.c
+ * writes it into the page after the data (<script type="application/json"
+ * id="hd-data">, described there); it builds everything the reader sees:
+ *
+ *   header       the target, the session, the peak, the totals at A and B;
+ *   chart        the estimated live heap at every snapshot of the session
+ *                (heap and mmap stacked) and the RSS as a line, in time
+ *                order (the attacher's 'peak' snapshot has the time of the
+ *                peak, not of its writing); the baseline, the peak, A and B
+ *                marked, sampling-interval raises and drops too; hovering
+ *                shows the nearest snapshot;
+ *   flame graph  of a view (growth A -> B, live at the peak, live at B),
+ *                laid out as report_svg.c does (children sorted by name;
+ *                warm = grew, blue = shrank, purple = both), drawn as
+ *                absolutely positioned elements so that the names are in
+ *                the DOM; nodes narrower than 0.5 px are skipped, which
+ *                keeps thousands of call paths fast; click zooms, search
+ *                takes a regular expression and shows the matched share,
+ *                flame or icicle;
+ *   tables       the top call paths of the view (a row opens to its whole
+ *                stack) and the leak suspects with a sparkline each.
+ *
+ * Every name is untrusted (it comes from the profiled process): names are
+ * only ever put in as text (textContent, createTextNode, setAttribute),
+ * never as markup.  The state that a link can carry is in the URL hash:
+ * #view=diff|peak|b, search=REGEX, mode=flame|icicle, zoom=NODE-PATH.
+ * When done, <html data-rendered="MS"> holds the time the rendering took
+ * (performance.now); errors land in #hd-errors (the page's first script). */
+(function () {
+	'use strict';
+	var T0 = performance.now();
+	var D = JSON.parse(document.getElementById('hd-data').textContent);
+	var F = D.frames;
+	var SVGNS = 'http://www.w3.org/2000/svg';
+	var FRAME_H = 18;
+
+	/* ------------------------------------------------------------ helpers */
+
+	function el(tag, cls, text) {
+		var e = document.createElement(tag);
+		if (cls) e.className = cls;
+		if (text !== undefined && text !== null) e.textContent = String(text);
+		return e;
+	}
+	function add(parent, child) { parent.appendChild(child); return child; }
+	function sv(tag, attrs) {
+		var e = document.createElementNS(SVGNS, tag);
+		for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) e.setAttribute(k, attrs[k]);
+		return e;
+	}
+	function fmtBytes(v, sign) {
+		var units = ['KiB', 'MiB', 'GiB', 'TiB'], a = Math.abs(v), s = v < 0 ? '-' : sign && v > 0 ? '+' : '';
+		if (a < 0.5) { a = 0; s = ''; }
+		if (a < 1024) return s + Math.round(a) + ' B';
+		var u = -1;
+		while (a >= 1024 && u < 3) { a /= 1024; u++; }
+		return s + (a < 10 ? a.toFixed(2) : a < 100 ? a.toFixed(1) : a.toFixed(0)) + ' ' + units[u];
+	}
+	function fmtCount(v, sign) {
+		var r = Math.round(v);
+		if (Math.abs(v) < 0.5) r = 0;
+		return (sign && r > 0 ? '+' : '') + String(r).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+	}
+	function pad(n) { return n < 10 ? '0' + n : String(n); }
+	function fmtTime(t) {
+		var d = new Date(t * 1000);
+		return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+			pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+	}
+	function fmtDur(s) {
+		var a = Math.abs(s), sg = s < 0 ? '-' : '';
+		if (a < 120) return sg + (a < 10 ? a.toFixed(1) : a.toFixed(0)) + ' s';
+		if (a < 7200) return sg + (a / 60).toFixed(1) + ' min';
+		return sg + (a / 3600).toFixed(1) + ' h';
+	}
+	function base(p) { var i = p.lastIndexOf('/'); return i >= 0 ? p.substring(i + 1) : p; }
+	function frameName(fi) { var f = F[fi]; return f[0] + (f[4] ? ' (inlined)' : ''); }
+	function frameSite(fi) {
+		var f = F[fi];
+		return f[1] ? f[1] + (f[2] > 0 ? ':' + f[2] : '') : '';
+	}
+	function kindName(k) { return k === 0 ? 'heap' : k === 1 ? 'mmap' : 'other'; }
+
+	/* ------------------------------------------------------------ state */
+
+	var views = {};
+	D.views.forEach(function (v) { views[v.key] = v; });
+	var S = { view: D.views[0].key, search: '', mode: 'flame', zoom: '' };
+	(function readHash() {
+		var h = location.hash.replace(/^#/, '');
+		h.split('&').forEach(function (kv) {
+			var i = kv.indexOf('='), k, v;
+			if (i < 0) return;
+			k = kv.substring(0, i);
+			try { v = decodeURIComponent(kv.substring(i + 1)); } catch (e) { return; }
+			if (k === 'view' && views[v]) S.view = v;
+			else if (k === 'search') S.search = v;
+			else if (k === 'mode' && (v === 'flame' || v === 'icicle')) S.mode = v;
+			else if (k === 'zoom') S.zoom = v;
+		});
+	})();
+	function writeHash() {
+		var h = 'view=' + S.view;
+		if (S.mode !== 'flame') h += '&mode=' + S.mode;
+		if (S.search) h += '&search=' + encodeURIComponent(S.search);
+		if (S.zoom) h += '&zoom=' + encodeURIComponent(S.zoom);
+		try { history.replaceState(null, '', '#' + h); } catch (e) { /* file:// in some browsers */ }
+	}
+
+	var app = document.getElementById('hd-app');
+
+	/* ------------------------------------------------------------ header */
+
+	function fact(dl, label, value, cls) {
+		var d = add(dl, el('div'));
+		add(d, el('dt', null, label));
+		var dd = add(d, el('dd', cls, value));
+		return dd;
+	}
+
+	function snapLine(s) {
+		if (!s) return '';
+		return 'snapshot ' + s.id + ' (' + (s.reason || '?') + ') at ' + fmtTime(s.time) + ': ' +
+			fmtBytes(s.live) + ' live, RSS ' + fmtBytes(s.rss);
+	}
+
+	function header() {
+		var T = D.target, SS = D.session, dur = (SS.end !== null ? SS.end : D.b.time) - SS.start;
+		add(app, el('h1', null, 'heapdiff: ' + (T.comm || '?') + ' (pid ' + T.pid + ')'));
+		var sec = add(app, el('section'));
+		var dl = add(sec, el('dl', 'facts'));
+		fact(dl, 'Target', (T.exe || '?') + '  \u2014  pid ' + T.pid + ', ' + (T.comm || '?'), 'mono');
+		fact(dl, 'Session ' + SS.id, 'attached ' + fmtTime(SS.start) + ', ' + fmtDur(dur) +
+			(SS.end === null ? ' (no clean detach)' : ''));
+		var ndrop = SS.drops;
+		fact(dl, 'Samples', fmtCount(SS.samples) + ' samples, ' + fmtCount(ndrop) + ' dropped, ' +
+			fmtCount(SS.unwind_failures) + ' unwind failures', ndrop > 0 ? 'warn' : null);
+		fact(dl, 'Sampling interval', fmtBytes(SS.interval) + ' (mean)');
+		fact(dl, 'Peak', fmtBytes(D.peak.live) + ' at ' + fmtTime(D.peak.time) + ' (snapshot ' +
+			D.peak.id + (D.peak.reason === 'peak' ? ', recorded by the attacher' : '') + ')');
+		if (D.a) fact(dl, 'A', snapLine(D.a));
+		fact(dl, D.a ? 'B' : 'Snapshot', snapLine(D.b));
+		if (D.a) {
+			var dl2 = D.b.live - D.a.live, dr = D.b.rss - D.a.rss;
+			fact(dl, 'A \u2192 B', fmtBytes(dl2, 1) + ' live, RSS ' + fmtBytes(dr, 1) + ' in ' +
+				fmtDur(D.b.time - D.a.time), dl2 > 0 ? 'grew' : null);
+		}
+		var src = add(sec, el('div', 'muted mono', D.db));
+		src.style.marginTop = '6px';
+	}
+
+	/* ------------------------------------------------------------ chart */
+
+	function chart() {
+		add(app, el('h2', null, 'Memory over time'));
+		var sec = add(app, el('section'));
+		var box = add(sec, el('div'));
+		box.id = 'hd-chart';
+		var P = D.snaps.map(function (s, i) {
+			return { id: s[0], t: s[1], reason: s[2], rss: s[3], heap: s[4], mmap: s[5],
+				samples: s[6], drops: s[7], interval: s[8], order: i };
+		});
+		if (!P.length) { add(box, el('div', 'empty', 'no snapshots')); return; }
+		/* Interval raises and drops, in the order the snapshots were taken. */
+		for (var i = 0; i < P.length; i++) {
+			P[i].ival = P[i].interval > D.session.interval;
+			P[i].dropped = i > 0 && P[i].drops > P[i - 1].drops ? P[i].drops - P[i - 1].drops : 0;
+		}
+		var baseline = P[0];
+		P.sort(function (a, b) { return a.t - b.t || a.id - b.id; });
+		var W = Math.max(box.clientWidth || 1000, 400), H = 280, L = 70, R = 16, T = 22, B = 30;
+		var t0 = P[0].t, t1 = P[P.length - 1].t, ymax = 1;
+		P.forEach(function (p) { ymax = Math.max(ymax, p.heap + p.mmap, p.rss); });
+		ymax *= 1.08;
+		function X(t) { return L + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (W - L - R); }
+		function Y(v) { return T + (1 - v / ymax) * (H - T - B); }
+		var svg = sv('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img',
+			'aria-label': 'estimated live heap and RSS over the session' });
+		svg.id = 'hd-chart-svg';
+		/* y axis: 5 ticks at round values */
+		var step = Math.pow(2, Math.ceil(Math.log(ymax / 5) / Math.LN2));
+		for (var v = 0; v <= ymax; v += step) {
+			svg.appendChild(sv('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), 'class': 'axis' }));
+			var tx = sv('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', 'class': 'tick' });
+			tx.textContent = fmtBytes(v);
+			svg.appendChild(tx);
+		}
+		for (var k = 0; k <= 5; k++) {
+			var tt = t0 + (t1 - t0) * k / 5, xt = sv('text', { x: X(tt), y: H - 10, 'text-anchor': 'middle', 'class': 'tick' });
+			xt.textContent = k === 0 ? fmtTime(t0).substring(11) : '+' + fmtDur(tt - t0);
+			svg.appendChild(xt);
+		}
+		/* stacked areas: heap at the bottom, mmap on it */
+		function area(lo, hi, cls, name) {
+			var pts = [];
+			P.forEach(function (p) { pts.push(X(p.t).toFixed(1) + ',' + Y(hi(p)).toFixed(1)); });
+			for (var j = P.length - 1; j >= 0; j--) pts.push(X(P[j].t).toFixed(1) + ',' + Y(lo(P[j])).toFixed(1));
+			var pg = sv('polygon', { points: pts.join(' '), 'class': cls, 'data-series': name });
+			svg.appendChild(pg);
+		}
+		area(function () { return 0; }, function (p) { return p.heap; }, 'heap', 'heap');
+		area(function (p) { return p.heap; }, function (p) { return p.heap + p.mmap; }, 'mmap', 'mmap');
+		svg.appendChild(sv('polyline', { points: P.map(function (p) { return X(p.t).toFixed(1) + ',' + Y(p.rss).toFixed(1); }).join(' '),
+			'class': 'rss', 'data-series': 'rss' }));
+		/* markers */
+		var byId = {};
+		P.forEach(function (p) { byId[p.id] = p; });
+		var marks = [], used = {};
+		function mark(id, label, cls) {
+			var p = byId[id];
+			if (!p) return;
+			var x = X(p.t), row = 0;
+			while (used[row] && used[row].some(function (ux) { return Math.abs(ux - x) < 60; })) row++;
+			(used[row] = used[row] || []).push(x);
+			var g = sv('g', { 'class': 'marker ' + cls, 'data-mark': label });
+			g.appendChild(sv('line', { x1: x, x2: x, y1: T - 4 + row * 12, y2: H - B }));
+			var t = sv('text', { x: x + 3, y: T + 6 + row * 12 });
+			t.textContent = label;
+			g.appendChild(t);
+			marks.push(g);
+		}
+		mark(baseline.id, 'baseline', 'base');
+		if (D.a && D.a.session === D.b.session) mark(D.a.id, 'A', 'ab');
+		mark(D.b.id, D.a ? 'B' : 'snapshot', 'ab');
+		mark(D.peak.id, 'peak ' + fmtBytes(D.peak.live), 'peak');
+		marks.forEach(function (g) { svg.appendChild(g); });
+		var nival = 0, ndrop = 0;
+		P.forEach(function (p) {
+			var x = X(p.t);
+			if (p.ival) {
+				nival++;
+				var tri = sv('path', { d: 'M' + (x - 4) + ',' + (H - B + 1) + 'l4,-7l4,7z', 'class': 'ival' });
+				var ti = sv('title');
+				ti.textContent = 'sampling interval raised to ' + fmtBytes(p.interval) + ' (snapshot ' + p.id + ')';
+				tri.appendChild(ti);
+				svg.appendChild(tri);
+			}
+			if (p.dropped) {
+				ndrop++;
+				var c = sv('circle', { cx: x, cy: H - B - 10, r: 3.5, 'class': 'drop' });
+				var td = sv('title');
+				td.textContent = fmtCount(p.dropped) + ' samples dropped before snapshot ' + p.id;
+				c.appendChild(td);
+				svg.appendChild(c);
+			}
+		});
+		/* hover: the nearest snapshot */
+		var guide = sv('line', { y1: T, y2: H - B, 'class': 'guide', visibility: 'hidden' });
+		var dot = sv('circle', { r: 3, 'class': 'dot', visibility: 'hidden' });
+		svg.appendChild(guide);
+		svg.appendChild(dot);
+		var overlay = sv('rect', { x: L, y: 0, width: W - L - R, height: H, fill: 'transparent' });
+		svg.appendChild(overlay);
+		box.appendChild(svg);
+		var tip = add(box, el('div', 'tip'));
+		tip.style.display = 'none';
+		overlay.addEventListener('mousemove', function (ev) {
+			var r = svg.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, best = P[0];
+			P.forEach(function (p) { if (Math.abs(X(p.t) - x) < Math.abs(X(best.t) - x)) best = p; });
+			var bx = X(best.t);
+			guide.setAttribute('x1', bx); guide.setAttribute('x2', bx); guide.setAttribute('visibility', 'visible');
+			dot.setAttribute('cx', bx); dot.setAttribute('cy', Y(best.heap + best.mmap)); dot.setAttribute('visibility', 'visible');
+			tip.textContent = '';
+			add(tip, el('b', null, 'snapshot ' + best.id + ' (' + (best.reason || '?') + ')'));
+			add(tip, el('div', 'muted', fmtTime(best.t) + ', +' + fmtDur(best.t - t0)));
+			var tb = add(tip, el('table'));
+			[['heap', fmtBytes(best.heap)], ['mmap', fmtBytes(best.mmap)], ['live', fmtBytes(best.heap + best.mmap)],
+				['RSS', fmtBytes(best.rss)], ['samples', fmtCount(best.samples)], ['drops', fmtCount(best.drops)],
+				['interval', best.interval ? fmtBytes(best.interval) : '?']].forEach(function (kv) {
+				var tr = add(tb, el('tr'));
+				add(tr, el('td', null, kv[0]));
+				add(tr, el('td', null, kv[1]));
+			});
+			tip.style.display = '';
+			var px = bx * r.width / W;
+			tip.style.left = (px + 12 + 220 > r.width ? px - 12 - tip.offsetWidth : px + 12) + 'px';
+			tip.style.top = '20px';
+		});
+		overlay.addEventListener('mouseleave', function () {
+			tip.style.display = 'none';
+			guide.setAttribute('visibility', 'hidden');
+			dot.setAttribute('visibility', 'hidden');
+		});
+		var lg = add(sec, el('div', 'legend'));
+		function key(color, text) {
+			var s = add(lg, el('span'));
+			var i = add(s, el('i'));
+			i.style.background = color;
+			s.appendChild(document.createTextNode(text));
+		}
+		key('var(--heap)', 'heap (estimated live)');
+		key('var(--mmap)', 'mmap (estimated live)');
+		key('var(--rss)', 'RSS');
+		key('var(--peak)', 'peak');
+		key('var(--ab)', D.a ? 'A and B' : 'the snapshot shown');
+		if (nival) key('var(--warn)', nival + ' snapshot' + (nival > 1 ? 's' : '') + ' with a raised sampling interval');
+		if (ndrop) key('var(--bad)', ndrop + ' snapshot' + (ndrop > 1 ? 's' : '') + ' after dropped samples');
+		add(lg, el('span', null, P.length + ' snapshots'));
+	}
+
+	/* ------------------------------------------------------------ flame graph */
+
+	/* Colours as report_svg.c: warm = grew, blue = shrank, purple = both. */
+	function color(n, depth) {
+		var w = n.g + n.s, neg = w > 0 ? n.s / w : 0, h = 2166136261;
+		for (var i = 0; i < n.name.length; i++) h = Math.imul(h ^ n.name.charCodeAt(i), 16777619) >>> 0;
+		var v = (h % 1000) / 1000;
+		if (depth === 0) return 'rgb(200,200,200)';
+		if (neg < 0.05) return 'rgb(' + (205 + Math.floor(50 * v)) + ',' + Math.floor(80 + 130 * v) + ',' + Math.floor(40 * v) + ')';
+		if (neg > 0.95) return 'rgb(' + Math.floor(40 + 60 * v) + ',' + Math.floor(110 + 70 * v) + ',' + (225 + Math.floor(30 * v)) + ')';
+		return 'rgb(' + (160 + Math.floor(40 * (1 - neg))) + ',' + Math.floor(80 + 40 * v) + ',' + (190 + Math.floor(40 * neg)) + ')';
+	}
+
+	function newNode(name, fi, parent) {
+		return { name: name, fi: fi, parent: parent, g: 0, s: 0, gn: 0, sn: 0, kids: new Map() };
+	}
+	function addTo(n, bytes, objects) {
+		if (bytes >= 0) { n.g += bytes; n.gn += objects; } else { n.s -= bytes; n.sn -= objects; }
+	}
+	var trees = {};
+	function tree(key) {
+		if (trees[key]) return trees[key];
+		var v = views[key], root = newNode('all', -1, null);
+		v.rows.forEach(function (r) {
+			var n = root;
+			addTo(n, r[1], r[2]);
+			if (r[0] !== 0) {
+				var kn = '[' + kindName(r[0]) + ']', c = n.kids.get(kn);
+				if (!c) { c = newNode(kn, -1, n); n.kids.set(kn, c); }
+				n = c;
+				addTo(n, r[1], r[2]);
+			}
+			for (var k = r[3].length - 1; k >= 0; k--) {
+				var fi = r[3][k], name = frameName(fi), ch = n.kids.get(name);
+				if (!ch) { ch = newNode(name, fi, n); n.kids.set(name, ch); }
+				n = ch;
+				addTo(n, r[1], r[2]);
+			}
+		});
+		/* Flatten: x offset (bytes), depth, children sorted by name. */
+		var flat = [], maxd = 0;
+		(function walk(n, x, d, path) {
+			n.x = x; n.w = n.g + n.s; n.d = d; n.i = flat.length; n.path = path;
+			flat.push(n);
+			if (d > maxd) maxd = d;
+			var ks = Array.from(n.kids.keys()).sort(function (a, b) { return a < b ? -1 : a > b ? 1 : 0; });
+			ks.forEach(function (k, j) {
+				var c = n.kids.get(k);
+				walk(c, x, d + 1, path ? path + '.' + j : String(j));
+				x += c.w;
+			});
+		})(root, 0, 0, '');
+		trees[key] = { root: root, flat: flat, maxd: maxd, diff: !!v.diff, view: v };
+		return trees[key];
+	}
+
+	var flameBox, details, matchedEl, searchIn, resetBtn, curTree, zoomNode = null, matchRe = null;
+
+	function nodeText(t, n) {
+		var parts = [n.name];
+		if (t.diff) {
+			parts.push(fmtBytes(n.g - n.s, 1) + ', ' + fmtCount(n.gn - n.sn, 1) + ' objects (grew ' +
+				fmtBytes(n.g) + ', shrank ' + fmtBytes(n.s) + ')');
+		} else {
+			parts.push(fmtBytes(n.w) + ', ' + fmtCount(n.gn) + ' objects, ' +
+				(t.root.w > 0 ? (100 * n.w / t.root.w).toFixed(2) : '0') + '%');
+		}
+		if (n.fi >= 0) {
+			var site = frameSite(n.fi), mod = F[n.fi][3];
+			if (site) parts.push(site);
+			if (mod) parts.push(mod);
+		}
+		return parts.join('  \u2014  ');
+	}
+
+	function render() {
+		var t = curTree, W = flameBox.clientWidth || 1200;
+		flameBox.textContent = '';
+		if (!(t.root.w > 0)) {
+			flameBox.style.height = 'auto';
+			add(flameBox, el('div', 'empty', t.diff ? 'no call path changed' : 'no live allocations'));
+			matchedEl.textContent = '';
+			return;
+		}
+		var z = zoomNode || t.root, x0 = z.x, w0 = z.w > 0 ? z.w : t.root.w, d0 = z.d;
+		var frag = document.createDocumentFragment(), H = (t.maxd + 1) * FRAME_H, icicle = S.mode === 'icicle';
+		flameBox.style.height = H + 'px';
+		var eps = 1e-9 * t.root.w, shown = 0;
+		for (var i = 0; i < t.flat.length; i++) {
+			var n = t.flat[i], left, width, anc = false;
+			if (n.d < d0) {
+				if (!(n.x <= x0 + eps && n.x + n.w >= x0 + w0 - eps)) continue;
+				anc = true; left = 0; width = W;
+			} else {
+				if (n.x < x0 - eps || n.x + n.w > x0 + w0 + eps) continue;
+				left = (n.x - x0) / w0 * W; width = n.w / w0 * W;
+			}
+			if (width < 0.5) continue;
+			var e = document.createElement('div');
+			e.className = 'fr' + (anc ? ' anc' : '') + (matchRe && n.d > 0 && matchRe.test(n.name) ? ' match' : '');
+			e.style.left = left.toFixed(1) + 'px';
+			e.style.width = Math.max(width - 1, 0.5).toFixed(1) + 'px';
+			e.style.top = (icicle ? n.d * FRAME_H : H - (n.d + 1) * FRAME_H) + 'px';
+			e.style.background = color(n, n.d);
+			e.setAttribute('data-i', i);
+			if (width > 18) e.textContent = n.name;
+			else e.setAttribute('data-name', n.name);
+			frag.appendChild(e);
+			shown++;
+		}
+		flameBox.appendChild(frag);
+		flameBox.setAttribute('data-frames', shown);
+		resetBtn.disabled = !zoomNode;
+		updateMatched();
+	}
+
+	function updateMatched() {
+		var t = curTree;
+		if (!matchRe || !(t.root.w > 0)) { matchedEl.textContent = ''; return; }
+		/* The share of the topmost matching nodes (a match inside a match
+		 * counts once). */
+		var sum = 0, bytes = 0, count = 0;
+		(function walk(n) {
+			if (n.d > 0 && matchRe.test(n.name)) { sum += n.w; bytes += n.g - n.s; count++; return; }
+			n.kids.forEach(walk);
+		})(t.root);
+		matchedEl.textContent = 'Matched: ' + (100 * sum / t.root.w).toFixed(2) + '% (' +
+			fmtBytes(t.diff ? bytes : sum, t.diff) + ', ' + count + ' frame' + (count === 1 ? '' : 's') + ')';
+	}
+
+	function setSearch(text) {
+		S.search = text;
+		searchIn.classList.remove('bad');
+		matchRe = null;
+		if (text) {
+			try { matchRe = new RegExp(text); } catch (e) {
+				searchIn.classList.add('bad');
+				matchedEl.textContent = 'bad regular expression: ' + e.message;
+			}
+		}
+		writeHash();
+		render();
+	}
+
+	function zoomTo(n) {
+		zoomNode = n && n !== curTree.root ? n : null;
+		S.zoom = zoomNode ? zoomNode.path : '';
+		writeHash();
+		render();
+	}
+
+	var viewBtns = {}, tableBox;
+	function setView(key) {
+		S.view = key;
+		curTree = tree(key);
+		zoomNode = null;
+		if (S.zoom) {
+			var hit = null;
+			curTree.flat.forEach(function (n) { if (n.path === S.zoom) hit = n; });
+			zoomNode = hit;
+			if (!hit) S.zoom = '';
+		}
+		for (var k in viewBtns) viewBtns[k].classList.toggle('on', k === key);
+		document.getElementById('hd-flame-title').textContent = curTree.view.title;
+		document.documentElement.setAttribute('data-view', key);
+		writeHash();
+		render();
+		rowsTable();
+	}
+
+	function flame() {
+		var h2 = add(app, el('h2', null, 'Flame graph'));
+		h2.id = 'hd-flame-title';
+		var sec = add(app, el('section'));
+		var bar = add(sec, el('div', 'toolbar'));
+		var names = { diff: 'Growth A \u2192 B', peak: 'Live at the peak', b: D.a ? 'Live at B' : 'Live at the snapshot' };
+		D.views.forEach(function (v) {
+			var b = add(bar, el('button', null, names[v.key]));
+			b.type = 'button';
+			b.setAttribute('data-view', v.key);
+			b.title = v.title;
+			b.addEventListener('click', function () { S.zoom = ''; setView(v.key); });
+			viewBtns[v.key] = b;
+		});
+		resetBtn = add(bar, el('button', null, 'Reset zoom'));
+		resetBtn.type = 'button';
+		resetBtn.addEventListener('click', function () { zoomTo(null); });
+		var mode = add(bar, el('button', null, S.mode === 'icicle' ? 'Flame' : 'Icicle'));
+		mode.type = 'button';
+		mode.title = 'root at the bottom (flame) or at the top (icicle)';
+		mode.addEventListener('click', function () {
+			S.mode = S.mode === 'icicle' ? 'flame' : 'icicle';
+			mode.textContent = S.mode === 'icicle' ? 'Flame' : 'Icicle';
+			writeHash();
+			render();
+		});
+		searchIn = add(bar, el('input'));
+		searchIn.type = 'search';
+		searchIn.placeholder = 'Search (regular expression)';
+		searchIn.value = S.search;
+		searchIn.addEventListener('input', function () { setSearch(searchIn.value); });
+		matchedEl = add(bar, el('span', 'muted'));
+		matchedEl.id = 'hd-matched';
+		flameBox = add(sec, el('div'));
+		flameBox.id = 'hd-flame';
+		details = add(sec, el('div', 'mono', '\u00a0'));
+		details.id = 'hd-details';
+		var legend = add(sec, el('div', 'legend'));
+		legend.textContent = 'Width: bytes (in the growth view, grown plus shrunk); warm: grew, blue: shrank, ' +
+			'purple: both.  Click a frame to zoom, the root or "Reset zoom" to go back.';
+		flameBox.addEventListener('mousemove', function (ev) {
+			var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
+			details.textContent = i === null || i === undefined ? '\u00a0' : nodeText(curTree, curTree.flat[+i]);
+		});
+		flameBox.addEventListener('mouseleave', function () { details.textContent = '\u00a0'; });
+		flameBox.addEventListener('click', function (ev) {
+			var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
+			if (i === null || i === undefined) return;
+			var n = curTree.flat[+i];
+			zoomTo(n === zoomNode ? n.parent : n);
+		});
+		if (S.search) {
+			try { matchRe = new RegExp(S.search); } catch (e) { matchRe = null; searchIn.classList.add('bad'); }
+		}
+	}
+
+	/* ------------------------------------------------------------ tables */
+
+	function stackList(frames, folded) {
+		var ol = el('ol', 'stack');
+		frames.forEach(function (fi) {
+			var li = add(ol, el('li'));
+			add(li, el('span', 'mono', frameName(fi)));
+			var site = frameSite(fi), mod = F[fi][3];
+			if (site) { li.appendChild(document.createTextNode('  ')); add(li, el('span', 'site mono', site)); }
+			if (mod) { li.appendChild(document.createTextNode('  ')); add(li, el('span', 'site', '[' + base(mod) + ']')); }
+		});
+		if (folded) add(ol, el('li', 'muted', '(' + folded + ' allocator frames folded)'));
+		return ol;
+	}
+
+	function leafCell(td, frames, kind) {
+		if (!frames.length) { td.textContent = '(no frames)'; return; }
+		add(td, el('span', 'mono', frameName(frames[0])));
+		var site = frameSite(frames[0]);
+		if (site) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site mono', site)); }
+		if (kind) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site', '[' + kindName(kind) + ']')); }
+	}
+
+	function expandable(tbody, tr, ncols, frames, folded) {
+		tr.className = 'row';
+		tr.addEventListener('click', function () {
+			if (tr.nextSibling && tr.nextSibling.className === 'stack') {
+				tbody.removeChild(tr.nextSibling);
+				tr.classList.remove('open');
+				return;
+			}
+			var st = el('tr', 'stack'), td = add(st, el('td'));
+			td.colSpan = ncols;
+			add(td, stackList(frames, folded));
+			tbody.insertBefore(st, tr.nextSibling);
+			tr.classList.add('open');
+		});
+	}
+
+	function headRow(table, cols) {
+		var tr = add(add(table, el('thead')), el('tr'));
+		cols.forEach(function (c) { add(tr, el('th', c[1] ? 'n' : null, c[0])); });
+	}
+
+	function rowsTable(all) {
+		var v = curTree.view, diff = !!v.diff, top = D.top > 0 ? D.top : Infinity;
+		var rows = v.rows.filter(function (r) { return diff ? r[1] > 0 : true; });
+		document.getElementById('hd-rows-title').textContent = diff ?
+			'Top growing call paths, snapshot ' + v.from + ' \u2192 ' + v.to + ' (' + fmtDur(v.dt) + ')' :
+			'Top call paths of the ' + (v.key === 'peak' ? 'live heap at the peak' : 'live heap') +
+			', snapshot ' + v.to;
+		tableBox.textContent = '';
+		if (!rows.length) {
+			add(tableBox, el('div', 'empty', diff ? 'no call path grew' : 'no live allocations'));
+			return;
+		}
+		var table = add(tableBox, el('table', 'rows'));
+		table.id = 'hd-rows';
+		var cols = [['#', 1], [diff ? 'grew' : 'live bytes', 1], ['objects', 1]];
+		if (diff) cols.push(['per minute', 1]);
+		cols.push(['leaf function (click for the stack)', 0]);
+		headRow(table, cols);
+		var tbody = add(table, el('tbody'));
+		var n = all ? rows.length : Math.min(rows.length, top);
+		for (var i = 0; i < n; i++) {
+			var r = rows[i], tr = add(tbody, el('tr'));
+			add(tr, el('td', 'n', i + 1));
+			add(tr, el('td', 'n', fmtBytes(r[1], diff)));
+			add(tr, el('td', 'n', fmtCount(r[2], diff)));
+			if (diff) add(tr, el('td', 'n', v.dt > 0 ? fmtBytes(r[1] / v.dt * 60, 1) + '/min' : '\u2014'));
+			leafCell(add(tr, el('td', 'fn')), r[3], r[0]);
+			expandable(tbody, tr, cols.length, r[3], 0);
+		}
+		if (n < rows.length) {
+			var more = add(tableBox, el('div', 'more'));
+			var b = add(more, el('button', null, 'show all ' + rows.length + ' call paths'));
+			b.type = 'button';
+			b.addEventListener('click', function () { rowsTable(true); });
+		}
+	}
+
+	function spark(series, ts) {
+		var w = 120, h = 26, max = 0, t0 = ts[0], t1 = ts[ts.length - 1];
+		series.forEach(function (y) { if (y > max) max = y; });
+		var s = sv('svg', { width: w, height: h, viewBox: '0 0 ' + w + ' ' + h, 'class': 'spark' });
+		var pts = series.map(function (y, i) {
+			var x = t1 > t0 ? (ts[i] - t0) / (t1 - t0) * (w - 4) + 2 : w / 2;
+			return x.toFixed(1) + ',' + (h - 2 - (max > 0 ? y / max : 0) * (h - 4)).toFixed(1);
+		});
+		s.appendChild(sv('polyline', { points: pts.join(' ') }));
+		return s;
+	}
+
+	function leaks() {
+		var Lk = D.leaks;
+		var h2 = add(app, el('h2', null, 'Leak suspects'));
+		h2.id = 'hd-leaks-title';
+		var sec = add(app, el('section'));
+		sec.id = 'hd-leaks';
+		if (Lk.nsnaps < 3) {
+			add(sec, el('div', 'empty', 'Too few snapshots for a trend: leak suspects need at least 3 snapshots ' +
+				'of the session (not counting the peak snapshot), and this one has ' + Lk.nsnaps + '.'));
+			return;
+		}
+		add(sec, el('div', 'muted', 'Call paths whose live bytes grew steadily over the ' + Lk.nsnaps +
+			' snapshots of the session (' + fmtDur(Lk.duration) + '): a fitted slope > 0 with R\u00b2 \u2265 0.8, ' +
+			'rarely falling, not fallen back.  ' + Lk.count + ' suspect' + (Lk.count === 1 ? '' : 's') + '; ' +
+			Lk.grew + ' other call path' + (Lk.grew === 1 ? '' : 's') + ' grew without a steady trend.'));
+		if (!Lk.suspects.length) {
+			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s live bytes grew steadily.'));
+			return;
+		}
+		var table = add(sec, el('table', 'rows'));
+		table.id = 'hd-leak-table';
+		var cols = [['per minute', 1], ['fitted growth', 1], ['live now', 1], ['fit', 1], ['live bytes over the session', 0],
+			['leaf function (click for the stack)', 0]];
+		headRow(table, cols);
+		var tbody = add(table, el('tbody'));
+		Lk.suspects.forEach(function (s) {
+			var tr = add(tbody, el('tr'));
+			add(tr, el('td', 'n', fmtBytes(s.rate, 1) + '/min'));
+			add(tr, el('td', 'n', fmtBytes(s.growth, 1)));
+			add(tr, el('td', 'n', fmtBytes(s.live)));
+			add(tr, el('td', 'n', s.fit.toFixed(2)));
+			var sp = add(tr, el('td'));
+			if (s.series.length) sp.appendChild(spark(s.series, Lk.t));
+			leafCell(add(tr, el('td', 'fn')), s.frames, s.kind);
+			expandable(tbody, tr, cols.length, s.frames, s.folded);
+		});
+		if (Lk.count > Lk.suspects.length)
+			add(sec, el('div', 'more muted', (Lk.count - Lk.suspects.length) + ' more suspects: heapdiff --leaks --top 0 lists all'));
+	}
+
+	/* ------------------------------------------------------------ page */
+
+	header();
+	chart();
+	flame();
+	var h2r = add(app, el('h2'));
+	h2r.id = 'hd-rows-title';
+	tableBox = add(app, el('section'));
+	setView(S.view);
+	leaks();
+	var resizeTimer = null;
+	window.addEventListener('resize', function () {
+		clearTimeout(resizeTimer);
+		resizeTimer = setTimeout(render, 100);
+	});
+	document.documentElement.setAttribute('data-rendered', (performance.now() - T0).toFixed(1));
+})();
