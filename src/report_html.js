@@ -23,7 +23,8 @@
  * Every name is untrusted (it comes from the profiled process): names are
  * only ever put in as text (textContent, createTextNode, setAttribute),
  * never as markup.  The state that a link can carry is in the URL hash:
- * #view=diff|peak|b, search=REGEX, mode=flame|icicle, zoom=NODE-PATH.
+ * #view=diff|peak|b, search=REGEX, mode=flame|icicle, zoom=NODE-PATH,
+ * scale=heap|rss (the chart's y axis).
  * When done, <html data-rendered="MS"> holds the time the rendering took
  * (performance.now); errors land in #hd-errors (the page's first script). */
 (function () {
@@ -85,7 +86,7 @@
 
 	var views = {};
 	D.views.forEach(function (v) { views[v.key] = v; });
-	var S = { view: D.views[0].key, search: '', mode: 'flame', zoom: '' };
+	var S = { view: D.views[0].key, search: '', mode: 'flame', zoom: '', scale: '' };
 	(function readHash() {
 		var h = location.hash.replace(/^#/, '');
 		h.split('&').forEach(function (kv) {
@@ -97,6 +98,7 @@
 			else if (k === 'search') S.search = v;
 			else if (k === 'mode' && (v === 'flame' || v === 'icicle')) S.mode = v;
 			else if (k === 'zoom') S.zoom = v;
+			else if (k === 'scale' && (v === 'heap' || v === 'rss')) S.scale = v;
 		});
 	})();
 	function writeHash() {
@@ -104,6 +106,7 @@
 		if (S.mode !== 'flame') h += '&mode=' + S.mode;
 		if (S.search) h += '&search=' + encodeURIComponent(S.search);
 		if (S.zoom) h += '&zoom=' + encodeURIComponent(S.zoom);
+		if (S.scale) h += '&scale=' + S.scale;
 		try { history.replaceState(null, '', '#' + h); } catch (e) { /* file:// in some browsers */ }
 	}
 
@@ -156,22 +159,39 @@
 		var sec = add(app, el('section'));
 		var box = add(sec, el('div'));
 		box.id = 'hd-chart';
+		var legendBox = add(sec, el('div', 'legend'));
 		var P = D.snaps.map(function (s, i) {
 			return { id: s[0], t: s[1], reason: s[2], rss: s[3], heap: s[4], mmap: s[5],
 				samples: s[6], drops: s[7], interval: s[8], order: i };
 		});
 		if (!P.length) { add(box, el('div', 'empty', 'no snapshots')); return; }
-		/* Interval raises and drops, in the order the snapshots were taken. */
-		for (var i = 0; i < P.length; i++) {
-			P[i].ival = P[i].interval > D.session.interval;
-			P[i].dropped = i > 0 && P[i].drops > P[i - 1].drops ? P[i].drops - P[i - 1].drops : 0;
-		}
 		var baseline = P[0];
 		P.sort(function (a, b) { return a.t - b.t || a.id - b.id; });
+		/* Interval raises; drops (a cumulative counter) where it rose. */
+		var seen = 0;
+		for (var i = 0; i < P.length; i++) {
+			P[i].ival = P[i].interval > D.session.interval;
+			P[i].dropped = P[i].drops > seen ? P[i].drops - seen : 0;
+			if (P[i].drops > seen) seen = P[i].drops;
+		}
+		var liveMax = 0, rssMax = 0;
+		P.forEach(function (p) { liveMax = Math.max(liveMax, p.heap + p.mmap); rssMax = Math.max(rssMax, p.rss); });
+		/* The RSS can dwarf the sampled heap: then the scale follows the
+		 * heap (the RSS line leaves the top) until the reader asks. */
+		if (S.scale === '') S.scale = rssMax > 8 * liveMax ? 'heap' : 'rss';
+		var scaleBtn = el('button', null, '');
+		scaleBtn.type = 'button';
+		scaleBtn.addEventListener('click', function () {
+			S.scale = S.scale === 'heap' ? 'rss' : 'heap';
+			writeHash();
+			box.textContent = '';
+			draw();
+		});
+		draw();
+		function draw() {
+		scaleBtn.textContent = S.scale === 'heap' ? 'Scale: live heap (RSS off the top) — show RSS' : 'Scale: RSS — fit the live heap';
 		var W = Math.max(box.clientWidth || 1000, 400), H = 280, L = 70, R = 16, T = 22, B = 30;
-		var t0 = P[0].t, t1 = P[P.length - 1].t, ymax = 1;
-		P.forEach(function (p) { ymax = Math.max(ymax, p.heap + p.mmap, p.rss); });
-		ymax *= 1.08;
+		var t0 = P[0].t, t1 = P[P.length - 1].t, ymax = Math.max(1, liveMax, S.scale === 'heap' ? 0 : rssMax) * 1.08;
 		function X(t) { return L + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (W - L - R); }
 		function Y(v) { return T + (1 - v / ymax) * (H - T - B); }
 		var svg = sv('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img',
@@ -200,8 +220,11 @@
 		}
 		area(function () { return 0; }, function (p) { return p.heap; }, 'heap', 'heap');
 		area(function (p) { return p.heap; }, function (p) { return p.heap + p.mmap; }, 'mmap', 'mmap');
+		var clip = sv('clipPath', { id: 'hd-plot' });
+		clip.appendChild(sv('rect', { x: 0, y: T - 6, width: W, height: H - T - B + 6 }));
+		svg.appendChild(clip);
 		svg.appendChild(sv('polyline', { points: P.map(function (p) { return X(p.t).toFixed(1) + ',' + Y(p.rss).toFixed(1); }).join(' '),
-			'class': 'rss', 'data-series': 'rss' }));
+			'class': 'rss', 'data-series': 'rss', 'clip-path': 'url(#hd-plot)' }));
 		/* markers */
 		var byId = {};
 		P.forEach(function (p) { byId[p.id] = p; });
@@ -229,7 +252,7 @@
 			var x = X(p.t);
 			if (p.ival) {
 				nival++;
-				var tri = sv('path', { d: 'M' + (x - 4) + ',' + (H - B + 1) + 'l4,-7l4,7z', 'class': 'ival' });
+				var tri = sv('path', { d: 'M' + (x - 6) + ',' + (H - B + 2) + 'l6,-10l6,10z', 'class': 'ival' });
 				var ti = sv('title');
 				ti.textContent = 'sampling interval raised to ' + fmtBytes(p.interval) + ' (snapshot ' + p.id + ')';
 				tri.appendChild(ti);
@@ -281,7 +304,8 @@
 			guide.setAttribute('visibility', 'hidden');
 			dot.setAttribute('visibility', 'hidden');
 		});
-		var lg = add(sec, el('div', 'legend'));
+		var lg = legendBox;
+		lg.textContent = '';
 		function key(color, text) {
 			var s = add(lg, el('span'));
 			var i = add(s, el('i'));
@@ -296,6 +320,8 @@
 		if (nival) key('var(--warn)', nival + ' snapshot' + (nival > 1 ? 's' : '') + ' with a raised sampling interval');
 		if (ndrop) key('var(--bad)', ndrop + ' snapshot' + (ndrop > 1 ? 's' : '') + ' after dropped samples');
 		add(lg, el('span', null, P.length + ' snapshots'));
+		lg.appendChild(scaleBtn);
+		}
 	}
 
 	/* ------------------------------------------------------------ flame graph */

@@ -17,6 +17,13 @@
  *   db_fill --offset-ids ...
  *       Intern an unrelated callstack first, so that the same callstacks
  *       get other ids than without (for diffs across two files).
+ *   db_fill --attacher DB
+ *       A session written as the attacher writes one now: an 'attach'
+ *       baseline without rows, periodic snapshots, a 'peak' snapshot
+ *       before the final 'detach' one (see attacher() below).
+ *   db_fill --many N DB
+ *       A profile with N distinct call paths over 5 snapshots, a few of
+ *       them growing (see many() below), for the HTML report's speed.
  *
  * The synthetic profile, session 1 (pid 4242, "leaky"), snapshots 1..3 at
  * t0, t0+10 s, t0+20 s, RSS 10000000, 11500000, 13200000; live values
@@ -286,6 +293,147 @@ static void series(const char *path)
 	ha_db_close(db);
 }
 
+/* --attacher: session 1 (pid 6161, "srv"), interval 512 KiB:
+ *
+ *   id  reason    time      rows
+ *   1   attach    T0        none (the baseline: every bucket 0)
+ *   2.. periodic  T0 + 60 i (i = 1..6) leak_attach heap 8000 i / 8 i;
+ *   7                       pool_srv mmap 300000/3 from snapshot 2 on;
+ *                           burst_fill heap: allocated and freed between
+ *                           snapshots 4 and 5 (live 0 in every periodic one)
+ *   8   peak      T0 + 210  burst_fill 2000000/2000, leak_attach 28000/28
+ *   9   detach    T0 + 420  burst_fill 0 (rewritten), leak_attach 56000/56
+ *
+ * Snapshot 5 has sample_interval 1 MiB (raised); snapshot 6 counts 12
+ * drops (0 before).  Without snapshot 8 the leak is a straight line: the
+ * only leak suspect, 8000 B/min; the peak is snapshot 8 (2328000 B). */
+static void attacher(const char *path)
+{
+	static const char *SRV = "/opt/srv/bin/srv", *SRV_BID = "7788990011223344556677889900aabbccddeeff";
+	struct ha_db_frame leak[] = {
+		{ SRV, SRV_BID, 0x3100, "leak_attach", "/src/srv/srv.c", 31, 0 },
+		{ SRV, SRV_BID, 0x3800, "serve", "/src/srv/srv.c", 70, 0 },
+		{ SRV, SRV_BID, 0x3900, "main", "/src/srv/srv.c", 99, 0 },
+	};
+	struct ha_db_frame burst[] = {
+		{ SRV, SRV_BID, 0x3200, "burst_fill", "/src/srv/burst.c", 12, 0 },
+		{ SRV, SRV_BID, 0x3810, "serve", "/src/srv/srv.c", 72, 0 },
+		{ SRV, SRV_BID, 0x3900, "main", "/src/srv/srv.c", 99, 0 },
+	};
+	struct ha_db_frame pool[] = {
+		{ SRV, SRV_BID, 0x3300, "pool_srv", "/src/srv/pool.c", 5, 0 },
+		{ SRV, SRV_BID, 0x3910, "main", "/src/srv/srv.c", 97, 0 },
+	};
+	struct ha_db *db;
+	struct ha_db_session sess = { 6161, "srv", SRV, 524288, T0 };
+	int64_t sid, l, b, p, id;
+
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	CHECK(ha_db_stack(db, leak, N(leak), &l, err, sizeof err));
+	CHECK(ha_db_stack(db, burst, N(burst), &b, err, sizeof err));
+	CHECK(ha_db_stack(db, pool, N(pool), &p, err, sizeof err));
+	printf("stack leak %lld\nstack burst %lld\nstack pool %lld\n", (long long)l, (long long)b,
+	       (long long)p);
+	struct ha_db_snapshot s0 = { T0, 4000000, 0, 0, 0, "attach", 524288 };
+	CHECK(ha_db_snapshot(db, sid, &s0, NULL, 0, &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets 0\n", (long long)id, (long long)sid);
+	for (int i = 1; i <= 6; i++) {
+		struct ha_db_bucket v[3];
+		size_t n = 0;
+		v[n++] = bucket(l, HA_KIND_HEAP, 8000.0 * i, 8 * i, 0, 0);
+		if (i == 1)
+			v[n++] = bucket(p, HA_KIND_MMAP, 300000, 3, 0, 0);
+		if (i == 4)
+			v[n++] = bucket(b, HA_KIND_HEAP, 2000000, 2000, 2000000, 2000);
+		struct ha_db_snapshot sn = { T0 + 60 * i, 5000000 + 100000 * (uint64_t)i, 100 * (uint64_t)i,
+		                             i >= 5 ? 12 : 0, 0, "periodic", i == 5 ? 1u << 20 : 524288 };
+		CHECK(ha_db_snapshot(db, sid, &sn, v, n, &id, err, sizeof err));
+		printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, n);
+	}
+	/* The peak, written at the end with the time it happened. */
+	struct ha_db_bucket pk[] = {
+		bucket(b, HA_KIND_HEAP, 2000000, 2000, 0, 0),
+		bucket(l, HA_KIND_HEAP, 28000, 28, 0, 0),
+	};
+	struct ha_db_snapshot sp = { T0 + 210, 7200000, 350, 0, 0, "peak", 524288 };
+	CHECK(ha_db_snapshot(db, sid, &sp, pk, N(pk), &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, N(pk));
+	/* The final snapshot rewrites every bucket the peak has a row for. */
+	struct ha_db_bucket fin[] = {
+		bucket(b, HA_KIND_HEAP, 2000000, 2000, 2000000, 2000),
+		bucket(l, HA_KIND_HEAP, 56000, 56, 0, 0),
+	};
+	snapshot(db, sid, T0 + 420, 5800000, 700, 12, 0, "detach", fin, N(fin));
+	CHECK(ha_db_end_session(db, sid, T0 + 420.5, err, sizeof err));
+	ha_db_close(db);
+}
+
+/* --many N: session 1 (pid 7171, "many"), N call paths of 10 frames,
+ * main -> mid_<j % 4> -> ... -> leaf_<j>, so that the tree branches at
+ * every level; an 'attach' baseline and 4 periodic snapshots 60 s apart
+ * and a 'detach' one.  Path j holds 1000 + 100 (j % 97) bytes from the
+ * first periodic snapshot on; every 512th path (j % 512 == 7) leaks
+ * 50000 B more at each snapshot, its leaf named many_leak_<j>. */
+static void many(const char *path, int npaths)
+{
+	static const char *BIN = "/opt/many/bin/many", *BID = "0f0e0d0c0b0a09080706050403020100ffeeddcc";
+	enum { DEPTH = 10 };
+	struct ha_db *db;
+	struct ha_db_session sess = { 7171, "many", BIN, 524288, T0 };
+	struct ha_db_frame f[DEPTH];
+	char names[DEPTH][48];
+	int64_t sid, *ids = calloc((size_t)npaths, sizeof *ids), id;
+	struct ha_db_bucket *v = calloc((size_t)npaths, sizeof *v);
+
+	if (!ids || !v) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(1);
+	}
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	CHECK(ha_db_batch_begin(db, err, sizeof err));
+	for (int j = 0; j < npaths; j++) {
+		/* Frame k (from the root) branches 4 ways per level. */
+		for (int k = 0; k < DEPTH; k++) {
+			int pos = DEPTH - 1 - k, branch = 1;
+			for (int x = 0; x < k; x++)
+				branch *= 4;
+			if (k == 0)
+				snprintf(names[pos], sizeof names[pos], "main");
+			else if (k == DEPTH - 1)
+				snprintf(names[pos], sizeof names[pos], j % 512 == 7 ? "many_leak_%d" : "leaf_%d", j);
+			else
+				snprintf(names[pos], sizeof names[pos], "mid%d_%d", k, j % branch);
+			f[pos] = (struct ha_db_frame){ BIN, BID, (uint64_t)(0x10000 + 64 * k + (j % branch)),
+			                               names[pos], "/src/many/many.c", 100 * k + 1, 0 };
+		}
+		CHECK(ha_db_stack(db, f, DEPTH, &ids[j], err, sizeof err));
+	}
+	CHECK(ha_db_batch_commit(db, err, sizeof err));
+	struct ha_db_snapshot s0 = { T0, 8000000, 0, 0, 0, "attach", 524288 };
+	CHECK(ha_db_snapshot(db, sid, &s0, NULL, 0, &id, err, sizeof err));
+	for (int i = 1; i <= 5; i++) {
+		size_t n = 0;
+		for (int j = 0; j < npaths; j++) {
+			double live = 1000 + 100 * (j % 97);
+			if (j % 512 == 7)
+				live += 50000.0 * i;
+			else if (i > 1)
+				continue; /* unchanged */
+			v[n++] = bucket(ids[j], HA_KIND_HEAP, live, live / 100, 0, 0);
+		}
+		struct ha_db_snapshot sn = { T0 + 60 * i, 9000000 + 500000 * (uint64_t)i, 1000 * (uint64_t)i,
+		                             0, 0, i == 5 ? "detach" : "periodic", 524288 };
+		CHECK(ha_db_snapshot(db, sid, &sn, v, n, &id, err, sizeof err));
+	}
+	printf("session %lld paths %d\n", (long long)sid, npaths);
+	CHECK(ha_db_end_session(db, sid, T0 + 300.5, err, sizeof err));
+	ha_db_close(db);
+	free(ids);
+	free(v);
+}
+
 /* Many snapshots as fast as possible, for the kill -9 test. */
 static void loop(const char *path, long count, int nstacks, int step)
 {
@@ -357,7 +505,9 @@ static void usage(void)
 	        "usage: %s [--sessions 1|2] DB\n"
 	        "       %s --loop COUNT [--stacks N] [--step] DB\n"
 	        "       %s --open DB\n"
-	        "       %s --series DB\n", prog, prog, prog, prog);
+	        "       %s --series DB\n"
+	        "       %s --attacher DB\n"
+	        "       %s --many N DB\n", prog, prog, prog, prog, prog, prog);
 	exit(2);
 }
 
@@ -371,9 +521,12 @@ int main(int argc, char **argv)
 		{ "step", no_argument, NULL, 'S' },
 		{ "series", no_argument, NULL, 'x' },
 		{ "offset-ids", no_argument, NULL, 'O' },
+		{ "attacher", no_argument, NULL, 'A' },
+		{ "many", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int sessions = 1, nstacks = 500, do_open = 0, step = 0, do_series = 0, offset = 0, c;
+	int do_attacher = 0, npaths = 0;
 	long count = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -385,6 +538,12 @@ int main(int argc, char **argv)
 		case 'S': step = 1; break;
 		case 'x': do_series = 1; break;
 		case 'O': offset = 1; break;
+		case 'A': do_attacher = 1; break;
+		case 'M':
+			npaths = atoi(optarg);
+			if (npaths < 1)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -406,7 +565,11 @@ int main(int argc, char **argv)
 		CHECK(ha_db_stack(db, other, 1, &id, err, sizeof err));
 		ha_db_close(db);
 	}
-	if (do_series)
+	if (do_attacher)
+		attacher(argv[optind]);
+	else if (npaths > 0)
+		many(argv[optind], npaths);
+	else if (do_series)
 		series(argv[optind]);
 	else if (count >= 0)
 		loop(argv[optind], count, nstacks, step);
