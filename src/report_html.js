@@ -86,7 +86,7 @@
 
 	var views = {};
 	D.views.forEach(function (v) { views[v.key] = v; });
-	var S = { view: D.views[0].key, search: '', mode: 'flame', zoom: '', scale: '' };
+	var S = { view: views.diff ? 'diff' : 'b', search: '', mode: 'flame', zoom: '', scale: '' };
 	(function readHash() {
 		var h = location.hash.replace(/^#/, '');
 		h.split('&').forEach(function (kv) {
@@ -123,7 +123,7 @@
 
 	function snapLine(s) {
 		if (!s) return '';
-		return 'snapshot ' + s.id + ' (' + (s.reason || '?') + ') at ' + fmtTime(s.time) + ': ' +
+		return (D.a && D.a.db !== D.b.db ? s.db + ': ' : '') + 'snapshot ' + s.id + ' (' + (s.reason || '?') + ') at ' + fmtTime(s.time) + ': ' +
 			fmtBytes(s.live) + ' live, RSS ' + fmtBytes(s.rss);
 	}
 
@@ -243,7 +243,7 @@
 			marks.push(g);
 		}
 		mark(baseline.id, 'baseline', 'base');
-		if (D.a && D.a.session === D.b.session) mark(D.a.id, 'A', 'ab');
+		if (D.a && D.a.session === D.b.session && D.a.db === D.b.db) mark(D.a.id, 'A', 'ab');
 		mark(D.b.id, D.a ? 'B' : 'snapshot', 'ab');
 		mark(D.peak.id, 'peak ' + fmtBytes(D.peak.live), 'peak');
 		marks.forEach(function (g) { svg.appendChild(g); });
@@ -260,7 +260,7 @@
 			}
 			if (p.dropped) {
 				ndrop++;
-				var c = sv('circle', { cx: x, cy: H - B - 10, r: 3.5, 'class': 'drop' });
+				var c = sv('circle', { cx: x, cy: H - B - 16, r: 3.5, 'class': 'drop' });
 				var td = sv('title');
 				td.textContent = fmtCount(p.dropped) + ' samples dropped before snapshot ' + p.id;
 				c.appendChild(td);

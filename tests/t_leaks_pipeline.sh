@@ -5,7 +5,9 @@
 # pool_init().  heapattach samples every allocation; a snapshot is taken
 # after each step (SIGUSR1, synchronously).  heapdiff --leaks must name
 # leak_step and only it; the leak_suspects view agrees; the flame graph of
-# first..last (svg) is well-formed XML and shows leak_step.
+# first..last (svg) is well-formed XML and shows leak_step; the html page
+# names leak_step among the growth and as the only leak suspect, and so
+# does its DOM in headless Chromium when that is installed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all leak_trend
@@ -53,4 +55,34 @@ t = ET.parse(sys.argv[1])
 names = [g.find(ns + 'title').text for g in t.getroot().iter(ns + 'g') if g.get('class') == 'f']
 assert any(n.startswith('leak_step ') for n in names), names
 PY
+"$HD" -f html -o "$W/r.html" "$db" || fail "heapdiff -f html failed"
+python3 - "$W/r.html" <<'PY' || fail "the html page does not name leak_step as the leak"
+import json, re, sys
+s = open(sys.argv[1], encoding='utf-8').read()
+d = json.loads(re.search(r'<script type="application/json" id="hd-data">\n(.*?)\n</script>', s, re.S).group(1))
+F = d['frames']
+diff = [v for v in d['views'] if v['key'] == 'diff'][0]
+top = diff['rows'][0]
+assert F[top[3][0]][0] == 'leak_step', [F[r[3][0]][0] for r in diff['rows']]
+sus = [F[x['frames'][0]][0] for x in d['leaks']['suspects']]
+assert sus == ['leak_step'], sus
+assert len(d['snaps']) >= 11, len(d['snaps'])
+PY
+CHROMIUM=$(command -v chromium || true)
+if [ -n "$CHROMIUM" ]; then
+	prof=$(mktemp -d "$W/chromium.XXXXXX")
+	timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$prof" --dump-dom "file://$W/r.html" >"$W/r.dom" 2>"$W/chromium.log" ||
+		fail "chromium --dump-dom failed: $(tail -n 5 "$W/chromium.log")"
+	python3 - "$W/r.dom" <<'PY' || fail "the rendered page does not show leak_step"
+import re, sys
+d = open(sys.argv[1], encoding='utf-8').read()
+assert re.search(r'<html[^>]*data-rendered="', d) and not re.search(r'<html[^>]*data-errors=', d), 'not rendered cleanly'
+assert re.search(r'<div class="fr[^"]*"[^>]*>leak_step</div>', d), 'leak_step not in the flame graph'
+leaks = re.search(r'<section id="hd-leaks">.*?</section>', d, re.S).group(0)
+assert 'leak_step' in leaks and 'cache_step' not in leaks, 'the leak table'
+PY
+	log "html page rendered by chromium: leak_step in the flame graph and the leak table"
+fi
 echo ok

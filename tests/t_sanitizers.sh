@@ -32,5 +32,10 @@ grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "sanit
 "$HA_BUILDDIR/src/heapdiff_san" --bytes "$db" first last >"$W/diff" 2>&1 || fail "heapdiff_san: $(tail -n 20 "$W/diff")"
 read -r bytes objects leaf < <(heapdiff_rows "$W/diff" | head -n 1)
 [ "$leaf" = leak_here ] || fail "heapdiff_san's top growth is '$leaf', expected leak_here"
+for f in html svg json; do
+	"$HA_BUILDDIR/src/heapdiff_san" -f "$f" -o "$W/san.$f" "$db" first last >"$W/fmt" 2>&1 ||
+		fail "heapdiff_san -f $f: $(tail -n 20 "$W/fmt")"
+done
+grep -q leak_here "$W/san.html" || fail "heapdiff_san -f html does not name leak_here"
 log "sanitized attacher and heapdiff: clean; top growth $leaf $bytes"
 echo ok
