@@ -136,6 +136,62 @@ PY
 log "profile: rendered in $ms ms"
 echo "ok: the page renders the chart, the flame graph, the tables"
 
+# ---- interaction: a copy of the page with a script appended that clicks
+# and hovers as a reader would, and leaves what it saw in data-test
+python3 - "$W/p.html" "$W/pi.html" <<'PY' || fail "cannot write the interaction page"
+import sys
+s = open(sys.argv[1], encoding='utf-8').read()
+probe = r"""<script>
+(function () {
+  var out = {};
+  function ev(e, type, x, y) {
+    e.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: x || 0, clientY: y || 0 }));
+  }
+  try {
+    var row = document.querySelector('#hd-rows tr.row');
+    ev(row, 'click');
+    out.stack = row.nextSibling && row.nextSibling.className === 'stack' ? row.nextSibling.textContent : null;
+    var fr = Array.prototype.filter.call(document.querySelectorAll('#hd-flame .fr'), function (e) {
+      return e.textContent.indexOf('leak_grow') === 0; })[0];
+    ev(fr, 'mousemove');
+    out.details = document.getElementById('hd-details').textContent;
+    ev(fr, 'click');
+    out.hash = location.hash;
+    out.anc = document.querySelectorAll('#hd-flame .fr.anc').length;
+    out.reset = !document.querySelector('#hd-flame-title + section button:nth-of-type(4)').disabled;
+    var ov = document.querySelector('#hd-chart-svg rect[fill="transparent"]'), r = ov.getBoundingClientRect();
+    ev(ov, 'mousemove', r.right - 2, r.top + 10);
+    out.tip = document.querySelector('#hd-chart .tip').textContent;
+    var tb = Array.prototype.filter.call(document.querySelectorAll('.toolbar button'), function (b) {
+      return b.textContent === 'Icicle'; })[0];
+    ev(tb, 'click');
+    out.icicle = location.hash;
+  } catch (e) { out.error = String(e); }
+  document.documentElement.setAttribute('data-test', JSON.stringify(out));
+})();
+</script>
+"""
+i = s.rindex('</body>')
+open(sys.argv[2], 'w', encoding='utf-8').write(s[:i] + probe + s[i:])
+PY
+dom "$W/pi.html" "$W/pi.dom"
+check_dom "$W/pi.dom" >/dev/null
+python3 - "$W/pi.dom" <<'PY' || fail "clicking and hovering do not work"
+import html, json, re, sys
+d = open(sys.argv[1], encoding='utf-8').read()
+t = json.loads(html.unescape(re.search(r'<html[^>]*data-test="([^"]*)"', d).group(1)))
+print('    ', t)
+assert 'error' not in t, t['error']
+assert t['stack'] and 'handle_request' in t['stack'] and 'main' in t['stack'] and 'leaky.c:80' in t['stack'], t['stack']
+det = t['details']
+for w in ('leak_grow', '+2.86 MiB', '+300 objects', '/src/leaky/leaky.c:42', '/opt/leaky/bin/leaky'):
+    assert w in det, (w, det)
+assert 'zoom=' in t['hash'] and t['anc'] >= 3 and t['reset'], t
+assert 'snapshot 3' in t['tip'] and 'RSS' in t['tip'] and '12.6 MiB' in t['tip'], t['tip']
+assert 'mode=icicle' in t['icicle'], t['icicle']
+PY
+echo "ok: a row opens to its stack; hover and click on a frame; hover on the chart; icicle"
+
 # ---- #view=peak and #search= reopen that view
 dom "$W/p.html#view=peak&search=leak_" "$W/pk.dom"
 check_dom "$W/pk.dom" >/dev/null
