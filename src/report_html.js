@@ -86,7 +86,7 @@
 
 	var views = {};
 	D.views.forEach(function (v) { views[v.key] = v; });
-	var S = { view: views.diff ? 'diff' : 'b', search: '', mode: 'flame', zoom: '', scale: '' };
+	var S = { view: views.diff ? 'diff' : 'b', search: '', mode: 'flame', zoom: '', scale: '', scaleSet: false };
 	(function readHash() {
 		var h = location.hash.replace(/^#/, '');
 		h.split('&').forEach(function (kv) {
@@ -98,7 +98,7 @@
 			else if (k === 'search') S.search = v;
 			else if (k === 'mode' && (v === 'flame' || v === 'icicle')) S.mode = v;
 			else if (k === 'zoom') S.zoom = v;
-			else if (k === 'scale' && (v === 'heap' || v === 'rss')) S.scale = v;
+			else if (k === 'scale' && (v === 'heap' || v === 'rss')) { S.scale = v; S.scaleSet = true; }
 		});
 	})();
 	function writeHash() {
@@ -106,7 +106,7 @@
 		if (S.mode !== 'flame') h += '&mode=' + S.mode;
 		if (S.search) h += '&search=' + encodeURIComponent(S.search);
 		if (S.zoom) h += '&zoom=' + encodeURIComponent(S.zoom);
-		if (S.scale) h += '&scale=' + S.scale;
+		if (S.scaleSet) h += '&scale=' + S.scale;
 		try { history.replaceState(null, '', '#' + h); } catch (e) { /* file:// in some browsers */ }
 	}
 
@@ -183,6 +183,7 @@
 		scaleBtn.type = 'button';
 		scaleBtn.addEventListener('click', function () {
 			S.scale = S.scale === 'heap' ? 'rss' : 'heap';
+			S.scaleSet = true;
 			writeHash();
 			box.textContent = '';
 			draw();
@@ -233,11 +234,13 @@
 			var p = byId[id];
 			if (!p) return;
 			var x = X(p.t), row = 0;
-			while (used[row] && used[row].some(function (ux) { return Math.abs(ux - x) < 60; })) row++;
+			while (used[row] && used[row].some(function (ux) { return Math.abs(ux - x) < 100; })) row++;
 			(used[row] = used[row] || []).push(x);
 			var g = sv('g', { 'class': 'marker ' + cls, 'data-mark': label });
 			g.appendChild(sv('line', { x1: x, x2: x, y1: T - 4 + row * 12, y2: H - B }));
-			var t = sv('text', { x: x + 3, y: T + 6 + row * 12 });
+			/* Near the right edge the label goes to the left of its line. */
+			var right = x > W - R - 8 * label.length - 6;
+			var t = sv('text', { x: right ? x - 3 : x + 3, y: T + 6 + row * 12, 'text-anchor': right ? 'end' : 'start' });
 			t.textContent = label;
 			g.appendChild(t);
 			marks.push(g);
@@ -429,7 +432,7 @@
 			e.style.top = (icicle ? n.d * FRAME_H : H - (n.d + 1) * FRAME_H) + 'px';
 			e.style.background = color(n, n.d);
 			e.setAttribute('data-i', i);
-			if (width > 18) e.textContent = n.name;
+			if (width > 28) e.textContent = n.name;
 			else e.setAttribute('data-name', n.name);
 			frag.appendChild(e);
 			shown++;
