@@ -537,11 +537,33 @@
 		var legend = add(sec, el('div', 'legend'));
 		legend.textContent = 'Width: bytes (in the growth view, grown plus shrunk); warm: grew, blue: shrank, ' +
 			'purple: both.  Click a frame to zoom, the root or "Reset zoom" to go back.';
+		/* Hover: the details line under the graph and a tooltip at the
+		 * pointer. */
+		sec.style.position = 'relative';
+		var ftip = add(sec, el('div', 'tip'));
+		ftip.style.display = 'none';
 		flameBox.addEventListener('mousemove', function (ev) {
 			var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
-			details.textContent = i === null || i === undefined ? '\u00a0' : nodeText(curTree, curTree.flat[+i]);
+			if (i === null || i === undefined) {
+				details.textContent = '\u00a0';
+				ftip.style.display = 'none';
+				return;
+			}
+			var n = curTree.flat[+i], parts = nodeText(curTree, n).split('  \u2014  ');
+			details.textContent = parts.join('  \u2014  ');
+			ftip.textContent = '';
+			add(ftip, el('b', null, parts[0]));
+			for (var k = 1; k < parts.length; k++) add(ftip, el('div', k > 1 ? 'muted' : null, parts[k]));
+			ftip.style.display = '';
+			var r = sec.getBoundingClientRect(), x = ev.clientX - r.left + 14, y = ev.clientY - r.top + 16;
+			if (x + ftip.offsetWidth > r.width - 4) x = Math.max(4, ev.clientX - r.left - 14 - ftip.offsetWidth);
+			ftip.style.left = x + 'px';
+			ftip.style.top = y + 'px';
 		});
-		flameBox.addEventListener('mouseleave', function () { details.textContent = '\u00a0'; });
+		flameBox.addEventListener('mouseleave', function () {
+			details.textContent = '\u00a0';
+			ftip.style.display = 'none';
+		});
 		flameBox.addEventListener('click', function (ev) {
 			var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
 			if (i === null || i === undefined) return;
@@ -626,6 +648,10 @@
 			leafCell(add(tr, el('td', 'fn')), r[3], r[0]);
 			expandable(tbody, tr, cols.length, r[3], 0);
 		}
+		var shrank = diff ? v.rows.length - rows.length : 0;
+		if (shrank)
+			add(tableBox, el('div', 'more muted', shrank + ' other call path' + (shrank === 1 ? '' : 's') +
+				' shrank (blue in the flame graph)'));
 		if (n < rows.length) {
 			var more = add(tableBox, el('div', 'more'));
 			var b = add(more, el('button', null, 'show all ' + rows.length + ' call paths'));

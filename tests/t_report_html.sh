@@ -155,6 +155,8 @@ probe = r"""<script>
       return e.textContent.indexOf('leak_grow') === 0; })[0];
     ev(fr, 'mousemove');
     out.details = document.getElementById('hd-details').textContent;
+    var ft = document.querySelector('#hd-flame-title + section > .tip');
+    out.ftip = ft && ft.style.display !== 'none' ? ft.textContent : null;
     ev(fr, 'click');
     out.hash = location.hash;
     out.anc = document.querySelectorAll('#hd-flame .fr.anc').length;
@@ -186,6 +188,7 @@ assert t['stack'] and 'handle_request' in t['stack'] and 'main' in t['stack'] an
 det = t['details']
 for w in ('leak_grow', '+2.86 MiB', '+300 objects', '/src/leaky/leaky.c:42', '/opt/leaky/bin/leaky'):
     assert w in det, (w, det)
+assert t['ftip'] and t['ftip'].startswith('leak_grow (inlined)+2.86 MiB'), t['ftip']
 assert 'zoom=' in t['hash'] and t['anc'] >= 3 and t['reset'], t
 assert 'snapshot 3' in t['tip'] and 'RSS' in t['tip'] and '12.6 MiB' in t['tip'], t['tip']
 assert 'mode=icicle' in t['icicle'], t['icicle']
