@@ -56,9 +56,16 @@ static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 	return v;
 }
 
-static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss)
+/* The snapshots of session in id order; without the peak snapshot unless
+ * with_peak: it is out of time order (schema.sql), no point of a trend (its
+ * rows are then skipped as rows of no point of the series, and the last
+ * snapshot writes every bucket they hold again). */
+static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss,
+                       int with_peak)
 {
-	sqlite3_stmt *q = hd_prepare(s, "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id");
+	sqlite3_stmt *q = hd_prepare(s, with_peak
+		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
+		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id");
 	size_t cap = 0;
 	double t0 = 0;
 	memset(ss, 0, sizeof *ss);
@@ -188,7 +195,7 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 	size_t best = 0;
 	int64_t id;
 
-	load_snaps(s, session, &ss);
+	load_snaps(s, session, &ss, 1);
 	p.total = calloc(ss.n, sizeof *p.total);
 	if (!p.total)
 		hd_die("out of memory");
@@ -319,7 +326,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	size_t shown = 0;
 	char t0[64];
 
-	load_snaps(s, session, &ss);
+	load_snaps(s, session, &ss, 0);
 	if (ss.n < 3)
 		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
 		       session, ss.n);
