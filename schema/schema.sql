@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 3.
+-- heapattach profile database, schema version 4.
 --
 -- Written by heapattach (src/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,12 +8,13 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 3);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 4);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
--- the column snapshots.sample_interval (both at the end of this file);
--- heapattach upgrades an older file in place when it opens it for writing
--- (it only adds those), and heapdiff reads all three versions.  The
+-- the column snapshots.sample_interval, version 4 the snapshots with reason
+-- 'attach' and 'peak' and left the peak out of leak_trend (all at the end of
+-- this file); heapattach upgrades an older file in place when it opens it
+-- for writing (it only adds those), and heapdiff reads all four versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -34,10 +35,33 @@
 -- (SQLite then stores them as integers of 1 to 6 bytes; the error is below
 -- 0.05%, far below the sampling error); smaller ones keep their fraction.
 --
+-- Snapshots of a session (heapattach 0.1 and later; reason column):
+--   'attach'   the first: the baseline, taken when the agent was ready; it
+--              has no bucket rows (every bucket zero), only the RSS and the
+--              counters of that moment.  "What grew since attach" is the
+--              growth from it to the last snapshot.
+--   'periodic' dense at first (1, 2, 3, 5, 7 s after attach, then 10, 20,
+--              30, 50, 70 s... while shorter than --snapshot-every), then
+--              every --snapshot-every seconds; 'signal' on SIGUSR1;
+--   'peak'     at most one: the moment the estimated live total (heap and
+--              mmap together) was highest, kept by the attacher as the
+--              records arrived, when no other snapshot holds it; see below;
+--   'detach', 'exit' or 'exec': the last, after every record was read.
+--
+-- The peak snapshot is written at the end of the session, just before the
+-- last snapshot, so its id is the second highest of the session while its
+-- time is that of the peak, earlier than the snapshots around it.  Its
+-- buckets follow the rule above (the latest row at or before it), and the
+-- last snapshot writes again every bucket the peak snapshot has a row for:
+-- a reader that leaves out reason = 'peak' sees the session exactly as if
+-- there were no peak snapshot.  Order a session's snapshots by time, not
+-- by id, to draw them over time.
+--
 -- Conventions: times are unix times in seconds (REAL); sizes are bytes;
 -- unknown text values are stored as '' (never NULL: they are part of the
 -- UNIQUE keys used for interning); ids are INTEGER PRIMARY KEYs and grow
--- monotonically, so within a session a higher snapshot id is a later one.
+-- monotonically, so within a session a higher snapshot id is a later one
+-- (but for the peak snapshot).
 --
 -- Growing.  A new kind of memory is a row of kinds, not a schema change.
 -- The history of one callstack is one range of the buckets primary key
@@ -49,12 +73,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '3'.
+-- Identification of the file: format = 'heapattach', schema_version = '4'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '3');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '4');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap.
 CREATE TABLE kinds (
@@ -122,7 +146,9 @@ CREATE INDEX stack_frames_frame ON stack_frames (frame_id);
 
 -- A snapshot of a session.  samples, drops (ring full) and unwind_failures
 -- are cumulative counts since the session began, like the buckets.
--- reason: 'periodic', 'signal' (SIGUSR1), 'detach' or 'exit' (target exited).
+-- reason: 'attach', 'periodic', 'signal' (SIGUSR1), 'peak', 'detach', 'exit'
+-- (target exited) or 'exec' (it replaced its program); see the top of this
+-- file.
 CREATE TABLE snapshots (
 	id              INTEGER PRIMARY KEY,
 	session_id      INTEGER NOT NULL REFERENCES sessions (id),
@@ -364,8 +390,34 @@ SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
 
 -- Schema version 2 additions.
 
+-- The views leak_trend and leak_suspects (defined since version 4 in the
+-- version 4 additions, which every upgrade runs).
+
+-- Schema version 3 additions.
+
+-- The sampling interval of a snapshot's period: the largest mean interval
+-- (bytes) in effect since the previous snapshot of the session.  It is the
+-- session's sample_interval unless the attacher raised it because the ring
+-- overflowed (it lowers it again once the ring keeps up); the buckets are
+-- unbiased sample by sample, with the interval each sample was taken at.
+-- 0 in snapshots written before version 3.
+--     SELECT id, time, sample_interval FROM snapshots
+--      WHERE session_id = 1 AND sample_interval >
+--            (SELECT sample_interval FROM sessions WHERE id = 1);
+ALTER TABLE snapshots ADD COLUMN sample_interval INTEGER NOT NULL DEFAULT 0;
+
+-- Schema version 4 additions.
+
+-- The snapshots with reason 'attach' (the baseline) and 'peak' (see the top
+-- of this file).  A trend is measured over the snapshots in time order: the
+-- peak snapshot, written out of that order, is left out of leak_trend (and
+-- so of leak_suspects), which are otherwise as in version 2.
+DROP VIEW IF EXISTS leak_suspects;
+DROP VIEW IF EXISTS leak_trend;
+
 -- leak_trend: for every (callstack, kind) of a session, the trend of its
--- live bytes over ALL snapshots of the session (0 before its first row):
+-- live bytes over ALL snapshots of the session but the peak (0 before its
+-- first row):
 -- bytes_per_minute is the least-squares slope against time; fit the R^2 of
 -- that line (1 = a straight line); steady the share of its changes that
 -- were increases (1 = it never fell); retained its last value over its
@@ -387,7 +439,8 @@ WITH series AS (
 	                  WHERE b.session_id = k.session_id AND b.stack_id = k.stack_id
 	                    AND b.kind = k.kind AND b.snapshot_id <= s.id
 	                  ORDER BY b.snapshot_id DESC LIMIT 1), 0.0) AS c
-	  FROM session_stacks k JOIN snapshots s ON s.session_id = k.session_id),
+	  FROM session_stacks k JOIN snapshots s ON s.session_id = k.session_id
+	 WHERE s.reason <> 'peak'),
 steps AS (
 	SELECT series.*,
 	       y - lag(y) OVER (PARTITION BY session_id, stack_id, kind ORDER BY snapshot_id) AS dy,
@@ -432,16 +485,3 @@ SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.tren
   FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
  WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
    AND t.retained >= 0.9 AND t.trend_bytes >= 1;
-
--- Schema version 3 additions.
-
--- The sampling interval of a snapshot's period: the largest mean interval
--- (bytes) in effect since the previous snapshot of the session.  It is the
--- session's sample_interval unless the attacher raised it because the ring
--- overflowed (it lowers it again once the ring keeps up); the buckets are
--- unbiased sample by sample, with the interval each sample was taken at.
--- 0 in snapshots written before version 3.
---     SELECT id, time, sample_interval FROM snapshots
---      WHERE session_id = 1 AND sample_interval >
---            (SELECT sample_interval FROM sessions WHERE id = 1);
-ALTER TABLE snapshots ADD COLUMN sample_interval INTEGER NOT NULL DEFAULT 0;

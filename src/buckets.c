@@ -17,8 +17,12 @@ struct stack {
 	uint64_t *pcs;
 	int n;
 	int kind;
-	int changed;
+	uint8_t changed;         /* in b->changed: since the last take_changed */
+	uint8_t peak_dirty;      /* in b->peak_dirty: since the last peak copy */
+	uint8_t at_peak;         /* peak holds its value at the peak copy */
+	uint8_t in_db;           /* a snapshot took it already */
 	struct ha_db_bucket v;
+	struct ha_db_bucket peak;
 };
 
 struct live {            /* key 0 = empty slot */
@@ -28,6 +32,11 @@ struct live {            /* key 0 = empty slot */
 	double weight;
 };
 
+struct id_list {
+	uint32_t *v;
+	size_t n, cap;
+};
+
 struct ha_book {
 	struct stack *stacks;    /* index = id - 1 */
 	size_t nstacks, capstacks;
@@ -35,8 +44,10 @@ struct ha_book {
 	size_t index_cap;        /* power of two */
 	struct live *live;
 	size_t live_cap, nlive;  /* power of two; load kept under 1/2 */
-	uint32_t *changed;       /* ids changed since the last take */
-	size_t nchanged, capchanged;
+	struct id_list changed;  /* ids changed since the last take */
+	struct id_list peak_dirty; /* ids changed since the last peak copy */
+	double live_bytes[2];    /* live bytes per kind, summed over stacks */
+	int have_peak;           /* a peak copy was made */
 };
 
 /* On every sample: one multiply per pc (a bijection of the running value),
@@ -93,7 +104,8 @@ void ha_book_free(struct ha_book *b)
 	free(b->stacks);
 	free(b->stack_index);
 	free(b->live);
-	free(b->changed);
+	free(b->changed.v);
+	free(b->peak_dirty.v);
 	free(b);
 }
 
@@ -153,20 +165,29 @@ uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, 
 	return id;
 }
 
+/* Add id to l; 0, or -1 when out of memory (the mark is then not set, and
+ * the next change that fits sets it). */
+static int list_add(struct id_list *l, uint32_t id)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		uint32_t *nv = realloc(l->v, cap * sizeof *nv);
+		if (!nv)
+			return -1;
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = id;
+	return 0;
+}
+
 static void mark_changed(struct ha_book *b, struct stack *s)
 {
-	if (s->changed)
-		return;
-	if (b->nchanged == b->capchanged) {
-		size_t cap = b->capchanged ? b->capchanged * 2 : 256;
-		uint32_t *nc = realloc(b->changed, cap * sizeof *nc);
-		if (!nc)
-			return; /* reported at the next change that fits */
-		b->changed = nc;
-		b->capchanged = cap;
-	}
-	s->changed = 1;
-	b->changed[b->nchanged++] = (uint32_t)s->v.stack_id;
+	uint32_t id = (uint32_t)s->v.stack_id;
+	if (!s->changed && list_add(&b->changed, id) == 0)
+		s->changed = 1;
+	if (!s->peak_dirty && list_add(&b->peak_dirty, id) == 0)
+		s->peak_dirty = 1;
 }
 
 static size_t live_slot(const struct ha_book *b, uint64_t addr)
@@ -213,6 +234,7 @@ static void live_delete(struct ha_book *b, size_t i)
 static void account_free(struct ha_book *b, const struct live *l)
 {
 	struct stack *s = &b->stacks[l->stack - 1];
+	double before = s->v.live_bytes;
 	s->v.free_count += l->weight;
 	s->v.free_bytes += l->weight * (double)l->size;
 	s->v.live_count -= l->weight;
@@ -222,6 +244,7 @@ static void account_free(struct ha_book *b, const struct live *l)
 		s->v.live_count = 0;
 	if (s->v.live_bytes < 1e-3)
 		s->v.live_bytes = 0;
+	b->live_bytes[s->kind] += s->v.live_bytes - before;
 	mark_changed(b, s);
 }
 
@@ -269,6 +292,7 @@ void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t si
 	s->v.alloc_bytes += weight * (double)size;
 	s->v.live_count += weight;
 	s->v.live_bytes += weight * (double)size;
+	b->live_bytes[s->kind] += weight * (double)size;
 	mark_changed(b, s);
 }
 
@@ -286,7 +310,7 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
 {
-	size_t n = b->nchanged;
+	size_t n = b->changed.n;
 	*rows = NULL;
 	if (n == 0)
 		return 0;
@@ -294,11 +318,63 @@ size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
 	if (!r)
 		return 0; /* the marks stay: the next snapshot carries them */
 	for (size_t i = 0; i < n; i++) {
-		struct stack *s = &b->stacks[b->changed[i] - 1];
+		struct stack *s = &b->stacks[b->changed.v[i] - 1];
 		r[i] = s->v;
 		s->changed = 0;
+		s->in_db = 1;
 	}
-	b->nchanged = 0;
+	b->changed.n = 0;
+	*rows = r;
+	return n;
+}
+
+double ha_book_live_bytes(const struct ha_book *b, int kind)
+{
+	if (kind == HA_KIND_HEAP || kind == HA_KIND_MMAP)
+		return b->live_bytes[kind] > 0 ? b->live_bytes[kind] : 0;
+	return ha_book_live_bytes(b, HA_KIND_HEAP) + ha_book_live_bytes(b, HA_KIND_MMAP);
+}
+
+void ha_book_keep_peak(struct ha_book *b)
+{
+	for (size_t i = 0; i < b->peak_dirty.n; i++) {
+		struct stack *s = &b->stacks[b->peak_dirty.v[i] - 1];
+		s->peak = s->v;
+		s->at_peak = 1;
+		s->peak_dirty = 0;
+	}
+	b->peak_dirty.n = 0;
+	b->have_peak = 1;
+}
+
+size_t ha_book_peak_dirty(const struct ha_book *b)
+{
+	return b->peak_dirty.n;
+}
+
+size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
+{
+	size_t n = 0;
+	*rows = NULL;
+	if (!b->have_peak || b->nstacks == 0)
+		return 0;
+	struct ha_db_bucket *r = malloc(b->nstacks * sizeof *r);
+	if (!r)
+		return 0;
+	for (size_t i = 0; i < b->nstacks; i++) {
+		struct stack *s = &b->stacks[i];
+		if (s->at_peak)
+			r[n] = s->peak;
+		else if (s->in_db)
+			r[n] = (struct ha_db_bucket){ .stack_id = s->v.stack_id, .kind = s->kind };
+		else
+			continue;
+		n++;
+		s->in_db = 1;
+		/* Written again by the next snapshot (see buckets.h). */
+		if (!s->changed && list_add(&b->changed, (uint32_t)s->v.stack_id) == 0)
+			s->changed = 1;
+	}
 	*rows = r;
 	return n;
 }

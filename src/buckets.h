@@ -47,4 +47,24 @@ size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
 void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_count,
                     size_t *stacks, size_t *live_blocks);
 
+/* The estimated live bytes of every bucket of one kind (enum ha_mem_kind),
+ * or of all kinds (-1): kept as the samples and frees are booked, O(1). */
+double ha_book_live_bytes(const struct ha_book *b, int kind);
+
+/* The peak copy: a copy of every bucket's values at one moment, the
+ * session's highest live total so far (src/peak.c decides when).
+ * ha_book_keep_peak makes the copy now; it costs one copy per bucket
+ * changed since the previous one (ha_book_peak_dirty of them).
+ * ha_book_take_peak gives the rows of a snapshot that holds the copy: every
+ * bucket that existed at that moment with its values then, and a zero row
+ * for every bucket that came later but is already in the database (so that
+ * it does not carry its later value back to the peak).  Every bucket it
+ * gives a row is marked changed: the next ha_book_take_changed writes its
+ * current value again, so that a reader that leaves the peak snapshot out
+ * sees every bucket as it would without it.  *rows is malloc'ed (NULL and
+ * 0 when no copy was made or out of memory). */
+void ha_book_keep_peak(struct ha_book *b);
+size_t ha_book_peak_dirty(const struct ha_book *b);
+size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows);
+
 #endif

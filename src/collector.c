@@ -28,6 +28,7 @@
 
 #include "buckets.h"
 #include "ha_ring.h"
+#include "peak.h"
 #include "procmaps.h"
 #include "unwind.h"
 #include "util.h"
@@ -79,6 +80,10 @@ struct ctx {
 	uint64_t seen_drops;          /* ring drops when the interval last changed */
 	double changed_ms;            /* when it last changed */
 	struct ha_collector_stats st; /* ours; published to c->stats per drain */
+	struct ha_peak peak;          /* the session's highest live total (peak.h) */
+	uint64_t rec_ns;              /* latest sample time booked (target's clock) */
+	uint64_t start_ns;            /* CLOCK_MONOTONIC when the collector started */
+	double start_unix;            /* ...and the unix time then */
 	struct item batch[BATCH];
 	uint64_t pcs[BATCH][MAX_PCS]; /* pcs of batch[i] */
 	struct { uint64_t size, interval; double w; } wc[WCACHE];
@@ -210,6 +215,22 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
 		__builtin_prefetch(data + (x->pf & mask));
 }
 
+/* Go on from the next published record after rpos, if there is one: the
+ * record at rpos was reserved and will never be published.  Returns 1 if
+ * rpos moved. */
+static int skip_to_next(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	uint64_t prod = __atomic_load_n(&c->ring->prod, __ATOMIC_ACQUIRE);
+	uint64_t next = ha_ring_find_next(c->ring, c->data_size, x->rpos, prod);
+	if (!next || next - x->pos > c->data_size)
+		return 0;
+	x->st.abandoned++;
+	x->rpos = next;
+	x->stuck_pos = next + 1; /* not stuck at next (yet) */
+	return 1;
+}
+
 /* Framing found no published record at rpos.  A writer that never comes
  * back to its reserved record (a longjmp out of a signal handler in the
  * middle of a sample) would stall the session for good: when nothing has
@@ -219,7 +240,6 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
  * loses its record. */
 static int skip_abandoned(struct ctx *x)
 {
-	struct ha_collector *c = x->c;
 	double now = ha_now_ms();
 	if (x->stuck_pos != x->rpos) {
 		x->stuck_pos = x->rpos;
@@ -228,14 +248,7 @@ static int skip_abandoned(struct ctx *x)
 	}
 	if (now - x->stuck_since < ABANDONED_MS)
 		return 0;
-	uint64_t prod = __atomic_load_n(&c->ring->prod, __ATOMIC_ACQUIRE);
-	uint64_t next = ha_ring_find_next(c->ring, c->data_size, x->rpos, prod);
-	if (!next || next - x->pos > c->data_size)
-		return 0;
-	x->st.abandoned++;
-	x->rpos = next;
-	x->stuck_pos = next + 1; /* not stuck at next (yet) */
-	return 1;
+	return skip_to_next(x);
 }
 
 /* Read up to BATCH published records from rpos on, without consuming
@@ -351,6 +364,19 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 	return id;
 }
 
+static uint64_t target_rss(pid_t pid);
+
+/* A peak copy was just made: what its snapshot will say. */
+static void note_peak(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	x->peak.rss_bytes = target_rss(c->pid);
+	x->peak.samples = x->st.samples;
+	x->peak.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	x->peak.unwind_failures = x->st.unwind_failures;
+	x->peak.interval = x->interval;
+}
+
 /* The bookkeeping of the batch, in ring order: first every sample's
  * bucket id, asking for the lines the updates will touch, then the
  * updates. */
@@ -379,6 +405,8 @@ static void apply_batch(struct ctx *x, int k)
 				ha_book_alloc(x->book, it->id, it->s.addr, it->s.size,
 				              weight_of(x, it->s.size, it->s.interval));
 				x->st.samples++;
+				if (it->s.time_ns > x->rec_ns)
+					x->rec_ns = it->s.time_ns;
 			}
 			break;
 		case HA_REC_FREE:
@@ -395,6 +423,8 @@ static void apply_batch(struct ctx *x, int k)
 			break;
 		}
 	}
+	if (x->book && ha_peak_after_records(&x->peak, x->book, x->rec_ns))
+		note_peak(x);
 }
 
 /* Give what was read back to the producers: one store of cons for many
@@ -442,6 +472,8 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (!m)
 		return;
 	m->q.type = HA_WMSG_SNAPSHOT;
+	if (x->book)
+		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
 	m->info.time = unix_now();
 	m->info.rss_bytes = target_rss(c->pid);
@@ -454,6 +486,53 @@ static void snapshot(struct ctx *x, const char *reason)
 	ha_queue_put(c->to_writer, &m->q);
 	x->st.snapshots++;
 	publish_stats(x);
+}
+
+/* The unix time of a record time (the target's CLOCK_MONOTONIC), kept
+ * within the session: the value comes from the target. */
+static double record_unix_time(const struct ctx *x, uint64_t ns)
+{
+	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = unix_now();
+	return t < x->start_unix ? x->start_unix : t > now ? now : t;
+}
+
+/* The peak copy as a snapshot of its own (reason "peak"), if it is higher
+ * than every snapshot: written after the last records are booked and
+ * before the final snapshot, which writes again every bucket it holds
+ * (buckets.h), so the session's last snapshot is still its final state. */
+static void snapshot_peak(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	if (!x->book || !ha_peak_pending(&x->peak, x->book))
+		return;
+	struct ha_wmsg_snapshot *m = calloc(1, sizeof *m);
+	if (!m)
+		return;
+	m->q.type = HA_WMSG_SNAPSHOT;
+	m->n = ha_book_take_peak(x->book, &m->rows);
+	m->info.time = record_unix_time(x, x->peak.at_ns);
+	m->info.rss_bytes = x->peak.rss_bytes;
+	m->info.samples = x->peak.samples;
+	m->info.drops = x->peak.drops;
+	m->info.unwind_failures = x->peak.unwind_failures;
+	m->info.reason = "peak";
+	m->info.sample_interval = x->peak.interval;
+	ha_queue_put(c->to_writer, &m->q);
+	x->st.snapshots++;
+	x->st.peak_bytes = (uint64_t)x->peak.copy_total;
+	x->st.peak_unix_ms = (uint64_t)(m->info.time * 1e3);
+}
+
+/* The session is over: the agent detached (it waits for its writers
+ * first) or the target is gone, so nothing more will be published.  Take
+ * every record there is, whether the main thread noticed the end before or
+ * after the last ones were read; a reservation never published is skipped
+ * at once. */
+static void drain_final(struct ctx *x)
+{
+	do
+		drain(x);
+	while (!x->ring_broken && skip_to_next(x));
 }
 
 /* The adaptive interval.  Drops mean the target writes samples faster than
@@ -516,9 +595,14 @@ static int run_cmds(struct ctx *x)
 	       (q = ha_queue_get(&c->inbox, 0)) != NULL) {
 		struct ha_cmd *cmd = (struct ha_cmd *)q;
 		__atomic_fetch_sub(&c->cmds_pending, 1, __ATOMIC_RELAXED);
-		drain(x);
+		if (q->type == HA_CMD_STOP) {
+			drain_final(x);
+			snapshot_peak(x);
+			stop = 1;
+		} else {
+			drain(x);
+		}
 		snapshot(x, cmd->reason);
-		stop |= q->type == HA_CMD_STOP;
 		if (cmd != &c->stop_cmd)
 			free(q);
 	}
@@ -576,7 +660,14 @@ static void *collector_main(void *arg)
 		snprintf(c->err, sizeof c->err, "collector: %s", x->book ? err : "out of memory");
 
 	double last = ha_now_ms();
+	struct timespec mono;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	x->start_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+	x->start_unix = unix_now();
 	x->interval = x->period_interval = x->st.interval = x->st.interval_max = c->interval;
+	/* The baseline: every bucket zero, the RSS and counters of now.  The
+	 * records already in the ring were written after the attach. */
+	snapshot(x, "attach");
 	x->seen_drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
 	x->changed_ms = last;
 	for (int stop = 0; !stop;) {

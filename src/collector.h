@@ -30,6 +30,8 @@ struct ha_collector_stats {
 	uint64_t cpu_ns;        /* CPU time of the collector thread (set when it stops) */
 	uint64_t interval;      /* sampling interval in effect (adaptive) */
 	uint64_t interval_max;  /* the largest it has been */
+	uint64_t peak_bytes;    /* a peak snapshot was written: its live total... */
+	uint64_t peak_unix_ms;  /* ...and its unix time, ms */
 };
 
 struct ha_collector {

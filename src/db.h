@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 3
+#define HA_DB_SCHEMA_VERSION 4
 /* The oldest version still read; ha_db_open upgrades it in place. */
 #define HA_DB_SCHEMA_VERSION_MIN 1
 

@@ -62,8 +62,10 @@ static void usage(FILE *f)
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
 	        "the RSS change.  With only B, the live heap at B.  With neither, A = first\n"
-	        "and B = last.  A and B are snapshot ids or 'first' and 'last' (of the latest\n"
-	        "session, or of --session N); FILE:A takes A from another database.\n"
+	        "and B = last: what grew since the attach.  A and B are snapshot ids or\n"
+	        "'first' (the baseline at attach), 'last' and 'peak' (the highest live heap)\n"
+	        "of the latest session, or of --session N; FILE:A takes A from another\n"
+	        "database.\n"
 	        "\n"
 	        "      --db FILE         the profile database (instead of the first operand)\n"
 	        "  -f, --format FMT      text (default), folded (flamegraph.pl), json, svg\n"
@@ -114,11 +116,11 @@ static long parse_long(const char *s, const char *what, long min)
 	return v;
 }
 
-/* Is spec a valid snapshot: 'first', 'last' or a positive id? */
+/* Is spec a valid snapshot: 'first', 'last', 'peak' or a positive id? */
 static int valid_spec(const char *spec)
 {
 	char *end;
-	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0)
+	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0 || strcmp(spec, "peak") == 0)
 		return 1;
 	errno = 0;
 	long long v = strtoll(spec, &end, 10);
@@ -242,7 +244,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		const char *arg = argv[optind + i];
 		if (!split_operand(arg, op)) {
 			if (!valid_spec(arg))
-				usage_error("bad snapshot '%s' (an id, 'first' or 'last', or FILE:SNAPSHOT)",
+				usage_error("bad snapshot '%s' (an id, 'first', 'last' or 'peak', or FILE:SNAPSHOT)",
 				            arg);
 			if (!o->db)
 				usage_error("no database given for snapshot '%s'", arg);
@@ -299,6 +301,31 @@ static int close_output(FILE *f, const struct options *o)
 	return EXIT_OK;
 }
 
+/* When b is the last snapshot of its session and holds less than half of
+ * the session's peak, one line that says so (everything the session was
+ * attached for may be gone by then: an interpreter frees it all at exit);
+ * else NULL. */
+static const char *fallen_note(const struct hd_snap *b, int kind, int exact, char *buf,
+                               size_t len)
+{
+	char p1[64], p2[64];
+	struct hd_snap l;
+	int64_t nsnaps;
+	double peak, now;
+	hd_resolve(b->src, "last", b->session_id, &l);
+	if (l.id != b->id)
+		return NULL;
+	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
+	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
+		return NULL;
+	snprintf(buf, len, "note: the estimated live %s peaked at %s (snapshot %" PRId64 ") and is %s "
+	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
+	         kind == 1 ? "mmap memory" : kind == 0 ? "heap" : "memory",
+	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
+	         b->id);
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { .top = 10, .flt = { .kind = -1 } };
@@ -333,11 +360,18 @@ int main(int argc, char **argv)
 		id = hd_peak(s, session, o.flt.kind, &live, &nsnaps);
 		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
 		hd_resolve(s, idbuf, session, &b);
-		snprintf(note, sizeof note,
-		         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %" PRId64
-		         " (%s, over %" PRId64 " snapshots)",
-		         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
-		         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
+		if (strcmp(b.reason, "peak") == 0)
+			snprintf(note, sizeof note,
+			         "peak: snapshot %" PRId64 " holds the highest estimated live %s of session %"
+			         PRId64 " (%s), kept by heapattach at the moment it was reached",
+			         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
+			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes));
+		else
+			snprintf(note, sizeof note,
+			         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %"
+			         PRId64 " (%s, over %" PRId64 " snapshots)",
+			         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
+			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
 		r.peak_note = note;
 	} else {
 		for (int i = 0; i < 2; i++) {
@@ -357,6 +391,8 @@ int main(int argc, char **argv)
 				        a.id, b.id, a.session_id, b.session_id);
 		}
 	}
+	if (!o.peak)
+		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
 	r.b = &b;
 	r.by_objects = o.by_objects;
 	r.exact_bytes = o.exact_bytes;

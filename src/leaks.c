@@ -58,10 +58,12 @@ static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 	return v;
 }
 
-/* The snapshots of a session in id order; with_peak: also the one of
- * reason 'peak'. */
-static void load_snaps(struct hd_source *s, int64_t session, int with_peak,
-                       struct session_snaps *ss)
+/* The snapshots of session in id order; without the peak snapshot unless
+ * with_peak: it is out of time order (schema.sql), no point of a trend (its
+ * rows are then skipped as rows of no point of the series, and the last
+ * snapshot writes every bucket they hold again). */
+static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss,
+                       int with_peak)
 {
 	sqlite3_stmt *q = hd_prepare(s, with_peak
 		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
@@ -220,7 +222,7 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 	size_t best = 0;
 	int64_t id, marked = kind < 0 ? peak_snapshot(s, session) : 0;
 
-	load_snaps(s, session, 1, &ss);
+	load_snaps(s, session, &ss, 1);
 	p.total = calloc(ss.n, sizeof *p.total);
 	if (!p.total)
 		hd_die("out of memory");
@@ -254,7 +256,7 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 	int has_interval = 0;
 	size_t i = 0;
 
-	load_snaps(s, session, 1, &ss);
+	load_snaps(s, session, &ss, 1);
 	p.heap = calloc(ss.n, sizeof *p.heap);
 	p.mmap = calloc(ss.n, sizeof *p.mmap);
 	p.objects = calloc(ss.n, sizeof *p.objects);
@@ -422,7 +424,7 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	size_t k = 0;
 
 	memset(out, 0, sizeof *out);
-	load_snaps(s, session, 0, &ss);
+	load_snaps(s, session, &ss, 0);
 	out->nsnaps = ss.n;
 	out->snap_id = ss.id;
 	out->t = ss.t;

@@ -81,8 +81,11 @@ static void usage(FILE *f)
 	        "                        allocation; doubled while the ring overflows)\n"
 	        "  -d, --duration SECS   detach after SECS seconds (default: until Ctrl-C,\n"
 	        "                        SIGTERM or the target's exit)\n"
-	        "  -s, --snapshot-every SECS  snapshot period (default 10); SIGUSR1 to\n"
-	        "                        heapattach takes one at once; one is taken at detach\n"
+	        "  -s, --snapshot-every SECS  snapshot period (default 10; 0: none): one at\n"
+	        "                        attach, dense at first (1, 2, 3, 5, 7 s...) while\n"
+	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
+	        "                        heapattach takes one at once; the last one at detach,\n"
+	        "                        and the peak of the live heap if no snapshot holds it\n"
 	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
 	        "      --block           when the ring is full, make the target wait instead of\n"
 	        "                        dropping samples (drops are counted either way)\n"
@@ -170,9 +173,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 's':
-			if (parse_double(optarg, &o->snapshot_every_s) || o->snapshot_every_s < 0.1) {
-				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1), "
-				        "not '%s'\n", optarg);
+			if (parse_double(optarg, &o->snapshot_every_s) ||
+			    (o->snapshot_every_s < 0.1 && o->snapshot_every_s != 0)) {
+				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1, or 0 "
+				        "for none), not '%s'\n", optarg);
 				return -1;
 			}
 			break;
@@ -288,17 +292,58 @@ static int agent_mapped(pid_t pid)
 	return mapped;
 }
 
+static struct timespec to_timespec(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	return ts;
+}
+
 static int make_timer(double period_s)
 {
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (fd < 0 || period_s <= 0)
 		return fd;
-	struct itimerspec it;
-	it.it_interval.tv_sec = (time_t)period_s;
-	it.it_interval.tv_nsec = (long)((period_s - (double)(time_t)period_s) * 1e9);
-	it.it_value = it.it_interval;
+	struct itimerspec it = { .it_interval = to_timespec(period_s), .it_value = to_timespec(period_s) };
 	timerfd_settime(fd, 0, &it, NULL);
 	return fd;
+}
+
+/* When the periodic snapshots fall, in seconds since the attach: dense at
+ * first -- 1, 2, 3, 5 and 7 s, then 10, 20, 30, 50, 70 s and so on, the
+ * same steps in every decade -- as long as they are shorter than the
+ * period, then every period.  A session of any length gets enough points
+ * to tell a trend (3 s: the baseline, 1 s, 2 s and the final one), and a
+ * long one is not written more often than asked.  The first point after
+ * `after` seconds; period 0: none (-1). */
+static double next_snapshot_at(double after, double period)
+{
+	static const double steps[] = { 1, 2, 3, 5, 7 };
+	if (period <= 0)
+		return -1;
+	for (double decade = 1; decade < period; decade *= 10)
+		for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+			double t = steps[i] * decade;
+			if (t >= period)
+				goto periodic;
+			if (t > after + 1e-6)
+				return t;
+		}
+periodic:
+	return (floor(after / period + 1e-6) + 1) * period;
+}
+
+/* Arm the one-shot snapshot timer for the next point after now (seconds
+ * since t0_ms on the monotonic clock); points missed while busy are
+ * skipped, not caught up, and so is a point that falls at the end of the
+ * --duration (0: none), where the final snapshot comes anyway. */
+static void arm_snapshot_timer(int fd, double t0_ms, double period, double duration)
+{
+	double at = next_snapshot_at((ha_now_ms() - t0_ms) / 1e3, period);
+	if (fd < 0 || at < 0 || (duration > 0 && at > duration - 0.05))
+		return;
+	/* ha_now_ms is CLOCK_MONOTONIC in ms: the timer's time line. */
+	struct itimerspec it = { .it_value = to_timespec(t0_ms / 1e3 + at) };
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
 /* One status line, rewritten in place on a terminal. */
@@ -323,9 +368,11 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 static enum stop_reason stay_attached(const struct options *o, struct ha_session *s, int sigfd,
                                       struct ha_collector *coll, int *signo)
 {
-	double deadline = o->duration_s > 0 ? ha_now_ms() + o->duration_s * 1e3 : 0;
+	double t0 = ha_now_ms();
+	double deadline = o->duration_s > 0 ? t0 + o->duration_s * 1e3 : 0;
 	int status = !o->quiet && isatty(STDERR_FILENO);
-	int snap_fd = make_timer(o->snapshot_every_s);
+	int snap_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
 	int status_fd = make_timer(status ? 1.0 : 0);
 	uint64_t last_samples = 0, ticks;
 	enum stop_reason why;
@@ -370,8 +417,10 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 			                               : STOP_TARGET_EXEC;
 			break;
 		}
-		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0)
+		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0) {
 			ha_collector_snapshot(coll, "periodic");
+			arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
+		}
 		if ((p[3].revents & POLLIN) && read(status_fd, &ticks, sizeof ticks) > 0)
 			print_status(coll, s->ring, s->ring_data_size, &last_samples);
 	}
@@ -759,6 +808,11 @@ int main(int argc, char **argv)
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)writer.snapshots_written, dbname,
 	        (long long)writer.last_snapshot_id);
+	if (st.peak_bytes)
+		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
+		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
+		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info.start_time,
+		        dbname);
 	if (st.abandoned)
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",

@@ -101,6 +101,8 @@ struct hd_report {
 	long top;                  /* 0 = all */
 	int cross_db;              /* a and b are in different files */
 	const char *peak_note;     /* a line printed first, or NULL */
+	const char *fallen_note;   /* the session peaked far above b: a line
+	                            * printed after the header, or NULL */
 };
 
 /* ------------------------------------------------------------ util */
@@ -160,9 +162,11 @@ const char *hd_kind_name(int kind);
 /* Open read-only (the checks of db.c); exits 1 with the reason. */
 void hd_source_open(struct hd_source *s, const char *path, int index);
 void hd_source_close(struct hd_source *s);
-/* Is spec ("first", "last" or an id) a snapshot of s?  session 0 = the
+/* Is spec ("first", "last", "peak" or an id) a snapshot of s?  session 0 = the
  * latest session with snapshots.  Exits 1 with the reason if not. */
 void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out);
+/* The total of the live bytes at snap (kind -1: all kinds). */
+double hd_live_total(const struct hd_snap *snap, int kind);
 /* The latest session of s with snapshots, or the given one checked. */
 int64_t hd_session(struct hd_source *s, int64_t session);
 /* Every bucket of snap's session at snap; *n rows, malloc'ed. */

@@ -85,18 +85,6 @@ static void frame_list(FILE *f, struct frames *fs, const struct hd_stack *st)
 	fputc(']', f);
 }
 
-/* The estimated live bytes of every bucket at snap (all kinds, no filter). */
-static double live_at(const struct hd_snap *snap)
-{
-	size_t n;
-	struct hd_value *v = hd_values_at(snap, &n);
-	double sum = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += v[i].live_bytes;
-	free(v);
-	return sum;
-}
-
 static void snap_json(FILE *f, const struct hd_snap *s)
 {
 	if (!s) {
@@ -104,7 +92,7 @@ static void snap_json(FILE *f, const struct hd_snap *s)
 		return;
 	}
 	fprintf(f, "{\"id\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, "
-	        "\"rss\": %" PRId64 ", \"reason\": ", s->id, s->session_id, s->time, live_at(s), s->rss);
+	        "\"rss\": %" PRId64 ", \"reason\": ", s->id, s->session_id, s->time, hd_live_total(s, -1), s->rss);
 	hd_json_html_str(f, s->reason);
 	fputs(", \"db\": ", f);
 	hd_json_html_str(f, s->src->path);

@@ -165,7 +165,11 @@ void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct h
 {
 	int64_t id = 0, lo, hi, n;
 	session = hd_session(s, session);
-	if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
+	if (strcmp(spec, "peak") == 0) {
+		/* The peak snapshot heapattach kept, or else the highest. */
+		double live;
+		id = hd_peak(s, session, -1, &live, &n);
+	} else if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
 		const char *sql = spec[0] == 'f'
 			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
 			: "SELECT max(id) FROM snapshots WHERE session_id = ?1";
@@ -217,6 +221,18 @@ struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
 	sqlite3_finalize(q);
 	*nout = n;
 	return v;
+}
+
+double hd_live_total(const struct hd_snap *snap, int kind)
+{
+	size_t n;
+	struct hd_value *v = hd_values_at(snap, &n);
+	double total = 0;
+	for (size_t i = 0; i < n; i++)
+		if (kind < 0 || v[i].kind == kind)
+			total += v[i].live_bytes;
+	free(v);
+	return total;
 }
 
 /* ------------------------------------------------------------ stacks */

@@ -82,6 +82,8 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 		if (b->drops > 0)
 			fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
 	}
+	if (r->fallen_note)
+		fprintf(f, "%s\n", r->fallen_note);
 	fputc('\n', f);
 
 	if (r->n == 0) {

@@ -48,7 +48,8 @@ live_in_module() {
 	bucket_sum "$1" live "$3" "$4" "m.path LIKE '$2'"
 }
 
-# snapshot_id DB N: the id of the N-th snapshot (1-based).
+# snapshot_id DB N: the id of the N-th snapshot taken on request (SIGUSR1,
+# snapshot_now; 1-based), whatever periodic ones came between.
 snapshot_id() {
-	sqlite3 "$1" "SELECT id FROM snapshots ORDER BY id LIMIT 1 OFFSET $(($2 - 1))"
+	sqlite3 "$1" "SELECT id FROM snapshots WHERE reason = 'signal' ORDER BY id LIMIT 1 OFFSET $(($2 - 1))"
 }

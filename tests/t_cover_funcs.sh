@@ -26,7 +26,7 @@ send "$TFD" quit
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "cover_alloc did not exit cleanly ($RC)"
 [ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check failed"
 
-first=$(sqlite3 "$db" 'SELECT min(id) FROM snapshots')
+first=$(snapshot_id "$db" 1)
 errors=0
 check() {  # FUNCTION KIND SIZE
 	local fn=$1 kind=$2 size=$3 got want

@@ -1,9 +1,10 @@
 #!/bin/bash
-# t_db_upgrade: schema-version-1 and -2 databases (without the views added in
-# version 2, without the column snapshots.sample_interval added in version 3)
+# t_db_upgrade: schema-version-1, -2 and -3 databases (without the views added
+# in version 2, without the column snapshots.sample_interval added in version
+# 3, with the leak views of before version 4, which counted every snapshot)
 # are read by heapdiff as they are (byte-identical afterwards, and --leaks
 # works on them: it does not need the views), and upgraded in place by the
-# writer: version 3, the new views and column, the data untouched, the schema
+# writer: version 4, the new views and column, the data untouched, the schema
 # then identical to that of a new file.
 . "$(dirname "$0")/lib.sh"
 
@@ -14,36 +15,44 @@ FILL=$HA_BUILDDIR/tests/db_fill
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
-new=$W/new.db v1=$W/v1.db v2=$W/v2.db
+new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
 cp "$new" "$v1"
 cp "$new" "$v2"
+cp "$new" "$v3"
+# What a version-3 writer left: the leak views over every snapshot.
+q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
+         CREATE VIEW leak_trend AS SELECT 1 AS session_id, 1 AS stack_id, 'heap' AS kind, 1 AS snapshots;
+         CREATE VIEW leak_suspects AS SELECT * FROM leak_trend WHERE 0;
+         UPDATE meta SET value = '3' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 # What a version-2 writer left: no sample_interval column, schema_version 2;
 # a version-1 writer: no leak views either.
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm"
+rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm"
 cp "$v1" "$W/before.db"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
-"$HD" --bytes "$new" first last >"$W/d3" 2>&1 || fail "heapdiff on a version-3 file"
+"$HD" --bytes "$new" first last >"$W/d4" 2>&1 || fail "heapdiff on a version-4 file"
+"$HD" --bytes "$v3" first last >"$W/d3" 2>&1 || fail "heapdiff on a version-3 file: $(cat "$W/d3")"
 "$HD" --bytes "$v2" first last >"$W/d2" 2>&1 || fail "heapdiff on a version-2 file: $(cat "$W/d2")"
-cmp -s "$W/d1" "$W/d3" || fail "heapdiff reads version 1 and 3 differently"
-cmp -s "$W/d2" "$W/d3" || fail "heapdiff reads version 2 and 3 differently"
+cmp -s "$W/d1" "$W/d4" || fail "heapdiff reads version 1 and 4 differently"
+cmp -s "$W/d2" "$W/d4" || fail "heapdiff reads version 2 and 4 differently"
+cmp -s "$W/d3" "$W/d4" || fail "heapdiff reads version 3 and 4 differently"
 "$HD" --leaks --bytes "$v1" >"$W/l1" 2>&1 || fail "heapdiff --leaks on a version-1 file: $(cat "$W/l1")"
 grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2"; do
+for f in "$v1" "$v2" "$v3"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 3 ] || fail "version $v not upgraded to version 3"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 4 ] || fail "version $v not upgraded to version 4"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" 'SELECT count(*) FROM leak_suspects')" = 2 ] || fail "leak_suspects after the upgrade from version $v"
 	[ "$(q "$f" 'SELECT count(*), total(live_bytes) FROM buckets')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM buckets')" ] ||
 		fail "the upgrade from version $v changed the data"
-	[ "$(q "$f" 'SELECT count(*) FROM snapshots WHERE sample_interval = 0')" = "$(q "$f" 'SELECT count(*) FROM snapshots')" ] ||
+	[ "$v" = 3 ] || [ "$(q "$f" 'SELECT count(*) FROM snapshots WHERE sample_interval = 0')" = "$(q "$f" 'SELECT count(*) FROM snapshots')" ] ||
 		fail "snapshots from before version 3 should have sample_interval 0"
 	"$FILL" "$f" >/dev/null || fail "the writer cannot append a session to the file upgraded from version $v"
 	[ "$(q "$f" 'SELECT count(*) FROM sessions')" = 2 ] || fail "no second session in the file upgraded from version $v"

@@ -78,8 +78,8 @@ send "$TFD" quit
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "python exited $RC"
 
 log "slowdown (default interval 512 KiB): workload best of 3: plain ${t_plain}s, attached ${t_att}s ($(awk -v a="$t_att" -v p="$t_plain" 'BEGIN { printf "%.2fx", a / p }'))"
-s1=$(sqlite3 "$db" 'SELECT id FROM snapshots ORDER BY id LIMIT 1')
-s2=$(sqlite3 "$db" 'SELECT id FROM snapshots ORDER BY id LIMIT 1 OFFSET 1')
+s1=$(snapshot_id "$db" 1)
+s2=$(snapshot_id "$db" 2)
 "$HA_BUILDDIR/src/heapdiff" --bytes "$db" "$s1" "$s2" >"$W/diff" || fail "heapdiff failed: $(cat "$W/diff")"
 sed 's/^/    /' "$W/diff" | head -n 30
 truth=100000000

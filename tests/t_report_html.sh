@@ -222,7 +222,7 @@ grep -Eq '^ +\+8000/min +\+56000 +56000 +1\.00  stack 1$' "$W/aleaks" ||
 	fail "--leaks on the attacher's session: $(cat "$W/aleaks")"
 grep -q '^1 suspect;' "$W/aleaks" || fail "--leaks: not exactly one suspect"
 hd --peak --bytes "$adb" >"$W/apeak"
-head -n 1 "$W/apeak" | grep -q '^peak: snapshot 8 has the highest estimated live memory of session 1 (2328000,' ||
+head -n 1 "$W/apeak" | grep -Eq '^peak: snapshot 8 (has|holds) the highest estimated live memory of session 1 \(2328000[,)]' ||
 	fail "--peak: $(head -n 1 "$W/apeak")"
 hd -f html -o "$W/a.html" "$adb"
 self_contained "$W/a.html"

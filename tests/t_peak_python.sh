@@ -1,0 +1,63 @@
+#!/bin/bash
+# t_peak_python: Debian's python3 grows a list by 200 MB (2000 bytes objects
+# of 100 KB) while attached at the default interval and snapshot period,
+# then exits: the interpreter frees everything at finalization, so the exit
+# snapshot holds almost nothing.  The session keeps the peak: heapdiff --peak
+# shows the 200 MB (within 25%) under the interpreter's eval loop, and
+# heapdiff DB says in one line that the heap peaked and names --peak.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/profile_lib.sh"
+. "$(dirname "$0")/cover_lib.sh"
+require_all
+PY=/usr/bin/python3
+[ -x "$PY" ] || skip "/usr/bin/python3 is not installed (Debian package python3; build-aux/setup installs it)"
+HD=$HA_BUILDDIR/src/heapdiff
+
+cat >"$W/grow.py" <<'PYSRC'
+import os, sys
+print(f"ready pid={os.getpid()}", flush=True)
+keep = []
+def grow_list(n, size):
+    for i in range(n):
+        keep.append(b"x" * size)
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd and cmd[0] == "grow":
+        grow_list(int(cmd[1]), int(cmd[2]))
+        print(f"done grow {len(keep)}", flush=True)
+    elif cmd and cmd[0] == "exit":
+        print("done exit", flush=True)
+        sys.exit(0)
+PYSRC
+
+db=$W/py.db
+start_cmd py "$PY" -u "$W/grow.py"
+wait_target_ready
+pid=$TPID
+wait_syscall "$pid" "$pid" "$NR_READ"
+start_ha -q -o "$db" "$pid"
+wait_ready "$pid" python3
+send "$TFD" "grow 2000 100000"
+wait_line "$TOUT" '^done grow 2000$' 60
+send "$TFD" exit
+wait_exit "$pid" 30
+[ "$RC" = 0 ] || fail "python exited $RC"
+wait_for 20 '! is_alive "$HAPID"' || fail "heapattach still runs 20 s after python exited"
+wait "$HAPID" || fail "heapattach exited $? when python exited"
+sed 's/^/    /' "$HA_ERR"
+
+truth=200000000
+"$HD" --peak --bytes "$db" >"$W/peak" 2>&1 || fail "heapdiff --peak: $(cat "$W/peak")"
+head -n 1 "$W/peak"
+peak=$(sqlite3 "$db" "SELECT id FROM snapshots WHERE reason <> 'attach' ORDER BY
+        (SELECT total(live_bytes) FROM bucket_at v WHERE v.snapshot_id = snapshots.id) DESC LIMIT 1")
+grep -q "^peak: snapshot $peak " "$W/peak" || fail "heapdiff --peak does not show the highest snapshot ($peak)"
+read -r bytes _ < <(live_under "$db" '%EvalFrame%' heap "$peak")
+log "peak under python's eval loop: $bytes bytes (truth: 2000 x 100000 = $truth)"
+within 25 "$bytes" "$truth" || fail "the peak under the interpreter's frames, $bytes, is not within 25% of $truth"
+read -r last _ < <(live_under "$db" '%EvalFrame%' heap)
+[ "$last" -lt $((truth / 10)) ] || fail "python's exit snapshot still holds $last bytes: did it not free at exit?"
+"$HD" "$db" >"$W/diff" 2>&1 || fail "heapdiff DB: $(cat "$W/diff")"
+[ "$(grep -c '^note: .*peaked at .* heapdiff --peak shows the peak$' "$W/diff")" = 1 ] ||
+	fail "heapdiff DB does not say that the heap peaked: $(head -n 6 "$W/diff")"
+echo "ok: python's 200 MB peak is kept although it freed everything at exit"
