@@ -15,7 +15,8 @@
  *                 interval], ... ]      every snapshot of B's session, in
  *                                       id order, 'peak' included
  *     "a", "b": { "id", "time", "live", "rss", "reason", "db" } (a: null),
- *     "peak": { "id", "time", "live" },
+ *     "peak": { "id", "time", "live", "reason" },
+ *     "note": the session peaked far above B (heapdiff.c), or null,
  *     "frames": [ [function, file, line, module, inlined], ... ],
  *     "views": [ { "key": "diff" | "peak" | "b", "title", "diff": 0|1,
  *                  "from", "to", "dt", "total",
@@ -283,7 +284,12 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 	fprintf(f, ",\n \"peak\": {\"id\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, \"reason\": ",
 	        peak.id, peak.time, peak_live);
 	hd_json_html_str(f, peak.reason);
-	fprintf(f, "},\n \"top\": %ld, \"by_objects\": %d,\n \"views\": [", r->top, r->by_objects);
+	fputs("},\n \"note\": ", f);
+	if (r->fallen_note)
+		hd_json_html_str(f, r->fallen_note);
+	else
+		fputs("null", f);
+	fprintf(f, ",\n \"top\": %ld, \"by_objects\": %d,\n \"views\": [", r->top, r->by_objects);
 	if (r->a) {
 		snprintf(title, sizeof title, "Growth from snapshot %" PRId64 " to %" PRId64 " (%s)",
 		         r->a->id, r->b->id, hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, 0));

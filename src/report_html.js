@@ -148,6 +148,12 @@
 			fact(dl, 'A \u2192 B', fmtBytes(dl2, 1) + ' live, RSS ' + fmtBytes(dr, 1) + ' in ' +
 				fmtDur(D.b.time - D.a.time), dl2 > 0 ? 'grew' : null);
 		}
+		if (D.note) {
+			var nt = add(sec, el('div', 'warn', D.note.replace(/^note: /, '').replace(/heapdiff --peak shows the peak$/,
+				'"Live at the peak" below shows it')));
+			nt.id = 'hd-note';
+			nt.style.marginTop = '6px';
+		}
 		var src = add(sec, el('div', 'muted mono', D.db));
 		src.style.marginTop = '6px';
 	}
@@ -407,8 +413,15 @@
 		flameBox.textContent = '';
 		if (!(t.root.w > 0)) {
 			flameBox.style.height = 'auto';
-			add(flameBox, el('div', 'empty', t.diff ? 'no call path changed' : 'no live allocations'));
+			var msg = add(flameBox, el('div', 'empty', t.diff ? 'no call path changed' : 'no live allocations'));
+			if (S.view !== 'peak' && views.peak && views.peak.rows.length) {
+				msg.appendChild(document.createTextNode(' \u2014 the heap peaked at ' + fmtBytes(D.peak.live) + ': '));
+				var go = add(msg, el('button', null, 'show the live heap at the peak'));
+				go.type = 'button';
+				go.addEventListener('click', function () { S.zoom = ''; setView('peak'); });
+			}
 			matchedEl.textContent = '';
+			resetBtn.disabled = true;
 			return;
 		}
 		var z = zoomNode || t.root, x0 = z.x, w0 = z.w > 0 ? z.w : t.root.w, d0 = z.d;

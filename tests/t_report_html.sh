@@ -262,6 +262,8 @@ assert re.search(r'<html[^>]*data-view="peak"', d)
 leaks = re.search(r'<section id="hd-leaks">.*?</section>', d, re.S).group(0)
 assert 'leak_attach' in leaks and '+7.81 KiB/min' in leaks and 'burst_fill' not in leaks, leaks
 assert 'recorded by the attacher' in d
+note = re.search(r'<div class="warn" id="hd-note"[^>]*>([^<]*)</div>', d)
+assert note and 'peaked at 2.22 MiB (snapshot 8) and is 348 KiB at snapshot 9' in note.group(1), note and note.group(1)
 PY
 log "attacher's session: rendered in $ms ms"
 echo "ok: baseline, peak snapshot, final: the peak, the chart in time order, the leak trend"
