@@ -266,7 +266,17 @@ note = re.search(r'<div class="warn" id="hd-note"[^>]*>([^<]*)</div>', d)
 assert note and 'peaked at 2.22 MiB (snapshot 8) and is 348 KiB at snapshot 9' in note.group(1), note and note.group(1)
 PY
 log "attacher's session: rendered in $ms ms"
-echo "ok: baseline, peak snapshot, final: the peak, the chart in time order, the leak trend"
+# 'peak' as a snapshot operand: the growth from the baseline to the peak.
+hd -f html -o "$W/ap.html" "$adb" first peak
+page_json "$W/ap.html" >"$W/ap.json"
+python3 - "$W/ap.json" <<'PY' || fail "first -> peak: the diff is not baseline -> peak"
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d['views'][0]
+assert v['key'] == 'diff' and v['from'] == 1 and v['to'] == 8 and v['total'] == 2328000, (v['from'], v['to'], v['total'])
+assert d['frames'][v['rows'][0][3][0]][0] == 'burst_fill', v['rows'][0]
+PY
+echo "ok: baseline, peak snapshot, final: the peak, the chart in time order, the leak trend; first -> peak"
 
 # ---- fewer than 3 snapshots (the peak not counted): said instead of the table
 fdb=$W/few.db
