@@ -241,7 +241,7 @@ enum ha_alloc_func {
 };
 
 /* Which kind of memory a sample is (ha_rec_sample.kind); the same numbers
- * as the database's kinds table (src/db.h enum ha_mem_kind). */
+ * as the database's kinds table (src/db/db.h enum ha_mem_kind). */
 #define HA_REC_KIND_HEAP 0u
 #define HA_REC_KIND_MMAP 1u
 

@@ -5,8 +5,8 @@
  *   1. check the target by reading /proc only (refusals leave it untouched);
  *   2. open the socket and the ring the agent will use;
  *   3. inject: one thread briefly hijacked to dlopen the agent and call its
- *      init, then restored exactly (src/inject.c);
- *   4. handshake with the agent (src/session.c);
+ *      init, then restored exactly (src/attach/inject.c);
+ *   4. handshake with the agent (src/attach/session.c);
  *   5. stay attached until Ctrl-C, SIGTERM, --duration or the target's exit;
  *   6. detach: the agent restores what it changed and goes dormant.
  * Termination signals are blocked from the start and read from a signalfd,
@@ -41,6 +41,7 @@
 #include "inject.h"
 #include "procmaps.h"
 #include "session.h"
+#include "proc.h"
 #include "target.h"
 #include "util.h"
 
@@ -412,7 +413,7 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 		if (p[1].revents) {
 			/* The agent only speaks when asked; anything here is a
 			 * hang-up: the target exited, or the agent gave up. */
-			why = !ha_target_alive(o->pid) ? STOP_TARGET_EXIT
+			why = !ha_proc_alive(o->pid) ? STOP_TARGET_EXIT
 			      : agent_mapped(o->pid)   ? STOP_AGENT_LOST
 			                               : STOP_TARGET_EXEC;
 			break;
@@ -661,7 +662,7 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 			        (unsigned long long)final.samples, (unsigned long long)final.drops);
 		return 0;
 	}
-	if (!ha_target_alive(t->pid)) {
+	if (!ha_proc_alive(t->pid)) {
 		fprintf(stderr, "heapattach: target %d exited\n", (int)t->pid);
 		return 0;
 	}

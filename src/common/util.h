@@ -36,10 +36,6 @@ double ha_now_ms(void);
  * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */
 ssize_t ha_read_file(const char *path, char *buf, size_t buflen);
 
-/* Value of "Field:" in /proc/PID/status (or /proc/PID/task/TID/status when
- * tid > 0), leading blanks skipped, trailing newline cut.  0 or -errno. */
-int ha_proc_status_field(pid_t pid, pid_t tid, const char *field, char *out, size_t outlen);
-
 /* Read n bytes at addr from the target's memory (process_vm_readv, falling
  * back to /proc/PID/mem).  0 on success, -errno otherwise. */
 int ha_remote_read(pid_t pid, uint64_t addr, void *buf, size_t n);

@@ -52,7 +52,7 @@ void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_co
 double ha_book_live_bytes(const struct ha_book *b, int kind);
 
 /* The peak copy: a copy of every bucket's values at one moment, the
- * session's highest live total so far (src/peak.c decides when).
+ * session's highest live total so far (src/record/peak.c decides when).
  * ha_book_keep_peak makes the copy now; it costs one copy per bucket
  * changed since the previous one (ha_book_peak_dirty of them).
  * ha_book_take_peak gives the rows of a snapshot that holds the copy: every
