@@ -119,8 +119,8 @@ struct ha_msg_hello {
 
 struct ha_msg_config {
 	uint64_t ring_size;       /* total memfd size, bytes                */
-	uint64_t sample_interval; /* mean bytes between samples (issue 3)   */
-	uint32_t stack_bytes;     /* cap of the raw stack copy (issue 3)    */
+	uint64_t sample_interval; /* mean bytes between samples              */
+	uint32_t stack_bytes;     /* cap of the raw stack copy                */
 	uint32_t flags;           /* HA_CFG_*                                */
 };
 
