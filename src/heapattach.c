@@ -444,13 +444,6 @@ static void default_db_name(const struct ha_target *t, char *out, size_t outlen)
 	snprintf(out, outlen, "heapattach-%s-%d.db", comm, (int)t->pid);
 }
 
-static double unix_now(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
 static void print_counters(const char *what, pid_t pid, double ms, const struct ha_counters *c)
 {
 	fprintf(stderr,
@@ -670,6 +663,103 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 	return EXIT_FAILED;
 }
 
+/* The first lines a user reads when the session ends: what was recorded,
+ * where, and the peak when one was kept. */
+static void print_summary(const struct options *o, const struct ha_session *s,
+                          struct ha_collector *c, const struct ha_writer *w,
+                          const struct ha_db_session *info, const char *dbname)
+{
+	struct ha_collector_stats st;
+	ha_collector_read_stats(c, &st);
+	if (c->err[0])
+		fprintf(stderr, "heapattach: %s\n", c->err);
+	if (w->failed)
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, w->err);
+	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s->ring)->drops, __ATOMIC_RELAXED);
+	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
+	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
+	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
+	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
+	        (unsigned long long)w->snapshots_written, dbname,
+	        (long long)w->last_snapshot_id);
+	if (st.peak_bytes)
+		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
+		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
+		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info->start_time,
+		        dbname);
+	if (st.abandoned)
+		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
+		        "(a thread left the sampling code without returning); skipped\n",
+		        (unsigned long long)st.abandoned);
+	if (o->verbose && st.samples)
+		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
+		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
+		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
+		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
+	if (o->verbose && st.samples) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
+		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
+		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
+		        100.0 * (double)st.unwind_cached / (double)st.samples);
+	}
+}
+
+/* The live session: record it, start the writer and the collector, stay
+ * attached, detach, and say what was recorded.  The writer owns db from its
+ * start (it closes it).  Returns the exit status. */
+static int profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
+                   int sigfd, struct ha_db *db, const char *dbname)
+{
+	char err[512];
+	char exe_link[64], exe[PATH_MAX] = "";
+	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t->pid);
+	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	struct ha_db_session info = { .pid = t->pid, .comm = t->comm, .exe = exe,
+	                              .interval = o->interval, .start_time = ha_unix_now() };
+	static struct ha_writer writer;
+	static struct ha_collector coll;
+	writer.db = db;
+	writer.pid = t->pid;
+	writer.verbose = o->verbose;
+	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
+	    ha_writer_start(&writer)) {
+		/* The agent restores itself when the caller hangs up. */
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
+		ha_db_close(db);
+		return EXIT_FAILED;
+	}
+	coll.pid = t->pid;
+	coll.ring = s->ring;
+	coll.data_size = s->ring_data_size;
+	coll.interval = o->interval;
+	coll.adaptive = !o->block;
+	coll.verbose = o->verbose;
+	coll.to_writer = &writer.inbox;
+	if (ha_collector_start(&coll)) {
+		fprintf(stderr, "heapattach: %s\n", coll.err);
+		ha_writer_finish(&writer, ha_unix_now());
+		return EXIT_FAILED;
+	}
+
+	int signo = 0;
+	enum stop_reason why = stay_attached(o, s, sigfd, &coll, &signo);
+	int status = detach(o, t, s, why, signo);
+
+	/* What the agent wrote before it left is still in our mapping of the
+	 * ring: the collector drains it into the final snapshot. */
+	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
+	                         : why == STOP_TARGET_EXEC ? "exec"
+	                                                   : "detach");
+	ha_writer_finish(&writer, ha_unix_now());
+	print_summary(o, s, &coll, &writer, &info, dbname);
+	return writer.failed ? EXIT_FAILED : status;
+}
+
 int main(int argc, char **argv)
 {
 	double t_start = ha_now_ms();
@@ -681,7 +771,6 @@ int main(int argc, char **argv)
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
 	struct ha_target t;
 	struct ha_session s;
-	struct ha_db *db = NULL;
 	int status;
 
 	if (parse_args(argc, argv, &o))
@@ -742,96 +831,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapattach: %s\n", dbj.err);
 		status = EXIT_FAILED;
 	}
-	db = dbj.db;
 	if (status) {
-		ha_session_close(&s);
-		ha_db_close(db);
-		return status;
-	}
-	if (o.verbose)
-		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
-
-	/* The session is live: record it, start the writer and the collector. */
-	char exe_link[64], exe[PATH_MAX] = "";
-	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t.pid);
-	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	struct ha_db_session info = { .pid = t.pid, .comm = t.comm, .exe = exe,
-	                              .interval = o.interval, .start_time = unix_now() };
-	static struct ha_writer writer;
-	static struct ha_collector coll;
-	writer.db = db;
-	writer.pid = t.pid;
-	writer.verbose = o.verbose;
-	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
-	    ha_writer_start(&writer)) {
-		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
-		ha_session_close(&s); /* the agent restores itself on hang-up */
-		ha_db_close(db);
-		return EXIT_FAILED;
-	}
-	coll.pid = t.pid;
-	coll.ring = s.ring;
-	coll.data_size = s.ring_data_size;
-	coll.interval = o.interval;
-	coll.adaptive = !o.block;
-	coll.verbose = o.verbose;
-	coll.to_writer = &writer.inbox;
-	if (ha_collector_start(&coll)) {
-		fprintf(stderr, "heapattach: %s\n", coll.err);
-		ha_session_close(&s);
-		ha_writer_finish(&writer, unix_now());
-		return EXIT_FAILED;
-	}
-
-	int signo = 0;
-	enum stop_reason why = stay_attached(&o, &s, sigfd, &coll, &signo);
-	status = detach(&o, &t, &s, why, signo);
-
-	/* What the agent wrote before it left is still in our mapping of the
-	 * ring: the collector drains it into the final snapshot. */
-	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
-	                         : why == STOP_TARGET_EXEC ? "exec"
-	                                                   : "detach");
-	ha_writer_finish(&writer, unix_now());
-	struct ha_collector_stats st;
-	ha_collector_read_stats(&coll, &st);
-	if (coll.err[0])
-		fprintf(stderr, "heapattach: %s\n", coll.err);
-	if (writer.failed) {
-		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err);
-		status = EXIT_FAILED;
-	}
-	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s.ring)->drops, __ATOMIC_RELAXED);
-	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
-	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
-	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
-	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
-	        (unsigned long long)writer.snapshots_written, dbname,
-	        (long long)writer.last_snapshot_id);
-	if (st.peak_bytes)
-		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
-		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
-		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info.start_time,
-		        dbname);
-	if (st.abandoned)
-		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
-		        "(a thread left the sampling code without returning); skipped\n",
-		        (unsigned long long)st.abandoned);
-	if (o.verbose && st.samples)
-		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
-		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
-		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
-		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
-	if (o.verbose && st.samples) {
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
-		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
-		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
-		        100.0 * (double)st.unwind_cached / (double)st.samples);
+		ha_db_close(dbj.db);
+	} else {
+		if (o.verbose)
+			fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
+		status = profile(&o, &t, &s, sigfd, dbj.db, dbname);
 	}
 	ha_session_close(&s);
 	close(sigfd);

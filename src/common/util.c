@@ -33,6 +33,13 @@ double ha_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+double ha_unix_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 ssize_t ha_read_file(const char *path, char *buf, size_t buflen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -31,6 +31,8 @@ void ha_background_thread(void);
 
 /* Monotonic clock in milliseconds. */
 double ha_now_ms(void);
+/* Unix time in seconds (the database's times). */
+double ha_unix_now(void);
 
 /* Read a whole (small) file into buf, NUL-terminated.  Returns the number of
  * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */

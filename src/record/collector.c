@@ -89,13 +89,6 @@ struct ctx {
 	struct { uint64_t size, interval; double w; } wc[WCACHE];
 };
 
-static double unix_now(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
 /* Single writer: plain relaxed stores, no read-modify-write on the bus. */
 static void publish_stats(struct ctx *x)
 {
@@ -475,7 +468,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (x->book)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
-	m->info.time = unix_now();
+	m->info.time = ha_unix_now();
 	m->info.rss_bytes = target_rss(c->pid);
 	m->info.samples = x->st.samples;
 	m->info.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
@@ -492,7 +485,7 @@ static void snapshot(struct ctx *x, const char *reason)
  * within the session: the value comes from the target. */
 static double record_unix_time(const struct ctx *x, uint64_t ns)
 {
-	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = unix_now();
+	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = ha_unix_now();
 	return t < x->start_unix ? x->start_unix : t > now ? now : t;
 }
 
@@ -663,7 +656,7 @@ static void *collector_main(void *arg)
 	struct timespec mono;
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	x->start_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-	x->start_unix = unix_now();
+	x->start_unix = ha_unix_now();
 	x->interval = x->period_interval = x->st.interval = x->st.interval_max = c->interval;
 	/* The baseline: every bucket zero, the RSS and counters of now.  The
 	 * records already in the ring were written after the attach. */
