@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buckets.h"
+#include "book.h"
 #include "ha_ring.h"
 #include "peak.h"
 #include "procmaps.h"
@@ -492,7 +492,7 @@ static double record_unix_time(const struct ctx *x, uint64_t ns)
 /* The peak copy as a snapshot of its own (reason "peak"), if it is higher
  * than every snapshot: written after the last records are booked and
  * before the final snapshot, which writes again every bucket it holds
- * (buckets.h), so the session's last snapshot is still its final state. */
+ * (book.h), so the session's last snapshot is still its final state. */
 static void snapshot_peak(struct ctx *x)
 {
 	struct ha_collector *c = x->c;

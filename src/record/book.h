@@ -1,4 +1,4 @@
-/* buckets.h -- the attacher's bookkeeping: callstacks interned by their
+/* book.h -- the attacher's bookkeeping: callstacks interned by their
  * program counters, per-callstack allocation/free/live estimates, and the
  * set of sampled blocks still live.  Owned by one thread (the collector).
  *
@@ -6,8 +6,8 @@
  * stands for 1 / (1 - exp(-S/I)) allocations of that size (Go's
  * scaleHeapSample); the free of a sampled block removes what its sample
  * added. */
-#ifndef HA_BUCKETS_H
-#define HA_BUCKETS_H
+#ifndef HA_BOOK_H
+#define HA_BOOK_H
 
 #include <stddef.h>
 #include <stdint.h>
