@@ -10,17 +10,7 @@
 #include <unistd.h>
 
 #include "proc.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                        \
-	do {                                                     \
-		if (!(cond)) {                                   \
-			printf("MISMATCH: " __VA_ARGS__);        \
-			putchar('\n');                           \
-			failures++;                              \
-		}                                                \
-	} while (0)
+#include "unit.h"
 
 static void stat_case(const char *line, int want_rc, char want_state, unsigned long want_flags)
 {
@@ -83,10 +73,5 @@ int main(void)
 	EXPECT(ha_proc_stat(0x7ffffff0, 0, &state, &flags) < 0, "a pid that cannot exist parses");
 	EXPECT(!ha_proc_alive(0x7ffffff0), "a pid that cannot exist is alive");
 
-	if (failures) {
-		printf("%d mismatches\n", failures);
-		return 1;
-	}
-	printf("ok: stat and status parsers on hostile lines\n");
-	return 0;
+	return UNIT_RESULT("stat and status parsers on hostile lines");
 }

@@ -15,17 +15,7 @@
 #include <string.h>
 
 #include "report.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                 \
-	do {                                              \
-		if (!(cond)) {                            \
-			printf("MISMATCH: " __VA_ARGS__); \
-			putchar('\n');                    \
-			failures++;                       \
-		}                                         \
-	} while (0)
+#include "unit.h"
 
 /* The name a hostile target gives its function, as stored in the file. */
 static const char HOSTILE[] = "evil<script>alert(\"x\")</script>&'a;b' \xff\xfe\x01tab\there";
@@ -160,10 +150,5 @@ int main(int argc, char **argv)
 	free_frames(grew, 2);
 	free_frames(shrank, 2);
 
-	if (failures) {
-		printf("%d mismatches\n", failures);
-		return 1;
-	}
-	printf("ok: cleaning, folding, filters; reports written to %s\n", argv[1]);
-	return 0;
+	return UNIT_RESULT("cleaning, folding, filters; reports written to %s", argv[1]);
 }
