@@ -523,9 +523,10 @@ static void snapshot_peak(struct ctx *x)
  * at once. */
 static void drain_final(struct ctx *x)
 {
-	do
-		drain(x);
-	while (!x->ring_broken && skip_to_next(x));
+	/* drain takes at most a ring's worth: only a drain that found nothing
+	 * at rpos means the record there will never come. */
+	while (!x->ring_broken && (drain(x) > 0 || skip_to_next(x)))
+		;
 }
 
 /* The adaptive interval.  Drops mean the target writes samples faster than
