@@ -1,6 +1,6 @@
 /*
  * agent.c -- the injected agent: init entry point, agent thread, session
- * protocol (src/ha_proto.h) and fork handling.
+ * protocol (src/proto/ha_proto.h) and fork handling.
  *
  * heapattach_agent_init() runs on a hijacked thread of the target: it checks
  * the arguments, claims the state word (DORMANT -> STARTING), copies the

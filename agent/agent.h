@@ -2,7 +2,7 @@
  * agent.h -- the agent's entry points and what its parts share.
  *
  * The protocol itself (init args, state word, messages, ring layout) is in
- * src/ha_proto.h and only there.  Exported from the shared object, with C
+ * src/proto/ha_proto.h and only there.  Exported from the shared object, with C
  * linkage and default visibility, are exactly:
  *     int heapattach_agent_init(const struct ha_init_args *args);
  *     struct ha_agent_state heapattach_agent_state;

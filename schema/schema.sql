@@ -1,6 +1,6 @@
 -- heapattach profile database, schema version 4.
 --
--- Written by heapattach (src/db.c, one writer thread per attacher), read by
+-- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
 --
 --     sqlite3 -header -column heapattach-myservice-4242.db \

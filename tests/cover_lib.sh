@@ -1,4 +1,4 @@
-# tests/cover_lib.sh -- helpers for the coverage tests of issue 4
+# tests/cover_lib.sh -- helpers for the coverage tests
 # (t_cover_*.sh, t_real_*.sh), on top of lib.sh and profile_lib.sh.
 
 # bucket_sum DB live|alloc KIND SNAPSHOT FRAME-CONDITION: "BYTES COUNT"

@@ -1,4 +1,4 @@
-# tests/profile_lib.sh -- helpers for the tests of real profiles (issue 3),
+# tests/profile_lib.sh -- helpers for the tests of real profiles,
 # on top of lib.sh: snapshots on demand, heapdiff output parsing.
 
 # start_profiled LABEL TARGET [heapattach args...]: start $TARGETS/TARGET,

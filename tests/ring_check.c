@@ -1,4 +1,4 @@
-/* ring_check -- the ring protocol (src/ha_ring.h) under load: several
+/* ring_check -- the ring protocol (src/proto/ha_ring.h) under load: several
  * producer threads write numbered records of varying sizes through one
  * mapping of a memfd while the consumer reads through a second mapping, as
  * the agent and the attacher do.  Checks that every record arrives exactly

@@ -15,7 +15,11 @@ profile() {
 	wait_line "$TOUT" '^done churn 20000'
 	# The threads that read the ring and write the DB run 10 nice levels
 	# below heapattach's main thread (--nice, default 10); none above it.
+	# (They start once the agent is ready: on a busy machine the target
+	# may be done churning before they exist.)
 	local nices
+	wait_for 10 '[ "$(ps -L -o nice= -p "$HAPID" | wc -l)" -ge 3 ]' ||
+		fail "heapattach has not started its reading and writing threads"
 	nices=$(ps -L -o nice= -p "$HAPID" | sort -n | uniq | xargs)
 	set -- $nices
 	[ "$#" = 2 ] && { [ $(($2 - $1)) = 10 ] || [ "$2" = 19 ]; } ||

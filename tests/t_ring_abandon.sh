@@ -65,7 +65,7 @@ int main(void)
 	return keep[0] == NULL;
 }
 SRC
-compile_c "$W/ab" "$W/ab.c" -I"$HA_SRCDIR/src"
+compile_c "$W/ab" "$W/ab.c" -I"$HA_SRCDIR/src/proto"
 
 db=$W/ab.db
 start_cmd ab "$W/ab"

@@ -1,5 +1,5 @@
 /* cover_alloc -- a target that allocates through every allocation function
- * heapattach hooks, driven by commands on stdin (issue 4).  Each function is
+ * heapattach hooks, driven by commands on stdin.  Each function is
  * used from its own extern "C" noinline function use_<name>(), so a profile
  * can be checked function by function.
  *

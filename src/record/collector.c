@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buckets.h"
+#include "book.h"
 #include "ha_ring.h"
 #include "peak.h"
 #include "procmaps.h"
@@ -88,13 +88,6 @@ struct ctx {
 	uint64_t pcs[BATCH][MAX_PCS]; /* pcs of batch[i] */
 	struct { uint64_t size, interval; double w; } wc[WCACHE];
 };
-
-static double unix_now(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
 
 /* Single writer: plain relaxed stores, no read-modify-write on the bus. */
 static void publish_stats(struct ctx *x)
@@ -475,7 +468,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (x->book)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
-	m->info.time = unix_now();
+	m->info.time = ha_unix_now();
 	m->info.rss_bytes = target_rss(c->pid);
 	m->info.samples = x->st.samples;
 	m->info.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
@@ -492,14 +485,14 @@ static void snapshot(struct ctx *x, const char *reason)
  * within the session: the value comes from the target. */
 static double record_unix_time(const struct ctx *x, uint64_t ns)
 {
-	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = unix_now();
+	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = ha_unix_now();
 	return t < x->start_unix ? x->start_unix : t > now ? now : t;
 }
 
 /* The peak copy as a snapshot of its own (reason "peak"), if it is higher
  * than every snapshot: written after the last records are booked and
  * before the final snapshot, which writes again every bucket it holds
- * (buckets.h), so the session's last snapshot is still its final state. */
+ * (book.h), so the session's last snapshot is still its final state. */
 static void snapshot_peak(struct ctx *x)
 {
 	struct ha_collector *c = x->c;
@@ -530,9 +523,10 @@ static void snapshot_peak(struct ctx *x)
  * at once. */
 static void drain_final(struct ctx *x)
 {
-	do
-		drain(x);
-	while (!x->ring_broken && skip_to_next(x));
+	/* drain takes at most a ring's worth: only a drain that found nothing
+	 * at rpos means the record there will never come. */
+	while (!x->ring_broken && (drain(x) > 0 || skip_to_next(x)))
+		;
 }
 
 /* The adaptive interval.  Drops mean the target writes samples faster than
@@ -663,7 +657,7 @@ static void *collector_main(void *arg)
 	struct timespec mono;
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	x->start_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-	x->start_unix = unix_now();
+	x->start_unix = ha_unix_now();
 	x->interval = x->period_interval = x->st.interval = x->st.interval_max = c->interval;
 	/* The baseline: every bucket zero, the RSS and counters of now.  The
 	 * records already in the ring were written after the attach. */

@@ -21,70 +21,19 @@
 
 #include "elfsym.h"
 #include "ha_proto.h"
+#include "proc.h"
 #include "procmaps.h"
 #include "util.h"
 
 #define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h */
-#define STATUS_MAX      8192
+#define STATUS_MAX      HA_STATUS_MAX
 
-/* /proc/PID/status, read once for all the checks (each read costs the
+/* /proc/PID/status is read once for all the checks (each read costs the
  * kernel a walk over the process; on a busy machine every bit of our CPU
  * time before the agent is ready shows in the attach latency). */
 static int read_status(pid_t pid, char *buf, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	return ha_read_file(path, buf, len) < 0 ? -1 : 0;
-}
-
-int ha_status_field(const char *status, const char *name, char *out, size_t outlen)
-{
-	size_t len = strlen(name);
-
-	for (const char *line = status; line && *line;) {
-		const char *nl = strchr(line, '\n');
-		if (strncmp(line, name, len) == 0 && line[len] == ':') {
-			const char *v = line + len + 1;
-			v += strspn(v, " \t");
-			snprintf(out, outlen, "%.*s", (int)strcspn(v, "\n"), v);
-			return 0;
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	return -ENOENT;
-}
-
-/* Fields of /proc/PID/stat we need: state (3rd) and flags (9th).  The comm
- * field may contain spaces and parentheses: parse after the last ')'. */
-static int read_stat(pid_t pid, char *state, unsigned long *flags)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	ssize_t n = ha_read_file(path, buf, sizeof buf);
-	if (n < 0)
-		return (int)n;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	int ppid, pgrp, session, tty, tpgid;
-	if (sscanf(p + 1, " %c %d %d %d %d %d %lu", state, &ppid, &pgrp, &session,
-	           &tty, &tpgid, flags) != 7)
-		return -EINVAL;
-	return 0;
-}
-
-/* PF_EXITING (include/linux/sched.h): the task is in do_exit.  It has
- * closed its files (our socket hangs up) and dropped its memory map a
- * moment before it becomes a zombie; without this a process killed at that
- * moment would look alive with no agent mapped, i.e. exec'd. */
-#define HA_PF_EXITING 0x4ul
-
-int ha_target_alive(pid_t pid)
-{
-	char state;
-	unsigned long flags;
-	return read_stat(pid, &state, &flags) == 0 && state != 'Z' && state != 'X' &&
-	       !(flags & HA_PF_EXITING);
+	return ha_proc_status(pid, 0, buf, len) < 0 ? -1 : 0;
 }
 
 static void read_comm(pid_t pid, char *out, size_t outlen)
@@ -108,7 +57,7 @@ static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
 		ha_err(err, errlen, "invalid PID %d", (int)pid);
 		return -1;
 	}
-	rc = read_stat(pid, &state, &flags);
+	rc = ha_proc_stat(pid, 0, &state, &flags);
 	if (rc == -ENOENT || rc == -ESRCH) {
 		ha_err(err, errlen, "no such process: %d", (int)pid);
 		return -1;

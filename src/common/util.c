@@ -33,6 +33,13 @@ double ha_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+double ha_unix_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 ssize_t ha_read_file(const char *path, char *buf, size_t buflen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -55,34 +62,6 @@ ssize_t ha_read_file(const char *path, char *buf, size_t buflen)
 	buf[got] = '\0';
 	close(fd);
 	return (ssize_t)got;
-}
-
-int ha_proc_status_field(pid_t pid, pid_t tid, const char *field, char *out, size_t outlen)
-{
-	char path[64], buf[8192];
-	size_t flen = strlen(field);
-	ssize_t n;
-	if (tid > 0)
-		snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	else
-		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	n = ha_read_file(path, buf, sizeof buf);
-	if (n < 0)
-		return (int)n;
-	for (char *line = buf; line && *line;) {
-		char *next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
-			const char *v = line + flen + 1;
-			while (*v == ' ' || *v == '\t')
-				v++;
-			snprintf(out, outlen, "%s", v);
-			return 0;
-		}
-		line = next;
-	}
-	return -ENOENT;
 }
 
 static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t n, int write)

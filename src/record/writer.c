@@ -8,7 +8,7 @@
 
 #include "symbolize.h"
 #include "util.h"
-#include "target.h"
+#include "proc.h"
 
 #define MAX_FRAMES 512 /* with inlined frames */
 #define STACK_BATCH 1024 /* new stacks per transaction at most */
@@ -93,7 +93,7 @@ static void *writer_main(void *arg)
 	 * A target that exited already (it may, right after the attach) leaves
 	 * nothing to symbolize: that is no failure to write the profile. */
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
-	if (!sym && ha_target_alive(w->pid))
+	if (!sym && ha_proc_alive(w->pid))
 		fail(w, "symbolizer", err);
 	struct ha_qmsg *q = NULL;
 	for (;;) {

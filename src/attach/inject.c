@@ -46,6 +46,7 @@
 #include "ha_sched.h"
 #include "elfsym.h"
 #include "inject_safe.h"
+#include "proc.h"
 #include "procmaps.h"
 #include "target.h"
 #include "util.h"
@@ -528,16 +529,10 @@ struct cand {
  * sleep (may not stop), -1 dead. */
 static int thread_rank(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512];
-	const char *p;
-
-	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	if (ha_read_file(path, buf, sizeof buf) <= 0)
+	char state;
+	if (ha_proc_stat(pid, tid, &state, NULL) < 0)
 		return -1;
-	p = strrchr(buf, ')');  /* comm may contain anything, even ')' */
-	if (!p || p[1] != ' ')
-		return -1;
-	switch (p[2]) {
+	switch (state) {
 	case 'Z': case 'X': case 'x':
 		return -1;
 	case 'D':

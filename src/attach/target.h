@@ -24,11 +24,4 @@ struct ha_target {
 int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
                     char *err, size_t errlen);
 
-/* The value of "name:" in the text of a /proc/PID/status file (read once,
- * looked up many times): 0, or -ENOENT. */
-int ha_status_field(const char *status, const char *name, char *out, size_t outlen);
-
-/* Does the process still exist (and is it not a zombie)? */
-int ha_target_alive(pid_t pid);
-
 #endif

@@ -119,8 +119,8 @@ struct ha_msg_hello {
 
 struct ha_msg_config {
 	uint64_t ring_size;       /* total memfd size, bytes                */
-	uint64_t sample_interval; /* mean bytes between samples (issue 3)   */
-	uint32_t stack_bytes;     /* cap of the raw stack copy (issue 3)    */
+	uint64_t sample_interval; /* mean bytes between samples              */
+	uint32_t stack_bytes;     /* cap of the raw stack copy                */
 	uint32_t flags;           /* HA_CFG_*                                */
 };
 
@@ -241,7 +241,7 @@ enum ha_alloc_func {
 };
 
 /* Which kind of memory a sample is (ha_rec_sample.kind); the same numbers
- * as the database's kinds table (src/db.h enum ha_mem_kind). */
+ * as the database's kinds table (src/db/db.h enum ha_mem_kind). */
 #define HA_REC_KIND_HEAP 0u
 #define HA_REC_KIND_MMAP 1u
 

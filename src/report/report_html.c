@@ -3,7 +3,7 @@
  *
  * The page is data plus a script.  This file writes the data as one JSON
  * document inside <script type="application/json" id="hd-data">, and the
- * script (src/report_html.js) and style sheet (src/report_html.css),
+ * script (report_html.js) and style sheet (report_html.css) of this folder,
  * compiled in as hd_html_js and hd_html_css (Makefile.am), build the page
  * from it in the browser: the chart of memory over the session, the flame
  * graphs, the tables.  The JSON:

@@ -15,11 +15,15 @@
  *   the DW_AT_call_file/call_line of the inlined instance it contains.
  *   Without DWARF the ELF symbol table names the function.
  * - Results are cached per (pc, is_return_address); every string is
- *   interned in a pool that lives as long as the symbolizer. */
+ *   interned in a pool that lives as long as the symbolizer (strpool.h);
+ *   C++ names are demangled or, for functions without a linkage name,
+ *   spelled from DWARF (dwarf_names.h). */
 #define _GNU_SOURCE
 #include "symbolize.h"
 
 #include "debugcache.h"
+#include "dwarf_names.h"
+#include "strpool.h"
 #include "util.h"
 
 #include <dwarf.h>
@@ -35,109 +39,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* libstdc++'s demangler (C linkage, declared in <cxxabi.h> for C++). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
 #define MAX_CHAIN 64              /* inline depth we keep per pc */
 #define PC_CACHE_MAX (1u << 20)   /* entries before the cache is cleared */
 #define REPORT_MIN_MS 100.0       /* re-read maps at most this often on our own */
-
-/* ------------------------------------------------------------------ strings */
-
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	char data[];
-};
-
-struct strpool {
-	struct chunk *chunks;
-	const char **slots;      /* open addressing, NULL = free */
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;       /* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static char *pool_alloc(struct strpool *p, size_t len)
-{
-	struct chunk *c = p->chunks;
-	if (!c || c->cap - c->used < len) {
-		size_t cap = len > 65536 ? len : 65536;
-		c = malloc(sizeof *c + cap);
-		if (!c)
-			return NULL;
-		c->cap = cap;
-		c->used = 0;
-		c->next = p->chunks;
-		p->chunks = c;
-	}
-	c->used += len;
-	return c->data + c->used - len;
-}
-
-static int pool_grow(struct strpool *p)
-{
-	size_t ncap = p->cap ? p->cap * 2 : 1024;
-	const char **ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < p->cap; i++) {
-		const char *s = p->slots[i];
-		if (!s)
-			continue;
-		size_t j = hash_str(s, strlen(s)) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = s;
-	}
-	free(p->slots);
-	p->slots = ns;
-	p->cap = ncap;
-	return 0;
-}
-
-/* The interned copy of s (never NULL: "" on failure or for NULL). */
-static const char *intern(struct strpool *p, const char *s)
-{
-	size_t len, j;
-	char *d;
-
-	if (!s || !*s)
-		return "";
-	len = strlen(s);
-	if ((p->n + 1) * 2 > p->cap && pool_grow(p) != 0)
-		return "";
-	j = hash_str(s, len) & (p->cap - 1);
-	while (p->slots[j]) {
-		if (strcmp(p->slots[j], s) == 0)
-			return p->slots[j];
-		j = (j + 1) & (p->cap - 1);
-	}
-	d = pool_alloc(p, len + 1);
-	if (!d)
-		return "";
-	memcpy(d, s, len + 1);
-	p->slots[j] = d;
-	p->n++;
-	return d;
-}
-
-static void pool_free(struct strpool *p)
-{
-	while (p->chunks) {
-		struct chunk *c = p->chunks;
-		p->chunks = c->next;
-		free(c);
-	}
-	free(p->slots);
-	memset(p, 0, sizeof *p);
-}
 
 /* ------------------------------------------------------------------ pc cache */
 
@@ -157,7 +61,7 @@ struct ha_symbolizer {
 	char root[64];           /* "/proc/PID/root" if another mount ns, else "" */
 	int stale;               /* maps changed: report again before use */
 	double report_ms;
-	struct strpool pool;
+	struct ha_strpool pool;
 	struct pcent *tab;
 	size_t tcap, tn;
 	struct ha_sym_frame *frames;
@@ -406,7 +310,7 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 	for (int i = 0; i < s->n_to_cache; i++)
 		free(s->to_cache[i].path);
 	free(s->frames);
-	pool_free(&s->pool);
+	ha_strpool_free(&s->pool);
 	free(s);
 }
 
@@ -434,263 +338,6 @@ void ha_symbolizer_maps_changed(struct ha_symbolizer *s)
 {
 	if (s)
 		s->stale = 1;
-}
-
-/* ------------------------------------------------------------------ names */
-
-/* Demangle (C++ names start with _Z) and intern.  A " [clone .xxx]" suffix
- * (GCC's specialised copies) is dropped so that every copy of a function
- * has one name. */
-static const char *intern_name(struct ha_symbolizer *s, const char *name)
-{
-	if (name && name[0] == '_' && name[1] == 'Z') {
-		int status = -1;
-		char *d = __cxa_demangle(name, NULL, NULL, &status);
-		if (d && status == 0) {
-			char *c = strstr(d, " [clone ");
-			if (c)
-				*c = '\0';
-			const char *r = intern(&s->pool, d);
-			free(d);
-			return r;
-		}
-		free(d);
-	}
-	return intern(&s->pool, name);
-}
-
-/* A growing string; bad is set when something cannot be spelled the way
- * the demangler would. */
-struct sbuf {
-	char b[1024];
-	size_t len;
-	int bad;
-};
-
-static void sb_add(struct sbuf *b, const char *s)
-{
-	size_t n = strlen(s);
-	if (b->len + n >= sizeof b->b) {
-		b->bad = 1;
-		return;
-	}
-	memcpy(b->b + b->len, s, n + 1);
-	b->len += n;
-}
-
-static Dwarf_Die *ref_attr(Dwarf_Die *die, unsigned name, Dwarf_Die *mem)
-{
-	Dwarf_Attribute a;
-	return dwarf_formref_die(dwarf_attr(die, name, &a), mem);
-}
-
-/* "ns::Class<int>::" for the scopes that contain die. */
-static void add_scope_prefix(struct sbuf *b, Dwarf_Die *die)
-{
-	Dwarf_Die *sc = NULL;
-	int n = dwarf_getscopes_die(die, &sc);
-
-	for (int i = n - 1; i >= 1; i--) {
-		int tag = dwarf_tag(&sc[i]);
-		const char *name = dwarf_diename(&sc[i]);
-		if (tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit ||
-		    tag == DW_TAG_type_unit || tag == DW_TAG_lexical_block)
-			continue;
-		if (tag == DW_TAG_namespace) {
-			sb_add(b, name ? name : "(anonymous namespace)");
-		} else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-		            tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type) && name) {
-			sb_add(b, name);
-		} else {
-			b->bad = 1;     /* local classes, unnamed types, ... */
-			break;
-		}
-		sb_add(b, "::");
-	}
-	if (n < 0)
-		b->bad = 1;
-	free(sc);
-}
-
-/* DWARF base type names as the demangler spells them. */
-static const char *base_type_name(const char *n)
-{
-	static const char *const map[][2] = {
-		{ "long int", "long" },
-		{ "long unsigned int", "unsigned long" },
-		{ "short int", "short" },
-		{ "short unsigned int", "unsigned short" },
-		{ "long long int", "long long" },
-		{ "long long unsigned int", "unsigned long long" },
-		{ "__int128 unsigned", "unsigned __int128" },
-		{ "_Bool", "bool" },
-	};
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-		if (strcmp(n, map[i][0]) == 0)
-			return map[i][1];
-	return n;
-}
-
-/* A parameter type in the demangler's spelling ("char const*"). */
-static void add_type(struct sbuf *b, Dwarf_Die *t, int depth)
-{
-	Dwarf_Die mem, *in;
-	const char *name;
-
-	if (depth > 12 || b->bad) {
-		b->bad = 1;
-		return;
-	}
-	in = ref_attr(t, DW_AT_type, &mem);
-	switch (dwarf_tag(t)) {
-	case DW_TAG_base_type:
-		name = dwarf_diename(t);
-		if (!name)
-			b->bad = 1;
-		else
-			sb_add(b, base_type_name(name));
-		return;
-	case DW_TAG_typedef:        /* mangled names see through typedefs */
-		if (in)
-			add_type(b, in, depth + 1);
-		else
-			b->bad = 1;
-		return;
-	case DW_TAG_const_type:
-	case DW_TAG_volatile_type:
-	case DW_TAG_pointer_type:
-	case DW_TAG_reference_type:
-	case DW_TAG_rvalue_reference_type:
-		if (in)
-			add_type(b, in, depth + 1);
-		else
-			sb_add(b, "void");
-		switch (dwarf_tag(t)) {
-		case DW_TAG_const_type: sb_add(b, " const"); break;
-		case DW_TAG_volatile_type: sb_add(b, " volatile"); break;
-		case DW_TAG_pointer_type: sb_add(b, "*"); break;
-		case DW_TAG_reference_type: sb_add(b, "&"); break;
-		default: sb_add(b, "&&"); break;
-		}
-		return;
-	case DW_TAG_structure_type:
-	case DW_TAG_class_type:
-	case DW_TAG_union_type:
-	case DW_TAG_enumeration_type:
-		name = dwarf_diename(t);
-		if (!name) {
-			b->bad = 1;
-			return;
-		}
-		add_scope_prefix(b, t);
-		sb_add(b, name);
-		return;
-	default:                    /* arrays, function pointers, ... */
-		b->bad = 1;
-		return;
-	}
-}
-
-/* The declaration a function DIE stands for: through abstract_origin and
- * specification (an out-of-class member definition points at the
- * declaration inside its class). */
-static void decl_of(Dwarf_Die *die, Dwarf_Die *out)
-{
-	Dwarf_Die cur = *die, next;
-	for (int i = 0; i < 8; i++) {
-		if (ref_attr(&cur, DW_AT_abstract_origin, &next) ||
-		    ref_attr(&cur, DW_AT_specification, &next))
-			cur = next;
-		else
-			break;
-	}
-	*out = cur;
-}
-
-/* C++ function without a linkage name (internal linkage: static, anonymous
- * namespace): "ns::Class::name(type, type) const" from DWARF, as the
- * demangler would print it; NULL if some part cannot be spelled. */
-static const char *cxx_qualified_name(struct ha_symbolizer *s, Dwarf_Die *die)
-{
-	struct sbuf b = { .len = 0, .bad = 0 };
-	Dwarf_Die decl, child, mem;
-	const char *name, *suffix = "";
-	int first = 1;
-
-	decl_of(die, &decl);
-	name = dwarf_diename(&decl);
-	if (!name)
-		return NULL;
-	b.b[0] = '\0';
-	add_scope_prefix(&b, &decl);
-	sb_add(&b, name);
-	sb_add(&b, "(");
-	if (dwarf_child(&decl, &child) == 0) {
-		do {
-			int tag = dwarf_tag(&child);
-			Dwarf_Attribute a;
-			bool art = false;
-			if (tag == DW_TAG_unspecified_parameters) {
-				sb_add(&b, first ? "..." : ", ...");
-				first = 0;
-				continue;
-			}
-			if (tag != DW_TAG_formal_parameter)
-				continue;
-			Dwarf_Die *t = ref_attr(&child, DW_AT_type, &mem);
-			if (dwarf_formflag(dwarf_attr(&child, DW_AT_artificial, &a), &art) == 0 && art) {
-				/* "this": a pointer to const makes a const member */
-				Dwarf_Die cm, *pt = t ? ref_attr(t, DW_AT_type, &cm) : NULL;
-				if (pt && dwarf_tag(pt) == DW_TAG_const_type)
-					suffix = " const";
-				continue;
-			}
-			if (!t) {
-				b.bad = 1;
-				break;
-			}
-			/* top-level cv-qualifiers are not part of the signature */
-			while (t && (dwarf_tag(t) == DW_TAG_const_type ||
-			             dwarf_tag(t) == DW_TAG_volatile_type))
-				t = ref_attr(t, DW_AT_type, t);
-			if (!first)
-				sb_add(&b, ", ");
-			first = 0;
-			if (t)
-				add_type(&b, t, 0);
-			else
-				b.bad = 1;
-		} while (!b.bad && dwarf_siblingof(&child, &child) == 0);
-	}
-	sb_add(&b, ")");
-	sb_add(&b, suffix);
-	return b.bad ? NULL : intern(&s->pool, b.b);
-}
-
-/* Name of a function DIE: its linkage name demangled; for C++ without one,
- * sym (the ELF symbol at the address, for an out-of-line frame) or the
- * DWARF-built signature; else DW_AT_name. */
-static const char *die_name(struct ha_symbolizer *s, Dwarf_Die *die, int is_cxx, const char *sym)
-{
-	Dwarf_Attribute a;
-	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-	if (!n)
-		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-	if (n)
-		return intern_name(s, n);
-	if (is_cxx) {
-		const char *q;
-		if (sym && sym[0] == '_' && sym[1] == 'Z')
-			return intern_name(s, sym);
-		/* main, extern "C": the plain name is the whole name */
-		if (!sym && !dwarf_hasattr_integrate(die, DW_AT_external)) {
-			q = cxx_qualified_name(s, die);
-			if (q)
-				return q;
-		}
-	}
-	n = dwarf_diename(die);
-	return n ? intern_name(s, n) : "";
 }
 
 static int is_func_tag(int tag)
@@ -744,9 +391,9 @@ static int dwarf_chain(struct ha_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr add
 		if (!is_func_tag(tag))
 			continue;
 		f[n] = f[0];
-		f[n].function = die_name(s, d, is_cxx,
+		f[n].function = ha_dwarf_func_name(&s->pool, d, is_cxx,
 		                         tag == DW_TAG_inlined_subroutine ? NULL : sym);
-		f[n].file = intern(&s->pool, file);
+		f[n].file = ha_strpool_intern(&s->pool, file);
 		f[n].line = line;
 		f[n].inlined = tag == DW_TAG_inlined_subroutine;
 		n++;
@@ -795,7 +442,7 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 	name = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	if (name && strncmp(name, "[vdso", 5) == 0)
 		name = "[vdso]";
-	f[0].module = intern(&s->pool, name);
+	f[0].module = ha_strpool_intern(&s->pool, name);
 	if (dwfl_module_getelf(mod, &bias))
 		f[0].rel_pc = pc - bias;
 	else
@@ -805,7 +452,7 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 		char hex[129];
 		for (int i = 0; i < blen; i++)
 			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
-		f[0].build_id = intern(&s->pool, hex);
+		f[0].build_id = ha_strpool_intern(&s->pool, hex);
 	}
 
 	ln = dwfl_module_getsrc(mod, addr);
@@ -825,8 +472,8 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 		return n;
 
 	/* No DWARF function: the symbol alone. */
-	f[0].function = sname ? intern_name(s, sname) : "";
-	f[0].file = intern(&s->pool, file);
+	f[0].function = sname ? ha_demangled_name(&s->pool, sname) : "";
+	f[0].file = ha_strpool_intern(&s->pool, file);
 	f[0].line = line;
 	return 1;
 }

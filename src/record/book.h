@@ -1,4 +1,4 @@
-/* buckets.h -- the attacher's bookkeeping: callstacks interned by their
+/* book.h -- the attacher's bookkeeping: callstacks interned by their
  * program counters, per-callstack allocation/free/live estimates, and the
  * set of sampled blocks still live.  Owned by one thread (the collector).
  *
@@ -6,8 +6,8 @@
  * stands for 1 / (1 - exp(-S/I)) allocations of that size (Go's
  * scaleHeapSample); the free of a sampled block removes what its sample
  * added. */
-#ifndef HA_BUCKETS_H
-#define HA_BUCKETS_H
+#ifndef HA_BOOK_H
+#define HA_BOOK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +52,7 @@ void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_co
 double ha_book_live_bytes(const struct ha_book *b, int kind);
 
 /* The peak copy: a copy of every bucket's values at one moment, the
- * session's highest live total so far (src/peak.c decides when).
+ * session's highest live total so far (src/record/peak.c decides when).
  * ha_book_keep_peak makes the copy now; it costs one copy per bucket
  * changed since the previous one (ha_book_peak_dirty of them).
  * ha_book_take_peak gives the rows of a snapshot that holds the copy: every

@@ -31,14 +31,12 @@ void ha_background_thread(void);
 
 /* Monotonic clock in milliseconds. */
 double ha_now_ms(void);
+/* Unix time in seconds (the database's times). */
+double ha_unix_now(void);
 
 /* Read a whole (small) file into buf, NUL-terminated.  Returns the number of
  * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */
 ssize_t ha_read_file(const char *path, char *buf, size_t buflen);
-
-/* Value of "Field:" in /proc/PID/status (or /proc/PID/task/TID/status when
- * tid > 0), leading blanks skipped, trailing newline cut.  0 or -errno. */
-int ha_proc_status_field(pid_t pid, pid_t tid, const char *field, char *out, size_t outlen);
 
 /* Read n bytes at addr from the target's memory (process_vm_readv, falling
  * back to /proc/PID/mem).  0 on success, -errno otherwise. */

@@ -1,8 +1,8 @@
-/* buckets.c -- callstack interning, per-stack estimates, live sampled
- * blocks (see buckets.h).  Two open-addressing hash tables, both owned by
+/* book.c -- callstack interning, per-stack estimates, live sampled
+ * blocks (see book.h).  Two open-addressing hash tables, both owned by
  * the collector thread, so no locking anywhere. */
 #define _GNU_SOURCE
-#include "buckets.h"
+#include "book.h"
 #include "util.h"
 
 #include <math.h>
@@ -371,7 +371,7 @@ size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
 			continue;
 		n++;
 		s->in_db = 1;
-		/* Written again by the next snapshot (see buckets.h). */
+		/* Written again by the next snapshot (see book.h). */
 		if (!s->changed && list_add(&b->changed, (uint32_t)s->v.stack_id) == 0)
 			s->changed = 1;
 	}

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buckets.h"
+#include "book.h"
 
 #define HA_PEAK_RISE 1.01             /* a new high: 1% above the kept one */
 #define HA_PEAK_GAP_NS 50000000ull    /* at most one copy per 50 ms of records... */

@@ -1,12 +1,12 @@
 /*
- * main.c -- heapattach: attach to a running process, profile, detach.
+ * heapattach.c -- the heapattach command: attach to a running process, profile, detach.
  *
  * The order of events is the product's promise to the user:
  *   1. check the target by reading /proc only (refusals leave it untouched);
  *   2. open the socket and the ring the agent will use;
  *   3. inject: one thread briefly hijacked to dlopen the agent and call its
- *      init, then restored exactly (src/inject.c);
- *   4. handshake with the agent (src/session.c);
+ *      init, then restored exactly (src/attach/inject.c);
+ *   4. handshake with the agent (src/attach/session.c);
  *   5. stay attached until Ctrl-C, SIGTERM, --duration or the target's exit;
  *   6. detach: the agent restores what it changed and goes dormant.
  * Termination signals are blocked from the start and read from a signalfd,
@@ -32,6 +32,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "heapattach_args.h"
 #include "collector.h"
 #include "db.h"
 #include "writer.h"
@@ -41,215 +42,14 @@
 #include "inject.h"
 #include "procmaps.h"
 #include "session.h"
+#include "proc.h"
 #include "target.h"
 #include "util.h"
 
 #ifndef HA_PKGLIBDIR
 #define HA_PKGLIBDIR "/usr/local/lib/heapattach"
 #endif
-#ifndef HA_VERSION
-#define HA_VERSION "0"
-#endif
-
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_FAILED = 3 };
-
-struct options {
-	pid_t pid;
-	double duration_s;      /* 0 = until a signal or the target's exit */
-	double timeout_s;       /* to find a safe thread, and for the handshake */
-	int verbose;
-	const char *agent;      /* --agent */
-	uint64_t ring_bytes;
-	uint64_t interval;
-	uint64_t stack_bytes;
-	int block;
-	const char *db;         /* -o/--db */
-	double snapshot_every_s;
-	int quiet;
-	uint64_t nice;          /* --nice: the background threads' nice offset */
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: heapattach [options] PID\n"
-	        "Attach to a running process, profile its heap, detach; the process goes on.\n"
-	        "\n"
-	        "  -o, --db FILE         the profile database (default heapattach-COMM-PID.db;\n"
-	        "                        an existing one gets a new session appended)\n"
-	        "  -i, --interval BYTES  mean bytes between samples (default 512K; 1 = every\n"
-	        "                        allocation; doubled while the ring overflows)\n"
-	        "  -d, --duration SECS   detach after SECS seconds (default: until Ctrl-C,\n"
-	        "                        SIGTERM or the target's exit)\n"
-	        "  -s, --snapshot-every SECS  snapshot period (default 10; 0: none): one at\n"
-	        "                        attach, dense at first (1, 2, 3, 5, 7 s...) while\n"
-	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
-	        "                        heapattach takes one at once; the last one at detach,\n"
-	        "                        and the peak of the live heap if no snapshot holds it\n"
-	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
-	        "      --block           when the ring is full, make the target wait instead of\n"
-	        "                        dropping samples (drops are counted either way)\n"
-	        "  -q, --quiet           no status line\n"
-	        "  -v, --verbose         progress and timings on stderr\n"
-	        "      --agent PATH      the agent shared object to inject (default:\n"
-	        "                        $HEAPATTACH_AGENT, else the installed one)\n"
-	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
-	        "                        for the agent to answer (default 5)\n"
-	        "      --ring-size BYTES size of the shared ring (power of two, default 8 MiB)\n"
-	        "      --nice N          run the threads that read the ring and write the\n"
-	        "                        database N nice levels below heapattach (default 10;\n"
-	        "                        0: compete with the target for the CPUs as equals)\n"
-	        "  -h, --help            this help\n"
-	        "  -V, --version         print the version\n"
-	        "\n"
-	        "Exit status: 0 detached cleanly, 1 refused (the target was not touched),\n"
-	        "2 usage error, 3 failed after injection (the agent restores itself).\n");
-}
-
-static int parse_double(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
-		return -1;
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (*end || (shift && v > (ULLONG_MAX >> shift)))
-		return -1;
-	v <<= shift;
-	*out = v;
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct options *o)
-{
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE };
-	static const struct option longopts[] = {
-		{ "db", required_argument, NULL, 'o' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "snapshot-every", required_argument, NULL, 's' },
-		{ "stack-bytes", required_argument, NULL, OPT_STACK },
-		{ "block", no_argument, NULL, OPT_BLOCK },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "agent", required_argument, NULL, OPT_AGENT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "ring-size", required_argument, NULL, OPT_RING },
-		{ "nice", required_argument, NULL, OPT_NICE },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	while ((c = getopt_long(argc, argv, "o:i:s:d:qvhV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o->db = optarg;
-			break;
-		case 'i':
-			if (parse_u64(optarg, &o->interval) || o->interval == 0 ||
-			    o->interval > HA_INTERVAL_MAX) {
-				fprintf(stderr, "heapattach: --interval wants a number of bytes from 1 to "
-				        "1T, not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case 's':
-			if (parse_double(optarg, &o->snapshot_every_s) ||
-			    (o->snapshot_every_s < 0.1 && o->snapshot_every_s != 0)) {
-				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1, or 0 "
-				        "for none), not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_STACK:
-			if (parse_u64(optarg, &o->stack_bytes) || o->stack_bytes < 256 ||
-			    o->stack_bytes > (8u << 20)) {
-				fprintf(stderr, "heapattach: --stack-bytes wants 256 to 8M, not '%s'\n",
-				        optarg);
-				return -1;
-			}
-			break;
-		case OPT_BLOCK:
-			o->block = 1;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'd':
-			if (parse_double(optarg, &o->duration_s) || o->duration_s <= 0) {
-				fprintf(stderr, "heapattach: --duration wants a positive number of "
-				        "seconds, not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case 'v':
-			o->verbose++;
-			break;
-		case OPT_AGENT:
-			o->agent = optarg;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_double(optarg, &o->timeout_s) || o->timeout_s <= 0) {
-				fprintf(stderr, "heapattach: --timeout wants a positive number of seconds, not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_RING:
-			if (parse_u64(optarg, &o->ring_bytes)) {
-				fprintf(stderr, "heapattach: --ring-size wants a size in bytes, not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case OPT_NICE:
-			if (parse_u64(optarg, &o->nice) || o->nice > 39) {
-				fprintf(stderr, "heapattach: --nice wants a number from 0 to 39, not '%s'\n", optarg);
-				return -1;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("heapattach %s (protocol %u)\n", HA_VERSION, HA_PROTO_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "heapattach: expected exactly one PID (try --help)\n");
-		return -1;
-	}
-	char *end;
-	errno = 0;
-	long pid = strtol(argv[optind], &end, 10);
-	if (errno || end == argv[optind] || *end || pid <= 0 || pid > INT32_MAX) {
-		fprintf(stderr, "heapattach: '%s' is not a process id\n", argv[optind]);
-		return -1;
-	}
-	o->pid = (pid_t)pid;
-	return 0;
-}
 
 /* The agent to inject: --agent, $HEAPATTACH_AGENT, the build tree next to
  * this binary (src/../agent/.libs), then the installed one. */
@@ -412,7 +212,7 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 		if (p[1].revents) {
 			/* The agent only speaks when asked; anything here is a
 			 * hang-up: the target exited, or the agent gave up. */
-			why = !ha_target_alive(o->pid) ? STOP_TARGET_EXIT
+			why = !ha_proc_alive(o->pid) ? STOP_TARGET_EXIT
 			      : agent_mapped(o->pid)   ? STOP_AGENT_LOST
 			                               : STOP_TARGET_EXEC;
 			break;
@@ -441,13 +241,6 @@ static void default_db_name(const struct ha_target *t, char *out, size_t outlen)
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
 			*p = '_';
 	snprintf(out, outlen, "heapattach-%s-%d.db", comm, (int)t->pid);
-}
-
-static double unix_now(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
 }
 
 static void print_counters(const char *what, pid_t pid, double ms, const struct ha_counters *c)
@@ -661,12 +454,109 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 			        (unsigned long long)final.samples, (unsigned long long)final.drops);
 		return 0;
 	}
-	if (!ha_target_alive(t->pid)) {
+	if (!ha_proc_alive(t->pid)) {
 		fprintf(stderr, "heapattach: target %d exited\n", (int)t->pid);
 		return 0;
 	}
 	fprintf(stderr, "heapattach: detach from %d failed: %s\n", (int)t->pid, err);
 	return EXIT_FAILED;
+}
+
+/* The first lines a user reads when the session ends: what was recorded,
+ * where, and the peak when one was kept. */
+static void print_summary(const struct options *o, const struct ha_session *s,
+                          struct ha_collector *c, const struct ha_writer *w,
+                          const struct ha_db_session *info, const char *dbname)
+{
+	struct ha_collector_stats st;
+	ha_collector_read_stats(c, &st);
+	if (c->err[0])
+		fprintf(stderr, "heapattach: %s\n", c->err);
+	if (w->failed)
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, w->err);
+	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s->ring)->drops, __ATOMIC_RELAXED);
+	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
+	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
+	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
+	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
+	        (unsigned long long)w->snapshots_written, dbname,
+	        (long long)w->last_snapshot_id);
+	if (st.peak_bytes)
+		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
+		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
+		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info->start_time,
+		        dbname);
+	if (st.abandoned)
+		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
+		        "(a thread left the sampling code without returning); skipped\n",
+		        (unsigned long long)st.abandoned);
+	if (o->verbose && st.samples)
+		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
+		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
+		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
+		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
+	if (o->verbose && st.samples) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
+		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
+		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
+		        100.0 * (double)st.unwind_cached / (double)st.samples);
+	}
+}
+
+/* The live session: record it, start the writer and the collector, stay
+ * attached, detach, and say what was recorded.  The writer owns db from its
+ * start (it closes it).  Returns the exit status. */
+static int profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
+                   int sigfd, struct ha_db *db, const char *dbname)
+{
+	char err[512];
+	char exe_link[64], exe[PATH_MAX] = "";
+	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t->pid);
+	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	struct ha_db_session info = { .pid = t->pid, .comm = t->comm, .exe = exe,
+	                              .interval = o->interval, .start_time = ha_unix_now() };
+	static struct ha_writer writer;
+	static struct ha_collector coll;
+	writer.db = db;
+	writer.pid = t->pid;
+	writer.verbose = o->verbose;
+	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
+	    ha_writer_start(&writer)) {
+		/* The agent restores itself when the caller hangs up. */
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
+		ha_db_close(db);
+		return EXIT_FAILED;
+	}
+	coll.pid = t->pid;
+	coll.ring = s->ring;
+	coll.data_size = s->ring_data_size;
+	coll.interval = o->interval;
+	coll.adaptive = !o->block;
+	coll.verbose = o->verbose;
+	coll.to_writer = &writer.inbox;
+	if (ha_collector_start(&coll)) {
+		fprintf(stderr, "heapattach: %s\n", coll.err);
+		ha_writer_finish(&writer, ha_unix_now());
+		return EXIT_FAILED;
+	}
+
+	int signo = 0;
+	enum stop_reason why = stay_attached(o, s, sigfd, &coll, &signo);
+	int status = detach(o, t, s, why, signo);
+
+	/* What the agent wrote before it left is still in our mapping of the
+	 * ring: the collector drains it into the final snapshot. */
+	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
+	                         : why == STOP_TARGET_EXEC ? "exec"
+	                                                   : "detach");
+	ha_writer_finish(&writer, ha_unix_now());
+	print_summary(o, s, &coll, &writer, &info, dbname);
+	return writer.failed ? EXIT_FAILED : status;
 }
 
 int main(int argc, char **argv)
@@ -680,10 +570,9 @@ int main(int argc, char **argv)
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
 	struct ha_target t;
 	struct ha_session s;
-	struct ha_db *db = NULL;
 	int status;
 
-	if (parse_args(argc, argv, &o))
+	if (ha_parse_args(argc, argv, &o))
 		return EXIT_USAGE;
 	ha_background_nice = (int)o.nice; /* before the threads that use it exist */
 	/* Symbolization never goes to the network (libdw would ask debuginfod
@@ -741,96 +630,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapattach: %s\n", dbj.err);
 		status = EXIT_FAILED;
 	}
-	db = dbj.db;
 	if (status) {
-		ha_session_close(&s);
-		ha_db_close(db);
-		return status;
-	}
-	if (o.verbose)
-		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
-
-	/* The session is live: record it, start the writer and the collector. */
-	char exe_link[64], exe[PATH_MAX] = "";
-	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t.pid);
-	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	struct ha_db_session info = { .pid = t.pid, .comm = t.comm, .exe = exe,
-	                              .interval = o.interval, .start_time = unix_now() };
-	static struct ha_writer writer;
-	static struct ha_collector coll;
-	writer.db = db;
-	writer.pid = t.pid;
-	writer.verbose = o.verbose;
-	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
-	    ha_writer_start(&writer)) {
-		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
-		ha_session_close(&s); /* the agent restores itself on hang-up */
-		ha_db_close(db);
-		return EXIT_FAILED;
-	}
-	coll.pid = t.pid;
-	coll.ring = s.ring;
-	coll.data_size = s.ring_data_size;
-	coll.interval = o.interval;
-	coll.adaptive = !o.block;
-	coll.verbose = o.verbose;
-	coll.to_writer = &writer.inbox;
-	if (ha_collector_start(&coll)) {
-		fprintf(stderr, "heapattach: %s\n", coll.err);
-		ha_session_close(&s);
-		ha_writer_finish(&writer, unix_now());
-		return EXIT_FAILED;
-	}
-
-	int signo = 0;
-	enum stop_reason why = stay_attached(&o, &s, sigfd, &coll, &signo);
-	status = detach(&o, &t, &s, why, signo);
-
-	/* What the agent wrote before it left is still in our mapping of the
-	 * ring: the collector drains it into the final snapshot. */
-	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
-	                         : why == STOP_TARGET_EXEC ? "exec"
-	                                                   : "detach");
-	ha_writer_finish(&writer, unix_now());
-	struct ha_collector_stats st;
-	ha_collector_read_stats(&coll, &st);
-	if (coll.err[0])
-		fprintf(stderr, "heapattach: %s\n", coll.err);
-	if (writer.failed) {
-		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err);
-		status = EXIT_FAILED;
-	}
-	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s.ring)->drops, __ATOMIC_RELAXED);
-	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
-	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
-	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
-	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
-	        (unsigned long long)writer.snapshots_written, dbname,
-	        (long long)writer.last_snapshot_id);
-	if (st.peak_bytes)
-		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
-		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
-		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info.start_time,
-		        dbname);
-	if (st.abandoned)
-		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
-		        "(a thread left the sampling code without returning); skipped\n",
-		        (unsigned long long)st.abandoned);
-	if (o.verbose && st.samples)
-		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
-		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
-		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
-		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
-	if (o.verbose && st.samples) {
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		double cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-		                ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
-		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
-		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
-		        100.0 * (double)st.unwind_cached / (double)st.samples);
+		ha_db_close(dbj.db);
+	} else {
+		if (o.verbose)
+			fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
+		status = profile(&o, &t, &s, sigfd, dbj.db, dbname);
 	}
 	ha_session_close(&s);
 	close(sigfd);

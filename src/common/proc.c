@@ -1,0 +1,91 @@
+/* proc.c -- the one reader of /proc/PID/status and /proc/PID/stat (see
+ * proc.h). */
+#define _GNU_SOURCE
+#include "proc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* PF_EXITING (include/linux/sched.h): the task is in do_exit.  It has
+ * closed its files (our socket hangs up) and dropped its memory map a
+ * moment before it becomes a zombie; without this a process killed at that
+ * moment would look alive with no agent mapped, i.e. exec'd. */
+#define HA_PF_EXITING 0x4ul
+
+static void proc_path(char *buf, size_t len, pid_t pid, pid_t tid, const char *file)
+{
+	if (tid > 0)
+		snprintf(buf, len, "/proc/%d/task/%d/%s", (int)pid, (int)tid, file);
+	else
+		snprintf(buf, len, "/proc/%d/%s", (int)pid, file);
+}
+
+int ha_proc_status(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[96];
+	proc_path(path, sizeof path, pid, tid, "status");
+	ssize_t n = ha_read_file(path, buf, len);
+	return n < 0 ? (int)n : 0;
+}
+
+int ha_status_field(const char *status, const char *name, char *out, size_t outlen)
+{
+	size_t len = strlen(name);
+
+	for (const char *line = status; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			const char *v = line + len + 1;
+			v += strspn(v, " \t");
+			snprintf(out, outlen, "%.*s", (int)strcspn(v, "\n"), v);
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+int ha_proc_status_field(pid_t pid, pid_t tid, const char *name, char *out, size_t outlen)
+{
+	char buf[HA_STATUS_MAX];
+	int rc = ha_proc_status(pid, tid, buf, sizeof buf);
+	return rc < 0 ? rc : ha_status_field(buf, name, out, outlen);
+}
+
+int ha_parse_stat(const char *line, char *state, unsigned long *flags)
+{
+	/* comm may hold anything, ')' and spaces too: parse after the last ')'. */
+	const char *p = strrchr(line, ')');
+	char st;
+	unsigned long fl;
+	int ppid, pgrp, session, tty, tpgid;
+	if (!p || sscanf(p + 1, " %c %d %d %d %d %d %lu", &st, &ppid, &pgrp, &session, &tty,
+	                 &tpgid, &fl) != 7)
+		return -EINVAL;
+	if (state)
+		*state = st;
+	if (flags)
+		*flags = fl;
+	return 0;
+}
+
+int ha_proc_stat(pid_t pid, pid_t tid, char *state, unsigned long *flags)
+{
+	char path[96], buf[1024];
+	proc_path(path, sizeof path, pid, tid, "stat");
+	ssize_t n = ha_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	return ha_parse_stat(buf, state, flags);
+}
+
+int ha_proc_alive(pid_t pid)
+{
+	char state;
+	unsigned long flags;
+	return ha_proc_stat(pid, 0, &state, &flags) == 0 && state != 'Z' && state != 'X' &&
+	       !(flags & HA_PF_EXITING);
+}

@@ -1,0 +1,198 @@
+/* heapattach_args.c -- heapattach's command line (see heapattach_args.h). */
+#define _GNU_SOURCE
+#include "heapattach_args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ha_proto.h"
+
+#ifndef HA_VERSION
+#define HA_VERSION "0"
+#endif
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: heapattach [options] PID\n"
+	        "Attach to a running process, profile its heap, detach; the process goes on.\n"
+	        "\n"
+	        "  -o, --db FILE         the profile database (default heapattach-COMM-PID.db;\n"
+	        "                        an existing one gets a new session appended)\n"
+	        "  -i, --interval BYTES  mean bytes between samples (default 512K; 1 = every\n"
+	        "                        allocation; doubled while the ring overflows)\n"
+	        "  -d, --duration SECS   detach after SECS seconds (default: until Ctrl-C,\n"
+	        "                        SIGTERM or the target's exit)\n"
+	        "  -s, --snapshot-every SECS  snapshot period (default 10; 0: none): one at\n"
+	        "                        attach, dense at first (1, 2, 3, 5, 7 s...) while\n"
+	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
+	        "                        heapattach takes one at once; the last one at detach,\n"
+	        "                        and the peak of the live heap if no snapshot holds it\n"
+	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
+	        "      --block           when the ring is full, make the target wait instead of\n"
+	        "                        dropping samples (drops are counted either way)\n"
+	        "  -q, --quiet           no status line\n"
+	        "  -v, --verbose         progress and timings on stderr\n"
+	        "      --agent PATH      the agent shared object to inject (default:\n"
+	        "                        $HEAPATTACH_AGENT, else the installed one)\n"
+	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
+	        "                        for the agent to answer (default 5)\n"
+	        "      --ring-size BYTES size of the shared ring (power of two, default 8 MiB)\n"
+	        "      --nice N          run the threads that read the ring and write the\n"
+	        "                        database N nice levels below heapattach (default 10;\n"
+	        "                        0: compete with the target for the CPUs as equals)\n"
+	        "  -h, --help            this help\n"
+	        "  -V, --version         print the version\n"
+	        "\n"
+	        "Exit status: 0 detached cleanly, 1 refused (the target was not touched),\n"
+	        "2 usage error, 3 failed after injection (the agent restores itself).\n");
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -1;
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end || (shift && v > (ULLONG_MAX >> shift)))
+		return -1;
+	v <<= shift;
+	*out = v;
+	return 0;
+}
+
+int ha_parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE };
+	static const struct option longopts[] = {
+		{ "db", required_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "snapshot-every", required_argument, NULL, 's' },
+		{ "stack-bytes", required_argument, NULL, OPT_STACK },
+		{ "block", no_argument, NULL, OPT_BLOCK },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "nice", required_argument, NULL, OPT_NICE },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "o:i:s:d:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->db = optarg;
+			break;
+		case 'i':
+			if (parse_u64(optarg, &o->interval) || o->interval == 0 ||
+			    o->interval > HA_INTERVAL_MAX) {
+				fprintf(stderr, "heapattach: --interval wants a number of bytes from 1 to "
+				        "1T, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 's':
+			if (parse_double(optarg, &o->snapshot_every_s) ||
+			    (o->snapshot_every_s < 0.1 && o->snapshot_every_s != 0)) {
+				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1, or 0 "
+				        "for none), not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_STACK:
+			if (parse_u64(optarg, &o->stack_bytes) || o->stack_bytes < 256 ||
+			    o->stack_bytes > (8u << 20)) {
+				fprintf(stderr, "heapattach: --stack-bytes wants 256 to 8M, not '%s'\n",
+				        optarg);
+				return -1;
+			}
+			break;
+		case OPT_BLOCK:
+			o->block = 1;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'd':
+			if (parse_double(optarg, &o->duration_s) || o->duration_s <= 0) {
+				fprintf(stderr, "heapattach: --duration wants a positive number of "
+				        "seconds, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case OPT_AGENT:
+			o->agent = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double(optarg, &o->timeout_s) || o->timeout_s <= 0) {
+				fprintf(stderr, "heapattach: --timeout wants a positive number of seconds, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_RING:
+			if (parse_u64(optarg, &o->ring_bytes)) {
+				fprintf(stderr, "heapattach: --ring-size wants a size in bytes, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_NICE:
+			if (parse_u64(optarg, &o->nice) || o->nice > 39) {
+				fprintf(stderr, "heapattach: --nice wants a number from 0 to 39, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("heapattach %s (protocol %u)\n", HA_VERSION, HA_PROTO_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "heapattach: expected exactly one PID (try --help)\n");
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	long pid = strtol(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "heapattach: '%s' is not a process id\n", argv[optind]);
+		return -1;
+	}
+	o->pid = (pid_t)pid;
+	return 0;
+}

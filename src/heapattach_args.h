@@ -1,0 +1,31 @@
+/* heapattach_args.h -- heapattach's command line: the options and their
+ * parser (heapattach_args.c).  Every value is checked here, with one line
+ * naming the option and the bad value, before anything else happens. */
+#ifndef HA_HEAPATTACH_ARGS_H
+#define HA_HEAPATTACH_ARGS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct options {
+	pid_t pid;
+	double duration_s;      /* 0 = until a signal or the target's exit */
+	double timeout_s;       /* to find a safe thread, and for the handshake */
+	int verbose;
+	const char *agent;      /* --agent */
+	uint64_t ring_bytes;
+	uint64_t interval;
+	uint64_t stack_bytes;
+	int block;
+	const char *db;         /* -o/--db */
+	double snapshot_every_s;
+	int quiet;
+	uint64_t nice;          /* --nice: the background threads' nice offset */
+};
+
+/* Parse argv into *o (whose defaults the caller set).  --help and
+ * --version print and exit 0; 0, or -1 after one line on stderr (a usage
+ * error). */
+int ha_parse_args(int argc, char **argv, struct options *o);
+
+#endif

@@ -1,0 +1,77 @@
+/* proc_check -- the /proc parsers (src/common/proc.c) on hostile input: a
+ * target chooses its comm (16 bytes, ')' ' ' and newlines included), and a
+ * status line can be cut off anywhere.  Each case states what must come
+ * out; the program prints every mismatch and exits 1 if there is one. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "unit.h"
+
+static void stat_case(const char *line, int want_rc, char want_state, unsigned long want_flags)
+{
+	char state = '?';
+	unsigned long flags = 12345;
+	int rc = ha_parse_stat(line, &state, &flags);
+	EXPECT(rc == want_rc, "stat '%s': rc %d, expected %d", line, rc, want_rc);
+	if (rc == 0 && want_rc == 0)
+		EXPECT(state == want_state && flags == want_flags,
+		       "stat '%s': state %c flags %lu, expected %c %lu", line, state, flags, want_state,
+		       want_flags);
+	if (rc != 0)
+		EXPECT(state == '?' && flags == 12345, "stat '%s': outputs written on failure", line);
+}
+
+static void field_case(const char *status, const char *name, int want_rc, const char *want)
+{
+	char out[16] = "untouched";
+	int rc = ha_status_field(status, name, out, sizeof out);
+	EXPECT(rc == want_rc, "field %s: rc %d, expected %d", name, rc, want_rc);
+	if (rc == 0)
+		EXPECT(strcmp(out, want) == 0, "field %s: '%s', expected '%s'", name, out, want);
+}
+
+int main(void)
+{
+	/* stat: comm is everything between the first '(' and the LAST ')'. */
+	stat_case("42 (sleep) S 1 42 42 0 -1 4194560 100", 0, 'S', 4194560);
+	stat_case("42 (a) R 1 2 3 4 5 6) Z 1 2 3 4 5 7", 0, 'Z', 7);      /* comm "a) R 1 2 3 4 5 6" */
+	stat_case("42 (x\ny) D 1 2 3 4 5 9\n", 0, 'D', 9);                 /* newline in comm */
+	stat_case("42 ()) T 0 0 0 0 0 0", 0, 'T', 0);
+	stat_case("42 (no close paren S 1 2 3 4 5 6", -EINVAL, 0, 0);
+	stat_case("42 (cut) S 1 2 3", -EINVAL, 0, 0);                       /* truncated */
+	stat_case("", -EINVAL, 0, 0);
+	stat_case(")", -EINVAL, 0, 0);
+	stat_case("42 (big) S 1 2 3 4 5 99999999999999999999999", 0, 'S', (unsigned long)-1);
+
+	/* status: whole names only, at the start of a line; values cut to fit. */
+	const char *st = "Name:\tUid) X\nUidx:\t7\nUid:\t1000\t1000\t1000\t1000\nTracerPid:\t0\n"
+	                 "Seccomp:\t2";
+	field_case(st, "Uid", 0, "1000\t1000\t1000\t"); /* cut to 15 chars + NUL */
+	field_case(st, "Uidx", 0, "7");
+	field_case(st, "Name", 0, "Uid) X");
+	field_case(st, "Seccomp", 0, "2");           /* no final newline */
+	field_case(st, "Tracer", -ENOENT, NULL);     /* a prefix is not a field */
+	field_case(st, "Gid", -ENOENT, NULL);
+	field_case("", "Uid", -ENOENT, NULL);
+	field_case("Uid:", "Uid", 0, "");
+	field_case("x\nUid:\t  \t5\n", "Uid", 0, "5");
+
+	/* The real files of this process parse. */
+	char state;
+	unsigned long flags;
+	EXPECT(ha_proc_stat(getpid(), 0, &state, &flags) == 0 && state == 'R',
+	       "own /proc/self/stat: state %c", state);
+	char buf[64];
+	EXPECT(ha_proc_status_field(getpid(), getpid(), "Tgid", buf, sizeof buf) == 0 &&
+	       atoi(buf) == getpid(), "own task status Tgid '%s'", buf);
+	EXPECT(ha_proc_alive(getpid()), "this process is not alive?");
+	EXPECT(ha_proc_stat(0x7ffffff0, 0, &state, &flags) < 0, "a pid that cannot exist parses");
+	EXPECT(!ha_proc_alive(0x7ffffff0), "a pid that cannot exist is alive");
+
+	return UNIT_RESULT("stat and status parsers on hostile lines");
+}
