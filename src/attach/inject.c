@@ -88,7 +88,6 @@
 #define MAX_PROBES       64         /* threads seized at once, at most */
 #define QUIET_PROBES     2          /* of those, threads blocked in a system call */
 #define MAX_TRIED        256        /* blocked threads found unsafe, remembered */
-#define SHORT_SLICE_NS   100000     /* the scheduler's shortest slice (0.1 ms) */
 #define MAX_OWN_THREADS  64         /* see ha_inject_start */
 #define RUN_TO_EXIT_MS   250        /* to leave malloc & co. */
 #define MAX_HOPS         2          /* run-to-exit attempts per thread */
@@ -192,7 +191,7 @@ static void vlog(const struct target *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	/* one write per line; the time since ha_inject started, and the CPU
+	/* one write per line; the time since ha_inject_start, and the CPU
 	 * time of this thread (on a busy machine, what it has used decides
 	 * how soon the scheduler lets it run again) */
 	struct timespec cpu;
@@ -230,12 +229,6 @@ static int remote_read_string(pid_t pid, uint64_t addr, char *buf, size_t len)
 	}
 	buf[got] = '\0';
 	return 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
 }
 
 /* ------------------------------------------------------------------ */
@@ -444,8 +437,8 @@ static const struct ha_map *find_agent(struct target *t, uint64_t handle)
 		}
 	}
 	m = NULL;
-	if (t->o->agent_path && *base_name(t->o->agent_path))
-		m = ha_maps_find_module(&t->maps, base_name(t->o->agent_path));
+	if (t->o->agent_path && *ha_base_name(t->o->agent_path))
+		m = ha_maps_find_module(&t->maps, ha_base_name(t->o->agent_path));
 	return m ? m : ha_maps_find_module(&t->maps, HA_AGENT_SONAME);
 }
 
@@ -505,10 +498,10 @@ static void warm_up(pid_t pid, const struct ha_maps *maps)
 	len = readlink(path, exe, sizeof exe - 1);
 	if (len > 0) {
 		exe[len] = '\0';
-		m = ha_maps_find_module(maps, base_name(exe));
+		m = ha_maps_find_module(maps, ha_base_name(exe));
 		if (m) {
 			ha_elf_symbol(pid, m, "main", &addr);
-			names[n++] = base_name(exe);
+			names[n++] = ha_base_name(exe);
 		}
 	}
 	ha_thread_safe_warm(pid, maps, names, n);
@@ -1178,34 +1171,13 @@ static int pick_thread(struct target *t, struct hijack *h)
  */
 #define HA_BOOST_NICE -10
 
-
-#define SCHED_FLAG_RESET_ON_FORK_ 0x01
-
 /* The default slice: this process's, read before anything changed it. */
 static uint64_t default_slice;
-
-static int sched_get(pid_t tid, struct ha_sched_attr *a)
-{
-	memset(a, 0, sizeof *a);
-	if (syscall(SYS_sched_getattr, tid, a, sizeof *a, 0) != 0)
-		return -1;
-	return a->sched_policy == SCHED_OTHER || a->sched_policy == SCHED_BATCH ? 0 : -1;
-}
-
-/* Set policy, nice and slice of a (runtime 0: the default slice); the
- * reset-on-fork flag is kept, utilization clamps are left alone. */
-static int sched_set(pid_t tid, const struct ha_sched_attr *a)
-{
-	struct ha_sched_attr b = *a;
-	b.size = sizeof b;
-	b.sched_flags &= SCHED_FLAG_RESET_ON_FORK_;
-	return (int)syscall(SYS_sched_setattr, tid, &b, 0);
-}
 
 void ha_sched_note_default(void)
 {
 	struct ha_sched_attr a;
-	if (!default_slice && sched_get(0, &a) == 0)
+	if (!default_slice && ha_sched_get(0, &a) == 0)
 		default_slice = a.sched_runtime;
 }
 
@@ -1215,20 +1187,20 @@ static void prefer(pid_t tid, int boost)
 {
 	struct ha_sched_attr a;
 
-	if (sched_get(tid, &a) != 0)
+	if (ha_sched_get(tid, &a) != 0)
 		return;
 	/* done already: changing a running thread's attributes requeues it */
-	if (a.sched_runtime == SHORT_SLICE_NS && (!boost || a.sched_nice <= HA_BOOST_NICE))
+	if (a.sched_runtime == HA_SHORT_SLICE_NS && (!boost || a.sched_nice <= HA_BOOST_NICE))
 		return;
-	a.sched_runtime = SHORT_SLICE_NS;
+	a.sched_runtime = HA_SHORT_SLICE_NS;
 	if (boost && a.sched_nice > HA_BOOST_NICE) {
 		int nice = a.sched_nice;
 		a.sched_nice = HA_BOOST_NICE;
-		if (sched_set(tid, &a) == 0)
+		if (ha_sched_set(tid, &a) == 0)
 			return;
 		a.sched_nice = nice;       /* not permitted: the slice alone */
 	}
-	sched_set(tid, &a);
+	ha_sched_set(tid, &a);
 }
 
 /* The hijacked thread, stopped: a short slice while it runs our calls, so
@@ -1242,20 +1214,20 @@ static void hijack_sched(struct target *t, struct hijack *h, int on)
 	struct ha_sched_attr a;
 
 	if (on) {
-		if (sched_get(h->tid, &a) != 0 || a.sched_runtime == SHORT_SLICE_NS)
+		if (ha_sched_get(h->tid, &a) != 0 || a.sched_runtime == HA_SHORT_SLICE_NS)
 			return;
 		h->sched_old = a.sched_runtime;
-		a.sched_runtime = SHORT_SLICE_NS;
-		h->sched_set = sched_set(h->tid, &a) == 0;
+		a.sched_runtime = HA_SHORT_SLICE_NS;
+		h->sched_set = ha_sched_set(h->tid, &a) == 0;
 		return;
 	}
 	if (!h->sched_set)
 		return;
 	h->sched_set = 0;
-	if (sched_get(h->tid, &a) != 0)
+	if (ha_sched_get(h->tid, &a) != 0)
 		return;
 	a.sched_runtime = h->sched_old == default_slice ? 0 : h->sched_old;
-	if (sched_set(h->tid, &a) != 0)
+	if (ha_sched_set(h->tid, &a) != 0)
 		vlog(t, "note: cannot put back the time slice of thread %d: %s", (int)h->tid,
 		     strerror(errno));
 }
@@ -1747,7 +1719,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 		err[0] = '\0';
 	ha_sched_note_default();
 	if (!o->args || (!o->agent_loaded && (!o->agent_path || !o->agent_path[0]))) {
-		ha_err(err, errlen, "ha_inject: missing agent path or init arguments");
+		ha_err(err, errlen, "ha_inject_start: missing agent path or init arguments");
 		return NULL;
 	}
 	in = calloc(1, sizeof *in);
@@ -1808,11 +1780,4 @@ int ha_inject_wait(struct ha_injection *in)
 	vlog(t, "injection %s in %.3f ms", rc == 0 ? "done" : "failed", t->r->ms);
 	free(in);
 	return rc;
-}
-
-int ha_inject(const struct ha_inject_opts *o, struct ha_inject_result *r,
-              char *err, size_t errlen)
-{
-	struct ha_injection *in = ha_inject_start(o, r, err, errlen);
-	return in ? ha_inject_wait(in) : -1;
 }
