@@ -569,8 +569,7 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
 	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
 	ha_session_handshake_begin(s, &cfg);
-	struct ha_inject_opts io = { .pid = t->pid, .agent_path = t->agent_path,
-	                             .agent_loaded = t->agent_loaded, .args = &args,
+	struct ha_inject_opts io = { .target = t, .args = &args,
 	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose,
 	                             .watch = handshake_watch, .step = handshake_step, .ctx = s };
 	struct ha_inject_result ir = { 0 };

@@ -2,8 +2,9 @@
  * init on one hijacked thread; restore that thread exactly.
  *
  * Outline (x86_64, glibc):
- *   1. preflight: the target is a dynamically linked x86_64 glibc program,
- *      not stopped, not traced, not in seccomp strict mode;
+ *   1. the target was checked by ha_target_check (target.c) before, and
+ *      what inject needs of it comes from there (struct ha_target); here
+ *      only what can have changed since is checked again (check_moment);
  *   2. find dlopen (libc >= 2.34, libdl, or __libc_dlopen_mode) and dlerror
  *      in the target's own libc, from the ELF file on disk;
  *   3. pick a thread: PTRACE_SEIZE + PTRACE_INTERRUPT the candidates
@@ -125,15 +126,15 @@ struct probe {
 /* One injection. */
 struct target {
 	const struct ha_inject_opts *o;
+	const struct ha_target *target;  /* o->target */
 	struct ha_inject_result *r;
-	pid_t pid;
+	pid_t pid;               /* target->pid */
 	char *err;
 	size_t errlen;
 	double t0;
 	int timeout_ms;          /* o->timeout_ms, or the default */
 	double deadline;         /* end of the thread search */
 	struct ha_maps maps;
-	int seccomp;             /* "Seccomp:" of /proc/PID/status */
 	uint64_t dlopen_fn;      /* dlopen or __libc_dlopen_mode in the target */
 	uint64_t dlerror_fn;     /* 0 if none */
 	const char *dlopen_name;
@@ -322,53 +323,31 @@ static int wait_tid(struct target *t, pid_t tid, int *st, double deadline)
 }
 
 /* ------------------------------------------------------------------ */
-/* preflight and symbol resolution                                     */
+/* checks of the moment and symbol resolution                          */
 /* ------------------------------------------------------------------ */
 
-static int preflight(struct target *t)
+/* The checks of the moment.  Everything that can be known about the
+ * target without touching it was checked by ha_target_check (target.c)
+ * before heapattach opened its database and socket; its answer, o->target,
+ * is what the injection goes by.  What is checked again here is what the
+ * target itself can change at any time, in between as well: it may have
+ * exited, or been stopped by job control (a stopped process would not run
+ * our calls; a group stop that begins later, during the thread search, is
+ * seen there).  A tracer that came in between is seen by PTRACE_SEIZE
+ * itself (probe_add), the only moment that is never too early. */
+static int check_moment(struct target *t)
 {
-	char path[64], status[8192], buf[128];
-	int cls, mach, interp;
+	char state[16];
 
-	if (t->pid <= 0 || t->pid == getpid()) {
-		ha_err(t->err, t->errlen, "invalid target PID %d", (int)t->pid);
-		return -1;
-	}
 	if (kill(t->pid, 0) < 0 && errno == ESRCH) {
-		ha_err(t->err, t->errlen, "no process with PID %d", (int)t->pid);
+		ha_err(t->err, t->errlen, "no such process: %d", (int)t->pid);
 		return -1;
 	}
-	snprintf(path, sizeof path, "/proc/%d/status", (int)t->pid);
-	if (ha_read_file(path, status, sizeof status) < 0)
-		status[0] = '\0';
-	if (ha_status_field(status, "State", buf, sizeof buf) == 0 && buf[0] == 'T') {
+	if (ha_proc_status_field(t->pid, 0, "State", state, sizeof state) == 0 &&
+	    state[0] == 'T') {
 		ha_err(t->err, t->errlen, "process %d is stopped (job control); "
 		       "resume it with kill -CONT %d first", (int)t->pid, (int)t->pid);
 		return -1;
-	}
-	if (ha_status_field(status, "TracerPid", buf, sizeof buf) == 0 && atoi(buf) != 0) {
-		ha_err(t->err, t->errlen, "process %d is already traced by PID %d (a debugger?)",
-		       (int)t->pid, atoi(buf));
-		return -1;
-	}
-	if (ha_status_field(status, "Seccomp", buf, sizeof buf) == 0)
-		t->seccomp = atoi(buf);
-	if (t->seccomp == 1) {
-		ha_err(t->err, t->errlen, "process %d runs in seccomp strict mode: "
-		       "loading a library would kill it", (int)t->pid);
-		return -1;
-	}
-	if (ha_elf_exe_info(t->pid, &cls, &mach, &interp) == 0) {
-		if (cls != ELFCLASS64 || mach != EM_X86_64) {
-			ha_err(t->err, t->errlen, "process %d is not a 64-bit x86_64 program "
-			       "(ELF class %d, machine %d): not supported", (int)t->pid, cls, mach);
-			return -1;
-		}
-		if (!interp) {
-			ha_err(t->err, t->errlen, "process %d is statically linked: "
-			       "it cannot load the agent", (int)t->pid);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -437,8 +416,8 @@ static const struct ha_map *find_agent(struct target *t, uint64_t handle)
 		}
 	}
 	m = NULL;
-	if (t->o->agent_path && *ha_base_name(t->o->agent_path))
-		m = ha_maps_find_module(&t->maps, ha_base_name(t->o->agent_path));
+	if (*ha_base_name(t->target->agent_path))
+		m = ha_maps_find_module(&t->maps, ha_base_name(t->target->agent_path));
 	return m ? m : ha_maps_find_module(&t->maps, HA_AGENT_SONAME);
 }
 
@@ -459,7 +438,8 @@ static int resolve_init(struct target *t, uint64_t handle)
 	agent = find_agent(t, handle);
 	if (!agent) {
 		ha_err(t->err, t->errlen, "the agent (%s) is not mapped in process %d",
-		       t->o->agent_path ? t->o->agent_path : HA_AGENT_SONAME, (int)t->pid);
+		       t->target->agent_path[0] ? t->target->agent_path : HA_AGENT_SONAME,
+		       (int)t->pid);
 		return -1;
 	}
 	rc = ha_elf_symbol(t->pid, agent, HA_AGENT_INIT_SYMBOL, &t->init_fn);
@@ -1536,7 +1516,7 @@ static int remote_call(struct target *t, struct hijack *h, const char *what, uin
 /* dlopen(agent_path) in the target; the handle in *handle. */
 static int load_agent(struct target *t, struct hijack *h, uint64_t *handle)
 {
-	const char *path = t->o->agent_path;
+	const char *path = t->target->agent_path;
 	uint64_t args[2], errp = 0;
 	char text[512];
 
@@ -1553,7 +1533,7 @@ static int load_agent(struct target *t, struct hijack *h, uint64_t *handle)
 	    errp && remote_read_string(t->pid, errp, text, sizeof text) < 0)
 		snprintf(text, sizeof text, "unknown reason (dlerror text unreadable)");
 	ha_err(t->err, t->errlen, "dlopen in target failed: %s%s", text,
-	       t->seccomp ? " (the target has a seccomp filter)" : "");
+	       t->target->seccomp_filter ? " (the target has a seccomp filter)" : "");
 	return -1;
 }
 
@@ -1588,7 +1568,7 @@ static int inject_run(struct target *t)
 
 	memset(&h, 0, sizeof h);
 	vlog(t, "injector running");
-	if (preflight(t) < 0)
+	if (check_moment(t) < 0)
 		return -1;
 	rc = ha_maps_read(t->pid, &t->maps);
 	if (rc < 0) {
@@ -1596,7 +1576,7 @@ static int inject_run(struct target *t)
 		return -1;
 	}
 	rc = -1;
-	if (t->o->agent_loaded) {
+	if (t->target->agent_loaded) {
 		if (resolve_init(t, 0) < 0)
 			goto out;
 	} else if (resolve_dlopen(t) < 0) {
@@ -1615,7 +1595,7 @@ static int inject_run(struct target *t)
 	t1 = ha_now_ms();
 	if (save_state(t, &h) < 0)
 		goto restore;
-	if (!t->o->agent_loaded &&
+	if (!t->target->agent_loaded &&
 	    (load_agent(t, &h, &handle) < 0 || resolve_init(t, handle) < 0))
 		goto restore;
 	if (call_init(t, &h) < 0)
@@ -1718,8 +1698,8 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 	if (err && errlen)
 		err[0] = '\0';
 	ha_sched_note_default();
-	if (!o->args || (!o->agent_loaded && (!o->agent_path || !o->agent_path[0]))) {
-		ha_err(err, errlen, "ha_inject_start: missing agent path or init arguments");
+	if (!o->target || !o->args || (!o->target->agent_loaded && !o->target->agent_path[0])) {
+		ha_err(err, errlen, "ha_inject_start: missing target, agent path or init arguments");
 		return NULL;
 	}
 	in = calloc(1, sizeof *in);
@@ -1730,8 +1710,9 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 	in->o = *o;
 	t = &in->t;
 	t->o = &in->o;
+	t->target = o->target;
 	t->r = r;
-	t->pid = o->pid;
+	t->pid = o->target->pid;
 	t->err = err;
 	t->errlen = errlen;
 	t->t0 = ha_now_ms();

@@ -6,13 +6,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "ha_proto.h"
+#include "target.h"
 
 struct ha_inject_opts {
-	pid_t pid;
-	/* Path of the agent .so as seen inside the target (dlopen argument). */
-	const char *agent_path;
-	/* If the agent is already loaded in the target: skip dlopen, call init. */
-	int agent_loaded;
+	/* The target as ha_target_check found it: its pid; agent_path, the
+	 * agent .so as the target will open it (the dlopen argument);
+	 * agent_loaded, the agent is mapped already (skip dlopen, call init);
+	 * seccomp_filter (named when dlopen fails). */
+	const struct ha_target *target;
 	const struct ha_init_args *args;
 	int timeout_ms;       /* overall budget to find a safe thread and call */
 	int verbose;          /* progress lines on stderr */
@@ -39,12 +40,12 @@ struct ha_inject_result {
 /* ha_inject_start returns as soon as the injection is under way on its own
  * thread (NULL, with err set, if it could not start), so that the caller
  * can do other work meanwhile; ha_inject_wait waits for it to end.  r and
- * err belong to the injection until then (and o->args, o->agent_path must
- * stay valid; o itself is copied).  ha_inject_wait returns 0 when the
- * agent's init ran (its return value in r->init_ret), -1 with a one-line
- * reason in err otherwise.  In every case the target's threads are left
- * running with their registers, FP state and signal mask exactly as they
- * were, and no ptrace attachment remains. */
+ * err belong to the injection until then (and o->target, o->args must stay
+ * valid; o itself is copied).  ha_inject_wait returns 0 when the agent's
+ * init ran (its return value in r->init_ret), -1 with a one-line reason in
+ * err otherwise.  In every case the target's threads are left running with
+ * their registers, FP state and signal mask exactly as they were, and no
+ * ptrace attachment remains. */
 struct ha_injection;
 struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_inject_result *r,
                                      char *err, size_t errlen);
