@@ -672,7 +672,7 @@ static int detach(const struct options *o, const struct ha_target *t, struct ha_
 int main(int argc, char **argv)
 {
 	double t_start = ha_now_ms();
-	/* Before any thread's scheduling attributes change (inject.c). */
+	/* Before any thread's scheduling attributes change (inject_sched.c). */
 	ha_sched_note_default();
 	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
 	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10,

@@ -30,7 +30,7 @@ struct ha_inject_opts {
 struct ha_inject_result {
 	pid_t tid;            /* the hijacked thread */
 	int init_ret;         /* return value of heapattach_agent_init */
-	int tries;            /* threads seized (see inject.c, "probes") */
+	int tries;            /* threads seized (see inject_pick.c, "Probes") */
 	double ms;            /* from ha_inject_start to the end of ha_inject_wait */
 	double t_init;        /* ha_now_ms() when the init call started (0: never) */
 	double t_done;        /* ha_now_ms() when the injection was over, thread
@@ -51,7 +51,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
                                      char *err, size_t errlen);
 int ha_inject_wait(struct ha_injection *in);
 
-/* Read this process's default time slice (see inject.c, "scheduling"):
+/* Read this process's default time slice (see inject_sched.c):
  * call it first thing, before any thread's attributes change. */
 void ha_sched_note_default(void);
 

@@ -8,7 +8,7 @@
  * thread and refuse it if any frame is inside one of them.  Frames we cannot
  * name are fine: user code holds none of libc's internal locks.  When the
  * answer is no, ha_thread_is_safe_ex also tells where the thread will be out
- * of the outermost refused frame (inject.c lets it run there).
+ * of the outermost refused frame (inject_pick.c lets it run there).
  *
  * Speed matters: the thread is stopped while we look.  Three things make an
  * unwind with the stock _UPT accessors slow (~70 us per frame): every word
