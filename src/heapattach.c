@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "collector.h"
-#include "db.h"
+#include "db_write.h"
 #include "writer.h"
 
 #include "ha_proto.h"

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "db.h"
+#include "db_write.h"
 
 struct ha_book;
 
