@@ -34,7 +34,7 @@
 
 #include "heapattach_args.h"
 #include "collector.h"
-#include "db.h"
+#include "db_write.h"
 #include "writer.h"
 
 #include "ha_proto.h"
