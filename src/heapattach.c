@@ -34,7 +34,7 @@
 
 #include "heapattach_args.h"
 #include "collector.h"
-#include "db.h"
+#include "db_write.h"
 #include "writer.h"
 
 #include "ha_proto.h"
@@ -361,8 +361,7 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
 	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
 	ha_session_handshake_begin(s, &cfg);
-	struct ha_inject_opts io = { .pid = t->pid, .agent_path = t->agent_path,
-	                             .agent_loaded = t->agent_loaded, .args = &args,
+	struct ha_inject_opts io = { .target = t, .args = &args,
 	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose,
 	                             .watch = handshake_watch, .step = handshake_step, .ctx = s };
 	struct ha_inject_result ir = { 0 };
@@ -562,7 +561,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 int main(int argc, char **argv)
 {
 	double t_start = ha_now_ms();
-	/* Before any thread's scheduling attributes change (inject.c). */
+	/* Before any thread's scheduling attributes change (inject_sched.c). */
 	ha_sched_note_default();
 	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
 	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10,

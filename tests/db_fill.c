@@ -43,7 +43,7 @@
  * 20100000): grow 4096/1 then 12288/3 (the same callstack, so the same
  * stack id), and a new stack "s2_leak" 1000/10 at snapshot 5 only. */
 #define _GNU_SOURCE
-#include "db.h"
+#include "db_write.h"
 
 #include <getopt.h>
 #include <sqlite3.h>

@@ -8,7 +8,7 @@
  * thread and refuse it if any frame is inside one of them.  Frames we cannot
  * name are fine: user code holds none of libc's internal locks.  When the
  * answer is no, ha_thread_is_safe_ex also tells where the thread will be out
- * of the outermost refused frame (inject.c lets it run there).
+ * of the outermost refused frame (inject_pick.c lets it run there).
  *
  * Speed matters: the thread is stopped while we look.  Three things make an
  * unwind with the stock _UPT accessors slow (~70 us per frame): every word
@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include "inject_safe.h"
 #include "elfsym.h"
+#include "util.h"
 
 #include <libunwind-ptrace.h>
 #include <pthread.h>
@@ -82,8 +83,7 @@ static int denied(const char *name)
 /* Is this mapping the dynamic loader (ld-linux-x86-64.so.2, ld-2.NN.so)? */
 static int is_loader(const struct ha_map *m)
 {
-	const char *b = strrchr(m->path, '/');
-	b = b ? b + 1 : m->path;
+	const char *b = ha_base_name(m->path);
 	return strncmp(b, "ld-linux", 8) == 0 || strncmp(b, "ld-2.", 5) == 0 ||
 	       strncmp(b, "ld.so", 5) == 0;
 }
@@ -319,12 +319,6 @@ static int walk(pid_t pid, unw_cursor_t *c, const struct ha_maps *maps,
 	if (!verdict && ex && prev_unsafe)
 		ex->ip = ex->sp = 0;            /* the stack ended inside one */
 	return verdict;
-}
-
-int ha_thread_is_safe(pid_t pid, pid_t tid, const struct ha_maps *maps,
-                      char *why, size_t whylen)
-{
-	return ha_thread_is_safe_ex(pid, tid, maps, NULL, why, whylen);
 }
 
 int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,

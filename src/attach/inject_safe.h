@@ -9,14 +9,8 @@
 #include <sys/types.h>
 #include "procmaps.h"
 
-/* Unwind the stopped thread tid of pid with libunwind-ptrace.  Returns 1 if
- * safe, 0 if not (why[] names the frame, e.g. "in malloc"), -1 if the stack
- * could not be read at all (treated as unsafe by the caller). */
-int ha_thread_is_safe(pid_t pid, pid_t tid, const struct ha_maps *maps,
-                      char *why, size_t whylen);
-
 /* A first look, without unwinding: 0 if code address ip (a stopped
- * thread's rip) is inside one of the functions ha_thread_is_safe refuses
+ * thread's rip) is inside one of the functions ha_thread_is_safe_ex refuses
  * (why[] names it), 1 otherwise -- which proves nothing about the callers. */
 int ha_addr_is_safe(pid_t pid, const struct ha_maps *maps, uint64_t ip,
                     char *why, size_t whylen);
@@ -30,7 +24,10 @@ struct ha_safe_exit {
 	uint64_t sp;
 };
 
-/* ha_thread_is_safe, and when the answer is 0, where it will be safe. */
+/* Unwind the stopped thread tid of pid with libunwind-ptrace.  Returns 1 if
+ * safe, 0 if not (why[] names the frame, e.g. "in malloc"), -1 if the stack
+ * could not be read at all (treated as unsafe by the caller).  When the
+ * answer is 0, *ex (if ex is not NULL) tells where it will be safe. */
 int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
                          struct ha_safe_exit *ex, char *why, size_t whylen);
 
@@ -40,7 +37,7 @@ int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
 void ha_thread_safe_warm(pid_t pid, const struct ha_maps *maps, const char *const *modnames,
                          size_t n);
 
-/* ha_thread_is_safe keeps one libunwind address space (and its cache of
+/* ha_thread_is_safe_ex keeps one libunwind address space (and its cache of
  * unwind info) for the last target it saw.  Drop it: call when done with a
  * target, since the target's mappings may change before the next use. */
 void ha_thread_safe_reset(void);

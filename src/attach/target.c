@@ -88,6 +88,11 @@ static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
 				status[0] = '\0';
 		}
 	}
+	/* Ourselves: our threads cannot be seized by one of them. */
+	if (pid == getpid()) {
+		ha_err(err, errlen, "invalid target PID %d", (int)pid);
+		return -1;
+	}
 	t->pid = pid;
 	if (ha_status_field(status, "Uid", buf, sizeof buf) == 0)
 		t->uid = (uid_t)strtoul(buf, NULL, 10);

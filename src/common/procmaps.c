@@ -5,6 +5,7 @@
  * skipped, and nothing is assumed about line or path lengths. */
 #define _GNU_SOURCE
 #include "procmaps.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -258,12 +259,6 @@ void ha_maps_free(struct ha_maps *m)
 	m->n = 0;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
 static int same_file(const struct ha_map *a, const struct ha_map *b)
 {
 	return a->inode == b->inode && a->dev == b->dev && strcmp(a->path, b->path) == 0;
@@ -291,7 +286,7 @@ const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *pr
 	for (size_t i = 0; i < m->n; i++) {
 		const struct ha_map *e = &m->v[i];
 		if (e->offset != 0 || e->path[0] != '/' ||
-		    strncmp(base_name(e->path), prefix, plen) != 0)
+		    strncmp(ha_base_name(e->path), prefix, plen) != 0)
 			continue;
 		if (has_exec_segment(m, i))
 			return e;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* Format a one-line error message into err[errlen] (never a newline). */
@@ -28,6 +29,13 @@ static inline uint64_t ha_mix64(uint64_t x)
 #define HA_BACKGROUND_NICE 10
 extern int ha_background_nice;
 void ha_background_thread(void);
+
+/* The last component of a path: what follows its last '/', or all of it. */
+static inline const char *ha_base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
 
 /* Monotonic clock in milliseconds. */
 double ha_now_ms(void);

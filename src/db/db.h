@@ -1,7 +1,6 @@
-/* db.h -- the profile database (SQLite, schema/schema.sql).  One writer
- * thread owns a read-write handle; heapdiff opens read-only.  Every write
- * of a snapshot is one transaction, so a crash loses at most the snapshot
- * in progress (WAL mode). */
+/* db.h -- the profile database (SQLite, schema/schema.sql): opening and
+ * closing it, what every user of it needs.  heapdiff opens read-only;
+ * writing (the attacher's writer thread) is db_write.h. */
 #ifndef HA_DB_H
 #define HA_DB_H
 
@@ -18,72 +17,13 @@ struct ha_db;
 /* Kinds of memory a bucket counts. */
 enum ha_mem_kind { HA_KIND_HEAP = 0, HA_KIND_MMAP = 1 };
 
-struct ha_db_session {
-	pid_t pid;
-	const char *comm;
-	const char *exe;
-	uint64_t interval;        /* mean sampling interval, bytes */
-	double start_time;        /* unix time, seconds */
-};
-
-struct ha_db_frame {
-	const char *module;
-	const char *build_id;
-	uint64_t rel_pc;
-	const char *function;
-	const char *file;
-	int line;
-	int inlined;
-};
-
-/* Cumulative values of one callstack in a session at snapshot time
- * (unbiased estimates: sampled bytes and counts times their weights). */
-struct ha_db_bucket {
-	int64_t stack_id;         /* from ha_db_stack */
-	int kind;                 /* enum ha_mem_kind */
-	double alloc_count, alloc_bytes;
-	double free_count, free_bytes;
-	double live_count, live_bytes;
-};
-
-struct ha_db_snapshot {
-	double time;              /* unix time, seconds */
-	uint64_t rss_bytes;
-	uint64_t samples, drops, unwind_failures;
-	const char *reason;       /* "periodic", "signal", "detach", "exit" */
-	uint64_t sample_interval; /* largest interval in effect since the last one */
-};
-
-/* Open or create for writing.  A file that is not a heapattach database, or
- * of a schema version outside HA_DB_SCHEMA_VERSION_MIN..HA_DB_SCHEMA_VERSION,
- * is refused with a clear err and left as is; an older known version is
- * upgraded in place (one transaction that only adds views and columns). */
-int ha_db_open(const char *path, struct ha_db **out, char *err, size_t errlen);
-/* Open an existing database read-only (heapdiff); same checks, and an older
- * known version is read as it is (never upgraded). */
+/* Open an existing database read-only (heapdiff): a file that is not a
+ * heapattach database, or of a schema version outside
+ * HA_DB_SCHEMA_VERSION_MIN..HA_DB_SCHEMA_VERSION, is refused with a clear
+ * err; an older known version is read as it is (never upgraded).  For
+ * writing, ha_db_open (db_write.h). */
 int ha_db_open_readonly(const char *path, struct ha_db **out, char *err, size_t errlen);
 void ha_db_close(struct ha_db *db);
-
-/* 0 or -1 with err; ids > 0. */
-int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t *session_id,
-                        char *err, size_t errlen);
-int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time,
-                      char *err, size_t errlen);
-/* Intern a callstack (frames leaf first, inline frames included) and
- * return its id; the same content gives the same id. */
-int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64_t *stack_id,
-                char *err, size_t errlen);
-/* Intern many callstacks in one transaction (one commit instead of one
- * per stack): ha_db_batch_begin, ha_db_stack calls (a failed one leaves
- * the others), ha_db_batch_commit.  If the commit fails, none of the
- * batch's ids is valid. */
-int ha_db_batch_begin(struct ha_db *db, char *err, size_t errlen);
-int ha_db_batch_commit(struct ha_db *db, char *err, size_t errlen);
-/* Write one snapshot with the buckets that changed since the previous one,
- * in one transaction. */
-int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
-                   const struct ha_db_bucket *buckets, size_t n, int64_t *snapshot_id,
-                   char *err, size_t errlen);
 
 /* The underlying handle, for heapdiff's queries. */
 struct sqlite3 *ha_db_handle(struct ha_db *db);

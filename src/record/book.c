@@ -378,17 +378,3 @@ size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
 	*rows = r;
 	return n;
 }
-
-void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_count,
-                    size_t *stacks, size_t *live_blocks)
-{
-	double lb = 0, lc = 0;
-	for (size_t i = 0; i < b->nstacks; i++) {
-		lb += b->stacks[i].v.live_bytes;
-		lc += b->stacks[i].v.live_count;
-	}
-	*live_bytes = lb;
-	*live_count = lc;
-	*stacks = b->nstacks;
-	*live_blocks = b->nlive;
-}

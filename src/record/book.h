@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "db.h"
+#include "db_write.h"
 
 struct ha_book;
 
@@ -42,10 +42,6 @@ int ha_book_release(struct ha_book *b, uint64_t addr);
  * values (stack_id holds the local stack id).  *rows is malloc'ed; the
  * caller owns it.  Returns the count. */
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
-
-/* Totals over every stack (live bytes and objects), for status lines. */
-void ha_book_totals(const struct ha_book *b, double *live_bytes, double *live_count,
-                    size_t *stacks, size_t *live_blocks);
 
 /* The estimated live bytes of every bucket of one kind (enum ha_mem_kind),
  * or of all kinds (-1): kept as the samples and frees are booked, O(1). */

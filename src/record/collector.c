@@ -106,9 +106,7 @@ static void find_agent_range(struct ctx *x)
 	x->agent_lo = UINT64_MAX;
 	x->agent_hi = 0;
 	for (size_t i = 0; i < maps.n; i++) {
-		const char *base = strrchr(maps.v[i].path, '/');
-		base = base ? base + 1 : maps.v[i].path;
-		if (strcmp(base, HA_AGENT_SONAME) == 0) {
+		if (strcmp(ha_base_name(maps.v[i].path), HA_AGENT_SONAME) == 0) {
 			if (maps.v[i].start < x->agent_lo)
 				x->agent_lo = maps.v[i].start;
 			if (maps.v[i].end > x->agent_hi)

@@ -51,7 +51,7 @@ uint32_t *ha_unwind_user(struct ha_unwinder *u, uint64_t ref);
 void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on);
 void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64_t *misses);
 
-/* The fast walk (per-pc CFI rules, see unwind.c) in front of libunwind:
+/* The fast walk (per-pc CFI rules, see unwind_walk.c) in front of libunwind:
  * off (0) or on (1, the default); walks it did, walks left to libunwind
  * (stack cache hits are neither). */
 void ha_unwinder_set_fast(struct ha_unwinder *u, int on);

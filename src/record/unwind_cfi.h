@@ -1,5 +1,5 @@
 /* unwind_cfi.h -- the simple x86-64 CFI rules of one pc, from an ELF file's
- * .eh_frame through libdw, for the fast unwinder of unwind.c: the CFA is a
+ * .eh_frame through libdw, for the fast walk of unwind_walk.c: the CFA is a
  * tracked register plus an offset, and the return address and callee-saved
  * registers are in CFA-relative slots or unchanged.  Anything else (DWARF
  * expressions, register-to-register rules, signal frames, no FDE) is left

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "db.h"
+#include "db_write.h"
 #include "queue.h"
 
 /* HA_WMSG_MAPS (a bare struct ha_qmsg): modules were loaded or unloaded in

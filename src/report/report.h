@@ -112,7 +112,6 @@ struct hd_map;
 struct hd_map *hd_map_new(void);
 void *hd_map_get(struct hd_map *m, const char *key);
 void hd_map_put(struct hd_map *m, const char *key, void *val);
-size_t hd_map_count(const struct hd_map *m);
 /* Calls fn on every value, then frees the map (fn may be NULL). */
 void hd_map_free(struct hd_map *m, void (*fn)(void *));
 

@@ -149,11 +149,6 @@ void hd_map_put(struct hd_map *m, const char *key, void *val)
 	s->val = val;
 }
 
-size_t hd_map_count(const struct hd_map *m)
-{
-	return m ? m->n : 0;
-}
-
 void hd_map_free(struct hd_map *m, void (*fn)(void *))
 {
 	if (!m)

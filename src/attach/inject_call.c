@@ -1,0 +1,290 @@
+/* inject_call.c -- calls on the hijacked thread: dlopen of the agent (and
+ * dlerror when it fails), then the agent's init.
+ *
+ * Contract: a call starts from the thread's saved registers (so fs, TLS and
+ * the rest are its own) with the System V arguments set, on its own stack
+ * below what we pushed there, and "returns" to address 0: the SIGSEGV stop
+ * at rip 0 with the return address popped is its end.  Meanwhile every
+ * other stop is handled as the kernel would have without us (see
+ * wait_call); a fault inside the call is reported as a crash of it, and a
+ * call that does not return within the budget is abandoned with the thread
+ * stopped again, so that the caller can restore it either way.  Strings
+ * read back from the target are bounded. */
+#define _GNU_SOURCE
+#include "inject_int.h"
+#include "ha_proto.h"
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define CALL_MIN_MS      2000       /* a remote call always gets at least this */
+#define X86_EFLAGS_TF    0x100
+#define X86_EFLAGS_DF    0x400
+
+/* Read a NUL-terminated string of at most len-1 bytes from the target, page
+ * by page so that a string near the end of a mapping still reads.  0 or
+ * -errno; buf is always terminated. */
+static int remote_read_string(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (got + 1 < len) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		int rc;
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		rc = ha_remote_read(pid, addr + got, buf + got, chunk);
+		if (rc < 0) {
+			buf[got] = '\0';
+			return got ? 0 : rc;
+		}
+		if (memchr(buf + got, '\0', chunk))
+			return 0;
+		got += chunk;
+	}
+	buf[got] = '\0';
+	return 0;
+}
+
+/* Copy n bytes below the data already pushed on the thread's stack,
+ * 16-byte aligned.  Address in *addr.  0 or -1 (j->err set). */
+static int remote_push(struct injection *j, struct hijack *h, const void *data, size_t n,
+                       uint64_t *addr)
+{
+	uint64_t a = (h->sp - n) & ~(uint64_t)15;
+	int rc;
+
+	if (n > PUSH_ROOM / 2 || h->regs.rsp - a > PUSH_ROOM) {
+		ha_err(j->err, j->errlen, "too much data to push on the stack of thread %d",
+		       (int)h->tid);
+		return -1;
+	}
+	rc = ha_remote_write(j->pid, a, data, n);
+	if (rc < 0) {
+		ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
+		       (int)h->tid, strerror(-rc));
+		return -1;
+	}
+	h->sp = a;
+	*addr = a;
+	return 0;
+}
+
+/* "SEGV" for SIGSEGV (sigabbrev_np needs glibc 2.32). */
+static const char *signame(int sig)
+{
+	static const struct { int sig; const char *name; } tab[] = {
+		{ SIGSEGV, "SEGV" }, { SIGBUS, "BUS" }, { SIGILL, "ILL" }, { SIGFPE, "FPE" },
+		{ SIGTRAP, "TRAP" }, { SIGSYS, "SYS" }, { SIGKILL, "KILL" }, { SIGABRT, "ABRT" },
+		{ SIGTERM, "TERM" }, { SIGINT, "INT" }, { SIGHUP, "HUP" }, { SIGQUIT, "QUIT" },
+		{ SIGSTOP, "STOP" }, { SIGPIPE, "PIPE" }, { SIGALRM, "ALRM" }, { SIGUSR1, "USR1" },
+		{ SIGUSR2, "USR2" },
+	};
+	static __thread char buf[16];
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (tab[i].sig == sig)
+			return tab[i].name;
+	snprintf(buf, sizeof buf, "%d", sig);  /* "SIG34" */
+	return buf;
+}
+
+/* The thread is in a signal-delivery-stop for a fault inside our call:
+ * describe it.  The caller restores the thread (discarding the fault). */
+static void report_crash(struct injection *j, struct hijack *h, const char *what, int sig,
+                         const struct user_regs_struct *regs)
+{
+	siginfo_t si;
+	char extra[96] = "";
+
+	if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0) {
+		if (sig == SIGSYS)
+			snprintf(extra, sizeof extra, " (seccomp denied system call %d)",
+			         si.si_syscall);
+		else
+			snprintf(extra, sizeof extra, " (address 0x%llx)",
+			         (unsigned long long)(uintptr_t)si.si_addr);
+	}
+	ha_err(j->err, j->errlen, "%s crashed in process %d: SIG%s at rip 0x%llx%s; "
+	       "thread %d restored", what, (int)j->pid, signame(sig),
+	       (unsigned long long)regs->rip, extra, (int)h->tid);
+}
+
+/* The call did not return in time: stop the thread so that it can be put
+ * back where it was (abandoning the call half-way: dlopen may hold the
+ * loader lock, the target may be left in a bad state; nothing better is
+ * possible).  Returns -1 always; h->saved is cleared if the thread could
+ * not be stopped. */
+static int abort_call(struct injection *j, struct hijack *h, const char *what, int ms)
+{
+	double deadline = ha_now_ms() + ABORT_WAIT_MS;
+	int st;
+
+	PT(PTRACE_INTERRUPT, h->tid, 0, 0);
+	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			break;
+		if (WIFSTOPPED(st)) {
+			ha_err(j->err, j->errlen, "%s did not return within %d ms in process %d "
+			       "(deadlock?); call abandoned, thread %d restored, the target may "
+			       "be left in a bad state", what, ms, (int)j->pid, (int)h->tid);
+			return -1;
+		}
+	}
+	h->saved = 0;
+	ha_err(j->err, j->errlen, "%s did not return within %d ms in process %d and thread %d "
+	       "cannot be stopped: it was left inside the call", what, ms, (int)j->pid,
+	       (int)h->tid);
+	return -1;
+}
+
+/* Wait for the end of a call: the SIGSEGV stop at rip 0 with the return
+ * address popped.  Other stops are handled as the kernel would have without
+ * us: an interrupt or group stop resumes (the group stop is re-entered at
+ * detach), a signal that got through the mask (SIGSTOP) is delivered, a
+ * fault is a crash of the call. */
+static int wait_call(struct injection *j, struct hijack *h, const char *what, uint64_t ret_sp,
+                     uint64_t *ret)
+{
+	int ms = j->timeout_ms > CALL_MIN_MS ? j->timeout_ms : CALL_MIN_MS;
+	double deadline = ha_now_ms() + ms;
+
+	for (;;) {
+		struct user_regs_struct regs;
+		int st, sig, rc = inj_wait_tid(j, h->tid, &st, deadline);
+
+		if (rc == 0)
+			return abort_call(j, h, what, ms);
+		if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+			h->saved = 0;   /* nothing left to restore */
+			if (rc > 0) {
+				if (WIFSIGNALED(st))
+					ha_err(j->err, j->errlen, "process %d was killed by SIG%s during "
+					       "%s", (int)j->pid, signame(WTERMSIG(st)), what);
+				else
+					ha_err(j->err, j->errlen, "process %d exited (status %d) during %s",
+					       (int)j->pid, WEXITSTATUS(st), what);
+			} else {
+				ha_err(j->err, j->errlen, "thread %d vanished during %s: %s",
+				       (int)h->tid, what, strerror(-rc));
+			}
+			return -1;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		sig = WSTOPSIG(st);
+		if ((st >> 16) != 0) {          /* event stop: keep going */
+			PT(PTRACE_CONT, h->tid, 0, 0);
+			continue;
+		}
+		if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0) {
+			ha_err(j->err, j->errlen, "cannot read registers of thread %d: %s",
+			       (int)h->tid, strerror(errno));
+			return -1;
+		}
+		if (sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
+			*ret = regs.rax;
+			return 0;
+		}
+		if ((SYNC_SIGNALS >> (sig - 1)) & 1) {
+			siginfo_t si;
+			/* kernel-generated (si_code > 0): a fault in the call */
+			if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) < 0 || si.si_code > 0) {
+				report_crash(j, h, what, sig, &regs);
+				return -1;
+			}
+		}
+		/* an asynchronous signal our mask cannot hold back */
+		PT(PTRACE_CONT, h->tid, 0, sig);
+	}
+}
+
+/* Call fn(args...) on the hijacked thread; its return value in *ret.
+ * Starts from the saved registers so that fs (TLS) and the rest are the
+ * thread's own. */
+static int remote_call(struct injection *j, struct hijack *h, const char *what, uint64_t fn,
+                       const uint64_t *args, int nargs, uint64_t *ret)
+{
+	struct user_regs_struct regs = h->regs;
+	uint64_t sp = (h->sp & ~(uint64_t)15) - 8;   /* (sp + 8) % 16 == 0 at entry */
+	uint64_t zero = 0;
+	double t1 = ha_now_ms();
+	int rc;
+
+	rc = ha_remote_write(j->pid, sp, &zero, sizeof zero);   /* return address */
+	if (rc < 0) {
+		ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
+		       (int)h->tid, strerror(-rc));
+		return -1;
+	}
+	regs.rdi = nargs > 0 ? args[0] : 0;
+	regs.rsi = nargs > 1 ? args[1] : 0;
+	regs.rdx = nargs > 2 ? args[2] : 0;
+	regs.rcx = nargs > 3 ? args[3] : 0;
+	regs.r8 = nargs > 4 ? args[4] : 0;
+	regs.r9 = nargs > 5 ? args[5] : 0;
+	regs.rax = 0;                   /* no vector args (for varargs callees) */
+	regs.rip = fn;
+	regs.rsp = sp;
+	regs.orig_rax = (uint64_t)-1;   /* not in a syscall: nothing to restart */
+	regs.eflags &= ~(uint64_t)(X86_EFLAGS_DF | X86_EFLAGS_TF);
+	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0 ||
+	    PT(PTRACE_CONT, h->tid, 0, 0) < 0) {
+		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
+		       strerror(errno));
+		return -1;
+	}
+	rc = wait_call(j, h, what, sp + 8, ret);
+	if (rc == 0)
+		inj_log(j, "%s returned 0x%llx in %.3f ms", what, (unsigned long long)*ret,
+		        ha_now_ms() - t1);
+	return rc;
+}
+
+/* dlopen(agent_path) in the target; the handle in *handle. */
+int inj_load_agent(struct injection *j, struct hijack *h, uint64_t *handle)
+{
+	const char *path = j->target->agent_path;
+	uint64_t args[2], errp = 0;
+	char text[512];
+
+	if (remote_push(j, h, path, strlen(path) + 1, &args[0]) < 0)
+		return -1;
+	args[1] = (uint64_t)(uint32_t)j->dlopen_flags;
+	if (remote_call(j, h, j->dlopen_name, j->dlopen_fn, args, 2, handle) < 0)
+		return -1;
+	if (*handle != 0)
+		return 0;
+
+	snprintf(text, sizeof text, "unknown reason (no dlerror in this glibc)");
+	if (j->dlerror_fn && remote_call(j, h, "dlerror", j->dlerror_fn, NULL, 0, &errp) == 0 &&
+	    errp && remote_read_string(j->pid, errp, text, sizeof text) < 0)
+		snprintf(text, sizeof text, "unknown reason (dlerror text unreadable)");
+	ha_err(j->err, j->errlen, "dlopen in target failed: %s%s", text,
+	       j->target->seccomp_filter ? " (the target has a seccomp filter)" : "");
+	return -1;
+}
+
+/* heapattach_agent_init(&o->args) in the target, the caller's o->watch and
+ * o->step served meanwhile; its return value in j->r->init_ret. */
+int inj_call_init(struct injection *j, struct hijack *h)
+{
+	uint64_t argp, ret;
+	int rc;
+
+	if (remote_push(j, h, j->o->args, sizeof *j->o->args, &argp) < 0)
+		return -1;
+	/* The agent connects and expects its CONFIG during this call. */
+	j->watching = j->o->watch && j->o->step;
+	j->r->t_init = ha_now_ms();
+	rc = remote_call(j, h, HA_AGENT_INIT_SYMBOL, j->init_fn, &argp, 1, &ret);
+	j->watching = 0;
+	if (rc < 0)
+		return -1;
+	j->r->init_ret = (int)(uint32_t)ret;
+	return 0;
+}

@@ -1,0 +1,146 @@
+/* inject_int.h -- the injector's private interfaces, shared by the files of
+ * src/attach that implement inject.h and by nothing else.
+ *
+ *   inject.c        the whole injection, start to end, on its helper thread
+ *   inject_wait.c   waiting for ptrace events of our tracees
+ *   inject_resolve.c  where dlopen, dlerror and the agent's init are
+ *   inject_pick.c   choosing the thread to hijack ("probes")
+ *   inject_sched.c  short time slices for the threads on the attach's path
+ *   inject_state.c  saving and restoring the hijacked thread
+ *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
+ *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
+ *
+ * Every function here runs on the helper thread of one injection, with that
+ * injection's state (struct injection) as its first argument, except the
+ * scheduling ones (any thread).  Errors: -1 with a one-line reason in
+ * j->err, set once, by the function that saw the failure. */
+#ifndef HA_INJECT_INT_H
+#define HA_INJECT_INT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "inject.h"
+#include "inject_safe.h"
+#include "procmaps.h"
+#include "target.h"
+
+#define PUSH_ROOM        (16 << 10) /* what we write below rsp ourselves, at most */
+#define ABORT_WAIT_MS    1000       /* waiting for a timed-out call to stop */
+#define MAX_PROBES       64         /* threads seized at once, at most */
+#define MAX_TRIED        256        /* blocked threads found unsafe, remembered */
+
+/* Signals the kernel forces on a fault: if one of them is blocked when the
+ * fault happens, the kernel unblocks it AND resets the process's handler to
+ * SIG_DFL (force_sig_info_to_task).  So they stay unblocked during our calls;
+ * ptrace reports them to us before any handler could run. */
+#define SYNC_SIGNALS ((1ULL << (SIGSEGV - 1)) | (1ULL << (SIGBUS - 1)) | \
+                      (1ULL << (SIGILL - 1)) | (1ULL << (SIGFPE - 1)) | \
+                      (1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSYS - 1)))
+
+/* glibc's ptrace() reads addr and data as void * varargs: pass them as
+ * such (a plain int argument would leave the upper half undefined). */
+#define PT(req, tid, addr, data) \
+	ptrace((req), (tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
+
+/* A thread seized while looking for one to hijack (see inject_pick.c). */
+enum { PR_FREE, PR_WAIT, PR_ARMED };
+
+struct probe {
+	pid_t tid;
+	int state;               /* PR_WAIT: interrupted, its stop not seen yet;
+	                          * PR_ARMED: running to ex with a breakpoint */
+	int release;             /* armed: interrupted to be let go */
+	int late;                /* did not stop within STOP_TIMEOUT_MS */
+	int hops;                /* times armed */
+	int rank;                /* see thread_rank */
+	double since;            /* interrupted / armed at */
+	double until;            /* armed: give up then */
+	struct ha_safe_exit ex;  /* where it is out of the allocator */
+	long dr0, dr6, dr7;      /* armed: debug registers to put back */
+};
+
+/* The state of one injection (the target itself is o->target, as
+ * ha_target_check found it). */
+struct injection {
+	const struct ha_inject_opts *o;
+	const struct ha_target *target;  /* o->target */
+	struct ha_inject_result *r;
+	pid_t pid;               /* target->pid */
+	char *err;
+	size_t errlen;
+	double t0;
+	int timeout_ms;          /* o->timeout_ms, or the default */
+	double deadline;         /* end of the thread search */
+	struct ha_maps maps;
+	uint64_t dlopen_fn;      /* dlopen or __libc_dlopen_mode in the target */
+	uint64_t dlerror_fn;     /* 0 if none */
+	const char *dlopen_name;
+	int dlopen_flags;
+	uint64_t init_fn;        /* heapattach_agent_init, once known */
+	struct probe probe[MAX_PROBES];
+	int nlive;               /* probes not PR_FREE */
+	struct probe *armed;     /* the one PR_ARMED probe, if any */
+	pid_t chosen;            /* the probe found at a safe point */
+	struct user_regs_struct chosen_regs;
+	int fatal;               /* stop looking (j->err set) */
+	char last[300];          /* why the last probe was not used */
+	int round;               /* of the thread search */
+	pid_t tried[MAX_TRIED];  /* blocked threads found unsafe: try others first */
+	size_t ntried;
+	int sigfd;               /* signalfd for SIGCHLD, or -1 (see inj_wait_event) */
+	int watching;            /* o->watch/o->step apply (the init call runs) */
+};
+
+/* The hijacked thread and what must be put back. */
+struct hijack {
+	pid_t tid;
+	int saved;               /* regs/fp/mask below are valid: restore */
+	struct user_regs_struct regs;
+	unsigned char *fp;
+	size_t fplen;
+	int fptype;              /* NT_X86_XSTATE or NT_PRFPREG */
+	uint64_t sigmask;
+	uint64_t sp;             /* pushed data grows down from here */
+	uint64_t sched_old;      /* its time slice, while sched_set */
+	int sched_set;           /* inj_hijack_sched changed it */
+};
+
+/* inject.c: a progress line on stderr when o->verbose. */
+void inj_log(const struct injection *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* inject_wait.c */
+void inj_wait_event(struct injection *j, double until);
+int inj_drain_events(struct injection *j, pid_t tid, int *st);
+int inj_wait_tid(struct injection *j, pid_t tid, int *st, double deadline);
+
+/* inject_resolve.c */
+int inj_resolve_dlopen(struct injection *j);
+int inj_resolve_init(struct injection *j, uint64_t handle);
+void inj_warm_up(pid_t pid, const struct ha_maps *maps);
+
+/* inject_pick.c */
+int inj_pick_thread(struct injection *j, struct hijack *h);
+void inj_probe_event(struct injection *j, pid_t tid, int st);
+void inj_probes_expire(struct injection *j);
+double inj_probes_next_expiry(const struct injection *j, double limit);
+void inj_probes_finish(struct injection *j);
+
+/* inject_sched.c */
+void inj_sched_prefer(pid_t tid, int boost);
+void inj_hijack_sched(struct injection *j, struct hijack *h, int on);
+
+/* inject_state.c */
+int inj_save_state(struct injection *j, struct hijack *h);
+int inj_restore_state(struct injection *j, struct hijack *h, int have_err);
+
+/* inject_call.c */
+int inj_load_agent(struct injection *j, struct hijack *h, uint64_t *handle);
+int inj_call_init(struct injection *j, struct hijack *h);
+
+#endif

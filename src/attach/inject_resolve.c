@@ -1,0 +1,158 @@
+/* inject_resolve.c -- where the injection's calls go: dlopen (and dlerror)
+ * in the target's own libc, and the agent's init function once the agent is
+ * mapped.
+ *
+ * Contract: every address comes from the ELF files on disk (elfsym.c) and
+ * the target's current /proc/PID/maps, never from the target's memory
+ * except the load bias of a dlopen handle, which is checked against the
+ * maps.  Only files and /proc are read: nothing needs to be stopped, and
+ * inj_warm_up loads ahead what the thread inspections will need, so that
+ * they cost little while a thread is stopped. */
+#define _GNU_SOURCE
+#include "inject_int.h"
+#include "elfsym.h"
+#include "ha_proto.h"
+#include "util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
+
+/* Find how to call dlopen in the target: libc >= 2.34 exports dlopen and
+ * dlerror; before that they live in libdl (if loaded) and libc only has
+ * __libc_dlopen_mode, which wants __RTLD_DLOPEN and has no dlerror. */
+int inj_resolve_dlopen(struct injection *j)
+{
+	const struct ha_map *libc, *libdl;
+	int rc;
+
+	libc = ha_maps_find_module(&j->maps, "libc.so.6");
+	if (!libc)
+		libc = ha_maps_find_module(&j->maps, "libc-");
+	if (!libc) {
+		ha_err(j->err, j->errlen, "no libc found in process %d "
+		       "(statically linked, or not a glibc program?)", (int)j->pid);
+		return -1;
+	}
+	j->dlopen_flags = RTLD_NOW;
+	j->dlopen_name = "dlopen";
+	rc = ha_elf_symbol(j->pid, libc, "dlopen", &j->dlopen_fn);
+	if (rc == 0) {
+		if (ha_elf_symbol(j->pid, libc, "dlerror", &j->dlerror_fn) < 0)
+			j->dlerror_fn = 0;
+	} else if (rc == -ENOENT) {
+		libdl = ha_maps_find_module(&j->maps, "libdl.so");
+		if (libdl && ha_elf_symbol(j->pid, libdl, "dlopen", &j->dlopen_fn) == 0) {
+			if (ha_elf_symbol(j->pid, libdl, "dlerror", &j->dlerror_fn) < 0)
+				j->dlerror_fn = 0;
+		} else if (ha_elf_symbol(j->pid, libc, "__libc_dlopen_mode", &j->dlopen_fn) == 0) {
+			j->dlopen_name = "__libc_dlopen_mode";
+			j->dlopen_flags = RTLD_NOW | (int)RTLD_DLOPEN_FLAG;
+			j->dlerror_fn = 0;
+		} else {
+			ha_err(j->err, j->errlen, "libc in target (%s) has no dlopen or "
+			       "__libc_dlopen_mode (static binary?)", libc->path);
+			return -1;
+		}
+	} else {
+		ha_err(j->err, j->errlen, "cannot read the symbols of %s in process %d: %s",
+		       libc->path, (int)j->pid, strerror(-rc));
+		return -1;
+	}
+	inj_log(j, "libc %s at 0x%llx: %s at 0x%llx, dlerror at 0x%llx", libc->path,
+	        (unsigned long long)libc->start, j->dlopen_name,
+	        (unsigned long long)j->dlopen_fn, (unsigned long long)j->dlerror_fn);
+	return 0;
+}
+
+/* The agent module in the current maps.  Through the dlopen handle when we
+ * have one (glibc's handle is the struct link_map, whose first field l_addr
+ * is the load bias: the offset-0 mapping starts there for a normal .so);
+ * otherwise by name: the basename of agent_path, then the agent's soname. */
+static const struct ha_map *find_agent(struct injection *j, uint64_t handle)
+{
+	const struct ha_map *m;
+	uint64_t l_addr;
+
+	if (handle && ha_remote_read(j->pid, handle, &l_addr, sizeof l_addr) == 0) {
+		for (size_t i = 0; i < j->maps.n; i++) {
+			m = &j->maps.v[i];
+			if (m->start == l_addr && m->offset == 0 && m->path[0] == '/')
+				return m;
+		}
+	}
+	m = NULL;
+	if (*ha_base_name(j->target->agent_path))
+		m = ha_maps_find_module(&j->maps, ha_base_name(j->target->agent_path));
+	return m ? m : ha_maps_find_module(&j->maps, HA_AGENT_SONAME);
+}
+
+int inj_resolve_init(struct injection *j, uint64_t handle)
+{
+	const struct ha_map *agent;
+	int rc;
+
+	if (handle) {   /* dlopen just mapped it: the maps we have predate it */
+		ha_maps_free(&j->maps);
+		rc = ha_maps_read(j->pid, &j->maps);
+		if (rc < 0) {
+			ha_err(j->err, j->errlen, "cannot read /proc/%d/maps: %s", (int)j->pid,
+			       strerror(-rc));
+			return -1;
+		}
+	}
+	agent = find_agent(j, handle);
+	if (!agent) {
+		ha_err(j->err, j->errlen, "the agent (%s) is not mapped in process %d",
+		       j->target->agent_path[0] ? j->target->agent_path : HA_AGENT_SONAME,
+		       (int)j->pid);
+		return -1;
+	}
+	rc = ha_elf_symbol(j->pid, agent, HA_AGENT_INIT_SYMBOL, &j->init_fn);
+	if (rc < 0) {
+		ha_err(j->err, j->errlen, "cannot find %s in %s: %s", HA_AGENT_INIT_SYMBOL,
+		       agent->path, rc == -ENOENT ? "no such symbol" : strerror(-rc));
+		return -1;
+	}
+	inj_log(j, "agent %s at 0x%llx, init at 0x%llx", agent->path,
+	        (unsigned long long)agent->start, (unsigned long long)j->init_fn);
+	return 0;
+}
+
+/* Load what the thread inspections will need most -- the symbol tables and
+ * unwind tables of libc, libstdc++ and the executable -- while no thread
+ * is stopped (before the thread search starts; files and /proc are only
+ * read).  Failures do not matter here. */
+void inj_warm_up(pid_t pid, const struct ha_maps *maps)
+{
+	static const char *const common[] = { "libc.so.6", "libc-", "libstdc++.so" };
+	const char *names[4];
+	char path[64], exe[4096];
+	const struct ha_map *m;
+	uint64_t addr;
+	size_t n = 0;
+	ssize_t len;
+
+	for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
+		m = ha_maps_find_module(maps, common[i]);
+		if (m) {
+			ha_elf_symbol(pid, m, "malloc", &addr);
+			names[n++] = common[i];
+		}
+	}
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	len = readlink(path, exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		m = ha_maps_find_module(maps, ha_base_name(exe));
+		if (m) {
+			ha_elf_symbol(pid, m, "main", &addr);
+			names[n++] = ha_base_name(exe);
+		}
+	}
+	ha_thread_safe_warm(pid, maps, names, n);
+}

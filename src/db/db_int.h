@@ -1,0 +1,62 @@
+/* db_int.h -- what the files of src/db share: the handle and the SQL
+ * helpers of both.  db_open.c opens, checks, creates, upgrades and closes
+ * (all that heapdiff links); db_write.c writes (the attacher's writer
+ * thread), and its part of the handle is freed through close_writer, so
+ * that closing a read-only handle links none of it. */
+#ifndef HA_DB_INT_H
+#define HA_DB_INT_H
+
+#include "db.h"
+#include "util.h"
+
+#include <sqlite3.h>
+
+/* The writer's prepared statements (db_write.c: stmt_sql). */
+enum {
+	ST_INS_MODULE, ST_SEL_MODULE, ST_INS_FRAME, ST_SEL_FRAME,
+	ST_INS_STACK, ST_SEL_STACK, ST_SEL_STACK_FRAMES, ST_INS_STACK_FRAME,
+	ST_INS_SESSION, ST_END_SESSION, ST_INS_SNAPSHOT, ST_INS_BUCKET,
+	ST_INS_SESSION_STACK, ST_COUNT
+};
+
+struct stack_slot;
+struct module_slot;
+
+struct ha_db {
+	sqlite3 *h;
+	char *path;
+	int readonly;
+	/* the rest is db_write.c's, set up by ha_db_open */
+	void (*close_writer)(struct ha_db *db);   /* frees it; NULL: read-only */
+	sqlite3_stmt *st[ST_COUNT];
+	struct stack_slot *stacks;
+	size_t stacks_cap, stacks_n;
+	struct module_slot *modules;
+	size_t modules_cap, modules_n;
+	int64_t *frame_ids;       /* scratch for ha_db_stack */
+	size_t frame_ids_cap;
+};
+
+/* Open (readonly 0: create, upgrade) with every check; db_open.c. */
+int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen);
+
+static inline int sql_fail(struct ha_db *db, char *err, size_t errlen, const char *what)
+{
+	ha_err(err, errlen, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+	return -1;
+}
+
+static inline int exec(struct ha_db *db, const char *sql, char *err, size_t errlen)
+{
+	if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return sql_fail(db, err, errlen, sql);
+	return 0;
+}
+
+static inline void rollback(struct ha_db *db)
+{
+	if (!sqlite3_get_autocommit(db->h))
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+#endif

@@ -1,0 +1,237 @@
+/* unwind_walk.c -- the walk of one copied stack: in front of libunwind
+ * (unwind_access.c), a fast walk with per-pc rules taken from .eh_frame
+ * through libdw (unwind_cfi.c) and cached by pc: CFA = register + offset,
+ * return address and callee-saved registers in CFA-relative slots.  It
+ * follows libunwind's semantics step by step; where a rule is not that
+ * simple, or a read leaves the copy for anything but the thread's own
+ * stack, the whole stack goes to libunwind instead.  HA_UNWIND_VERIFY=1
+ * walks every stack with libunwind as well and reports any difference. */
+#define _GNU_SOURCE
+#include "unwind_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#define PCACHE_TTL_MS 1000.0     /* live memory changes: refetch after this */
+#define REFRESH_MIN_MS 100.0     /* re-read maps at most this often on our own */
+#define RC_SIZE 16384            /* per-pc rule cache entries (direct-mapped) */
+
+/* A per-pc rule cache entry: valid iff gen == maps_gen. */
+struct rc_ent {
+	uint64_t addr;
+	unsigned gen;
+	struct ha_cfi_rule r;
+};
+
+/* ------------------------------------------------------------------ fast walk */
+
+/* The rule for the code address addr (a pc, or a return address - 1), from
+ * the cache or from the module's CFI. */
+static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, uint64_t addr)
+{
+	uint64_t h = addr * 0x9E3779B97F4A7C15ULL;
+	struct rc_ent *e = &u->rc[(h >> 32) % RC_SIZE];
+	const struct ha_map *m;
+	struct mapinfo *mi;
+
+	if (e->gen == u->maps_gen && e->addr == addr)
+		return &e->r;
+	e->addr = addr;
+	e->gen = u->maps_gen;
+	memset(&e->r, 0, sizeof e->r);
+	e->r.kind = CFI_FALLBACK;
+	/* as acc_find_proc_info: file-backed executable code only */
+	m = find_map(c, addr);
+	if (!m || !(m->prot & PROT_EXEC))
+		return &e->r;
+	mi = uw_mapinfo_of(u, m);
+	if (mi->kind != MI_IMAGE)
+		return &e->r;
+	if (mi->bias_state == 0)
+		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias) ? 1 : -1;
+	if (mi->bias_state == 1 && uw_image_cfi(mi->img))
+		ha_cfi_rule(mi->img->cfi, addr - mi->bias, &e->r);
+	return &e->r;
+}
+
+/* A register of the walk: known, unreadable (libunwind's read would fail:
+ * the thread's stack outside the copy) or unknown (only libunwind knows). */
+enum { FW_KNOWN, FW_FAIL, FW_UNKNOWN };
+/* Where a known register's value came from, for the stack cache: already
+ * accounted for relative to rsp (rsp itself, a CFA, a checked base), the
+ * captured register, or the word at this offset of the copy (>= 0). */
+enum { SRC_FREE = -1, SRC_INIT = -2 };
+struct fw_reg {
+	uint64_t v;
+	int st;                  /* FW_* */
+	int64_t src;             /* SRC_* or an offset */
+};
+
+/* Read the word at addr as libunwind's access_mem would see it. */
+static inline int fw_read(struct uctx *c, uint64_t addr, uint64_t *v)
+{
+	if (addr - c->lo < c->hi - c->lo && c->hi - addr >= 8) {
+		memcpy(v, c->stack + (addr - c->lo), 8);
+		return FW_KNOWN;
+	}
+	if (!c->smap_known)
+		find_stack_map(c);
+	if (addr >= c->smap_lo && addr < c->smap_hi)
+		return FW_FAIL;
+	return FW_UNKNOWN;
+}
+
+/* The walk uw_unwind_once does with libunwind, with the cached rules: the same
+ * pcs, or 0 if this stack needs libunwind.  Every step: CFA from the rule's
+ * register, the return address from its slot, the callee-saved registers
+ * from theirs (or unchanged); the caller's rsp is the CFA.  Stops where
+ * libunwind stops: an outermost frame, a read that fails, ip 0, no
+ * progress.  With rec, notes what a stack cache hit must check (see
+ * "stack cache"); rec->bad if the walk cannot be stored. */
+static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
+                     struct sc_rec *rec)
+{
+	const uint64_t *init = &c->regs->rip;
+	struct fw_reg r[CFI_NREG];
+	uint64_t addr, prev_ip, prev_sp;
+	int n = 0;
+
+	for (int i = 0; i < CFI_NREG; i++)
+		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN,
+		                        .src = i == CFI_RSP ? SRC_FREE : SRC_INIT };
+	pcs[n++] = c->regs->rip;
+	addr = prev_ip = c->regs->rip;   /* the first frame: its exact pc */
+	prev_sp = c->regs->rsp;
+	while (n < max) {
+		const struct ha_cfi_rule *ru = rule_of(u, c, addr);
+		uint64_t cfa, ip, ra;
+		int st;
+
+		if (ru->kind == CFI_FALLBACK)
+			return 0;
+		if (ru->kind == CFI_END)
+			break;
+		struct fw_reg *cr = &r[ru->cfa_reg];
+		if (cr->st == FW_UNKNOWN)
+			return 0;
+		if (cr->st == FW_FAIL)
+			goto failed;
+		if (rec && cr->src != SRC_FREE) {
+			if (cr->src >= 0)
+				sc_add(rec, (uint64_t)cr->src, 1, cr->v - c->lo);
+			else if (ru->cfa_reg == CFI_RBP)
+				rec->uses_rbp = 1;
+			else
+				rec->bad = 1;   /* the key holds rsp and rbp only */
+			cr->src = SRC_FREE;
+		}
+		cfa = cr->v + (uint64_t)(int64_t)ru->cfa_off;
+		ra = cfa + (uint64_t)(int64_t)ru->save[CFI_RIP];
+		st = fw_read(c, ra, &ip);
+		if (st == FW_UNKNOWN)
+			return 0;
+		if (st == FW_FAIL)
+			goto failed;
+		if (rec)
+			sc_add(rec, ra - c->lo, 0, ip);
+		for (int i = CFI_RBP; i < CFI_NREG; i++) {
+			int32_t s = ru->save[i];
+			if (s == CFI_SAME)
+				continue;
+			if (s == CFI_LOST) {
+				r[i].st = FW_UNKNOWN;
+			} else {
+				uint64_t at = cfa + (uint64_t)(int64_t)s;
+				r[i].st = fw_read(c, at, &r[i].v);
+				r[i].src = (int64_t)(at - c->lo);
+			}
+		}
+		r[CFI_RSP] = (struct fw_reg){ .v = cfa, .st = FW_KNOWN, .src = SRC_FREE };
+		if (ip == 0)
+			break;
+		if (ip == prev_ip && cfa == prev_sp)
+			goto failed;    /* no progress: a loop */
+		pcs[n++] = ip;
+		prev_ip = ip;
+		prev_sp = cfa;
+		addr = ip - 1;          /* a return address: the call is before it */
+	}
+	return n;
+failed:
+	if (rec)
+		rec->bad = 1;   /* an error, not the outermost frame */
+	return n;
+}
+
+/* Debugging aid (HA_UNWIND_VERIFY=1): unwind again with libunwind and
+ * report any difference on stderr. */
+void uw_verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, int n,
+                    int max)
+{
+	uint64_t *again = malloc((size_t)max * sizeof *again);
+	if (!again)
+		return;
+	int m = uw_unwind_once(u, c, again, max);
+	u->verified++;
+	if (m != n || memcmp(pcs, again, (size_t)n * sizeof *pcs) != 0) {
+		if (u->verify_bad++ < 10) {
+			fprintf(stderr, "heapattach: unwind verify: fast walk %d pcs, libunwind %d:", n, m);
+			for (int i = 0; i < (n > m ? n : m); i++)
+				fprintf(stderr, " %llx/%llx", i < n ? (unsigned long long)pcs[i] : 0ull,
+				        i < m ? (unsigned long long)again[i] : 0ull);
+			fprintf(stderr, "\n");
+		}
+	}
+	free(again);
+}
+
+/* The fast walk if it can, else libunwind (and the maps refresh of an
+ * unknown pc).  rec->bad unless the fast walk answered. */
+int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
+            struct sc_rec *rec)
+{
+	int n;
+
+	c->last = NULL;
+	c->unknown_ip = 0;
+	if (!u->fast_off && !u->rc)
+		u->rc = calloc(RC_SIZE, sizeof *u->rc);
+	if (!u->fast_off && u->rc) {
+		n = fast_walk(u, c, pcs, max, rec);
+		if (n > 0) {
+			u->fast_n++;
+			if (u->verify)
+				uw_verify_walk(u, c, pcs, n, max);
+			return n;
+		}
+	}
+	if (rec)
+		rec->bad = 1;
+	u->slow_n++;
+	/* Only libunwind reads live memory or needs the time: live pages age
+	 * out (the process keeps running), maps are re-read at most so often. */
+	double now = ha_now_ms();
+	if (now - u->pc_epoch_ms > PCACHE_TTL_MS) {
+		u->pc_gen++;
+		u->pc_epoch_ms = now;
+	}
+	n = uw_unwind_once(u, c, pcs, max);
+	/* A pc in no mapping: something was mapped since we read maps (dlopen,
+	 * JIT).  Re-read them (rate-limited) and try again. */
+	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && uw_refresh(u))
+		n = uw_unwind_once(u, c, pcs, max);
+	return n;
+}
+
+void ha_unwinder_set_fast(struct ha_unwinder *u, int on)
+{
+	if (u)
+		u->fast_off = !on;
+}
+
+void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_t *slow)
+{
+	*fast = u ? u->fast_n : 0;
+	*slow = u ? u->slow_n : 0;
+}
