@@ -38,6 +38,17 @@ dom() {
 	[ -s "$2" ] || fail "chromium dumped no DOM for $1: $(tail -n 5 "$W/chromium.log")"
 }
 
+# A browser that is installed but cannot run here (no sandbox support, no
+# shared memory...) is a skip, not a failure of the report.
+printf '<!DOCTYPE html><p id="probe">ok</p>\n' >"$W/probe.html"
+probe=$(mktemp -d "$W/chromium.XXXXXX")
+timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	--disable-background-networking --disable-component-update --disable-sync \
+	--user-data-dir="$probe" --dump-dom "file://$W/probe.html" >"$W/probe.dom" 2>"$W/chromium.log"
+grep -q '<p id="probe">ok</p>' "$W/probe.dom" ||
+	skip "chromium cannot render a page headless here: $(grep -v dbus "$W/chromium.log" | tail -n 1)"
+rm -rf "$probe"
+
 # check_dom DOM: rendered, no script error; prints the render time (ms).
 check_dom() {
 	python3 - "$1" <<'PY' || fail "$1: the page did not render cleanly"
