@@ -549,7 +549,7 @@
 		details.id = 'hd-details';
 		var legend = add(sec, el('div', 'legend'));
 		legend.textContent = 'Width: bytes (in the growth view, grown plus shrunk); warm: grew, blue: shrank, ' +
-			'purple: both.  Click a frame to zoom, the root or "Reset zoom" to go back.';
+			'purple: both.  Click a frame to zoom; the root, the background, Escape or "Reset zoom" go back.';
 		/* Hover: the details line under the graph and a tooltip at the
 		 * pointer. */
 		sec.style.position = 'relative';
@@ -579,9 +579,15 @@
 		});
 		flameBox.addEventListener('click', function (ev) {
 			var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
-			if (i === null || i === undefined) return;
+			if (i === null || i === undefined) {
+				if (ev.target === flameBox && zoomNode) zoomTo(null); /* the background */
+				return;
+			}
 			var n = curTree.flat[+i];
 			zoomTo(n === zoomNode ? n.parent : n);
+		});
+		document.addEventListener('keydown', function (ev) {
+			if (ev.key === 'Escape' && zoomNode && ev.target !== searchIn) zoomTo(null);
 		});
 		if (S.search) {
 			try { matchRe = new RegExp(S.search); } catch (e) { matchRe = null; searchIn.classList.add('bad'); }
