@@ -67,7 +67,6 @@
 #define HA_HANDSHAKE_TIMEOUT_S 5
 #define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
 #define HA_INIT_SEND_TIMEOUT_MS 1000 /* connect and sends on the hijacked thread */
-#define HA_SHORT_SLICE_NS 100000     /* see ask_short_slices */
 #define HA_TICK_MS 1000              /* look for newly loaded modules */
 #define HA_AGENT_STACK (256u * 1024u)
 
@@ -518,16 +517,10 @@ static void ask_short_slices(void)
 {
 	struct ha_sched_attr a;
 
-	if (!(g_args.flags & HA_INIT_SHORT_SLICES))
+	if (!(g_args.flags & HA_INIT_SHORT_SLICES) || ha_sched_get(0, &a) != 0)
 		return;
-	memset(&a, 0, sizeof a);
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 ||
-	    (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH))
-		return;
-	a.size = sizeof a;
-	a.sched_flags = 0;
 	a.sched_runtime = HA_SHORT_SLICE_NS;    /* policy and nice as they were */
-	(void)syscall(SYS_sched_setattr, 0, &a, 0);
+	(void)ha_sched_set(0, &a);
 }
 
 /* What the agent thread starts with. */
