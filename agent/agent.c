@@ -11,9 +11,9 @@
  * functions, patch the GOT, ACTIVE, READY.  That thread is on a CPU already;
  * a new thread on a busy machine waits tens of ms for its first time slice,
  * so the handshake is no longer on that path.  Only then is the agent thread
- * started (every signal blocked), to serve STATS_REQ until DETACH or a
- * hang-up; then restore the GOT, unmap the ring, DETACHED, close, DORMANT,
- * exit.  If CONFIG does not come in time, the agent thread takes over the
+ * started (every signal blocked), to wait for DETACH or a hang-up while it
+ * patches newly loaded modules once a second; then restore the GOT, unmap
+ * the ring, DETACHED, close, DORMANT, exit.  If CONFIG does not come in time, the agent thread takes over the
  * rest of the handshake and init returns.  No stdio, no allocation of ours
  * (pthread_create allocates the thread's TLS and the first call registers
  * the atfork handlers; both are glibc's); nothing waits for longer than
@@ -22,6 +22,10 @@
  * calls, and the hijacked thread is never inside fork()).  Every step of the
  * handshake has a timeout.  On failure: clean up everything, send ERROR
  * when the peer is the attacher and the socket is up, DORMANT.
+ *
+ * This is the top of the agent's chain of modules (tls.h draws it): it
+ * includes everything below, nothing includes it.  Its messages go
+ * through msg.c.
  *
  * fork(): a pthread_atfork child handler restores the GOT in the child's
  * memory, forgets the ring (mapped MADV_DONTFORK, so the child never had it)
@@ -49,20 +53,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "counters.h"
+#include "forklock.h"
 #include "got.h"
 #include "ha_proto.h"
 #include "ha_ring_map.h"
-#include "sampler.h"
-#include "hooks.h"
 #include "ha_sched.h"
+#include "msg.h"
+#include "resolve.h"
+#include "sampler.h"
+#include "tls.h"
 
 #define HA_HANDSHAKE_TIMEOUT_S 5
 #define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
 #define HA_INIT_SEND_TIMEOUT_MS 1000 /* connect and sends on the hijacked thread */
-#define HA_SHORT_SLICE_NS 100000     /* see ask_short_slices */
 #define HA_TICK_MS 1000              /* look for newly loaded modules */
 #define HA_AGENT_STACK (256u * 1024u)
-#define HA_MAX_RX_FDS 8
 
 /* ------------------------------------------------------------------ */
 /* Exported state                                                      */
@@ -105,20 +111,8 @@ static uint64_t g_ring_data;      /* its data_size */
 static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
 static struct ha_msg_config g_cfg;
 
-static pthread_mutex_t g_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static int g_atfork_ok;
-
-void ha_fork_lock(void)
-{
-	/* A default mutex only fails on misuse; there is nothing to do then. */
-	(void)pthread_mutex_lock(&g_fork_mutex);
-}
-
-void ha_fork_unlock(void)
-{
-	(void)pthread_mutex_unlock(&g_fork_mutex);
-}
 
 /* Close a session descriptor: forget it first (under the lock), then close,
  * so that no fork child ever closes a number the host reused meanwhile. */
@@ -225,59 +219,14 @@ __attribute__((constructor)) static void agent_ctor(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Small helpers (no stdio)                                            */
-/* ------------------------------------------------------------------ */
-
-struct text {
-	char *buf;
-	size_t cap, len;
-};
-
-static void text_add(struct text *t, const char *s)
-{
-	for (; s && *s && t->len + 1 < t->cap; s++)
-		t->buf[t->len++] = *s;
-	t->buf[t->len] = '\0';
-}
-
-static void text_num(struct text *t, long long v)
-{
-	char tmp[24];
-	int n = 0;
-	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u && n < (int)sizeof tmp);
-	if (v < 0)
-		text_add(t, "-");
-	while (n > 0 && t->len + 1 < t->cap) {
-		t->buf[t->len++] = tmp[--n];
-		t->buf[t->len] = '\0';
-	}
-}
-
-/* ------------------------------------------------------------------ */
 /* Messages                                                            */
 /* ------------------------------------------------------------------ */
-
-static int send_msg(int fd, const struct ha_msg *m)
-{
-	for (;;) {
-		ssize_t n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
-		if (n == (ssize_t)sizeof *m)
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 ? -errno : -EIO;
-	}
-}
 
 static void fill_counters(struct ha_counters *c)
 {
 	memset(c, 0, sizeof *c);
 	uint64_t frees, untracked;
-	ha_hooks_read_counters(c);
+	ha_counters_read(c);
 	ha_got_counts(&c->slots_patched, &c->modules_patched);
 	ha_sampler_counters(&c->samples, &frees, &untracked);
 	/* Samples not taken because the ring was full, or because the live set
@@ -292,91 +241,7 @@ static int send_counters(int fd, uint16_t type)
 	struct ha_msg m;
 	ha_msg_init(&m, type);
 	fill_counters(&m.u.counters);
-	return send_msg(fd, &m);
-}
-
-static void send_error(int fd, int code, const char *what, const char *detail)
-{
-	struct ha_msg m;
-	struct text t;
-	if (fd < 0)
-		return;
-	ha_msg_init(&m, HA_MSG_ERROR);
-	m.u.error.code = code;
-	t = (struct text){ m.u.error.text, sizeof m.u.error.text, 0 };
-	text_add(&t, "agent: ");
-	text_add(&t, what);
-	if (detail && *detail) {
-		text_add(&t, ": ");
-		text_add(&t, detail);
-	}
-	if (code) {
-		text_add(&t, " (errno ");
-		text_num(&t, code);
-		text_add(&t, ")");
-	}
-	(void)send_msg(fd, &m);
-}
-
-/* Receive one message, waiting at most timeout_ms for it.  The descriptors
- * passed with it are taken under the fork lock, so a fork() child never
- * inherits one we have not recorded: the first goes to *fd_slot if fd_slot
- * is given and *fd_slot < 0, every other one is closed at once.  Returns the
- * byte count, 0 at end of stream, or -errno (-EAGAIN: nothing in time,
- * -EMSGSIZE: truncated message or descriptors). */
-static ssize_t recv_msg(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * HA_MAX_RX_FDS)];
-	} cbuf;
-	struct iovec iov = { m, sizeof *m };
-	struct msghdr mh;
-	struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
-	ssize_t n;
-	int r;
-
-	do
-		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	if (r == 0)
-		return -EAGAIN;
-
-	memset(&mh, 0, sizeof mh);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = sizeof cbuf.buf;
-	ha_fork_lock();
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	int err = errno;
-	if (n >= 0) {
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-			    c->cmsg_len < CMSG_LEN(0))
-				continue;
-			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			const unsigned char *data = CMSG_DATA(c);
-			for (size_t i = 0; i < nfd; i++) {
-				int rfd;
-				memcpy(&rfd, data + i * sizeof(int), sizeof rfd);
-				if (fd_slot && *fd_slot < 0)
-					*fd_slot = rfd;
-				else
-					(void)close(rfd);
-			}
-		}
-	}
-	ha_fork_unlock();
-	if (n < 0)
-		return -err;
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		return -EMSGSIZE;
-	return n;
+	return ha_msg_send(fd, &m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -465,7 +330,7 @@ static int send_hello(struct failure *f)
 	m.u.hello.pid = (int32_t)getpid();
 	m.u.hello.agent_version = HA_PROTO_VERSION;
 	m.u.hello.sessions = __atomic_load_n(&heapattach_agent_state.sessions, __ATOMIC_RELAXED);
-	int r = send_msg(g_sock, &m);
+	int r = ha_msg_send(g_sock, &m);
 	return r ? fail(f, r, "send HELLO") : 0;
 }
 
@@ -481,7 +346,7 @@ static int read_ring_hdr(const void *ring, struct ha_ring_hdr *h)
 static int recv_config(struct failure *f, int timeout_ms)
 {
 	struct ha_msg m;
-	ssize_t n = recv_msg(g_sock, &m, &g_ring_fd, timeout_ms);
+	ssize_t n = ha_msg_recv(g_sock, &m, &g_ring_fd, timeout_ms);
 	int rfd = g_ring_fd;
 
 	if (n == 0)
@@ -543,7 +408,8 @@ static int recv_config(struct failure *f, int timeout_ms)
 
 enum end_reason { END_DETACH, END_HANGUP };
 
-/* Serve the attacher until DETACH or hang-up. */
+/* Serve the attacher until DETACH or hang-up: no other message is
+ * expected; modules loaded meanwhile are patched once a second. */
 static enum end_reason serve(void)
 {
 	for (;;) {
@@ -562,7 +428,7 @@ static enum end_reason serve(void)
 		if (p.revents & POLLIN) {
 			struct ha_msg m;
 			/* Nothing after CONFIG carries a descriptor: close any. */
-			ssize_t n = recv_msg(g_sock, &m, NULL, 0);
+			ssize_t n = ha_msg_recv(g_sock, &m, NULL, 0);
 			if (n == 0)
 				return END_HANGUP;
 			if (n < 0) {
@@ -573,14 +439,10 @@ static enum end_reason serve(void)
 			if (!ha_msg_valid(&m, n))
 				continue;  /* not a message of ours: ignore */
 			switch (m.type) {
-			case HA_MSG_STATS_REQ:
-				if (send_counters(g_sock, HA_MSG_STATS) != 0)
-					return END_HANGUP;
-				break;
 			case HA_MSG_DETACH:
 				return END_DETACH;
 			default:
-				send_error(g_sock, EPROTO, "unexpected message", NULL);
+				ha_msg_send_error(g_sock, EPROTO, "unexpected message", NULL);
 				break;
 			}
 			continue;
@@ -606,9 +468,9 @@ static void end_session(uint16_t reply, const struct failure *f)
 	close_fd(&g_ring_fd);
 	if (g_sock >= 0) {
 		if (f)
-			send_error(g_sock, f->code, f->what, f->detail);
+			ha_msg_send_error(g_sock, f->code, f->what, f->detail);
 		else if (reply)
-			(void)send_msg(g_sock, &m);
+			(void)ha_msg_send(g_sock, &m);
 	}
 	close_fd(&g_sock);
 	__atomic_store_n(&g_owner_pid, 0, __ATOMIC_RELAXED);
@@ -621,7 +483,7 @@ static void end_session(uint16_t reply, const struct failure *f)
  * the ring, patch the GOT; ACTIVE.  0 or -1 with *f set. */
 static int activate(struct failure *f)
 {
-	if (ha_got_resolve_real(f->detail, sizeof f->detail) != 0)
+	if (ha_resolve_real(f->detail, sizeof f->detail) != 0)
 		return fail(f, ENOENT, "resolve allocator");
 	struct ha_sampler_cfg scfg = {
 		.ring = g_ring,
@@ -655,16 +517,10 @@ static void ask_short_slices(void)
 {
 	struct ha_sched_attr a;
 
-	if (!(g_args.flags & HA_INIT_SHORT_SLICES))
+	if (!(g_args.flags & HA_INIT_SHORT_SLICES) || ha_sched_get(0, &a) != 0)
 		return;
-	memset(&a, 0, sizeof a);
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 ||
-	    (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH))
-		return;
-	a.size = sizeof a;
-	a.sched_flags = 0;
 	a.sched_runtime = HA_SHORT_SLICE_NS;    /* policy and nice as they were */
-	(void)syscall(SYS_sched_setattr, 0, &a, 0);
+	(void)ha_sched_set(0, &a);
 }
 
 /* What the agent thread starts with. */
@@ -676,7 +532,7 @@ static void *agent_main(void *arg)
 
 	memset(&f, 0, sizeof f);
 	/* The agent thread's own allocations are never the profile's business
-	 * (issue 3 samples only outside the guard). */
+	 * (the sampler samples only outside the guard). */
 	ha_hook_guard = 1;
 	/* Visible in top/ps as the agent; failure is harmless. */
 	(void)pthread_setname_np(pthread_self(), "heapattach");
@@ -737,7 +593,7 @@ static int init_session(void)
 	int verified = 0, rc;
 
 	memset(&f, 0, sizeof f);
-	ha_hooks_reset_counters();
+	ha_counters_reset();
 	ha_got_session_start();
 	if (connect_attacher(&f, &verified, HA_INIT_SEND_TIMEOUT_MS) != 0 || send_hello(&f) != 0)
 		goto failed;
@@ -807,7 +663,7 @@ int heapattach_agent_init(const struct ha_init_args *args)
 		pid_t owner = __atomic_load_n(&g_owner_pid, __ATOMIC_ACQUIRE);
 		if (owner == 0 || owner == getpid())
 			return HA_INIT_BUSY;
-		if (pthread_mutex_init(&g_fork_mutex, NULL) != 0)
+		if (ha_fork_lock_reinit() != 0)
 			return HA_INIT_BUSY;
 		ha_fork_lock();
 		forget_parent_session(1);

@@ -1,10 +1,14 @@
 /*
- * got.c -- patch and restore the GOT slots of malloc/free/calloc/realloc.
+ * got.c -- patch and restore the GOT slots of the hooked functions (the
+ * table of hooks.h: the malloc family, C++ new/delete, jemalloc's *allocx,
+ * mmap & co, dlopen, vfork; about 45 names).
  *
  * Which slots: in every module dl_iterate_phdr() reports (except the agent,
  * the vdso and the dynamic loader), every R_X86_64_JUMP_SLOT and
  * R_X86_64_GLOB_DAT relocation of DT_JMPREL and DT_RELA whose symbol is one
- * of the four names.  slot = dlpi_addr + r_offset.
+ * of those names (elfmod.c reads them).  slot = dlpi_addr + r_offset.
+ * Not the mmap family's slots in a module that provides malloc itself (see
+ * is_allocator_mapping).
  *
  * How a slot is written (write_slot):
  *   - always with one 8-byte compare-and-swap, so a thread jumping through
@@ -18,10 +22,8 @@
  *     (process_vm_writev would also fail cleanly, but it copies with a plain
  *     memcpy that may tear an 8-byte pointer another thread is reading.)
  *   - a read-only slot is written only if its page is one ld.so itself made
- *     read-only: whole pages of PT_GNU_RELRO, exactly as _dl_protect_relro
- *     rounds them (start and end rounded DOWN to the page size; the last
- *     partial page stays writable and is never mprotect'ed).  That page is
- *     made PROT_READ|PROT_WRITE, CAS'ed, and put back to PROT_READ.
+ *     read-only: whole pages of PT_GNU_RELRO (ha_mod_relro, elfmod.h).  That
+ *     page is made PROT_READ|PROT_WRITE, CAS'ed, and put back to PROT_READ.
  *
  * Modules still being loaded: dl_iterate_phdr() lists a module as soon as it
  * is mapped, before ld.so relocated it and applied RELRO; patching it then
@@ -45,33 +47,34 @@
  * process_vm_readv on ourselves first.
  *
  * The table is static (no allocation), in patch order; restore walks it
- * backwards.  Only the agent thread changes it, always under the fork lock.
+ * backwards.  It changes only under the fork lock (forklock.h): on the
+ * agent thread, or on a program thread in the pass after its dlopen.
  */
 #define _GNU_SOURCE
 #include "got.h"
 
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
-#include <link.h>
 #include <linux/futex.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "elfmod.h"
+#include "forklock.h"
+#include "hooks.h"
+#include "resolve.h"
 #include "sampler.h"
-
-#if !defined(__x86_64__)
-#error "heapattach agent: x86_64 only for now"
-#endif
+#include "stubs.h"
+#include "tls.h"
 
 #define GOT_MAX_ENTRIES 4096
-#define GOT_MAX_DYN 4096          /* sanity bound on a dynamic section  */
 #define GOT_CAS_TRIES 16
+
+#define E_RELRO 0x1u  /* the slot's page is one ld.so made read-only */
+#define E_SEGW  0x2u  /* the slot's PT_LOAD segment is PF_W            */
 
 #define E_RELRO 0x1u  /* the slot's page is one ld.so made read-only */
 #define E_SEGW  0x2u  /* the slot's PT_LOAD segment is PF_W            */
@@ -92,28 +95,11 @@ static uint64_t g_live_slots;    /* entries with slot != 0 */
 static uint64_t g_live_modules;  /* modules with a live entry */
 static int g_have_seen;          /* g_seen_adds/subs valid */
 static unsigned long long g_seen_adds, g_seen_subs;
-static uintptr_t g_pagesize;
 static int g_enabled;            /* a session may patch (under the fork lock) */
 
-/* Diagnostics (not in the protocol): kept for a debugger or a later message. */
-static struct {
-	uint64_t table_full;
-	uint64_t unwritable;
-	uint64_t mprotect_failed;
-	uint64_t restore_failed;
-} g_diag;
 
 /* A private word nobody waits on: FUTEX_WAKE_OP needs a first futex. */
 static uint32_t g_probe_word;
-
-static uintptr_t pagesize(void)
-{
-	if (!g_pagesize) {
-		long ps = sysconf(_SC_PAGESIZE);
-		g_pagesize = ps > 0 ? (uintptr_t)ps : 4096;
-	}
-	return g_pagesize;
-}
 
 /* ------------------------------------------------------------------ */
 /* Memory probes                                                       */
@@ -148,8 +134,8 @@ static int safe_read_word(uintptr_t addr, uintptr_t *out)
 	/* process_vm_readv unavailable (seccomp, old kernel): msync fails with
 	 * ENOMEM on an unmapped range and is a no-op otherwise.  Only used
 	 * single-threaded (fork child), where nothing unmaps in between. */
-	uintptr_t page = addr & ~(pagesize() - 1);
-	if (msync((void *)page, pagesize(), MS_ASYNC) != 0)
+	uintptr_t page = addr & ~(ha_pagesize() - 1);
+	if (msync((void *)page, ha_pagesize(), MS_ASYNC) != 0)
 		return -1;
 	*out = __atomic_load_n((const uintptr_t *)addr, __ATOMIC_ACQUIRE);
 	return 0;
@@ -172,216 +158,28 @@ static int write_slot(uintptr_t slot, uintptr_t *expect, uintptr_t val,
 		dance = may_mprotect;
 	else
 		dance = may_mprotect ? 1 : 0;
-	if (w != 1 && !dance && !(w < 0 && seg_writable)) {
-		g_diag.unwritable++;
+	if (w != 1 && !dance && !(w < 0 && seg_writable))
 		return -2;
-	}
 
-	uintptr_t page = slot & ~(pagesize() - 1);
-	if (dance && mprotect((void *)page, pagesize(), PROT_READ | PROT_WRITE) != 0) {
-		g_diag.mprotect_failed++;
+	uintptr_t page = slot & ~(ha_pagesize() - 1);
+	if (dance && mprotect((void *)page, ha_pagesize(), PROT_READ | PROT_WRITE) != 0)
 		return -2;
-	}
 	int ok = __atomic_compare_exchange_n((uintptr_t *)slot, expect, val, 0,
 	                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	if (dance && mprotect((void *)page, pagesize(), PROT_READ) != 0)
-		g_diag.mprotect_failed++;  /* page stays writable: weaker, not wrong */
+	/* If this fails the page stays writable: weaker, not wrong. */
+	if (dance)
+		(void)mprotect((void *)page, ha_pagesize(), PROT_READ);
 	return ok ? 0 : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Module parsing                                                      */
-/* ------------------------------------------------------------------ */
-
-struct mod {
-	const struct dl_phdr_info *info;
-	uintptr_t base;
-	uintptr_t relro_lo, relro_hi;   /* pages ld.so made read-only */
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	size_t strsz;
-	const ElfW(Rela) *jmprel;
-	size_t njmprel;
-	const ElfW(Rela) *rela;
-	size_t nrela;
-	const uint32_t *gnu_hash;
-	const uint32_t *sysv_hash;
-};
-
-/* Is [a, a+len) inside one PT_LOAD segment of the module?  *pflags gets that
- * segment's p_flags. */
-static int mod_contains(const struct dl_phdr_info *info, uintptr_t a, size_t len,
-                        uint32_t *pflags)
-{
-	if (a + len < a || !info->dlpi_phdr)
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		uintptr_t hi = lo + ph->p_memsz;
-		if (a >= lo && a + len <= hi) {
-			if (pflags)
-				*pflags = ph->p_flags;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static void mod_relro(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
-{
-	*lo = *hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_GNU_RELRO)
-			continue;
-		uintptr_t mask = ~(pagesize() - 1);
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-		*lo = start & mask;
-		*hi = (start + ph->p_memsz) & mask;
-		return;
-	}
-}
-
-static int page_in_relro(uintptr_t lo, uintptr_t hi, uintptr_t slot)
-{
-	uintptr_t page = slot & ~(pagesize() - 1);
-	return lo < hi && page >= lo && page + pagesize() <= hi;
-}
-
-static int is_self(const struct dl_phdr_info *info)
-{
-	return mod_contains(info, (uintptr_t)&is_self, 1, NULL);
-}
-
-/* The agent itself, the vdso and the dynamic loader are never patched. */
-static int skip_module(const struct dl_phdr_info *info)
-{
-	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	if (!info->dlpi_phdr || info->dlpi_phnum == 0)
-		return 1;
-	if (strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
-		return 1;
-	const char *b = strrchr(name, '/');
-	b = b ? b + 1 : name;
-	if (strncmp(b, "ld-linux", 8) == 0)
-		return 1;
-	unsigned long at_base = getauxval(AT_BASE);
-	if (at_base && info->dlpi_addr == at_base)
-		return 1;
-	unsigned long vdso = getauxval(AT_SYSINFO_EHDR);
-	if (vdso && mod_contains(info, vdso, 1, NULL))
-		return 1;
-	return is_self(info);
-}
-
-/* glibc relocates the d_ptr values of a writable dynamic section in place;
- * where it did not, they are still offsets from the load base. */
-static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v)
-{
-	return v < base ? v + base : v;
-}
-
-static int parse_module(const struct dl_phdr_info *info, struct mod *m)
-{
-	const ElfW(Phdr) *dynph = NULL;
-	uintptr_t base = info->dlpi_addr;
-
-	memset(m, 0, sizeof *m);
-	m->info = info;
-	m->base = base;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dynph = &info->dlpi_phdr[i];
-	if (!dynph)
-		return 0;
-	mod_relro(info, &m->relro_lo, &m->relro_hi);
-
-	uintptr_t dynaddr = base + dynph->p_vaddr;
-	size_t ndyn = dynph->p_memsz / sizeof(ElfW(Dyn));
-	if (ndyn > GOT_MAX_DYN)
-		ndyn = GOT_MAX_DYN;
-	if (!mod_contains(info, dynaddr, ndyn * sizeof(ElfW(Dyn)), NULL))
-		return 0;
-	const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)dynaddr;
-
-	uintptr_t symtab = 0, strtab = 0, jmprel = 0, rela = 0, gnuh = 0, sysvh = 0;
-	size_t strsz = 0, pltrelsz = 0, relasz = 0;
-	size_t relaent = sizeof(ElfW(Rela)), syment = sizeof(ElfW(Sym));
-	long pltrel = DT_RELA;
-	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
-		switch (dyn[i].d_tag) {
-		case DT_SYMTAB: symtab = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		case DT_STRTAB: strtab = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		case DT_STRSZ: strsz = dyn[i].d_un.d_val; break;
-		case DT_SYMENT: syment = dyn[i].d_un.d_val; break;
-		case DT_JMPREL: jmprel = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		case DT_PLTRELSZ: pltrelsz = dyn[i].d_un.d_val; break;
-		case DT_PLTREL: pltrel = (long)dyn[i].d_un.d_val; break;
-		case DT_RELA: rela = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		case DT_RELASZ: relasz = dyn[i].d_un.d_val; break;
-		case DT_RELAENT: relaent = dyn[i].d_un.d_val; break;
-		case DT_GNU_HASH: gnuh = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		case DT_HASH: sysvh = dyn_ptr(base, dyn[i].d_un.d_ptr); break;
-		default: break;
-		}
-	}
-	if (!symtab || !strtab || !strsz || syment != sizeof(ElfW(Sym)) ||
-	    relaent != sizeof(ElfW(Rela)))
-		return 0;
-	if (!mod_contains(info, strtab, strsz, NULL) ||
-	    !mod_contains(info, symtab, sizeof(ElfW(Sym)), NULL))
-		return 0;
-	m->symtab = (const ElfW(Sym) *)symtab;
-	m->strtab = (const char *)strtab;
-	m->strsz = strsz;
-	if (jmprel && pltrel == DT_RELA && pltrelsz &&
-	    mod_contains(info, jmprel, pltrelsz, NULL)) {
-		m->jmprel = (const ElfW(Rela) *)jmprel;
-		m->njmprel = pltrelsz / sizeof(ElfW(Rela));
-	}
-	if (rela && relasz && mod_contains(info, rela, relasz, NULL)) {
-		m->rela = (const ElfW(Rela) *)rela;
-		m->nrela = relasz / sizeof(ElfW(Rela));
-	}
-	if (gnuh && mod_contains(info, gnuh, 4 * sizeof(uint32_t), NULL))
-		m->gnu_hash = (const uint32_t *)gnuh;
-	if (sysvh && mod_contains(info, sysvh, 2 * sizeof(uint32_t), NULL))
-		m->sysv_hash = (const uint32_t *)sysvh;
-	return 1;
-}
-
-/* Symbol idx of the module, or NULL if out of the module. */
-static const ElfW(Sym) *mod_sym(const struct mod *m, size_t idx)
-{
-	uintptr_t a = (uintptr_t)m->symtab + idx * sizeof(ElfW(Sym));
-	if (idx > ((size_t)-1) / sizeof(ElfW(Sym)) ||
-	    !mod_contains(m->info, a, sizeof(ElfW(Sym)), NULL))
-		return NULL;
-	return (const ElfW(Sym) *)a;
-}
-
-/* Does symbol sym's name equal name?  Bounded by the string table. */
-static int sym_is(const struct mod *m, const ElfW(Sym) *sym, const char *name)
-{
-	if (sym->st_name >= m->strsz || m->strtab[sym->st_name] != name[0])
-		return 0;
-	size_t len = strlen(name);
-	if (m->strsz - sym->st_name <= len)
-		return 0;
-	const char *s = m->strtab + sym->st_name;
-	return memcmp(s, name, len) == 0 && s[len] == '\0';
-}
-
-static int sym_target(const struct mod *m, const ElfW(Sym) *sym)
+static int sym_target(const struct ha_mod *m, const ElfW(Sym) *sym)
 {
 	for (int t = 0; t < HA_HOOK_COUNT; t++)
-		if (sym_is(m, sym, ha_hooks_name((enum ha_hook_fn)t)))
+		if (ha_mod_sym_is(m, sym, ha_hooks_name((enum ha_hook_fn)t)))
 			return t;
 	return -1;
 }
+
 
 /* ------------------------------------------------------------------ */
 /* Table                                                               */
@@ -428,22 +226,20 @@ static void compact(int drop_unseen)
 /* Patching                                                            */
 /* ------------------------------------------------------------------ */
 
-static int resolve_optional(int t);
-
-static void patch_slot(const struct mod *m, int t, uintptr_t slot)
+static void patch_slot(const struct ha_mod *m, int t, uintptr_t slot)
 {
 	uint32_t segflags = 0;
 	if ((slot & (sizeof(uintptr_t) - 1)) != 0 ||
-	    !mod_contains(m->info, slot, sizeof(uintptr_t), &segflags))
+	    !ha_mod_contains(m->info, slot, sizeof(uintptr_t), &segflags))
 		return;
 
 	/* A function without its real counterpart (operator new before
 	 * libstdc++ was loaded, jemalloc's *allocx...) is looked up now, in
 	 * load order as ld.so binds it; if there is none, the slot stays. */
-	if (!ha_hooks_real((enum ha_hook_fn)t) && resolve_optional(t) != 0)
+	if (!ha_hooks_real((enum ha_hook_fn)t) && ha_resolve_optional(t) != 0)
 		return;
 	uintptr_t hook = ha_hooks_hook((enum ha_hook_fn)t);
-	uint32_t flags = (page_in_relro(m->relro_lo, m->relro_hi, slot) ? E_RELRO : 0) |
+	uint32_t flags = (ha_page_in_relro(m->relro_lo, m->relro_hi, slot) ? E_RELRO : 0) |
 	                 ((segflags & PF_W) ? E_SEGW : 0);
 	uintptr_t cur = __atomic_load_n((const uintptr_t *)slot, __ATOMIC_ACQUIRE);
 	long idx = find_entry(slot);
@@ -456,18 +252,14 @@ static void patch_slot(const struct mod *m, int t, uintptr_t slot)
 		/* Left pointing at us by an earlier session whose restore could
 		 * not write it: the original is what the process resolves. */
 		cur = ha_hooks_real((enum ha_hook_fn)t);
-		if (!cur || g_ntab == GOT_MAX_ENTRIES) {
-			g_diag.table_full += cur != 0;
+		if (!cur || g_ntab == GOT_MAX_ENTRIES)
 			return;
-		}
 		g_tab[g_ntab++] = (struct got_entry){ slot, cur, hook, m->base, flags, g_gen };
 		return;
 	}
 	if (idx < 0) {
-		if (g_ntab == GOT_MAX_ENTRIES) {
-			g_diag.table_full++;
+		if (g_ntab == GOT_MAX_ENTRIES)
 			return;
-		}
 		idx = (long)g_ntab++;
 	}
 	/* Record first, then write: a restore can never miss a written slot. */
@@ -491,31 +283,25 @@ static void patch_slot(const struct mod *m, int t, uintptr_t slot)
  * memory for its heap, whose blocks the malloc hooks already count.  Those
  * slots are left alone: the tail-calling malloc hooks cannot mark the
  * allocator's own calls the way a depth counter would (hooks.c). */
-static int is_allocator_mapping(const struct mod *m, int t)
+static int is_allocator_mapping(const struct ha_mod *m, int t)
 {
 	if (t != HA_HOOK_MMAP && t != HA_HOOK_MMAP64 && t != HA_HOOK_MUNMAP && t != HA_HOOK_MREMAP)
 		return 0;
 	uintptr_t real_malloc = ha_hooks_real(HA_HOOK_MALLOC);
-	return real_malloc && mod_contains(m->info, real_malloc, 1, NULL);
+	return real_malloc && ha_mod_contains(m->info, real_malloc, 1, NULL);
 }
 
-static void scan_relocs(const struct mod *m, const ElfW(Rela) *r, size_t n)
+/* One JUMP_SLOT or GLOB_DAT of the module (ha_mod_slots): ours if its
+ * symbol is one of the hooked functions. */
+static void slot_cb(const struct ha_mod *m, const ElfW(Sym) *sym, uintptr_t slot, uint32_t type,
+                    void *ctx)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t type = ELF64_R_TYPE(r[i].r_info);
-		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-			continue;
-		size_t si = ELF64_R_SYM(r[i].r_info);
-		if (si == 0)
-			continue;
-		const ElfW(Sym) *sym = mod_sym(m, si);
-		if (!sym)
-			continue;
-		int t = sym_target(m, sym);
-		if (t < 0 || is_allocator_mapping(m, t))
-			continue;
-		patch_slot(m, t, m->base + r[i].r_offset);
-	}
+	(void)type;
+	(void)ctx;
+	int t = sym_target(m, sym);
+	if (t < 0 || is_allocator_mapping(m, t))
+		return;
+	patch_slot(m, t, slot);
 }
 
 struct pass {
@@ -550,7 +336,7 @@ static void mark_seen(const struct dl_phdr_info *info)
 {
 	for (size_t i = 0; i < g_ntab; i++)
 		if (g_tab[i].slot && g_tab[i].seen != g_gen &&
-		    mod_contains(info, g_tab[i].slot, sizeof(uintptr_t), NULL))
+		    ha_mod_contains(info, g_tab[i].slot, sizeof(uintptr_t), NULL))
 			g_tab[i].seen = g_gen;
 }
 
@@ -588,15 +374,11 @@ static int patch_cb(struct dl_phdr_info *info, size_t size, void *data)
 		p->skipped++;
 		return 0;
 	}
-	if (skip_module(info))
+	if (ha_mod_skip(info))
 		return 0;
-	struct mod m;
-	if (parse_module(info, &m)) {
-		if (m.jmprel)
-			scan_relocs(&m, m.jmprel, m.njmprel);
-		if (m.rela)
-			scan_relocs(&m, m.rela, m.nrela);
-	}
+	struct ha_mod m;
+	if (ha_mod_parse(info, &m))
+		ha_mod_slots(&m, slot_cb, NULL);
 	if (mod_has_live(info->dlpi_addr))
 		p->modules++;
 	return 0;
@@ -612,6 +394,8 @@ static void load_barrier(void)
 
 void ha_got_session_start(void)
 {
+	/* Before any slot points at the dlopen stub (see stubs.h). */
+	ha_stubs_on_dlopen(ha_got_patch_now);
 	ha_fork_lock();
 	g_have_seen = 0;
 	g_enabled = 1;
@@ -632,7 +416,7 @@ int ha_got_patch(void)
 {
 	struct pass a = { 0 };
 
-	(void)pagesize();
+	(void)ha_pagesize();
 	/* Pass A: which loads happened so far. */
 	ha_fork_lock();
 	(void)dl_iterate_phdr(counts_cb, &a);
@@ -676,12 +460,12 @@ static int restore_cb(struct dl_phdr_info *info, size_t size, void *data)
 	struct pass *p = data;
 	uintptr_t lo, hi;
 	(void)size;
-	mod_relro(info, &lo, &hi);
+	ha_mod_relro(info, &lo, &hi);
 	for (size_t i = g_ntab; i-- > 0;) {
 		struct got_entry *e = &g_tab[i];
 		uint32_t segflags = 0;
 		if (!e->slot || e->seen == g_gen ||
-		    !mod_contains(info, e->slot, sizeof(uintptr_t), &segflags))
+		    !ha_mod_contains(info, e->slot, sizeof(uintptr_t), &segflags))
 			continue;
 		e->seen = g_gen;
 		/* Mapped: the module is listed and cannot go while we are here. */
@@ -690,12 +474,10 @@ static int restore_cb(struct dl_phdr_info *info, size_t size, void *data)
 			continue;
 		}
 		uintptr_t expect = e->hook;
-		int r = write_slot(e->slot, &expect, e->orig, page_in_relro(lo, hi, e->slot),
+		int r = write_slot(e->slot, &expect, e->orig, ha_page_in_relro(lo, hi, e->slot),
 		                   (segflags & PF_W) != 0);
-		if (r == -2) {
-			g_diag.restore_failed++;  /* still ours: stays in the table */
-			continue;
-		}
+		if (r == -2)
+			continue; /* still ours: stays in the table */
 		/* Restored, or no longer ours (someone else rewrote it): leave it. */
 		e->slot = 0;
 	}
@@ -744,217 +526,4 @@ void ha_got_counts(uint64_t *slots, uint64_t *modules)
 {
 	*slots = g_live_slots;
 	*modules = g_live_modules;
-}
-
-/* ------------------------------------------------------------------ */
-/* Resolving the real functions                                        */
-/* ------------------------------------------------------------------ */
-
-static uint32_t gnu_hash(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (unsigned char)*s;
-	return h;
-}
-
-static uint32_t sysv_hash(const char *s)
-{
-	uint32_t h = 0;
-	for (; *s; s++) {
-		h = (h << 4) + (unsigned char)*s;
-		uint32_t g = h & 0xf0000000u;
-		if (g)
-			h ^= g >> 24;
-		h &= ~g;
-	}
-	return h;
-}
-
-static int sym_defined_func(const ElfW(Sym) *s)
-{
-	unsigned bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
-	return s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
-	       (bind == STB_GLOBAL || bind == STB_WEAK) &&
-	       (type == STT_FUNC || type == STT_NOTYPE);
-}
-
-/* Address of the defined function name in module m, or 0. */
-static uintptr_t mod_lookup(const struct mod *m, const char *name)
-{
-	const struct dl_phdr_info *info = m->info;
-	if (m->gnu_hash) {
-		const uint32_t *h = m->gnu_hash;
-		uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
-		if (nbuckets == 0)
-			return 0;
-		uintptr_t buckets = (uintptr_t)(h + 4) + (uintptr_t)bloom_size * sizeof(ElfW(Addr));
-		uintptr_t chain = buckets + (uintptr_t)nbuckets * sizeof(uint32_t);
-		uint32_t hv = gnu_hash(name);
-		uintptr_t ba = buckets + (hv % nbuckets) * sizeof(uint32_t);
-		if (!mod_contains(info, ba, sizeof(uint32_t), NULL))
-			return 0;
-		uint32_t i = *(const uint32_t *)ba;
-		if (i < symoffset)
-			return 0;
-		for (unsigned guard = 0; guard < (1u << 24); guard++, i++) {
-			uintptr_t ca = chain + (uintptr_t)(i - symoffset) * sizeof(uint32_t);
-			if (!mod_contains(info, ca, sizeof(uint32_t), NULL))
-				return 0;
-			uint32_t ch = *(const uint32_t *)ca;
-			if ((ch | 1) == (hv | 1)) {
-				const ElfW(Sym) *s = mod_sym(m, i);
-				if (s && sym_is(m, s, name) && sym_defined_func(s))
-					return m->base + s->st_value;
-			}
-			if (ch & 1)
-				break;
-		}
-		return 0;
-	}
-	if (m->sysv_hash) {
-		const uint32_t *h = m->sysv_hash;
-		uint32_t nbucket = h[0], nchain = h[1];
-		if (nbucket == 0 ||
-		    !mod_contains(info, (uintptr_t)(h + 2), ((size_t)nbucket + nchain) * sizeof(uint32_t), NULL))
-			return 0;
-		const uint32_t *bucket = h + 2, *chain = bucket + nbucket;
-		uint32_t n = 0;
-		for (uint32_t i = bucket[sysv_hash(name) % nbucket]; i && i < nchain && n < nchain;
-		     i = chain[i], n++) {
-			const ElfW(Sym) *s = mod_sym(m, i);
-			if (s && sym_is(m, s, name) && sym_defined_func(s))
-				return m->base + s->st_value;
-		}
-	}
-	return 0;
-}
-
-struct lookup {
-	const char *name;
-	uintptr_t addr;
-};
-
-static int lookup_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct lookup *l = data;
-	struct mod m;
-	(void)size;
-	if (skip_module(info) || !parse_module(info, &m))
-		return 0;
-	l->addr = mod_lookup(&m, l->name);
-	return l->addr != 0;
-}
-
-/* Is addr a canonical PLT entry (an undefined symbol with a value: a non-PIE
- * executable that takes the function's address)?  dlsym returns that PLT
- * entry, which jumps through the very GOT slot we patch: a hook calling it
- * would call itself forever. */
-static int is_canonical_plt(uintptr_t addr)
-{
-	Dl_info di;
-	const ElfW(Sym) *sym = NULL;
-	if (!dladdr1((const void *)addr, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
-		return 0;
-	return sym->st_shndx == SHN_UNDEF;
-}
-
-struct defcheck {
-	const char *name;
-	uintptr_t addr;
-	int is_def;
-};
-
-static int defcheck_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct defcheck *d = data;
-	struct mod m;
-	(void)size;
-	if (!mod_contains(info, d->addr, 1, NULL))
-		return 0;
-	d->is_def = parse_module(info, &m) && mod_lookup(&m, d->name) == d->addr;
-	return 1;
-}
-
-/* The function name really is defined at addr (not a PLT entry). */
-static int is_definition(const char *name, uintptr_t addr)
-{
-	struct defcheck d = { name, addr, 0 };
-	ha_fork_lock();
-	(void)dl_iterate_phdr(defcheck_cb, &d);
-	ha_fork_unlock();
-	return d.is_def;
-}
-
-static void set_why(char *why, size_t whylen, const char *a, const char *b)
-{
-	size_t n = 0;
-	if (!why || !whylen)
-		return;
-	for (const char *s = a; s && *s && n + 1 < whylen; s++)
-		why[n++] = *s;
-	for (const char *s = b; s && *s && n + 1 < whylen; s++)
-		why[n++] = *s;
-	why[n] = '\0';
-}
-
-/* The process's definition of hook t: what a call from the main program
- * binds to (dlsym(RTLD_DEFAULT)), corrected for canonical PLT entries and
- * IFUNC results.  0 if there is none.  Not inside dl_iterate_phdr. */
-static uintptr_t resolve_default(const char *name)
-{
-	uintptr_t addr = (uintptr_t)dlsym(RTLD_DEFAULT, name);
-	if (addr && !is_definition(name, addr)) {
-		/* Not a plain definition: a canonical PLT entry, or something
-		 * unusual (an IFUNC's result).  Take the first module in load
-		 * order that defines it, as the loader binds it. */
-		struct lookup l = { name, 0 };
-		ha_fork_lock();
-		(void)dl_iterate_phdr(lookup_cb, &l);
-		ha_fork_unlock();
-		if (l.addr)
-			addr = l.addr;
-		else if (is_canonical_plt(addr))
-			addr = 0;
-	}
-	return addr;
-}
-
-/* Inside a dl_iterate_phdr callback (the loader's list lock is recursive):
- * the first module in load order that defines hook t's function. */
-static int resolve_optional(int t)
-{
-	if (t < HA_HOOK_REQUIRED)
-		return -1;  /* resolved at session start, or no session */
-	struct lookup l = { ha_hooks_name((enum ha_hook_fn)t), 0 };
-	(void)dl_iterate_phdr(lookup_cb, &l);
-	if (!l.addr || ha_hooks_set_real((enum ha_hook_fn)t, l.addr) != 0)
-		return -1;
-	return 0;
-}
-
-int ha_got_resolve_real(char *why, size_t whylen)
-{
-	for (int t = 0; t < HA_HOOK_COUNT; t++) {
-		const char *name = ha_hooks_name((enum ha_hook_fn)t);
-		if (ha_hooks_real((enum ha_hook_fn)t))
-			continue;
-		uintptr_t addr = resolve_default(name);
-		if (t >= HA_HOOK_REQUIRED) {
-			/* Optional: absent now (free_sized on glibc 2.36, C++ in a C
-			 * program); looked up again when a slot for it turns up. */
-			if (addr)
-				(void)ha_hooks_set_real((enum ha_hook_fn)t, addr);
-			continue;
-		}
-		if (!addr) {
-			set_why(why, whylen, "cannot resolve the process's ", name);
-			return -ENOENT;
-		}
-		if (ha_hooks_set_real((enum ha_hook_fn)t, addr) != 0) {
-			set_why(why, whylen, "unusable address for ", name);
-			return -EINVAL;
-		}
-	}
-	return 0;
 }

@@ -1,16 +1,17 @@
 /*
  * got.h -- find, patch and restore the GOT slots of the hooked functions
- * (enum ha_hook_fn: the malloc family, C++ new/delete, jemalloc's *allocx,
- * mmap/munmap/mremap, dlopen) in every loaded module (except the agent, the
- * vdso and the dynamic loader).
+ * (got.c; enum ha_hook_fn of hooks.h: the malloc family, C++ new/delete,
+ * jemalloc's *allocx, mmap/munmap/mremap, dlopen, vfork) in every loaded
+ * module (except the agent, the vdso and the dynamic loader).
  *
  * ha_got_patch() runs on the agent thread (its one-second pass) and on a
  * thread of the program right after its dlopen returned (ha_got_patch_now,
- * hooks.h); it patches only while a session is on (between
- * ha_got_session_start and ha_got_restore), checked under the fork lock, so
- * a dlopen racing the detach never leaves a slot patched.  The other
- * functions run on the agent thread only, except ha_got_restore_child().
- * They take the agent's fork lock (agent.h) around every dl_iterate_phdr()
+ * which ha_got_session_start registers with the dlopen stub, stubs.h); it
+ * patches only while a session is on (between ha_got_session_start and
+ * ha_got_restore), checked under the fork lock, so a dlopen racing the
+ * detach never leaves a slot patched.  The other functions run on the agent
+ * thread only, except ha_got_restore_child().
+ * They take the fork lock (forklock.h) around every dl_iterate_phdr()
  * pass and every change of the slot table, so that fork() never snapshots a
  * half-written table or a thread of ours inside dl_iterate_phdr (glibc 2.36
  * does not reset dl_load_write_lock in the child).
@@ -21,19 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hooks.h"
-
-/* Resolve the real functions the process uses (what a call from the main
- * program binds to: dlsym(RTLD_DEFAULT), corrected for the canonical PLT
- * entry of a non-PIE executable).  malloc/free/calloc/realloc are required
- * (resolved once per process); the others are taken where they exist, and
- * looked up again (in load order) when a slot for one turns up in a module
- * loaded later (operator new once libstdc++ is loaded).  0 or -errno; on
- * error why[] says which. */
-HA_HIDDEN int ha_got_resolve_real(char *why, size_t whylen);
+#include "tls.h"
 
 /* Start of a session: forget which module set the last pass saw, so that the
- * next ha_got_patch() scans everything. */
+ * next ha_got_patch() scans everything; register ha_got_patch_now with the
+ * dlopen stub.  The real functions are resolved already (resolve.h). */
 HA_HIDDEN void ha_got_session_start(void);
 
 /* Patch every matching slot of every module not patched yet.  Does nothing if
@@ -42,6 +35,10 @@ HA_HIDDEN void ha_got_session_start(void);
  * saw a change, tells the attacher (an HA_REC_MODULES ring record) to read
  * the maps again.  Returns 0. */
 HA_HIDDEN int ha_got_patch(void);
+
+/* Patch modules loaded by a dlopen that has just returned (on the
+ * program's thread, under the re-entrancy guard it raises itself). */
+HA_HIDDEN void ha_got_patch_now(void);
 
 /* Put back the original value of every slot that still holds our hook and
  * whose module is still loaded; forget the others. */

@@ -2,7 +2,7 @@
  * hooks.c -- the replacements installed in GOT slots: malloc, free, calloc,
  * realloc, reallocarray, the memalign family, free_sized, C++ operator new
  * and delete in every variant, jemalloc's *allocx, anonymous mmap / munmap /
- * mremap (their own kind of memory) and dlopen.
+ * mremap (their own kind of memory), and dlopen and vfork (stubs.c).
  *
  * The path that does not sample: bump a per-thread call counter, subtract
  * the size from the per-thread sampling countdown (or, for a free, look the
@@ -44,15 +44,8 @@
  * the countdown with its new length (a file mapping moved by mremap is rare
  * and counted as mmap too).
  *
- * dlopen: the hook is a small assembler stub.  dlopen uses its return
- * address to find the calling module (its RPATH/RUNPATH, $ORIGIN, link-map
- * namespace), so the stub asks ha_dlopen_decide() first: when the caller's
- * search path cannot matter (a path with '/' and no '$', or a caller without
- * DT_RPATH/DT_RUNPATH, in the base namespace) it jumps to ha_dlopen_wrap(),
- * which calls the real dlopen and patches the new modules before returning
- * them to the program; otherwise it jumps straight to the real dlopen (the
- * caller's return address untouched) and the agent thread's one-second pass
- * patches the module.
+ * dlopen and vfork: assembler stubs of their own (stubs.c), in the table
+ * below like the others.
  *
  * Why this is safe at any time, including after detach:
  *   - the hooks read ha_real[] (set once before any slot points at a hook,
@@ -64,63 +57,21 @@
  */
 #define _GNU_SOURCE
 #include "hooks.h"
-#include "sampler.h"
 
-#include <dlfcn.h>
-#include <elf.h>
-#include <errno.h>
-#include <link.h>
 #include <stdarg.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/types.h>
 #include <stddef.h>
+#include <sys/mman.h>
+#include <sys/types.h>
 
-#define HA_STR_(x) #x
-#define HA_STR(x) HA_STR_(x)
-
-/* Per-thread state: fields of ha_tls (sampler.h). */
-#define ha_dlopen_depth (ha_tls.dlopen_depth)
-
-/* Shared call totals, indexed by counter class, not by hook (the per-thread
- * TLS must stay small).  Written only from the sampling path, all on one
- * cache line: a flush moves one line between cores, not one per class. */
-enum { C_MALLOC, C_CALLOC, C_REALLOC, C_OTHER, C_COUNT };
-
-static uint64_t ha_calls[C_COUNT] __attribute__((aligned(64)));
+#include "counters.h"
+#include "liveset.h"
+#include "sampler.h"
+#include "stubs.h"
+#include "tls.h"
 
 /* Real functions, indexed by enum ha_hook_fn.  Written once (CAS from 0), read
  * with acquire in the hooks. */
 static uintptr_t ha_real[HA_HOOK_COUNT];
-/* Copy of ha_real[HA_HOOK_DLOPEN] for the assembler stub. */
-HA_HIDDEN uintptr_t ha_dlopen_real;
-
-/* Allocation calls are counted per thread with one increment and added to
- * the shared totals from the sampling path (ha_hooks_flush_counts, at every
- * sample): a shared atomic, or even a compare-and-flush, on every call would
- * cost as much as the rest of the fast path.  The totals lag each thread by its
- * calls since it last sampled (or, outside a session, since it last crossed
- * the dormant countdown): a statistic, not an exact count.  Frees are not
- * counted: nothing but the -v line showed the number, and the increment was
- * a sixth of the free hook's cost (MALLOC_BENCH_AB: 0.875 -> 0.90). */
-_Static_assert(C_COUNT <= sizeof ha_tls.calls / sizeof ha_tls.calls[0], "ha_tls.calls too small");
-
-static inline void ha_count(int c)
-{
-	ha_tls.calls[c]++;
-}
-
-void ha_hooks_flush_counts(void)
-{
-	for (int c = 0; c < C_COUNT; c++) {
-		uint64_t d = ha_tls.calls[c] - ha_tls.flushed[c];
-		if (d) {
-			__atomic_fetch_add(&ha_calls[c], d, __ATOMIC_RELAXED);
-			ha_tls.flushed[c] = ha_tls.calls[c];
-		}
-	}
-}
 
 static inline uintptr_t ha_target(enum ha_hook_fn fn)
 {
@@ -237,7 +188,7 @@ __attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t s
  * path forwards it and the next allocation at depth 0 is sampled. */
 void *ha_hook_malloc(size_t size)
 {
-	ha_count(C_MALLOC);
+	ha_count(HA_C_MALLOC);
 	if (__builtin_expect(ha_sampler_due(size), 0))
 		return malloc_sampled(size);
 	return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
@@ -252,7 +203,7 @@ void ha_hook_free(void *ptr)
 void *ha_hook_calloc(size_t nmemb, size_t size)
 {
 	size_t total;
-	ha_count(C_CALLOC);
+	ha_count(HA_C_CALLOC);
 	/* On overflow the real calloc fails: nothing to count. */
 	if (!__builtin_mul_overflow(nmemb, size, &total) &&
 	    __builtin_expect(ha_sampler_due(total), 0))
@@ -262,7 +213,7 @@ void *ha_hook_calloc(size_t nmemb, size_t size)
 
 void *ha_hook_realloc(void *ptr, size_t size)
 {
-	ha_count(C_REALLOC);
+	ha_count(HA_C_REALLOC);
 	/* The old block leaves the live set first (see free_filtered).  If the
 	 * real realloc then fails, the block stays allocated but is no longer
 	 * counted: rare, and it errs towards less, never more, live heap. */
@@ -282,7 +233,7 @@ static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_REALLOCARRAY, reallocarray_fn)(ptr, nmemb, size);
 	}
-	return after_alloc(p, p ? nmemb * size : 0, C_OTHER, HA_FN_REALLOCARRAY);
+	return after_alloc(p, p ? nmemb * size : 0, HA_C_OTHER, HA_FN_REALLOCARRAY);
 }
 
 static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
@@ -294,7 +245,7 @@ static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
 		DEPTH_SCOPE();
 		r = REAL(HA_HOOK_POSIX_MEMALIGN, posix_memalign_fn)(out, align, size);
 	}
-	(void)after_alloc(r == 0 ? *out : NULL, size, C_OTHER, HA_FN_POSIX_MEMALIGN);
+	(void)after_alloc(r == 0 ? *out : NULL, size, HA_C_OTHER, HA_FN_POSIX_MEMALIGN);
 	return r;
 }
 
@@ -308,7 +259,7 @@ static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
 			DEPTH_SCOPE();                                            \
 			p = REAL(FN, align_fn)(align, size);                      \
 		}                                                             \
-		return after_alloc(p, size, C_OTHER, AFN);                    \
+		return after_alloc(p, size, HA_C_OTHER, AFN);                    \
 	}
 ALIGN_HOOK(ha_hook_aligned_alloc, HA_HOOK_ALIGNED_ALLOC, HA_FN_ALIGNED_ALLOC)
 ALIGN_HOOK(ha_hook_memalign, HA_HOOK_MEMALIGN, HA_FN_MEMALIGN)
@@ -322,7 +273,7 @@ static void *ha_hook_valloc(size_t size)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_VALLOC, malloc_fn)(size);
 	}
-	return after_alloc(p, size, C_OTHER, HA_FN_VALLOC);
+	return after_alloc(p, size, HA_C_OTHER, HA_FN_VALLOC);
 }
 
 static void *ha_hook_pvalloc(size_t size)
@@ -334,7 +285,7 @@ static void *ha_hook_pvalloc(size_t size)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_PVALLOC, malloc_fn)(size);
 	}
-	return after_alloc(p, size, C_OTHER, HA_FN_PVALLOC);
+	return after_alloc(p, size, HA_C_OTHER, HA_FN_PVALLOC);
 }
 
 static void ha_hook_free_sized(void *ptr, size_t size)
@@ -366,44 +317,38 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
  * allocation was counted meanwhile (an operator new that does not go
  * through a hooked function), the new hook counts it itself.  Once either
  * way, and nothing for the malloc hook to clear on every call. */
-static inline uint64_t alloc_calls(void)
-{
-	return ha_tls.calls[C_MALLOC] + ha_tls.calls[C_CALLOC] + ha_tls.calls[C_REALLOC] +
-	       ha_tls.calls[C_OTHER];
-}
-
 #define NEW1(name, FN, AFN)                                           \
 	static void *name(size_t size)                                    \
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new1_fn)(size);                           \
-		uint64_t seen = alloc_calls();                        \
+		uint64_t seen = ha_count_all();                        \
 		void *p = REAL(FN, new1_fn)(size);                            \
-		if (alloc_calls() != seen)                            \
+		if (ha_count_all() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		return after_alloc(p, size, C_MALLOC, AFN);                   \
+		return after_alloc(p, size, HA_C_MALLOC, AFN);                   \
 	}
 #define NEW2(name, FN, AFN)                                           \
 	static void *name(size_t size, uintptr_t a)                       \
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new2_fn)(size, a);                        \
-		uint64_t seen = alloc_calls();                        \
+		uint64_t seen = ha_count_all();                        \
 		void *p = REAL(FN, new2_fn)(size, a);                         \
-		if (alloc_calls() != seen)                            \
+		if (ha_count_all() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		return after_alloc(p, size, C_MALLOC, AFN);                   \
+		return after_alloc(p, size, HA_C_MALLOC, AFN);                   \
 	}
 #define NEW3(name, FN, AFN)                                           \
 	static void *name(size_t size, uintptr_t a, uintptr_t b)          \
 	{                                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, new3_fn)(size, a, b);                     \
-		uint64_t seen = alloc_calls();                        \
+		uint64_t seen = ha_count_all();                        \
 		void *p = REAL(FN, new3_fn)(size, a, b);                      \
-		if (alloc_calls() != seen)                            \
+		if (ha_count_all() != seen)                            \
 			return p; /* the malloc inside took it */                 \
-		return after_alloc(p, size, C_MALLOC, AFN);                   \
+		return after_alloc(p, size, HA_C_MALLOC, AFN);                   \
 	}
 #define DEL1(name, FN)                                            \
 	static void name(void *ptr)                                   \
@@ -464,7 +409,7 @@ static void *ha_hook_mallocx(size_t size, int flags)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_MALLOCX, mallocx_fn)(size, flags);
 	}
-	return after_alloc(p, size, C_MALLOC, HA_FN_MALLOCX);
+	return after_alloc(p, size, HA_C_MALLOC, HA_FN_MALLOCX);
 }
 
 static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
@@ -477,7 +422,7 @@ static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_RALLOCX, rallocx_fn)(ptr, size, flags);
 	}
-	return after_alloc(p, size, C_REALLOC, HA_FN_RALLOCX);
+	return after_alloc(p, size, HA_C_REALLOC, HA_FN_RALLOCX);
 }
 
 static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
@@ -493,7 +438,7 @@ static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
 	 * block leaves the live set; the new size goes through the countdown
 	 * like a realloc.  (The address does not change: no race with reuse.) */
 	leave_live_set(ptr);
-	(void)after_alloc(ptr, r, C_REALLOC, HA_FN_XALLOCX);
+	(void)after_alloc(ptr, r, HA_C_REALLOC, HA_FN_XALLOCX);
 	return r;
 }
 
@@ -550,7 +495,7 @@ static void *mmap_common(enum ha_hook_fn fn, void *addr, size_t len, int prot, i
 		DEPTH_SCOPE();
 		p = REAL(fn, mmap_fn)(addr, len, prot, flags, fd, off);
 	}
-	ha_count(C_OTHER);
+	ha_count(HA_C_OTHER);
 	if (p != MAP_FAILED && prot != PROT_NONE && ha_sampler_due(len))
 		ha_sample_alloc(p, len, HA_FN_MMAP, HA_REC_KIND_MMAP);
 	return p;
@@ -569,7 +514,7 @@ static void *ha_hook_mmap64(void *addr, size_t len, int prot, int flags, int fd,
 static int ha_hook_munmap(void *addr, size_t len)
 {
 	if (!ha_depth) {
-		ha_count(C_OTHER);
+		ha_count(HA_C_OTHER);
 		unmap_range(addr, len);
 	}
 	DEPTH_SCOPE();
@@ -593,148 +538,11 @@ static void *ha_hook_mremap(void *old, size_t oldlen, size_t newlen, int flags, 
 		DEPTH_SCOPE();
 		p = REAL(HA_HOOK_MREMAP, mremap_fn)(old, oldlen, newlen, flags, want);
 	}
-	ha_count(C_OTHER);
+	ha_count(HA_C_OTHER);
 	if (p != MAP_FAILED && ha_sampler_due(newlen))
 		ha_sample_alloc(p, newlen, HA_FN_MREMAP, HA_REC_KIND_MMAP);
 	return p;
 }
-
-/* ------------------------------------------------------------------ */
-/* dlopen                                                              */
-/* ------------------------------------------------------------------ */
-
-typedef void *(*dlopen_fn)(const char *, int);
-
-HA_HIDDEN void *ha_hook_dlopen(const char *file, int mode);
-HA_HIDDEN int ha_dlopen_decide(const char *file, int mode, void *ret);
-HA_HIDDEN void *ha_dlopen_wrap(const char *file, int mode);
-
-/* Does the module's dynamic section have DT_RPATH or DT_RUNPATH? */
-static int has_search_path(const struct link_map *lm)
-{
-	const ElfW(Dyn) *d = lm->l_ld;
-	for (int i = 0; d && i < 4096 && d[i].d_tag != DT_NULL; i++)
-		if (d[i].d_tag == DT_RPATH || d[i].d_tag == DT_RUNPATH)
-			return 1;
-	return 0;
-}
-
-/* 1: call the real dlopen from ha_dlopen_wrap and patch right after;
- * 0: jump to it with the caller's return address (see the top). */
-int ha_dlopen_decide(const char *file, int mode, void *ret)
-{
-	(void)mode;
-	if (!file || ha_dlopen_depth || ha_hook_guard || !ha_sampler_active() ||
-	    strchr(file, '$'))
-		return 0;
-	int e = errno, wrap = 0;
-	if (!ha_sampler_same_process()) {
-		errno = e;
-		return 0;  /* a vfork child: it must not touch the session */
-	}
-	Dl_info di;
-	struct link_map *lm = NULL;
-	Lmid_t id = -1;
-	ha_hook_guard++;
-	if (dladdr1(ret, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
-	    dlinfo(lm, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE)
-		wrap = strchr(file, '/') != NULL || !has_search_path(lm);
-	ha_hook_guard--;
-	errno = e;
-	return wrap;
-}
-
-void *ha_dlopen_wrap(const char *file, int mode)
-{
-	ha_dlopen_depth++;
-	void *h = ((dlopen_fn)ha_dlopen_real)(file, mode);
-	ha_dlopen_depth--;
-	if (h) {
-		int e = errno;
-		ha_got_patch_now();
-		errno = e;
-	}
-	return h;
-}
-
-/* Entered with the program's return address on top of the stack. */
-__asm__(".text\n"
-        ".globl ha_hook_dlopen\n"
-        ".hidden ha_hook_dlopen\n"
-        ".type ha_hook_dlopen, @function\n"
-        "ha_hook_dlopen:\n"
-        "\t.cfi_startproc\n"
-        "\tpush %rdi\n"
-        "\t.cfi_adjust_cfa_offset 8\n"
-        "\tpush %rsi\n"
-        "\t.cfi_adjust_cfa_offset 8\n"
-        "\tsub $8, %rsp\n"
-        "\t.cfi_adjust_cfa_offset 8\n"
-        "\tmov 24(%rsp), %rdx\n"
-        "\tcall ha_dlopen_decide\n"
-        "\tadd $8, %rsp\n"
-        "\t.cfi_adjust_cfa_offset -8\n"
-        "\tpop %rsi\n"
-        "\t.cfi_adjust_cfa_offset -8\n"
-        "\tpop %rdi\n"
-        "\t.cfi_adjust_cfa_offset -8\n"
-        "\ttest %eax, %eax\n"
-        "\tjnz ha_dlopen_wrap\n"
-        "\tjmp *ha_dlopen_real(%rip)\n"
-        "\t.cfi_endproc\n"
-        ".size ha_hook_dlopen, .-ha_hook_dlopen\n");
-
-/* ------------------------------------------------------------------ */
-/* vfork                                                               */
-/* ------------------------------------------------------------------ */
-
-/* A vfork() child runs on its parent thread's stack and TLS, in its memory,
- * until it execs or exits; the parent thread is suspended meanwhile.  The
- * hook marks the thread (ha_tls.in_vfork, which the child sees as its own)
- * around the system call, so that the sampler leaves the child's
- * allocations alone (ha_sampler_same_process) without a getpid() per
- * sample.  Like glibc's vfork it keeps the return address in a register:
- * the child's return overwrites the stack slot the parent returns through.
- * It makes the system call itself (no real vfork to call afterwards).  A
- * count, not a flag: a vfork child that vforks again stays marked. */
-HA_HIDDEN pid_t ha_hook_vfork(void);
-HA_HIDDEN long ha_vfork_failed(long err);
-
-long ha_vfork_failed(long err)
-{
-	errno = (int)-err;
-	return -1;
-}
-
-_Static_assert(offsetof(struct ha_tls, in_vfork) == 0, "the vfork stub writes offset 0");
-__asm__(".text\n"
-        ".globl ha_hook_vfork\n"
-        ".hidden ha_hook_vfork\n"
-        ".type ha_hook_vfork, @function\n"
-        "ha_hook_vfork:\n"
-        "\t.cfi_startproc\n"
-        "\tpop %rdi\n"
-        "\t.cfi_adjust_cfa_offset -8\n"
-        "\t.cfi_register %rip, %rdi\n"
-        "\tmovq ha_tls@gottpoff(%rip), %rsi\n"
-        "\taddl $1, %fs:(%rsi)\n"
-        "\tmovl $" HA_STR(SYS_vfork) ", %eax\n"
-        "\tsyscall\n"
-        "\ttest %rax, %rax\n"
-        "\tjz 1f\n"                  /* the child keeps the mark */
-        "\tsubl $1, %fs:(%rsi)\n"    /* the parent, resumed (or vfork failed) */
-        "1:\n"
-        "\tpush %rdi\n"
-        "\t.cfi_adjust_cfa_offset 8\n"
-        "\t.cfi_rel_offset %rip, 0\n"
-        "\tcmp $-4095, %rax\n"
-        "\tjae 2f\n"
-        "\tret\n"
-        "2:\n"
-        "\tmov %rax, %rdi\n"
-        "\tjmp ha_vfork_failed\n"
-        "\t.cfi_endproc\n"
-        ".size ha_hook_vfork, .-ha_hook_vfork\n");
 
 /* ------------------------------------------------------------------ */
 /* Table                                                               */
@@ -826,17 +634,4 @@ int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr)
 	                                __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 		return 0;
 	return expect == addr ? 0 : -1;
-}
-
-void ha_hooks_reset_counters(void)
-{
-	for (int i = 0; i < C_COUNT; i++)
-		__atomic_store_n(&ha_calls[i], 0, __ATOMIC_RELAXED);
-}
-
-void ha_hooks_read_counters(struct ha_counters *c)
-{
-	c->malloc_calls = __atomic_load_n(&ha_calls[C_MALLOC], __ATOMIC_RELAXED);
-	c->calloc_calls = __atomic_load_n(&ha_calls[C_CALLOC], __ATOMIC_RELAXED);
-	c->realloc_calls = __atomic_load_n(&ha_calls[C_REALLOC], __ATOMIC_RELAXED);
 }

@@ -1,7 +1,8 @@
 /*
  * hooks.h -- the functions the patched GOT slots point at while a session is
- * active, the real allocator functions they forward to, and the call
- * counters they keep.
+ * active (hooks.c; dlopen and vfork in stubs.c), the table of hooked
+ * functions (names and hook addresses), and the real functions they
+ * forward to.  Their call counters are counters.h's.
  *
  * Invariants (see hooks.c):
  *   - a hook never allocates (outside the re-entrancy guard), locks or
@@ -18,12 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ha_proto.h"
-#include "sampler.h"
+#include "tls.h"
 
-#define HA_HIDDEN __attribute__((visibility("hidden")))
-
-/* The functions we interpose, in a fixed order used by got.c as an index.
+/* The functions we interpose, in a fixed order used as an index (got.c,
+ * resolve.c).
  * The first four are required (resolved at session start, or no session);
  * every other one is patched only where its real function can be found
  * (C++ operators once libstdc++ or a program defining them is loaded,
@@ -76,26 +75,5 @@ HA_HIDDEN uintptr_t ha_hooks_real(enum ha_hook_fn fn);
  * later call with another value returns -1 and changes nothing): a thread
  * can be inside a hook at any time, the target must never change under it. */
 HA_HIDDEN int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr);
-
-/* Counters: reset at the start of a session; read fills the *_calls fields
- * of c and leaves the others alone. */
-HA_HIDDEN void ha_hooks_reset_counters(void);
-HA_HIDDEN void ha_hooks_read_counters(struct ha_counters *c);
-
-/* Per-thread re-entrancy guard for the sampling path (issue 3): initial-exec
- * TLS, so that touching it never calls into the dynamic loader (a
- * global-dynamic access can allocate on a thread's first touch). */
-/* (ha_hook_guard: a field of the per-thread struct ha_tls, see sampler.h) */
-
-/* Per-thread "inside a hook" depth: set around the real call of every hook,
- * so that an allocation function reached from inside another one (operator
- * new -> malloc through libstdc++'s GOT, reallocarray -> realloc, an
- * allocator's own mmap) is forwarded without being counted or sampled a
- * second time.  A signal handler that allocates while its thread is inside
- * the real allocator is forwarded the same way (not sampled). */
-/* (ha_depth: a field of the per-thread struct ha_tls, see sampler.h) */
-
-/* Patch modules loaded by a dlopen that has just returned (dlopen hook). */
-HA_HIDDEN void ha_got_patch_now(void);
 
 #endif /* HA_AGENT_HOOKS_H */

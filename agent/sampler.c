@@ -1,43 +1,30 @@
 /*
- * sampler.c -- Poisson sampling, stack capture and the live sampled set
- * (see sampler.h).
- *
- * Sampling: each thread counts down a number of bytes drawn from an
- * exponential distribution of mean `interval`; the allocation that makes
- * it negative is sampled.  An allocation of size S is then taken with
- * probability 1 - exp(-S/interval), which the attacher undoes with the
- * weight 1 / (1 - exp(-S/interval)) (Go, tcmalloc, jemalloc do the same).
+ * sampler.c -- Poisson sampling, stack capture and the ring records
+ * (see sampler.h; the countdown's draws are in countdown.h, the live set
+ * in liveset.h).
  *
  * A sample is one ring record: the registers captured here, and a copy of
  * the raw stack from the captured sp upward (capped), which the attacher
- * unwinds out of process.  The copy is a plain word loop: memcpy may be
- * instrumented or vectorised in ways that trip on stack guard areas.
+ * unwinds out of process.  On the thread's own stack (bounds known) the
+ * copy is libc's memcpy; anywhere else it goes through process_vm_readv,
+ * which stops at the first unmapped page instead of faulting.
  */
 #define _GNU_SOURCE
 #include "sampler.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
+#include "countdown.h"
 #include "ha_ring.h"
-#include "hooks.h"
-
-__thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
-uint64_t ha_ls_filter[HA_LS_FILTER_WORDS] __attribute__((aligned(64)));
-/* A live-set bucket is one cache line of HA_LS_WAYS words: word 0 counts
- * its entries (the filter's bit is derived from it), words 1.. hold the
- * addresses.  Count and ways on one line: a sample and the free of a
- * sampled block each move one line of the set between cores, not two. */
-#define LS_COUNT 0
-#define LS_FIRST_WAY 1
+#include "liveset.h"
 
 /* While dormant, a thread looks at the session state again after this many
  * bytes: cheap, and it notices a new session soon enough. */
@@ -76,7 +63,6 @@ static struct {
 #define n_samples st.samples
 #define n_frees st.frees
 #define n_untracked st.untracked
-static uint64_t *ls_table;         /* (1 << HA_LS_BUCKET_BITS) buckets of HA_LS_WAYS words */
 static pid_t owner;                /* getpid() of the session's process */
 /* Outermost-frame bounds (looked up once, on the agent thread): glibc's
  * static TLS size (what sits between a thread's first frame and the top of
@@ -89,111 +75,8 @@ static uint64_t main_stack_end;
 uint32_t ha_mmap_seen;
 
 /* ------------------------------------------------------------------ */
-/* live sampled set                                                    */
-/* ------------------------------------------------------------------ */
-
-static size_t ls_bytes(void)
-{
-	return (sizeof(uint64_t) << HA_LS_BUCKET_BITS) * HA_LS_WAYS;
-}
-
-#define FILTER_VERSION (1ull << 32)
-
-/* Bucket b holds an entry: set its bit (the version moves even when the
- * bit was set already). */
-static void filter_set(uint32_t b)
-{
-	uint64_t *w = &ha_ls_filter[b >> 5];
-	uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(w, &old, (old | 1ull << (b & 31)) + FILTER_VERSION, 1,
-	                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		;
-}
-
-/* Bucket b may have become empty: clear its bit unless it holds an entry.
- * Why a concurrent insert is never undone: the inserter counts its entry
- * (LS_COUNT) before its CAS on the word; a clear succeeds only with the word
- * value loaded after that CAS (the version moved), and the count is read
- * after that load, so it sees the entry and leaves the bit. */
-static void filter_clear_if_empty(uint32_t b)
-{
-	uint64_t *w = &ha_ls_filter[b >> 5];
-	uint64_t old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
-	for (;;) {
-		if (__atomic_load_n(&ls_table[(size_t)b * HA_LS_WAYS + LS_COUNT], __ATOMIC_SEQ_CST) != 0)
-			return;
-		if (__atomic_compare_exchange_n(w, &old, (old & ~(1ull << (b & 31))) + FILTER_VERSION,
-		                                0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-			return;
-	}
-}
-
-static int ls_insert(const void *p)
-{
-	uint32_t b = ha_ls_bucket(p);
-	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
-	/* Count first, fill after, filter bit last: a reader never sees an
-	 * entry in a bucket whose count says empty, and the block is in its
-	 * way before a free can find the bit. */
-	__atomic_fetch_add(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST);
-	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++) {
-		uint64_t expect = 0;
-		if (__atomic_compare_exchange_n(&way[i], &expect, (uint64_t)(uintptr_t)p, 0,
-		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			filter_set(b);
-			return 1;
-		}
-	}
-	if (__atomic_sub_fetch(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST) == 0)
-		filter_clear_if_empty(b);
-	return 0;
-}
-
-/* Read-only look-up: is p in the set?  What a free the filter let through
- * does first, so that a false positive of the filter (many live samples in
- * a big heap make them common) costs one cache line read, not the shared
- * in-flight count. */
-static int ls_contains(const void *p)
-{
-	if (!ls_table)
-		return 0;
-	const uint64_t *way = ls_table + (size_t)ha_ls_bucket(p) * HA_LS_WAYS;
-	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++)
-		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)p)
-			return 1;
-	return 0;
-}
-
-static int ls_remove(const void *p)
-{
-	uint32_t b = ha_ls_bucket(p);
-	uint64_t *way = ls_table + (size_t)b * HA_LS_WAYS;
-	for (int i = LS_FIRST_WAY; i < HA_LS_WAYS; i++) {
-		uint64_t expect = (uint64_t)(uintptr_t)p;
-		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == expect &&
-		    __atomic_compare_exchange_n(&way[i], &expect, 0, 0, __ATOMIC_SEQ_CST,
-		                                __ATOMIC_RELAXED)) {
-			if (__atomic_sub_fetch(&way[LS_COUNT], 1, __ATOMIC_SEQ_CST) == 0)
-				filter_clear_if_empty(b);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* per-thread state                                                    */
 /* ------------------------------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
 
 /* The interval in effect: the one the attacher set in the ring header
  * (raised while the ring overflows), never below the configured one.  Only
@@ -204,19 +87,6 @@ static uint64_t current_interval(void)
 	if (i < cfg.interval)
 		return cfg.interval;
 	return i > HA_INTERVAL_MAX ? HA_INTERVAL_MAX : i;
-}
-
-/* Bytes until the next sample: exponential with mean interval (recorded
- * for the samples the countdown takes). */
-static int64_t draw_countdown(uint64_t interval)
-{
-	ha_ts.interval = interval;
-	if (interval <= 1)
-		return 0; /* every allocation of at least one byte */
-	/* u in (0, 1]: 53 random bits, never 0. */
-	double u = (double)((rng_next(&ha_ts.rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double d = -log(u) * (double)interval;
-	return d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
 }
 
 /* Out of line, once per thread: its locals (pthread_attr_t) would
@@ -312,7 +182,7 @@ static struct inflight_slot *my_slot(void)
 		return ha_ts.slot == NO_SLOT ? NULL : &slots[ha_ts.slot - 1];
 	/* A vfork() child on this thread claims nothing: with its own pid,
 	 * tgkill would call the parent's live threads exited. */
-	if (!ha_sampler_same_process())
+	if (!ha_tls_same_process())
 		return NULL;
 	if (!ha_ts.tid)
 		ha_ts.tid = (uint32_t)syscall(SYS_gettid);
@@ -369,7 +239,7 @@ static void flush_counts(uint64_t now)
 	if (now - ha_ts.flushed_ns < FLUSH_PERIOD_NS && ha_ts.flushed_ns)
 		return;
 	ha_ts.flushed_ns = now;
-	ha_hooks_flush_counts();
+	ha_counters_flush();
 	if (ha_ts.samples)
 		__atomic_fetch_add(&n_samples, ha_ts.samples, __ATOMIC_RELAXED);
 	if (ha_ts.frees)
@@ -401,9 +271,8 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
 /* Ask for the lines a record will probably take (the ring's next
  * position: another thread may reserve it first) for writing, before the
  * live-set work of the sample, so that taking them from the consumer's
- * cache overlaps it instead of stalling the record's stores
- * (MALLOC_BENCH_AB at 64 KiB: +0.017; 512 KiB +0.01).  A prefetch never
- * faults; only while in flight (the ring stays mapped). */
+ * cache overlaps it instead of stalling the record's stores.  A prefetch
+ * never faults; only while in flight (the ring stays mapped). */
 static void prefetch_record(void)
 {
 	enum { MAX_LINES = 16 };
@@ -421,7 +290,7 @@ static void prefetch_record(void)
  * into ha_sample_alloc: the captured rip, rsp and callee-saved registers
  * belong to that frame, which the attacher unwinds from (its CFI holds at
  * any instruction) and then skips as the agent's own; one frame fewer of
- * ours in every stack copy (MALLOC_BENCH_AB at 64 KiB: +0.015). */
+ * ours in every stack copy. */
 __attribute__((always_inline)) static inline void write_sample(void *p, size_t size, enum ha_alloc_func fn,
                                                   unsigned kind, uint64_t interval)
 {
@@ -433,7 +302,7 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 	__asm__ volatile("mov %%rsp, %0" : "=r"(lo));
 	uint16_t flags = 0;
 	/* On this thread's own stack the copy ends at its outermost frame and
-	 * is a plain loop.  Anywhere else (a signal stack, a coroutine's stack,
+	 * is a memcpy.  Anywhere else (a signal stack, a coroutine's stack,
 	 * a clone child's) the bounds are unknown: copy up to the cap through
 	 * the kernel, which stops at the first unmapped page instead of
 	 * faulting. */
@@ -488,13 +357,13 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 {
 	int saved_errno = errno;
-	if (ha_hook_guard || !ha_sampler_same_process())
+	if (ha_hook_guard || !ha_tls_same_process())
 		goto out; /* an allocation by our own sampling code, or by a vfork
 		           * child (its memory is the parent's: never sampled) */
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
 		ha_ts.countdown = DORMANT_COUNTDOWN;
-		ha_hooks_flush_counts();
+		ha_counters_flush();
 		goto out;
 	}
 	ha_hook_guard = 1;
@@ -508,7 +377,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		ha_ts.samples = ha_ts.frees = 0;
 		ha_ts.flushed_ns = 0;
 		if (cfg.interval > 1) {
-			ha_ts.countdown = draw_countdown(cfg.interval);
+			ha_ts.countdown = ha_countdown_draw(cfg.interval);
 			ha_hook_guard = 0;
 			goto out;
 		}
@@ -519,7 +388,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
 		prefetch_record();
-		int tracked = p && ls_insert(p);
+		int tracked = p && ha_ls_insert(p);
 		if (tracked) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
 				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
@@ -529,7 +398,7 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		}
 		ring_leave(slot);
 	}
-	ha_ts.countdown = draw_countdown(next);
+	ha_ts.countdown = ha_countdown_draw(next);
 	ha_hook_guard = 0;
 out:
 	errno = saved_errno;
@@ -538,12 +407,12 @@ out:
 void ha_sample_free(void *p)
 {
 	int saved_errno = errno;
-	if (!ls_contains(p))
+	if (!ha_ls_contains(p))
 		goto out;
 	struct inflight_slot *slot = my_slot();
 	if (!ring_enter(slot))
 		goto out;
-	if (ls_remove(p)) {
+	if (ha_ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
 		uint64_t at;
 		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at);
@@ -581,15 +450,8 @@ void ha_sampler_note_modules(void)
 
 void ha_sampler_start(const struct ha_sampler_cfg *c)
 {
-	if (!ls_table) {
-		/* Allocated once, never unmapped: a free hook may read it at any
-		 * time, even long after a session.  Pages are given back at stop. */
-		void *t = mmap(NULL, ls_bytes(), PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (t == MAP_FAILED)
-			return; /* no live set: the session samples nothing */
-		ls_table = t;
-	}
+	if (ha_ls_setup() != 0)
+		return; /* no live set: the session samples nothing */
 	if (!tls_static_size) {
 		void (*info)(size_t *, size_t *) =
 			(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
@@ -622,10 +484,7 @@ void ha_sampler_stop(void)
 			nanosleep(&t, NULL);
 		}
 	}
-	if (ls_table) {
-		madvise(ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
-		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
-	}
+	ha_ls_clear();
 }
 
 void ha_sampler_fork_child(void)
@@ -636,10 +495,7 @@ void ha_sampler_fork_child(void)
 	memset(slots, 0, sizeof slots);
 	__atomic_store_n(&shared_inflight, 0, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&slots_gen, 1, __ATOMIC_SEQ_CST);
-	if (ls_table) {
-		madvise(ls_table, ls_bytes(), MADV_DONTNEED);
-		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
-	}
+	ha_ls_clear();
 }
 
 void ha_sampler_counters(uint64_t *samples, uint64_t *frees, uint64_t *untracked)

@@ -4,7 +4,8 @@
 #  - every path the table names exists;
 #  - every top-level folder of the repository, every folder of src/ and
 #    every file directly in src/ has a row;
-#  - every folder of src/ has a README.md that names each of its .c files.
+#  - agent/ and every folder of src/ have a README.md that names each of
+#    their .c files.
 . "$(dirname "$0")/lib.sh"
 cd "$HA_SRCDIR" || fail "no source directory $HA_SRCDIR"
 
@@ -24,7 +25,7 @@ for d in $(git ls-files | grep / | cut -d/ -f1 | sort -u); do
 	[ "$d" = build-aux ] && d=build-aux/setup
 	has_row "$d/" || has_row "$d" || { echo "NO ROW: top-level '$d/'"; errors=$((errors + 1)); }
 done
-for d in src/*/; do
+for d in agent/ src/*/; do
 	has_row "$d" || { echo "NO ROW: folder '$d'"; errors=$((errors + 1)); }
 	if [ ! -f "$d/README.md" ]; then
 		echo "NO README: $d"

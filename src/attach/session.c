@@ -358,18 +358,6 @@ int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t
 	}
 }
 
-int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,
-                     char *err, size_t errlen)
-{
-	struct ha_msg m;
-	ha_msg_init(&m, HA_MSG_STATS_REQ);
-	if (send_msg(s, &m, -1, err, errlen) ||
-	    recv_msg(s, &m, HA_MSG_STATS, ha_now_ms() + timeout_ms, err, errlen))
-		return -1;
-	*out = m.u.counters;
-	return 0;
-}
-
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
                       char *err, size_t errlen)
 {
@@ -382,13 +370,8 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 	ha_msg_init(&m, HA_MSG_DETACH);
 	if (send_msg(s, &m, -1, err, errlen))
 		return -1;
-	/* STATS answers to earlier requests may still be queued: skip them. */
-	for (;;) {
-		if (recv_msg(s, &m, HA_MSG_DETACHED, deadline, err, errlen) == 0)
-			break;
-		if (m.type != HA_MSG_STATS)
-			return -1;
-	}
+	if (recv_msg(s, &m, HA_MSG_DETACHED, deadline, err, errlen))
+		return -1;
 	if (final)
 		*final = m.u.counters;
 	return 0;

@@ -52,10 +52,6 @@ int ha_session_handshake_fd(const struct ha_session *s);
 int ha_session_handshake_step(struct ha_session *s);
 int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t errlen);
 
-/* Ask for the agent's counters.  0, or -1 with err. */
-int ha_session_stats(struct ha_session *s, int timeout_ms, struct ha_counters *out,
-                     char *err, size_t errlen);
-
 /* Tell the agent to restore everything and leave; wait for its last word.
  * 0, or -1 with err (the agent restores by itself on hang-up anyway). */
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,

@@ -88,19 +88,19 @@ struct ha_agent_state {
  *   agent    -> attacher  HA_MSG_HELLO
  *   attacher -> agent     HA_MSG_CONFIG   (+ ring memfd via SCM_RIGHTS)
  *   agent    -> attacher  HA_MSG_READY    (hooks installed) or HA_MSG_ERROR
- *   attacher -> agent     HA_MSG_STATS_REQ   any number of times
- *   agent    -> attacher  HA_MSG_STATS       one per request
  *   attacher -> agent     HA_MSG_DETACH
  *   agent    -> attacher  HA_MSG_DETACHED (hooks restored, ring unmapped)
  * A hang-up at any point makes the agent restore everything by itself.
- * Every message is exactly sizeof(struct ha_msg) bytes. */
+ * Every message is exactly sizeof(struct ha_msg) bytes.  5 and 6 (a
+ * counters request and its answer, never used) are retired: not to be
+ * given to another message, so that no peer of another version mistakes
+ * one for the other. */
 enum ha_msg_type {
 	HA_MSG_HELLO = 1,
 	HA_MSG_CONFIG = 2,
 	HA_MSG_READY = 3,
 	HA_MSG_ERROR = 4,
-	HA_MSG_STATS_REQ = 5,
-	HA_MSG_STATS = 6,
+	/* 5, 6: retired (see above) */
 	HA_MSG_DETACH = 7,
 	HA_MSG_DETACHED = 8,
 };
@@ -147,7 +147,7 @@ struct ha_msg {
 	union {
 		struct ha_msg_hello hello;
 		struct ha_msg_config config;
-		struct ha_counters counters;   /* READY, STATS, DETACHED */
+		struct ha_counters counters;   /* READY, DETACHED */
 		struct ha_msg_error error;
 		uint8_t pad[128];
 	} u;

@@ -1,0 +1,38 @@
+/*
+ * liveset.c -- the storage of the live sampled set and its filter
+ * (liveset.h: the look-ups themselves are inline there).
+ */
+#include "liveset.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+uint64_t ha_ls_filter[HA_LS_FILTER_WORDS] __attribute__((aligned(64)));
+uint64_t *ha_ls_table;
+
+static size_t ls_bytes(void)
+{
+	return (sizeof(uint64_t) << HA_LS_BUCKET_BITS) * HA_LS_WAYS;
+}
+
+int ha_ls_setup(void)
+{
+	if (ha_ls_table)
+		return 0;
+	/* Allocated once, never unmapped (see liveset.h).  Pages are given
+	 * back at stop. */
+	void *t = mmap(NULL, ls_bytes(), PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	ha_ls_table = t;
+	return 0;
+}
+
+void ha_ls_clear(void)
+{
+	if (ha_ls_table) {
+		madvise(ha_ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
+		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
+	}
+}
