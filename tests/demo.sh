@@ -2,7 +2,8 @@
 # demo.sh -- the path a newcomer takes, on two bundled programs: attach to
 # a leaky "service" for a few seconds and ask what grew since attach and
 # what leaks; attach to a "batch job" that grows to a peak, frees
-# everything and exits, and find its peak.  Run through `make demo`.
+# everything and exits, and find its peak; write the HTML report.  Run
+# through `make demo`.
 set -u
 B=${HA_BUILDDIR:?run through make demo}
 out=$(mktemp -d)
@@ -48,6 +49,11 @@ say "the job freed everything before it exited, so nothing grew from attach to e
 run "$B/src/heapdiff" --top 3 job.db || exit 1
 say "the peak, kept by heapattach as it happened:"
 run "$B/src/heapdiff" --peak --top 1 job.db || exit 1
+
+say "one page to look at in a browser: memory over time, flame graphs of the growth, the peak and the live heap, the top call paths and the leak suspects:"
+run "$B/src/heapdiff" --format html -o demo.html demo.db || exit 1
+html=${HEAPATTACH_DEMO_HTML:-/tmp/heapattach-demo.html}
+cp demo.html "$html" && echo "demo: the page is $html (self-contained: open it from the file, or mail it)"
 
 say "the same data from SQL:"
 run sqlite3 -header -column demo.db "SELECT printf('%.0f', live_bytes_delta) AS bytes, substr(stack, 1, 60) AS stack
