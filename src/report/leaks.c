@@ -393,7 +393,7 @@ static void text_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v,
 		if (fr->file[0])
 			fprintf(f, fr->line > 0 ? "  %s:%d" : "  %s", fr->file, fr->line);
 		if (fr->module[0])
-			fprintf(f, "  [%s]", hd_basename(fr->module));
+			fprintf(f, "  [%s]", ha_base_name(fr->module));
 		if (fr->inlined)
 			fputs("  (inlined)", f);
 		fputc('\n', f);

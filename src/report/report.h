@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util.h"   /* ha_base_name */
+
 struct sqlite3;
 struct sqlite3_stmt;
 struct ha_db;
@@ -151,7 +153,6 @@ void hd_xml_str(FILE *f, const char *s);
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact);
 const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
 const char *hd_fmt_time(char *buf, size_t len, double t);
-const char *hd_basename(const char *p);
 /* The name a frame shows: its function, or 0xPC when unknown. */
 const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len);
 const char *hd_kind_name(int kind);

@@ -152,7 +152,7 @@ static uint64_t function_id(struct pprof *p, const struct hd_frame *f)
 	if (!name[0]) {
 		/* Unknown: name it by offset and module, like the text output. */
 		snprintf(pc, sizeof pc, "0x%" PRIx64 " in %s", f->rel_pc,
-		         f->module[0] ? hd_basename(f->module) : "[unknown]");
+		         f->module[0] ? ha_base_name(f->module) : "[unknown]");
 		name = pc;
 	}
 	hd_buf_printf(&k, "%s\x1f%s", name, f->file);

@@ -45,7 +45,7 @@ static const char *const alloc_member[] = {
 static int is_alloc_frame(const struct hd_frame *f)
 {
 	const char *fn = f->function;
-	if (strstr(hd_basename(f->module), "heapattach_agent"))
+	if (strstr(ha_base_name(f->module), "heapattach_agent"))
 		return 1;
 	if (!fn[0])
 		return 0;
@@ -98,7 +98,7 @@ static void row_key(struct hd_buf *k, const struct hd_stack *v, int kind, int sy
 		const struct hd_frame *f = &v->f[i];
 		if (symbolic)
 			hd_buf_printf(k, "\x1f%s\x1e%s\x1e%d", hd_frame_name(f, pc, sizeof pc),
-			              hd_basename(f->module), f->inlined);
+			              ha_base_name(f->module), f->inlined);
 		else
 			hd_buf_printf(k, "\x1f%" PRId64, f->id);
 	}

@@ -23,7 +23,7 @@ static void print_frames(FILE *f, const struct hd_row *r)
 				fprintf(f, ":%d", fr->line);
 		}
 		if (fr->module[0])
-			fprintf(f, "  [%s]", hd_basename(fr->module));
+			fprintf(f, "  [%s]", ha_base_name(fr->module));
 		if (fr->inlined)
 			fputs("  (inlined)", f);
 		fputc('\n', f);

@@ -344,12 +344,6 @@ const char *hd_fmt_time(char *buf, size_t len, double t)
 	return buf;
 }
 
-const char *hd_basename(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len)
 {
 	if (f->function[0])
