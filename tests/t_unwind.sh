@@ -23,7 +23,7 @@ cat "$W/self.out"
 
 # ------------------------------------------------------------ capture prelude
 # Compiled into each target (one source file, so that every expected frame's
-# file:line is in that file).  struct uc_record is the layout unwind_check.c
+# file:line is in that file).  struct uc_record is the layout tests/unwind_check.h
 # reads: magic, rip rsp rbp rbx r12-r15, stack_len, lines[16], stack bytes.
 prelude() {
 	cat <<'EOF'
