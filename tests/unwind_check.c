@@ -38,17 +38,7 @@
 #include <unistd.h>
 
 #include "unwind_check.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			printf("FAIL: " __VA_ARGS__);                        \
-			printf("\n");                                        \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
+#include "unit.h"
 
 /* ------------------------------------------------------------------ checks */
 
@@ -89,16 +79,16 @@ static void expect_prefix(const char *label, const struct ha_sym_frame *f, int n
                           const char *const *names, const int32_t *lines, int nexp,
                           const char *file_base)
 {
-	CHECK(nf >= nexp, "%s: %d frames, expected at least %d", label, nf, nexp);
+	EXPECT(nf >= nexp, "%s: %d frames, expected at least %d", label, nf, nexp);
 	for (int i = 0; i < nexp && i < nf; i++) {
-		CHECK(strcmp(f[i].function, names[i]) == 0, "%s: frame %d is '%s', expected '%s'",
+		EXPECT(strcmp(f[i].function, names[i]) == 0, "%s: frame %d is '%s', expected '%s'",
 		      label, i, f[i].function, names[i]);
 		if (file_base)
-			CHECK(strcmp(ha_base_name(f[i].file), file_base) == 0,
+			EXPECT(strcmp(ha_base_name(f[i].file), file_base) == 0,
 			      "%s: frame %d (%s) in file '%s', expected %s", label, i, names[i],
 			      f[i].file, file_base);
 		if (lines && lines[i] > 0)
-			CHECK(f[i].line == lines[i], "%s: frame %d (%s) at line %d, expected %d", label,
+			EXPECT(f[i].line == lines[i], "%s: frame %d (%s) at line %d, expected %d", label,
 			      i, names[i], f[i].line, lines[i]);
 	}
 }
@@ -124,11 +114,11 @@ static void check_rel_pc(const char *label, pid_t pid, const uint64_t *pcs,
 		const struct ha_map *mod = m ? ha_maps_module_of(&maps, m) : NULL;
 		if (!mod || strstr(mod->path, ".so") == NULL)
 			continue;       /* shared objects only: vaddr 0 at offset 0 */
-		CHECK(f[i].rel_pc == pcs[fpc[i]] - mod->start,
+		EXPECT(f[i].rel_pc == pcs[fpc[i]] - mod->start,
 		      "%s: frame %d rel_pc %#llx, expected %#llx", label, i,
 		      (unsigned long long)f[i].rel_pc,
 		      (unsigned long long)(pcs[fpc[i]] - mod->start));
-		CHECK(strcmp(f[i].module, mod->path) == 0, "%s: frame %d module '%s', expected '%s'",
+		EXPECT(strcmp(f[i].module, mod->path) == 0, "%s: frame %d module '%s', expected '%s'",
 		      label, i, f[i].module, mod->path);
 	}
 	ha_maps_free(&maps);
@@ -195,7 +185,7 @@ static int pair_open(struct pair *p, pid_t pid)
 	memset(p, 0, sizeof *p);
 	p->fast = ha_unwinder_new(pid, err, sizeof err);
 	p->slow = p->fast ? ha_unwinder_new(pid, err, sizeof err) : NULL;
-	CHECK(p->slow != NULL, "fast/slow unwinders: %s", err);
+	EXPECT(p->slow != NULL, "fast/slow unwinders: %s", err);
 	if (!p->slow) {
 		ha_unwinder_free(p->fast);
 		return -1;
@@ -232,8 +222,8 @@ static void pair_close(struct pair *p, const char *label, long min_fast)
 	printf("%s: fast walk agrees with libunwind on %ld of %ld stacks (%llu walked fast, "
 	       "%llu by libunwind)\n", label, p->compared - p->differ, p->compared,
 	       (unsigned long long)fast, (unsigned long long)slow);
-	CHECK(p->differ == 0, "%s: fast walk differs from libunwind on %ld stacks", label, p->differ);
-	CHECK((long)fast >= min_fast, "%s: only %llu stacks walked fast, expected %ld", label,
+	EXPECT(p->differ == 0, "%s: fast walk differs from libunwind on %ld stacks", label, p->differ);
+	EXPECT((long)fast >= min_fast, "%s: only %llu stacks walked fast, expected %ld", label,
 	      (unsigned long long)fast, min_fast);
 	ha_unwinder_free(p->fast);
 	ha_unwinder_free(p->slow);
@@ -291,14 +281,14 @@ static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 
 	rec_regs(r, &regs);
 	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), 16, pcs, MAX_PCS);
-	CHECK(n >= 1 && n < 6, "truncated copy (16 bytes): %d frames", n);
+	EXPECT(n >= 1 && n < 6, "truncated copy (16 bytes): %d frames", n);
 	n = ha_unwind(u, &regs, NULL, 0, pcs, MAX_PCS);
-	CHECK(n >= 1 && n < 6, "no copy: %d frames", n);
+	EXPECT(n >= 1 && n < 6, "no copy: %d frames", n);
 	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs, 3);
-	CHECK(n == 3, "max=3: %d frames", n);
+	EXPECT(n == 3, "max=3: %d frames", n);
 	regs.rip = 0;
 	n = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, pcs, MAX_PCS);
-	CHECK(n == -1, "rip=0: %d, expected -1", n);
+	EXPECT(n == -1, "rip=0: %d, expected -1", n);
 	if (junk) {
 		/* random stack and registers: bounded, no crash */
 		srand(1);
@@ -311,7 +301,7 @@ static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 				regs.rip += (uint64_t)(rand() % 256);
 			}
 			n = ha_unwind(u, &regs, junk, STACK_CAP, pcs, MAX_PCS);
-			CHECK(n >= 1 && n <= MAX_PCS, "junk stack: %d", n);
+			EXPECT(n >= 1 && n <= MAX_PCS, "junk stack: %d", n);
 		}
 		/* a self-referencing frame-pointer chain */
 		for (int i = 0; i < STACK_CAP / 8; i++)
@@ -319,7 +309,7 @@ static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 		rec_regs(r, &regs);
 		regs.rbp = regs.rsp;
 		n = ha_unwind(u, &regs, junk, STACK_CAP, pcs, MAX_PCS);
-		CHECK(n >= 1 && n <= MAX_PCS, "looping stack: %d", n);
+		EXPECT(n >= 1 && n <= MAX_PCS, "looping stack: %d", n);
 		free(junk);
 	}
 	printf("robustness: truncated, empty, capped, rip=0, junk and looping stacks handled\n");
@@ -339,7 +329,7 @@ static void cache_agrees(struct ha_unwinder *u, pid_t pid, const struct uc_recor
 	uint8_t *copy = malloc(len ? len : 1);
 	int bad = 0;
 
-	CHECK(plain != NULL, "second unwinder: %s", err);
+	EXPECT(plain != NULL, "second unwinder: %s", err);
 	if (!plain || !copy) {
 		ha_unwinder_free(plain);
 		free(copy);
@@ -352,10 +342,10 @@ static void cache_agrees(struct ha_unwinder *u, pid_t pid, const struct uc_recor
 	ha_unwinder_cache_stats(u, &hits0, &misses);
 	int na = ha_unwind(u, &regs, copy, len, a, MAX_PCS);
 	ha_unwinder_cache_stats(u, &hits, &misses);
-	CHECK(hits == hits0 + 1, "a repeated stack is answered by the cache (%llu hits)",
+	EXPECT(hits == hits0 + 1, "a repeated stack is answered by the cache (%llu hits)",
 	      (unsigned long long)(hits - hits0));
 	int nb = ha_unwind(plain, &regs, copy, len, b, MAX_PCS);
-	CHECK(na == nb && memcmp(a, b, (size_t)(na > 0 ? na : 0) * 8) == 0,
+	EXPECT(na == nb && memcmp(a, b, (size_t)(na > 0 ? na : 0) * 8) == 0,
 	      "cached and walked unwinds differ (%d vs %d frames)", na, nb);
 	for (size_t off = 0; off + 8 <= len && off < 8192; off += 8) {
 		uint64_t w;
@@ -373,7 +363,7 @@ static void cache_agrees(struct ha_unwinder *u, pid_t pid, const struct uc_recor
 		if (na != nb || (na > 0 && memcmp(a, b, (size_t)na * 8) != 0))
 			bad++;
 	}
-	CHECK(bad == 0, "stack cache: %d answers differ from a walk", bad);
+	EXPECT(bad == 0, "stack cache: %d answers differ from a walk", bad);
 	printf("stack cache: agrees with a walk on %zu altered copies\n", len / 8);
 	ha_unwinder_free(plain);
 	free(copy);
@@ -399,7 +389,7 @@ static int unwind_sym(const char *label, struct ha_unwinder *u, struct ha_symbol
 	       label, n, *nf, (unsigned long long)r->stack_len, t1 - t0, t2 - t1);
 	if (n > 0)
 		print_frames(pcs, f, fpc, *nf);
-	CHECK(n > 0, "%s: ha_unwind failed (%d)", label, n);
+	EXPECT(n > 0, "%s: ha_unwind failed (%d)", label, n);
 	return n;
 }
 
@@ -421,7 +411,7 @@ static int many_paths(void)
 		return 1;
 	for (int i = 0; i < MANY_N; i++) {
 		const struct uc_record *r = (const struct uc_record *)(g_many + (size_t)i * MANY_SLOT);
-		CHECK(r->magic == UC_MAGIC, "many: capture %d missing", i);
+		EXPECT(r->magic == UC_MAGIC, "many: capture %d missing", i);
 		rec_regs(r, &regs);
 		pair_check(&p, &regs, (const uint8_t *)(r + 1), r->stack_len, MAX_PCS);
 		full += i & 1;
@@ -486,12 +476,12 @@ static int self_test(void)
 		static const char *const names[] = { "capture_here", "inl_step", "chain_c", "chain_b",
 		                                     "chain_a" };
 		expect_prefix("chain", f, nf, names, ch.rec->lines, 5, UC_CHILD_FILE);
-		CHECK(nf > 1 && f[1].inlined == 1 && f[0].inlined == 0 && f[2].inlined == 0,
+		EXPECT(nf > 1 && f[1].inlined == 1 && f[0].inlined == 0 && f[2].inlined == 0,
 		      "chain: inlined flags wrong");
-		CHECK(nf > 2 && fpc[1] == fpc[2] && fpc[1] == 1,
+		EXPECT(nf > 2 && fpc[1] == fpc[2] && fpc[1] == 1,
 		      "chain: inl_step and chain_c must share one pc");
-		CHECK(find_fn(f, nf, 5, "main") > 0, "chain: main not found");
-		CHECK(nf > 0 && f[0].build_id[0] && f[0].module[0] == '/',
+		EXPECT(find_fn(f, nf, 5, "main") > 0, "chain: main not found");
+		EXPECT(nf > 0 && f[0].build_id[0] && f[0].module[0] == '/',
 		      "chain: module/build-id missing");
 		check_rel_pc("chain", ch.pid, pcs, f, fpc, nf);
 		/* unwinding must be repeatable (caches) */
@@ -499,16 +489,16 @@ static int self_test(void)
 		rec_regs(ch.rec, &regs);
 		int n2 = ha_unwind(u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len, pcs2,
 		                   MAX_PCS);
-		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0, "chain: second unwind differs");
+		EXPECT(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0, "chain: second unwind differs");
 		/* and survive a maps refresh */
 		ha_unwinder_maps_changed(u);
 		ha_symbolizer_maps_changed(s);
 		n2 = ha_unwind(u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len, pcs2, MAX_PCS);
-		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
+		EXPECT(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
 		      "chain: unwind after maps_changed differs");
 		struct ha_sym_frame g[8];
 		int k = ha_symbolize(s, pcs[0], 0, g, 8);
-		CHECK(k >= 1 && strcmp(g[0].function, "capture_here") == 0,
+		EXPECT(k >= 1 && strcmp(g[0].function, "capture_here") == 0,
 		      "chain: symbolize after maps_changed");
 	}
 	bench("chain", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
@@ -538,17 +528,17 @@ static int self_test(void)
 		 * static functions have names only with libc6-dbg installed, the
 		 * exported entry point always. */
 		int qo = find_fn(f, nf, 2, "q_outer"), lib = 0, named = 0;
-		CHECK(qo > 2, "qsort: q_outer not found above the library's frames");
+		EXPECT(qo > 2, "qsort: q_outer not found above the library's frames");
 		for (i = 2; qo > 0 && i < qo; i++) {
 			lib += strstr(ha_base_name(f[i].module), ".so") != NULL;
 			named += f[i].function[0] != '\0';
 		}
-		CHECK(lib == qo - 2 && lib > 0 && named > 0,
+		EXPECT(lib == qo - 2 && lib > 0 && named > 0,
 		      "qsort: frames between q_cmp and q_outer must be in a shared library "
 		      "(%d of %d, %d named)", lib, qo - 2, named);
-		CHECK(qo < 0 || f[qo].line == ch.rec->lines[3], "qsort: q_outer at line %d, expected %d",
+		EXPECT(qo < 0 || f[qo].line == ch.rec->lines[3], "qsort: q_outer at line %d, expected %d",
 		      qo >= 0 ? f[qo].line : -1, ch.rec->lines[3]);
-		CHECK(find_fn(f, nf, qo > 0 ? qo : 0, "main") > 0, "qsort: main not found");
+		EXPECT(find_fn(f, nf, qo > 0 ? qo : 0, "main") > 0, "qsort: main not found");
 		check_rel_pc("qsort", ch.pid, pcs, f, fpc, nf);
 	}
 	rec_regs(ch.rec, &regs);
@@ -569,12 +559,12 @@ static int self_test(void)
 		ha_unwinder_maps_changed(u);
 		ha_symbolizer_maps_changed(s);
 		int n2 = ha_unwind(u, &regs, (const uint8_t *)(copy + 1), copy->stack_len, pcs2, MAX_PCS);
-		CHECK(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
+		EXPECT(n2 == n && memcmp(pcs, pcs2, (size_t)n * 8) == 0,
 		      "qsort: unwind after the target exited differs (%d pcs, had %d)", n2, n);
 		int nf2 = n2 > 0 ? symbolize_all(s, pcs2, n2, f2, fpc2) : 0;
-		CHECK(nf2 == nf, "qsort: %d frames after the target exited, had %d", nf2, nf);
+		EXPECT(nf2 == nf, "qsort: %d frames after the target exited, had %d", nf2, nf);
 		for (i = 0; i < nf2 && i < nf; i++)
-			CHECK(strcmp(f[i].function, f2[i].function) == 0 && f[i].line == f2[i].line,
+			EXPECT(strcmp(f[i].function, f2[i].function) == 0 && f[i].line == f2[i].line,
 			      "qsort: frame %d after exit: %s:%d, had %s:%d", i, f2[i].function,
 			      f2[i].line, f[i].function, f[i].line);
 		printf("qsort: unwound and symbolized again after the target exited\n");
@@ -597,11 +587,11 @@ static int self_test(void)
 		static const char *const names[] = { "capture_here", "sig_handler" };
 		expect_prefix("signal", f, nf, names, ch.rec->lines, 2, UC_CHILD_FILE);
 		int so = find_fn(f, nf, 2, "sig_outer");
-		CHECK(so > 2, "signal: sig_outer not found beyond the signal frame");
-		CHECK(so < 0 || f[so].line == ch.rec->lines[3],
+		EXPECT(so > 2, "signal: sig_outer not found beyond the signal frame");
+		EXPECT(so < 0 || f[so].line == ch.rec->lines[3],
 		      "signal: sig_outer at line %d, expected %d", so >= 0 ? f[so].line : -1,
 		      ch.rec->lines[3]);
-		CHECK(find_fn(f, nf, so > 0 ? so : 0, "main") > 0, "signal: main not found");
+		EXPECT(find_fn(f, nf, so > 0 ? so : 0, "main") > 0, "signal: main not found");
 	}
 	fast_agrees("signal", ch.pid, ch.rec, 0);   /* the signal frame is libunwind's */
 	ha_symbolizer_free(s);
@@ -624,8 +614,8 @@ static int self_test(void)
 		int d = 0;
 		for (i = 0; i < nf; i++)
 			d += strcmp(f[i].function, "deep") == 0;
-		CHECK(d == DEEP_DEPTH + 1, "deep: %d frames of deep(), expected %d", d, DEEP_DEPTH + 1);
-		CHECK(find_fn(f, nf, 0, "main") > 0, "deep: main not found");
+		EXPECT(d == DEEP_DEPTH + 1, "deep: %d frames of deep(), expected %d", d, DEEP_DEPTH + 1);
+		EXPECT(find_fn(f, nf, 0, "main") > 0, "deep: main not found");
 		printf("deep: %d pcs, %d deep() frames\n", n, d);
 	}
 	bench("deep", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
@@ -676,7 +666,7 @@ static int attach_test(pid_t pid, const char *file, const char **names, int nexp
 	}
 	unwind_sym(file_base ? file_base : "attach", u, s, r, pcs, f, fpc, &nf);
 	expect_prefix(file_base ? file_base : "attach", f, nf, names, r->lines, nexp, file_base);
-	CHECK(find_fn(f, nf, 0, "main") >= 0, "main not found");
+	EXPECT(find_fn(f, nf, 0, "main") >= 0, "main not found");
 	rec_regs(r, &regs);
 	bench("attach", u, &regs, (const uint8_t *)(r + 1), r->stack_len);
 	fast_agrees(file_base ? file_base : "attach", pid, r, 1);
@@ -699,7 +689,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 1) {
 		if (self_test() != 0)
-			failures++;
+			unit_failures++;
 	} else if (strcmp(argv[1], "--attach") == 0 && argc >= 4) {
 		const char *names[16], *file_base = NULL;
 		int nexp = 0;
@@ -716,12 +706,12 @@ int main(int argc, char **argv)
 				usage();
 		}
 		if (attach_test((pid_t)pid, argv[3], names, nexp, file_base) != 0)
-			failures++;
+			unit_failures++;
 	} else {
 		usage();
 	}
-	if (failures) {
-		printf("unwind_check: %d check(s) failed\n", failures);
+	if (unit_failures) {
+		printf("unwind_check: %d check(s) failed\n", unit_failures);
 		return 1;
 	}
 	printf("unwind_check: all checks passed\n");
