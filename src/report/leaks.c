@@ -47,17 +47,6 @@ struct session_snaps {
 };
 
 
-static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
-{
-	int t = sqlite3_column_type(q, i);
-	if (t == SQLITE_NULL)
-		return 0;
-	double v = sqlite3_column_double(q, i);
-	if ((t != SQLITE_FLOAT && t != SQLITE_INTEGER) || !isfinite(v))
-		hd_die("%s: corrupt database: a value is not a finite number", s->path);
-	return v;
-}
-
 /* The snapshots of session in id order; without the peak snapshot unless
  * with_peak: it is out of time order (schema.sql), no point of a trend (its
  * rows are then skipped as rows of no point of the series, and the last
@@ -78,7 +67,7 @@ static void load_snaps(struct hd_source *s, int64_t session, struct session_snap
 			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
 			ss->t = hd_xrealloc(ss->t, cap * sizeof *ss->t);
 		}
-		double t = col_real(s, q, 1);
+		double t = hd_col_real(s, q, 1);
 		if (ss->n == 0)
 			t0 = t;
 		ss->id[ss->n] = sqlite3_column_int64(q, 0);
@@ -164,8 +153,8 @@ static void scan_series(struct hd_source *s, int64_t session, const struct sessi
 		}
 		FILL_TO(i);
 		last_i = i;
-		last_y = col_real(s, q, 3);
-		last_c = col_real(s, q, 4);
+		last_y = hd_col_real(s, q, 3);
+		last_c = hd_col_real(s, q, 4);
 		y[i] = last_y;
 		c[i] = last_c;
 	}
@@ -282,7 +271,7 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 		t->id = sqlite3_column_int64(q, 0);
 		if (t->id != ss.id[i])
 			hd_die("%s: the snapshots of session %" PRId64 " changed while read", s->path, session);
-		t->time = col_real(s, q, 1);
+		t->time = hd_col_real(s, q, 1);
 		snprintf(t->reason, sizeof t->reason, "%s", reason);
 		free(reason);
 		t->rss = sqlite3_column_int64(q, 3);
@@ -492,7 +481,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		if (hd_step(s, q)) {
 			pid = sqlite3_column_int64(q, 0);
 			comm = hd_clean_text(sqlite3_column_text(q, 1));
-			start = col_real(s, q, 2);
+			start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
 		fprintf(f, "leak suspects of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "

@@ -137,6 +137,9 @@ void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
 /* Prepare sql on s, or die.  Step q: 1 = a row, 0 = done; dies on errors. */
 struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
 int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
+/* Column i of q as a REAL that must be a finite number (NULL: 0); a corrupt
+ * file may hold text, blobs or NaN there: one line and exit 1. */
+double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
 
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */

@@ -35,9 +35,7 @@ static int query_i64(struct hd_source *s, const char *sql, int64_t *v, int np, i
 	return got;
 }
 
-/* A REAL column that must be a finite number (a corrupt file may hold
- * text, blobs or NaN). */
-static double col_real(struct hd_source *s, sqlite3_stmt *q, int i)
+double hd_col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 {
 	int t = sqlite3_column_type(q, i);
 	double v;
@@ -146,7 +144,7 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		out->src = s;
 		out->id = sqlite3_column_int64(q, 0);
 		out->session_id = sqlite3_column_int64(q, 1);
-		out->time = col_real(s, q, 2);
+		out->time = hd_col_real(s, q, 2);
 		out->rss = sqlite3_column_int64(q, 3);
 		out->samples = sqlite3_column_int64(q, 4);
 		out->drops = sqlite3_column_int64(q, 5);
@@ -214,8 +212,8 @@ struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
 			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
 		v[n++] = (struct hd_value){
 			.stack_id = sqlite3_column_int64(q, 0), .kind = (int)kind,
-			.alloc_count = col_real(s, q, 2), .alloc_bytes = col_real(s, q, 3),
-			.live_count = col_real(s, q, 4), .live_bytes = col_real(s, q, 5),
+			.alloc_count = hd_col_real(s, q, 2), .alloc_bytes = hd_col_real(s, q, 3),
+			.live_count = hd_col_real(s, q, 4), .live_bytes = hd_col_real(s, q, 5),
 		};
 	}
 	sqlite3_finalize(q);
