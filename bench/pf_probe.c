@@ -13,6 +13,8 @@
  *                   on SIGINT/SIGTERM, or when FILE "-q FILE" exists)
  *     -q FILE       stop once FILE exists (a script's "stop now")
  *     -o FILE       one line per sample: tid time addr ip stack_dyn_size
+ *     -i            inherit: threads (and children) created later count
+ *                   too, their samples in their creator's ring
  *     -n            only open the events and their rings, report, exit (the
  *                   per-thread limits: fds, perf_event_mlock_kb)
  *
@@ -136,7 +138,7 @@ static double cpu_s(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: pf_probe [-e pf|min] [-c PERIOD] [-p PAGES] [-s STACK] [-u] [-t SECS] "
-		"[-q FILE] [-o FILE] [-n] PID\n       pf_probe -m PID ADDR LEN [REPEAT]\n");
+		"[-q FILE] [-o FILE] [-i] [-n] PID\n       pf_probe -m PID ADDR LEN [REPEAT]\n");
 	return 2;
 }
 
@@ -339,7 +341,7 @@ static int pagemap_mode(int pid, uint64_t addr, uint64_t len, int repeat)
 
 int main(int argc, char **argv)
 {
-	int config = PERF_COUNT_SW_PAGE_FAULTS, pages = 256, opt, only_open = 0, user_only = 0;
+	int config = PERF_COUNT_SW_PAGE_FAULTS, pages = 256, opt, only_open = 0, user_only = 0, inherit = 0;
 	uint64_t period = 1;
 	uint32_t stack = 16384;
 	double secs = 0;
@@ -347,7 +349,7 @@ int main(int argc, char **argv)
 	if (argc >= 5 && strcmp(argv[1], "-m") == 0)
 		return pagemap_mode(atoi(argv[2]), strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0),
 			argc > 5 ? atoi(argv[5]) : 5);
-	while ((opt = getopt(argc, argv, "e:c:p:s:ut:q:o:n")) != -1) {
+	while ((opt = getopt(argc, argv, "e:c:p:s:uit:q:o:n")) != -1) {
 		switch (opt) {
 		case 'e':
 			if (strcmp(optarg, "pf") == 0)
@@ -361,6 +363,7 @@ int main(int argc, char **argv)
 		case 'p': pages = atoi(optarg); break;
 		case 's': stack = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'u': user_only = 1; break;
+		case 'i': inherit = 1; break;
 		case 't': secs = atof(optarg); break;
 		case 'q': quitfile = optarg; break;
 		case 'o': outpath = optarg; break;
@@ -390,6 +393,7 @@ int main(int argc, char **argv)
 	at.sample_stack_user = stack;
 	at.disabled = 1;
 	at.exclude_kernel = (unsigned)user_only;
+	at.inherit = (unsigned)inherit;
 	at.exclude_hv = 1;
 	at.use_clockid = 1;
 	at.clockid = CLOCK_MONOTONIC;
