@@ -135,11 +135,12 @@ static char *page_up(char *p)
 	return (char *)(((uintptr_t)p + PAGE - 1) & ~(PAGE - 1));
 }
 
-static void report(const char *what, char *p, size_t len, double ms)
+/* touched: the bytes written (ns_per_page is per page written). */
+static void report(const char *what, char *p, size_t len, double ms, size_t touched)
 {
 	printf("done %s addr=%p len=%zu", what, (void *)p, len);
-	if (ms >= 0)
-		printf(" ms=%.3f ns_per_page=%.1f", ms, ms * 1e6 / (double)(len / PAGE));
+	if (ms >= 0 && touched >= PAGE)
+		printf(" ms=%.3f ns_per_page=%.1f", ms, ms * 1e6 / (double)(touched / PAGE));
 	printf("\n");
 }
 
@@ -154,7 +155,7 @@ __attribute__((noinline)) static void touch_full(size_t len, int workers)
 	size_t alen = (len - (size_t)(a - p)) & ~(PAGE - 1);
 	/* The first page (malloc's header) is resident already. */
 	double ms = run_job(a, alen, workers);
-	report("touch", p, len, ms);
+	report("touch", p, len, ms, alen);
 }
 
 __attribute__((noinline)) static void touch_half(size_t len)
@@ -166,7 +167,7 @@ __attribute__((noinline)) static void touch_half(size_t len)
 	}
 	double t0 = now_ms();
 	write_pages(page_up(p), len / 2);
-	report("half", p, len, now_ms() - t0);
+	report("half", p, len, now_ms() - t0, len / 2);
 }
 
 __attribute__((noinline)) static void alloc_untouched(size_t len)
@@ -176,7 +177,7 @@ __attribute__((noinline)) static void alloc_untouched(size_t len)
 		printf("error untouched: no memory\n");
 		return;
 	}
-	report("untouched", p, len, -1);
+	report("untouched", p, len, -1, 0);
 }
 
 __attribute__((noinline)) static void touch_then_drop(size_t len)
@@ -195,7 +196,7 @@ __attribute__((noinline)) static void touch_then_drop(size_t len)
 		perror("madvise");
 	last_drop = a;
 	last_drop_len = alen;
-	report("drop", p, len, ms);
+	report("drop", p, len, ms, alen);
 }
 
 __attribute__((noinline)) static void retouch_dropped(void)
@@ -206,7 +207,7 @@ __attribute__((noinline)) static void retouch_dropped(void)
 	}
 	double t0 = now_ms();
 	write_pages(last_drop, last_drop_len);
-	report("retouch", last_drop, last_drop_len, now_ms() - t0);
+	report("retouch", last_drop, last_drop_len, now_ms() - t0, last_drop_len);
 }
 
 __attribute__((noinline)) static unsigned read_pages(const char *base, size_t len)
@@ -230,7 +231,7 @@ __attribute__((noinline)) static void read_untouched(size_t len)
 	unsigned sum = read_pages(last_read, last_read_len);
 	double ms = now_ms() - t0;
 	printf("sum=%u ", sum);
-	report("read", p, len, ms);
+	report("read", p, len, ms, last_read_len);
 }
 
 __attribute__((noinline)) static void write_after_read(void)
@@ -241,7 +242,7 @@ __attribute__((noinline)) static void write_after_read(void)
 	}
 	double t0 = now_ms();
 	write_pages(last_read, last_read_len);
-	report("write_read", last_read, last_read_len, now_ms() - t0);
+	report("write_read", last_read, last_read_len, now_ms() - t0, last_read_len);
 }
 
 __attribute__((noinline)) static void kernel_first_touch(size_t len)
@@ -264,7 +265,7 @@ __attribute__((noinline)) static void kernel_first_touch(size_t len)
 	}
 	double ms = now_ms() - t0;
 	close(fd);
-	report("sysread", p, len, ms);
+	report("sysread", p, len, ms, len);
 }
 
 __attribute__((noinline)) static void cow_after_fork(size_t len)
@@ -299,7 +300,7 @@ __attribute__((noinline)) static void cow_after_fork(size_t len)
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	printf("child=%d ", (int)child);
-	report("cow", a, alen, ms);
+	report("cow", a, alen, ms, alen);
 }
 
 __attribute__((noinline)) static void touch_huge(size_t len)
@@ -321,7 +322,7 @@ __attribute__((noinline)) static void touch_huge(size_t len)
 		perror("madvise(MADV_HUGEPAGE)");
 	double t0 = now_ms();
 	write_pages(a, len);
-	report("huge", a, len, now_ms() - t0);
+	report("huge", a, len, now_ms() - t0, len);
 }
 
 __attribute__((noinline)) static void release_all(void)
