@@ -301,6 +301,12 @@ static int close_output(FILE *f, const struct options *o)
 	return EXIT_OK;
 }
 
+/* What --kind's live memory is called in a sentence. */
+static const char *live_what(int kind)
+{
+	return kind == 1 ? "mmap memory" : kind == 0 ? "heap" : "memory";
+}
+
 /* When b is the last snapshot of its session and holds less than half of
  * the session's peak, one line that says so (everything the session was
  * attached for may be gone by then: an interpreter frees it all at exit);
@@ -320,7 +326,7 @@ static const char *fallen_note(const struct hd_snap *b, int kind, int exact, cha
 		return NULL;
 	snprintf(buf, len, "note: the estimated live %s peaked at %s (snapshot %" PRId64 ") and is %s "
 	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
-	         kind == 1 ? "mmap memory" : kind == 0 ? "heap" : "memory",
+	         live_what(kind),
 	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
 	         b->id);
 	return buf;
@@ -364,13 +370,13 @@ int main(int argc, char **argv)
 			snprintf(note, sizeof note,
 			         "peak: snapshot %" PRId64 " holds the highest estimated live %s of session %"
 			         PRId64 " (%s), kept by heapattach at the moment it was reached",
-			         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
+			         id, live_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes));
 		else
 			snprintf(note, sizeof note,
 			         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %"
 			         PRId64 " (%s, over %" PRId64 " snapshots)",
-			         id, o.flt.kind == 1 ? "mmap memory" : o.flt.kind == 0 ? "heap" : "memory",
+			         id, live_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
 		r.peak_note = note;
 	} else {
@@ -391,7 +397,8 @@ int main(int argc, char **argv)
 				        a.id, b.id, a.session_id, b.session_id);
 		}
 	}
-	if (!o.peak)
+	/* Only the formats that print it: it costs a scan of the session. */
+	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
 		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
 	r.b = &b;
 	r.by_objects = o.by_objects;
