@@ -357,15 +357,21 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 
 static uint64_t target_rss(pid_t pid);
 
+/* The counters a snapshot taken now records (its time, reason and interval
+ * are the caller's). */
+static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
+{
+	s->rss_bytes = target_rss(x->c->pid);
+	s->samples = x->st.samples;
+	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
+	s->unwind_failures = x->st.unwind_failures;
+}
+
 /* A peak copy was just made: what its snapshot will say. */
 static void note_peak(struct ctx *x)
 {
-	struct ha_collector *c = x->c;
-	x->peak.rss_bytes = target_rss(c->pid);
-	x->peak.samples = x->st.samples;
-	x->peak.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
-	x->peak.unwind_failures = x->st.unwind_failures;
-	x->peak.interval = x->interval;
+	counters_now(x, &x->peak.info);
+	x->peak.info.sample_interval = x->interval;
 }
 
 /* The bookkeeping of the batch, in ring order: first every sample's
@@ -466,11 +472,8 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (x->book)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
+	counters_now(x, &m->info);
 	m->info.time = ha_unix_now();
-	m->info.rss_bytes = target_rss(c->pid);
-	m->info.samples = x->st.samples;
-	m->info.drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
-	m->info.unwind_failures = x->st.unwind_failures;
 	m->info.reason = reason;
 	m->info.sample_interval = x->period_interval;
 	x->period_interval = x->interval;
@@ -501,13 +504,9 @@ static void snapshot_peak(struct ctx *x)
 		return;
 	m->q.type = HA_WMSG_SNAPSHOT;
 	m->n = ha_book_take_peak(x->book, &m->rows);
-	m->info.time = record_unix_time(x, x->peak.at_ns);
-	m->info.rss_bytes = x->peak.rss_bytes;
-	m->info.samples = x->peak.samples;
-	m->info.drops = x->peak.drops;
-	m->info.unwind_failures = x->peak.unwind_failures;
+	m->info = x->peak.info;
+	m->info.time = record_unix_time(x, x->peak.copy_ns);
 	m->info.reason = "peak";
-	m->info.sample_interval = x->peak.interval;
 	ha_queue_put(c->to_writer, &m->q);
 	x->st.snapshots++;
 	x->st.peak_bytes = (uint64_t)x->peak.copy_total;

@@ -14,7 +14,7 @@ int ha_peak_after_records(struct ha_peak *p, struct ha_book *b, uint64_t now_ns)
 		return 0;
 	ha_book_keep_peak(b);
 	p->high = p->copy_total = total;
-	p->copy_ns = p->at_ns = now_ns;
+	p->copy_ns = now_ns;
 	return 1;
 }
 
@@ -32,5 +32,5 @@ int ha_peak_pending(const struct ha_peak *p, const struct ha_book *b)
 	double now = ha_book_live_bytes(b, -1);
 	double highest = now > p->snap_max ? now : p->snap_max;
 	return p->copy_total > highest * HA_PEAK_RISE &&
-	       p->copy_total - highest > HA_PEAK_NOISE * (double)p->interval;
+	       p->copy_total - highest > HA_PEAK_NOISE * (double)p->info.sample_interval;
 }

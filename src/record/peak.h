@@ -41,14 +41,13 @@ struct ha_peak {
 	double copy_total;     /* the total of the book's peak copy (0: none) */
 	double snap_max;       /* the highest total of a snapshot */
 	uint64_t copy_ns;      /* record time of the last copy (CLOCK_MONOTONIC) */
-	/* What the snapshot of the copy says, as of the copy. */
-	uint64_t at_ns;        /* record time of the copy */
-	uint64_t rss_bytes, samples, drops, unwind_failures, interval;
+	struct ha_db_snapshot info; /* the counters as of the copy, for its
+	                             * snapshot (filled by the caller) */
 };
 
 /* After booking records up to record time now_ns: a new copy if the total
- * is a new high.  Returns 1 if a copy was made (the caller then fills the
- * counters of p). */
+ * is a new high.  Returns 1 if a copy was made (the caller then fills
+ * p->info). */
 int ha_peak_after_records(struct ha_peak *p, struct ha_book *b, uint64_t now_ns);
 
 /* At a snapshot, with the book's current total. */
