@@ -181,12 +181,17 @@ static int list_add(struct id_list *l, uint32_t id)
 	return 0;
 }
 
+/* s goes into the next snapshot. */
+static void mark_for_snapshot(struct ha_book *b, struct stack *s)
+{
+	if (!s->changed && list_add(&b->changed, (uint32_t)s->v.stack_id) == 0)
+		s->changed = 1;
+}
+
 static void mark_changed(struct ha_book *b, struct stack *s)
 {
-	uint32_t id = (uint32_t)s->v.stack_id;
-	if (!s->changed && list_add(&b->changed, id) == 0)
-		s->changed = 1;
-	if (!s->peak_dirty && list_add(&b->peak_dirty, id) == 0)
+	mark_for_snapshot(b, s);
+	if (!s->peak_dirty && list_add(&b->peak_dirty, (uint32_t)s->v.stack_id) == 0)
 		s->peak_dirty = 1;
 }
 
@@ -371,9 +376,7 @@ size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
 			continue;
 		n++;
 		s->in_db = 1;
-		/* Written again by the next snapshot (see book.h). */
-		if (!s->changed && list_add(&b->changed, (uint32_t)s->v.stack_id) == 0)
-			s->changed = 1;
+		mark_for_snapshot(b, s); /* written again by the next one (book.h) */
 	}
 	*rows = r;
 	return n;
