@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 4.
+-- heapattach profile database, schema version 5.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,13 +8,15 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 4);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 5);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
--- 'attach' and 'peak' and left the peak out of leak_trend (all at the end of
--- this file); heapattach upgrades an older file in place when it opens it
--- for writing (it only adds those), and heapdiff reads all four versions.  The
+-- 'attach' and 'peak' and left the peak out of leak_trend, version 5 the
+-- kinds 'rss' and 'swap' (resident memory by first-touch call path,
+-- heapattach --rss) with their snapshot columns (all at the end of this
+-- file); heapattach upgrades an older file in place when it opens it for
+-- writing (it only adds those), and heapdiff reads all five versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -73,14 +75,15 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '4'.
+-- Identification of the file: format = 'heapattach', schema_version = '5'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '4');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '5');
 
--- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap.
+-- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
+-- version 5 also 2 rss and 3 swap (see the version 5 additions).
 CREATE TABLE kinds (
 	id   INTEGER PRIMARY KEY,
 	name TEXT NOT NULL UNIQUE
@@ -377,17 +380,6 @@ SELECT v.snapshot_id, m.id AS module_id, m.path AS module, m.build_id, v.kind,
   JOIN modules m ON m.id = sm.module_id
  GROUP BY v.snapshot_id, m.id, v.kind;
 
--- snapshot_totals: per snapshot, the estimated live heap (all stacks and
--- kinds) next to the target's RSS, and the counters.
---     SELECT snapshot_id, time, live_bytes, rss_bytes FROM snapshot_totals
---      WHERE session_id = 1 ORDER BY snapshot_id;
-CREATE VIEW snapshot_totals AS
-SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
-       (SELECT total(v.live_bytes) FROM bucket_at v WHERE v.snapshot_id = s.id) AS live_bytes,
-       (SELECT total(v.live_count) FROM bucket_at v WHERE v.snapshot_id = s.id) AS live_count,
-       s.samples, s.drops, s.unwind_failures
-  FROM snapshots s;
-
 -- Schema version 2 additions.
 
 -- The views leak_trend and leak_suspects (defined since version 4 in the
@@ -485,3 +477,56 @@ SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.tren
   FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
  WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
    AND t.retained >= 0.9 AND t.trend_bytes >= 1;
+
+-- Schema version 5 additions.
+
+-- Resident memory by first-touch call path (heapattach --rss).  The
+-- attacher samples the target's minor page faults (every Nth fault of each
+-- thread, N = sessions.rss_period) and attributes the page each sampled
+-- fault made resident to the call path that touched it first; a sampled
+-- fault stands for N faults, so it weighs N times the size of what its
+-- fault mapped (4 KiB, or 2 MiB for a transparent huge page).  At every
+-- snapshot it reads the residency of the attributed pages (pagemap):
+--   kind 'rss'  private anonymous pages still resident (what RssAnon
+--               counts): live_bytes is what the call path holds resident
+--               now, alloc_bytes what it made resident in the session,
+--               free_bytes what left RSS (MADV_DONTNEED, munmap, an exited
+--               thread's stack, swapped out); counts are 4 KiB pages;
+--   kind 'swap' the same call paths' pages that are swapped out now
+--               (alloc: pages that went out, free: pages back in or gone).
+-- File-backed pages (page cache, shared with other processes) and the
+-- shared zero page are left out.  Neither kind is part of the live heap:
+-- heap and mmap are what the program allocated, rss and swap where that
+-- memory physically is; never add them up.
+INSERT OR IGNORE INTO kinds (id, name) VALUES (2, 'rss'), (3, 'swap');
+
+-- The page-fault sampling period of the session (faults per sample); 0:
+-- no --rss.
+ALTER TABLE sessions ADD COLUMN rss_period INTEGER NOT NULL DEFAULT 0;
+-- The kernel's view at each snapshot (/proc/PID/status RssAnon and
+-- VmSwap, bytes; 0 when unknown), and the page-fault samples booked and
+-- lost by the kernel (its ring full), cumulative like samples and drops.
+ALTER TABLE snapshots ADD COLUMN rss_anon_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN swap_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN rss_samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN rss_lost INTEGER NOT NULL DEFAULT 0;
+
+-- snapshot_totals: per snapshot, the estimated live heap (heap and mmap,
+-- all stacks) and the attributed resident and swapped memory (kinds rss
+-- and swap) next to the kernel's RSS, RssAnon and swap, and the counters.
+--     SELECT snapshot_id, time, live_bytes, resident_bytes, rss_anon_bytes
+--       FROM snapshot_totals WHERE session_id = 1 ORDER BY time;
+DROP VIEW IF EXISTS snapshot_totals;
+CREATE VIEW snapshot_totals AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap')) AS live_bytes,
+       (SELECT total(v.live_count) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap')) AS live_count,
+       s.samples, s.drops, s.unwind_failures,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind = 'rss') AS resident_bytes,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind = 'swap') AS swapped_bytes,
+       s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost
+  FROM snapshots s;

@@ -128,19 +128,25 @@ static int64_t snapshot(struct ha_db *db, int64_t session, double t, uint64_t rs
                         uint64_t samples, uint64_t drops, uint64_t unwf, const char *reason,
                         const struct ha_db_bucket *b, size_t n)
 {
-	struct ha_db_snapshot s = { t, rss, samples, drops, unwf, reason, 512u << 10 };
+	struct ha_db_snapshot s = { .time = t, .rss_bytes = rss, .samples = samples, .drops = drops,
+	                            .unwind_failures = unwf, .reason = reason, .sample_interval = 512u << 10 };
 	int64_t id;
 	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
 	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)session, n);
 	return id;
 }
 
+/* Snapshots and sessions as the tests spell them (no --rss columns). */
+#define SNAP(t, rss, sm, dr, uw, rs, iv) { .time = (t), .rss_bytes = (rss), .samples = (sm), \
+	.drops = (dr), .unwind_failures = (uw), .reason = (rs), .sample_interval = (iv) }
+#define SESSION(p, c, e, iv, t) { .pid = (p), .comm = (c), .exe = (e), .interval = (iv), .start_time = (t) }
+
 #define N(a) (sizeof(a) / sizeof(a)[0])
 
 static void fill(const char *path, int sessions)
 {
 	struct ha_db *db;
-	struct ha_db_session sess = { 4242, "leaky", EXE, 524288, T0 - 5 };
+	struct ha_db_session sess = SESSION(4242, "leaky", EXE, 524288, T0 - 5);
 	int64_t sid, g, c, s, m, again;
 
 	CHECK(ha_db_open(path, &db, err, sizeof err));
@@ -182,7 +188,7 @@ static void fill(const char *path, int sessions)
 		return;
 
 	/* Session 2 after a reopen: interning must find the stored stacks. */
-	struct ha_db_session sess2 = { 4343, "leaky", EXE, 524288, T0 + 95 };
+	struct ha_db_session sess2 = SESSION(4343, "leaky", EXE, 524288, T0 + 95);
 	CHECK(ha_db_open(path, &db, err, sizeof err));
 	CHECK(ha_db_begin_session(db, &sess2, &sid, err, sizeof err));
 	again = stack(db, grow_frames, N(grow_frames));
@@ -253,7 +259,7 @@ static void series(const char *path)
 		{ APP, APP_BID, 0x2940, "main", "/src/app/app.c", 94, 0 },
 	};
 	struct ha_db *db;
-	struct ha_db_session sess = { 5151, "app", APP, 524288, T0 - 1 };
+	struct ha_db_session sess = SESSION(5151, "app", APP, 524288, T0 - 1);
 	int64_t sid, l, c, r1, r2, cf, p;
 
 	CHECK(ha_db_open(path, &db, err, sizeof err));
@@ -325,7 +331,7 @@ static void attacher(const char *path)
 		{ SRV, SRV_BID, 0x3910, "main", "/src/srv/srv.c", 97, 0 },
 	};
 	struct ha_db *db;
-	struct ha_db_session sess = { 6161, "srv", SRV, 524288, T0 };
+	struct ha_db_session sess = SESSION(6161, "srv", SRV, 524288, T0);
 	int64_t sid, l, b, p, id;
 
 	CHECK(ha_db_open(path, &db, err, sizeof err));
@@ -335,7 +341,7 @@ static void attacher(const char *path)
 	CHECK(ha_db_stack(db, pool, N(pool), &p, err, sizeof err));
 	printf("stack leak %lld\nstack burst %lld\nstack pool %lld\n", (long long)l, (long long)b,
 	       (long long)p);
-	struct ha_db_snapshot s0 = { T0, 4000000, 0, 0, 0, "attach", 524288 };
+	struct ha_db_snapshot s0 = SNAP(T0, 4000000, 0, 0, 0, "attach", 524288);
 	CHECK(ha_db_snapshot(db, sid, &s0, NULL, 0, &id, err, sizeof err));
 	printf("snapshot %lld session %lld buckets 0\n", (long long)id, (long long)sid);
 	for (int i = 1; i <= 6; i++) {
@@ -346,8 +352,8 @@ static void attacher(const char *path)
 			v[n++] = bucket(p, HA_KIND_MMAP, 300000, 3, 0, 0);
 		if (i == 4)
 			v[n++] = bucket(b, HA_KIND_HEAP, 2000000, 2000, 2000000, 2000);
-		struct ha_db_snapshot sn = { T0 + 60 * i, 5000000 + 100000 * (uint64_t)i, 100 * (uint64_t)i,
-		                             i >= 5 ? 12 : 0, 0, "periodic", i == 5 ? 1u << 20 : 524288 };
+		struct ha_db_snapshot sn = SNAP(T0 + 60 * i, 5000000 + 100000 * (uint64_t)i, 100 * (uint64_t)i,
+		                             i >= 5 ? 12 : 0, 0, "periodic", i == 5 ? 1u << 20 : 524288);
 		CHECK(ha_db_snapshot(db, sid, &sn, v, n, &id, err, sizeof err));
 		printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, n);
 	}
@@ -356,7 +362,7 @@ static void attacher(const char *path)
 		bucket(b, HA_KIND_HEAP, 2000000, 2000, 0, 0),
 		bucket(l, HA_KIND_HEAP, 28000, 28, 0, 0),
 	};
-	struct ha_db_snapshot sp = { T0 + 210, 7200000, 350, 0, 0, "peak", 524288 };
+	struct ha_db_snapshot sp = SNAP(T0 + 210, 7200000, 350, 0, 0, "peak", 524288);
 	CHECK(ha_db_snapshot(db, sid, &sp, pk, N(pk), &id, err, sizeof err));
 	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, N(pk));
 	/* The final snapshot rewrites every bucket the peak has a row for. */
@@ -380,7 +386,7 @@ static void many(const char *path, int npaths)
 	static const char *BIN = "/opt/many/bin/many", *BID = "0f0e0d0c0b0a09080706050403020100ffeeddcc";
 	enum { DEPTH = 10 };
 	struct ha_db *db;
-	struct ha_db_session sess = { 7171, "many", BIN, 524288, T0 };
+	struct ha_db_session sess = SESSION(7171, "many", BIN, 524288, T0);
 	struct ha_db_frame f[DEPTH];
 	char names[DEPTH][48];
 	int64_t sid, *ids = calloc((size_t)npaths, sizeof *ids), id;
@@ -411,7 +417,7 @@ static void many(const char *path, int npaths)
 		CHECK(ha_db_stack(db, f, DEPTH, &ids[j], err, sizeof err));
 	}
 	CHECK(ha_db_batch_commit(db, err, sizeof err));
-	struct ha_db_snapshot s0 = { T0, 8000000, 0, 0, 0, "attach", 524288 };
+	struct ha_db_snapshot s0 = SNAP(T0, 8000000, 0, 0, 0, "attach", 524288);
 	CHECK(ha_db_snapshot(db, sid, &s0, NULL, 0, &id, err, sizeof err));
 	for (int i = 1; i <= 5; i++) {
 		size_t n = 0;
@@ -423,8 +429,8 @@ static void many(const char *path, int npaths)
 				continue; /* unchanged */
 			v[n++] = bucket(ids[j], HA_KIND_HEAP, live, live / 100, 0, 0);
 		}
-		struct ha_db_snapshot sn = { T0 + 60 * i, 9000000 + 500000 * (uint64_t)i, 1000 * (uint64_t)i,
-		                             0, 0, i == 5 ? "detach" : "periodic", 524288 };
+		struct ha_db_snapshot sn = SNAP(T0 + 60 * i, 9000000 + 500000 * (uint64_t)i, 1000 * (uint64_t)i,
+		                             0, 0, i == 5 ? "detach" : "periodic", 524288);
 		CHECK(ha_db_snapshot(db, sid, &sn, v, n, &id, err, sizeof err));
 	}
 	printf("session %lld paths %d\n", (long long)sid, npaths);
@@ -438,7 +444,7 @@ static void many(const char *path, int npaths)
 static void loop(const char *path, long count, int nstacks, int step)
 {
 	struct ha_db *db;
-	struct ha_db_session sess = { getpid(), "db_fill", "/proc/self/exe", 4096, T0 };
+	struct ha_db_session sess = SESSION(getpid(), "db_fill", "/proc/self/exe", 4096, T0);
 	int64_t sid, *ids;
 	struct ha_db_bucket *b;
 	char fn[8][32];
@@ -487,8 +493,8 @@ static void loop(const char *path, long count, int nstacks, int step)
 		for (size_t j = 0; j < n; j++)
 			b[j] = bucket(ids[j], HA_KIND_HEAP, 4096.0 * k + j, k, 1024.0 * k, k / 2);
 		b[n] = bucket(fresh, HA_KIND_MMAP, 65536, 1, 0, 0);
-		struct ha_db_snapshot s = { T0 + k, 1000000 + 4096 * (uint64_t)k, (uint64_t)k * 10, 0, 0,
-		                            "periodic", 512u << 10 };
+		struct ha_db_snapshot s = SNAP(T0 + k, 1000000 + 4096 * (uint64_t)k, (uint64_t)k * 10, 0, 0,
+		                            "periodic", 512u << 10);
 		CHECK(ha_db_snapshot(db, sid, &s, b, n + 1, &id, err, sizeof err));
 		printf("committed snapshot %lld buckets %zu\n", (long long)id, n + 1);
 		fflush(stdout);

@@ -8,14 +8,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 4
+#define HA_DB_SCHEMA_VERSION 5
 /* The oldest version still read; ha_db_open upgrades it in place. */
 #define HA_DB_SCHEMA_VERSION_MIN 1
 
 struct ha_db;
 
-/* Kinds of memory a bucket counts. */
-enum ha_mem_kind { HA_KIND_HEAP = 0, HA_KIND_MMAP = 1 };
+/* Kinds of memory a bucket counts: what the program allocated (heap,
+ * mmap), and where the pages are (rss: resident by first-touch call path,
+ * swap: swapped out; schema version 5, heapattach --rss).  The two groups
+ * count the same memory twice and are never added up. */
+enum ha_mem_kind { HA_KIND_HEAP = 0, HA_KIND_MMAP = 1, HA_KIND_RSS = 2, HA_KIND_SWAP = 3 };
+#define HA_KIND_COUNT 4
 
 /* Open an existing database read-only (heapdiff): a file that is not a
  * heapattach database, or of a schema version outside

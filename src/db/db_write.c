@@ -46,12 +46,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEL_STACK] = "SELECT id, depth FROM stacks WHERE hash = ?1",
 	[ST_SEL_STACK_FRAMES] = "SELECT frame_id FROM stack_frames WHERE stack_id = ?1 ORDER BY pos",
 	[ST_INS_STACK_FRAME] = "INSERT INTO stack_frames (stack_id, pos, frame_id) VALUES (?1, ?2, ?3)",
-	[ST_INS_SESSION] = "INSERT INTO sessions (pid, comm, exe, sample_interval, start_time)"
-	                   " VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_INS_SESSION] = "INSERT INTO sessions (pid, comm, exe, sample_interval, start_time,"
+	                   " rss_period) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[ST_END_SESSION] = "UPDATE sessions SET end_time = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
-	                    " unwind_failures, reason, sample_interval)"
-	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	                    " unwind_failures, reason, sample_interval, rss_anon_bytes, swap_bytes,"
+	                    " rss_samples, rss_lost)"
+	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_INS_BUCKET] = "INSERT INTO buckets (session_id, stack_id, kind, snapshot_id,"
 	                  " alloc_count, alloc_bytes, free_count, free_bytes, live_count, live_bytes)"
 	                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -248,6 +249,12 @@ static void bind_text(sqlite3_stmt *s, int i, const char *t)
 	sqlite3_bind_text(s, i, t ? t : "", -1, SQLITE_STATIC);
 }
 
+/* SQLite integers are signed: a count past INT64_MAX is stored as that. */
+static void bind_u64(sqlite3_stmt *s, int i, uint64_t v)
+{
+	sqlite3_bind_int64(s, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
 /* Step a statement expected to finish without rows. */
 static int step_done(struct ha_db *db, sqlite3_stmt *s, char *err, size_t errlen, const char *what)
 {
@@ -335,6 +342,7 @@ int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t
 	bind_text(q, 3, s->exe);
 	sqlite3_bind_int64(q, 4, (int64_t)s->interval);
 	sqlite3_bind_double(q, 5, s->start_time);
+	bind_u64(q, 6, s->rss_period);
 	if (step_done(db, q, err, errlen, "recording the session") < 0)
 		return -1;
 	*session_id = sqlite3_last_insert_rowid(db->h);
@@ -579,8 +587,11 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	sqlite3_bind_int64(q, 5, (int64_t)s->drops);
 	sqlite3_bind_int64(q, 6, (int64_t)s->unwind_failures);
 	bind_text(q, 7, s->reason);
-	sqlite3_bind_int64(q, 8, (int64_t)(s->sample_interval > INT64_MAX ? INT64_MAX
-	                                                                  : s->sample_interval));
+	bind_u64(q, 8, s->sample_interval);
+	bind_u64(q, 9, s->rss_anon_bytes);
+	bind_u64(q, 10, s->swap_bytes);
+	bind_u64(q, 11, s->rss_samples);
+	bind_u64(q, 12, s->rss_lost);
 	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
 		return -1;
 	sid = sqlite3_last_insert_rowid(db->h);

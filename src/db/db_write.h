@@ -13,6 +13,7 @@ struct ha_db_session {
 	const char *exe;
 	uint64_t interval;        /* mean sampling interval, bytes */
 	double start_time;        /* unix time, seconds */
+	uint64_t rss_period;      /* page faults per --rss sample; 0: no --rss */
 };
 
 struct ha_db_frame {
@@ -41,6 +42,8 @@ struct ha_db_snapshot {
 	uint64_t samples, drops, unwind_failures;
 	const char *reason;       /* "periodic", "signal", "detach", "exit" */
 	uint64_t sample_interval; /* largest interval in effect since the last one */
+	uint64_t rss_anon_bytes, swap_bytes; /* RssAnon and VmSwap of the target */
+	uint64_t rss_samples, rss_lost;      /* page-fault samples booked, lost */
 };
 
 /* Open or create for writing.  A file that is not a heapattach database, or
