@@ -34,6 +34,7 @@
 
 #include "heapattach_args.h"
 #include "collector.h"
+#include "pf_events.h"
 #include "db_write.h"
 #include "writer.h"
 
@@ -156,10 +157,13 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
 	double fill = prod >= cons ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
 	fprintf(stderr, "\rheapattach: %llu samples (%llu/s), %llu stacks, %llu drops, ring %.0f%%, "
-	        "%llu snapshots   ", (unsigned long long)st.samples,
+	        "%llu snapshots", (unsigned long long)st.samples,
 	        (unsigned long long)(st.samples - *last_samples), (unsigned long long)st.stacks,
 	        (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
 	        (unsigned long long)st.snapshots);
+	if (c->rss_period)
+		fprintf(stderr, ", %llu page-fault samples", (unsigned long long)st.rss_samples);
+	fprintf(stderr, "   ");
 	*last_samples = st.samples;
 }
 
@@ -485,6 +489,19 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",
 		        (double)st.peak_bytes / 1048576.0, (double)st.peak_unix_ms / 1e3 - info->start_time,
 		        dbname);
+	if (c->rss_period)
+		fprintf(stderr, "heapattach: --rss: %llu page-fault samples (1 in %llu faults), %llu lost; "
+		        "%.1f MiB resident attributed to %llu pages' call paths at the end "
+		        "(heapdiff --kind rss %s)\n",
+		        (unsigned long long)st.rss_samples, (unsigned long long)c->rss_period,
+		        (unsigned long long)st.rss_lost, (double)st.rss_bytes / 1048576.0,
+		        (unsigned long long)st.rss_pages, dbname);
+	if (o->verbose && c->rss_period)
+		fprintf(stderr, "heapattach: --rss: %llu pages forgotten as dropped, %llu as the zero page, "
+		        "%llu as file-backed; %llu unwinds failed; %.1f ms reading pagemap in all\n",
+		        (unsigned long long)st.rss_dropped, (unsigned long long)st.rss_zero,
+		        (unsigned long long)st.rss_file, (unsigned long long)st.rss_unwind_failures,
+		        (double)st.rss_check_ns / 1e6);
 	if (st.abandoned)
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",
@@ -506,6 +523,32 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 	}
 }
 
+/* --rss: the page-fault events on every thread of the target, or NULL
+ * after one line saying why not (the heap profile goes on without). */
+static struct ha_pf *open_rss(const struct options *o, pid_t pid)
+{
+	char err[512];
+	struct ha_pf_report rep;
+	double t0 = ha_now_ms();
+	struct ha_pf *pf = ha_pf_open(pid, o->rss_period, &rep, err, sizeof err);
+	if (!pf) {
+		fprintf(stderr, "heapattach: --rss: %s; going on without resident memory\n", err);
+		return NULL;
+	}
+	if (rep.threads_left_out)
+		fprintf(stderr, "heapattach: --rss: %d of %d threads left out: each thread needs one "
+		        "event per CPU (%d CPUs) and the open files limit is %lu; their page faults "
+		        "are not sampled\n", rep.threads_left_out, rep.threads + rep.threads_left_out,
+		        rep.cpus, rep.fd_limit);
+	if (o->verbose)
+		fprintf(stderr, "heapattach: --rss: %d threads x %d CPUs of page-fault events in %.1f ms, "
+		        "rings of %zu KiB per CPU%s\n", rep.threads, rep.cpus, ha_now_ms() - t0,
+		        rep.ring_bytes / 1024,
+		        rep.inherit_thread ? "" : " (kernel without inherit_thread: forked children's "
+		                                  "samples are dropped)");
+	return pf;
+}
+
 /* The live session: record it, start the writer and the collector, stay
  * attached, detach, and say what was recorded.  The writer owns db from its
  * start (it closes it).  Returns the exit status. */
@@ -521,6 +564,10 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	                              .interval = o->interval, .start_time = ha_unix_now() };
 	static struct ha_writer writer;
 	static struct ha_collector coll;
+	if (o->rss)
+		coll.pf = open_rss(o, t->pid);
+	coll.rss_period = coll.pf ? o->rss_period : 0;
+	info.rss_period = coll.rss_period;
 	writer.db = db;
 	writer.pid = t->pid;
 	writer.verbose = o->verbose;
@@ -528,6 +575,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	    ha_writer_start(&writer)) {
 		/* The agent restores itself when the caller hangs up. */
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
+		ha_pf_close(coll.pf);
 		ha_db_close(db);
 		return EXIT_FAILED;
 	}
@@ -564,7 +612,7 @@ int main(int argc, char **argv)
 	/* Before any thread's scheduling attributes change (inject_sched.c). */
 	ha_sched_note_default();
 	struct options o = { .timeout_s = 5, .ring_bytes = 8u << 20, .interval = 512u << 10,
-	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10,
+	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10, .rss_period = 251,
 	                     .nice = HA_BACKGROUND_NICE };
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
 	struct ha_target t;

@@ -32,6 +32,12 @@ static void usage(FILE *f)
 	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
 	        "                        heapattach takes one at once; the last one at detach,\n"
 	        "                        and the peak of the live heap if no snapshot holds it\n"
+	        "      --rss             also resident memory by first-touch call path: sample\n"
+	        "                        the target's page faults (perf events; heapdiff --kind\n"
+	        "                        rss); where perf events are not allowed, one line says\n"
+	        "                        why and the heap profile goes on without\n"
+	        "      --rss-period N    with --rss, sample every Nth page fault of each thread\n"
+	        "                        (default 251; 1 = every fault; implies --rss)\n"
 	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
 	        "      --block           when the ring is full, make the target wait instead of\n"
 	        "                        dropping samples (drops are counted either way)\n"
@@ -86,7 +92,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE };
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -100,6 +106,8 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "ring-size", required_argument, NULL, OPT_RING },
 		{ "nice", required_argument, NULL, OPT_NICE },
+		{ "rss", no_argument, NULL, OPT_RSS },
+		{ "rss-period", required_argument, NULL, OPT_RSS_PERIOD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -170,6 +178,18 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 				fprintf(stderr, "heapattach: --nice wants a number from 0 to 39, not '%s'\n", optarg);
 				return -1;
 			}
+			break;
+		case OPT_RSS:
+			o->rss = 1;
+			break;
+		case OPT_RSS_PERIOD:
+			if (parse_u64(optarg, &o->rss_period) || o->rss_period < 1 ||
+			    o->rss_period > (1u << 30)) {
+				fprintf(stderr, "heapattach: --rss-period wants a number of page faults from 1 "
+				        "to 1G, not '%s'\n", optarg);
+				return -1;
+			}
+			o->rss = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -21,6 +21,8 @@ struct options {
 	double snapshot_every_s;
 	int quiet;
 	uint64_t nice;          /* --nice: the background threads' nice offset */
+	int rss;                /* --rss: page-fault sampling too */
+	uint64_t rss_period;    /* --rss-period: faults per sample */
 };
 
 /* Parse argv into *o (whose defaults the caller set).  --help and

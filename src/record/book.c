@@ -46,7 +46,7 @@ struct ha_book {
 	size_t live_cap, nlive;  /* power of two; load kept under 1/2 */
 	struct id_list changed;  /* ids changed since the last take */
 	struct id_list peak_dirty; /* ids changed since the last peak copy */
-	double live_bytes[2];    /* live bytes per kind, summed over stacks */
+	double live_bytes[HA_KIND_COUNT]; /* live bytes per kind, summed over stacks */
 	int have_peak;           /* a peak copy was made */
 };
 
@@ -313,6 +313,43 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 	return 1;
 }
 
+static struct stack *bucket(struct ha_book *b, uint32_t stack)
+{
+	return stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
+}
+
+void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes)
+{
+	struct stack *s = bucket(b, stack);
+	if (!s || !(bytes > 0))
+		return;
+	s->v.alloc_count += bytes / 4096;
+	s->v.alloc_bytes += bytes;
+	s->v.live_count += bytes / 4096;
+	s->v.live_bytes += bytes;
+	b->live_bytes[s->kind] += bytes;
+	mark_changed(b, s);
+}
+
+void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes)
+{
+	struct stack *s = bucket(b, stack);
+	if (!s || !(bytes > 0))
+		return;
+	struct live l = { .stack = stack, .size = 4096, .weight = bytes / 4096 };
+	account_free(b, &l);
+}
+
+const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind)
+{
+	const struct stack *s = stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
+	if (!s)
+		return NULL;
+	*n = s->n;
+	*kind = s->kind;
+	return s->pcs;
+}
+
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
 {
 	size_t n = b->changed.n;
@@ -335,7 +372,7 @@ size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
 
 double ha_book_live_bytes(const struct ha_book *b, int kind)
 {
-	if (kind == HA_KIND_HEAP || kind == HA_KIND_MMAP)
+	if (kind >= 0 && kind < HA_KIND_COUNT)
 		return b->live_bytes[kind] > 0 ? b->live_bytes[kind] : 0;
 	return ha_book_live_bytes(b, HA_KIND_HEAP) + ha_book_live_bytes(b, HA_KIND_MMAP);
 }

@@ -38,13 +38,22 @@ void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t si
  * live to freed.  Returns 1 if it was, 0 otherwise. */
 int ha_book_release(struct ha_book *b, uint64_t addr);
 
+/* Resident memory (kinds rss and swap, rss_pages.c): bytes made resident
+ * in bucket stack (alloc and live grow), or that left it (free grows, live
+ * falls); counts are 4 KiB pages. */
+void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes);
+void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes);
+/* The pcs and kind of bucket stack (NULL if there is none). */
+const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind);
+
 /* The buckets changed since the previous call, with their cumulative
  * values (stack_id holds the local stack id).  *rows is malloc'ed; the
  * caller owns it.  Returns the count. */
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
 
 /* The estimated live bytes of every bucket of one kind (enum ha_mem_kind),
- * or of all kinds (-1): kept as the samples and frees are booked, O(1). */
+ * or of heap and mmap together (-1: what the program allocated; rss and
+ * swap count the same memory again): kept as they are booked, O(1). */
 double ha_book_live_bytes(const struct ha_book *b, int kind);
 
 /* The peak copy: a copy of every bucket's values at one moment, the

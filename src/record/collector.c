@@ -29,7 +29,10 @@
 #include "book.h"
 #include "ha_ring.h"
 #include "peak.h"
+#include "pf_events.h"
+#include "proc.h"
 #include "procmaps.h"
+#include "rss_pages.h"
 #include "unwind.h"
 #include "util.h"
 #include "writer.h"
@@ -47,6 +50,7 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define RING_PREFETCH 8192    /* published bytes asked for ahead of the reader */
 #define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
 #define LOWER_AFTER_MS 500    /* ...and one halving per 500 ms of a calm ring */
+#define PF_BATCH 4096         /* page-fault samples per drain, at most */
 
 /* One record of a batch.  The target can rewrite the ring at any time:
  * what is checked is copied out first, and only the copy is used. */
@@ -82,8 +86,11 @@ struct ctx {
 	struct ha_collector_stats st; /* ours; published to c->stats per drain */
 	struct ha_peak peak;          /* the session's highest live total (peak.h) */
 	uint64_t rec_ns;              /* latest sample time booked (target's clock) */
+	uint64_t pf_bad;              /* page-fault records that did not parse, counted */
 	uint64_t start_ns;            /* CLOCK_MONOTONIC when the collector started */
 	double start_unix;            /* ...and the unix time then */
+	struct ha_rss_pages *rss;     /* --rss: the attributed pages */
+	uint64_t pf_pcs[MAX_PCS];     /* pcs of the page-fault sample in hand */
 	struct item batch[BATCH];
 	uint64_t pcs[BATCH][MAX_PCS]; /* pcs of batch[i] */
 	struct { uint64_t size, interval; double w; } wc[WCACHE];
@@ -320,15 +327,12 @@ static void unwind_batch(struct ctx *x, int k)
 	x->st.unwind_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
 }
 
-/* The bucket id of a sample's stack (0: out of memory); a new stack goes to
- * the writer. */
-static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
+/* The bucket of n pcs (leaf first) of kind (0: out of memory); a new one
+ * goes to the writer.  ids: the words the unwinder's cache entry keeps for
+ * the heap and mmap buckets of those pcs (NULL: none). */
+static uint32_t intern(struct ctx *x, uint64_t *pcs, int n, int kind, uint32_t *ids)
 {
-	int n = it->n, is_new;
-	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
-	/* The same pcs as a stack booked before: its id, kept by the unwinder's
-	 * cache entry (the agent range, hence the pcs kept, never changes). */
-	uint32_t *ids = it->ref ? ha_unwind_user(x->unw, it->ref) : NULL;
+	int is_new;
 	if (ids && ids[kind])
 		return ids[kind];
 	/* The innermost frames are the agent's own hook and capture code.  Hook
@@ -355,6 +359,84 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 	return id;
 }
 
+/* The bucket id of a sample's stack (0: out of memory). */
+static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
+{
+	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
+	/* The same pcs as a stack booked before: its id, kept by the unwinder's
+	 * cache entry (the agent range, hence the pcs kept, never changes). */
+	return intern(x, pcs, it->n, kind, it->ref ? ha_unwind_user(x->unw, it->ref) : NULL);
+}
+
+/* ---------------------------------------------------------------- --rss */
+
+/* The swap bucket of an rss bucket: the same pcs, kind swap. */
+static uint32_t swap_bucket(void *arg, uint32_t rss_bucket)
+{
+	struct ctx *x = arg;
+	int n, kind;
+	const uint64_t *pcs = ha_book_pcs(x->book, rss_bucket, &n, &kind);
+	if (!pcs || n > MAX_PCS)
+		return 0;
+	memcpy(x->pf_pcs, pcs, (size_t)n * sizeof *pcs);
+	return intern(x, x->pf_pcs, n, HA_KIND_SWAP, NULL);
+}
+
+/* Book the page-fault samples waiting in the perf rings: unwound like the
+ * agent's samples (a first touch inside a system call unwinds from the
+ * user registers at the call), attributed to their page.  An unwind that
+ * fails books the faulting pc alone. */
+static void drain_rss(struct ctx *x)
+{
+	struct ha_pf_sample s;
+	if (!x->c->pf)
+		return;
+	for (int k = 0; k < PF_BATCH && ha_pf_next(x->c->pf, &s); k++) {
+		if (!x->book || !x->rss)
+			continue;
+		int n = x->unw ? ha_unwind(x->unw, &s.regs, s.stack, s.stack_len, x->pf_pcs, MAX_PCS) : -1;
+		if (n <= 0) {
+			x->st.rss_unwind_failures++;
+			x->pf_pcs[0] = s.regs.rip;
+			n = 1;
+		}
+		uint32_t id = intern(x, x->pf_pcs, n, HA_KIND_RSS, NULL);
+		ha_rss_fault(x->rss, s.addr, id, (double)x->c->rss_period);
+		x->st.rss_samples++;
+	}
+	uint64_t samples, lost, bad;
+	ha_pf_counts(x->c->pf, &samples, &lost, &bad);
+	x->st.rss_lost = lost;
+	x->st.corrupt_records += bad - x->pf_bad;
+	x->pf_bad = bad;
+}
+
+/* The residency of the attributed pages, at a snapshot. */
+static void check_rss(struct ctx *x)
+{
+	if (!x->rss)
+		return;
+	drain_rss(x);
+	ha_rss_check(x->rss);
+	struct ha_rss_stats rs;
+	ha_rss_stats(x->rss, &rs);
+	x->st.rss_pages = rs.pages;
+	x->st.rss_bytes = (uint64_t)ha_book_live_bytes(x->book, HA_KIND_RSS);
+	x->st.rss_zero = rs.zero;
+	x->st.rss_file = rs.file;
+	x->st.rss_dropped = rs.dropped;
+	x->st.rss_check_ns = rs.check_ns;
+}
+
+/* A /proc/PID/status field in kB, as bytes (0 when unknown). */
+static uint64_t status_bytes(pid_t pid, const char *name)
+{
+	char v[64];
+	if (ha_proc_status_field(pid, 0, name, v, sizeof v) != 0)
+		return 0;
+	return strtoull(v, NULL, 10) * 1024;
+}
+
 static uint64_t target_rss(pid_t pid);
 
 /* The counters a snapshot taken now records (its time, reason and interval
@@ -365,6 +447,12 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	s->samples = x->st.samples;
 	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
 	s->unwind_failures = x->st.unwind_failures;
+	if (x->c->pf) {
+		s->rss_anon_bytes = status_bytes(x->c->pid, "RssAnon");
+		s->swap_bytes = status_bytes(x->c->pid, "VmSwap");
+		s->rss_samples = x->st.rss_samples;
+		s->rss_lost = x->st.rss_lost;
+	}
 }
 
 /* A peak copy was just made: what its snapshot will say. */
@@ -447,6 +535,7 @@ static size_t drain(struct ctx *x)
 			consume(x);
 	}
 	consume(x);
+	drain_rss(x);
 	publish_stats(x);
 	return n;
 }
@@ -469,6 +558,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (!m)
 		return;
 	m->q.type = HA_WMSG_SNAPSHOT;
+	check_rss(x);
 	if (x->book)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
@@ -642,6 +732,8 @@ static void *collector_main(void *arg)
 	x->c = c;
 	x->book = ha_book_new();
 	x->unw = ha_unwinder_new(c->pid, err, sizeof err);
+	if (c->pf && x->book)
+		x->rss = ha_rss_pages_new(c->pid, x->book, swap_bucket, x);
 	find_agent_range(x);
 	x->pos = x->rpos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
 	x->stuck_pos = x->rpos + 1;
@@ -682,6 +774,9 @@ static void *collector_main(void *arg)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		x->st.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	publish_stats(x);
+	ha_pf_close(c->pf);
+	c->pf = NULL;
+	ha_rss_pages_free(x->rss);
 	ha_unwinder_free(x->unw);
 	ha_book_free(x->book);
 	free(x);

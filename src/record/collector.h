@@ -32,6 +32,14 @@ struct ha_collector_stats {
 	uint64_t interval_max;  /* the largest it has been */
 	uint64_t peak_bytes;    /* a peak snapshot was written: its live total... */
 	uint64_t peak_unix_ms;  /* ...and its unix time, ms */
+	/* --rss */
+	uint64_t rss_samples;   /* page-fault samples booked */
+	uint64_t rss_lost;      /* ...lost by the kernel (ring full) */
+	uint64_t rss_unwind_failures; /* booked with the faulting pc alone */
+	uint64_t rss_pages;     /* attributed pages kept (rss_pages.h) */
+	uint64_t rss_bytes;     /* attributed resident bytes at the last check */
+	uint64_t rss_zero, rss_file, rss_dropped; /* pages forgotten, by why */
+	uint64_t rss_check_ns;  /* time spent reading pagemap */
 };
 
 struct ha_collector {
@@ -44,6 +52,9 @@ struct ha_collector {
 	                             * (not with --block) */
 	int verbose;                /* say every change of the interval */
 	struct ha_queue *to_writer;
+	struct ha_pf *pf;           /* --rss: the page-fault events (pf_events.h),
+	                             * owned and closed by the collector; NULL: none */
+	uint64_t rss_period;        /* their sampling period, faults */
 	/* owned by the collector thread */
 	struct ha_queue inbox;
 	pthread_t thread;
