@@ -370,16 +370,22 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 	thread_setup();
 	if (ha_ts.session != sess) {
 		/* First look at this session: start a fresh countdown here (the
-		 * exponential has no memory, so this adds no bias). */
+		 * exponential has no memory, so this adds no bias) and take this
+		 * allocation off it like any other: sampled if it reaches the
+		 * countdown, with probability 1 - exp(-size / interval), the
+		 * weight the attacher gives it.  (Skipping it would never sample
+		 * a thread's first allocation of a session, however large.) */
 		ha_ts.session = sess;
 		/* Calls made before this session are not its calls. */
 		memcpy(ha_tls.flushed, ha_tls.calls, sizeof ha_tls.flushed);
 		ha_ts.samples = ha_ts.frees = 0;
 		ha_ts.flushed_ns = 0;
 		if (cfg.interval > 1) {
-			ha_ts.countdown = ha_countdown_draw(cfg.interval);
-			ha_hook_guard = 0;
-			goto out;
+			ha_ts.countdown = ha_countdown_draw(cfg.interval) - (int64_t)size;
+			if (ha_ts.countdown >= 0) {
+				ha_hook_guard = 0;
+				goto out;
+			}
 		}
 	}
 	uint64_t drawn_with = ha_ts.interval, next = cfg.interval;

@@ -30,6 +30,9 @@
  *                   the child exit
  *   huge MIB        touch_huge(): mmap MIB MiB aligned to 2 MiB,
  *                   MADV_HUGEPAGE, write every 4 KiB page
+ *   thread MIB      touch_in_new_thread(): start a thread (one that did not
+ *                   exist at "ready"), which mallocs MIB MiB, writes every
+ *                   page and exits; joined before the answer
  *   free            release_all(): free/munmap every region made so far
  *   exit            release_all(), exit 0
  * EOF exits too.  Every site is its own noinline function, so that a call
@@ -325,6 +328,40 @@ __attribute__((noinline)) static void touch_huge(size_t len)
 	report("huge", a, len, now_ms() - t0, len);
 }
 
+struct new_thread_job {
+	size_t len;
+	char *p;
+	double ms;
+};
+
+__attribute__((noinline)) static void *new_thread_touch(void *arg)
+{
+	struct new_thread_job *j = arg;
+	j->p = new_block(j->len);
+	if (j->p) {
+		double t0 = now_ms();
+		write_pages(page_up(j->p), j->len - PAGE);
+		j->ms = now_ms() - t0;
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) static void touch_in_new_thread(size_t len)
+{
+	struct new_thread_job j = { len, NULL, -1 };
+	pthread_t th;
+	if (pthread_create(&th, NULL, new_thread_touch, &j) != 0) {
+		printf("error thread: cannot create a thread\n");
+		return;
+	}
+	pthread_join(th, NULL);
+	if (!j.p) {
+		printf("error thread: no memory\n");
+		return;
+	}
+	report("thread", j.p, len, j.ms, len - PAGE);
+}
+
 __attribute__((noinline)) static void release_all(void)
 {
 	while (nregions > 0) {
@@ -389,6 +426,8 @@ int main(int argc, char **argv)
 			cow_after_fork(len);
 		} else if (strcmp(cmd, "huge") == 0 && n >= 2) {
 			touch_huge(len);
+		} else if (strcmp(cmd, "thread") == 0 && n >= 2) {
+			touch_in_new_thread(len);
 		} else if (strcmp(cmd, "free") == 0) {
 			release_all();
 			printf("done free\n");
