@@ -151,6 +151,8 @@ static struct page *insert(struct ha_rss_pages *p, uint64_t pn)
 	return pg;
 }
 
+static void book_page(struct ha_rss_pages *p, struct page *pg, uint64_t res, uint64_t swp);
+
 /* Take back what pg has booked. */
 static void unbook(struct ha_rss_pages *p, struct page *pg)
 {
@@ -249,6 +251,10 @@ void ha_rss_fault(struct ha_rss_pages *p, uint64_t addr, uint32_t bucket, double
 		return;
 	pg->bucket = bucket;
 	pg->weight = weight;
+	/* Booked at once as one 4 KiB page made resident (so that a page
+	 * dropped before the next check still shows as made resident, and
+	 * live totals move between snapshots); the check corrects it. */
+	book_page(p, pg, 1, 0);
 }
 
 /* ------------------------------------------------------------ first check */

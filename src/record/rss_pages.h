@@ -5,9 +5,10 @@
  * the book) and the weight (the faults the sample stands for).  A new
  * sample on a page already attributed replaces the old attribution (a
  * re-touch after MADV_DONTNEED, copy-on-write after fork); it never adds a
- * second one.  Nothing is booked at the fault: ha_rss_check, at every
- * snapshot, reads the residency of every attributed page from
- * /proc/PID/pagemap and books the difference with what it booked before:
+ * second one.  A fault is booked at once as a 4 KiB page made resident;
+ * ha_rss_check, at every snapshot, reads the residency of every attributed
+ * page from /proc/PID/pagemap and books the difference with what was
+ * booked before:
  *   - private anonymous page present: resident, weight x its size (4 KiB;
  *     a transparent huge page is counted once, as its 2 MiB window, with
  *     the 4 KiB pages of the window still present in it);

@@ -398,7 +398,7 @@ int main(int argc, char **argv)
 		}
 		pthread_detach(th);
 	}
-	printf("ready pid=%d threads=%d\n", (int)getpid(), nthreads);
+	printf("ready pid=%d\n", (int)getpid());
 	while (fgets(line, sizeof line, stdin)) {
 		int n = sscanf(line, "%31s %zu %d", cmd, &mib, &t);
 		if (n < 1)
