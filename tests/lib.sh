@@ -309,7 +309,8 @@ run_ha() {
 
 # start_ha [heapattach args...]: run the attacher in the background with the
 # default dispositions of SIGINT/SIGTERM (an async command of a script would
-# otherwise inherit SIGINT ignored).  Sets HAPID, HA_OUT, HA_ERR.
+# otherwise inherit SIGINT ignored), under the wrapper command in HA_WRAP if
+# any (as run_ha).  Sets HAPID, HA_OUT, HA_ERR.
 start_ha() {
 	_NHA=$((_NHA + 1))
 	HA_OUT=$W/ha$_NHA.out
@@ -317,7 +318,7 @@ start_ha() {
 	(
 		_close_fds
 		cd "$W" || exit 1
-		exec env --default-signal=INT,TERM "$HA" "$@"
+		exec env --default-signal=INT,TERM "${HA_WRAP[@]}" "$HA" "$@"
 	) >"$HA_OUT" 2>"$HA_ERR" &
 	HAPID=$!
 	_HAPIDS+=("$HAPID")

@@ -62,7 +62,8 @@ struct ring {
 struct thread {
 	pid_t tid;
 	int window;                   /* appeared in a rescan (see the top) */
-	int closed;                   /* its events were closed as duplicates */
+	int closed;                   /* its events were closed as duplicates, or
+	                               * could not be opened */
 	int *fds;                     /* one per CPU, -1 if none */
 	uint64_t *ids;                /* the events' ids (window threads only) */
 };
@@ -247,13 +248,17 @@ static int open_thread(struct ha_pf *pf, struct perf_event_attr *a, pid_t tid, i
 	}
 	if (rc != 0) {
 		int e = errno;
-		for (int c = 0; c < pf->ncpu; c++)
+		/* An fd that owns a ring stays (the ring is mapped, the event
+		 * disabled); the thread is kept as one without events, so that
+		 * a rescan does not try it again. */
+		for (int c = 0; c < pf->ncpu; c++) {
 			if (t->fds[c] >= 0 && t->fds[c] != pf->rings[c].fd)
 				close(t->fds[c]);
-		/* An fd that owns a ring stays (the ring is mapped); as a thread
-		 * of ours it no longer counts. */
-		free(t->fds);
-		free(t->ids);
+			t->fds[c] = -1;
+		}
+		t->window = 0;
+		t->closed = 1;
+		pf->nth++;
 		errno = e;
 		return rc;
 	}
@@ -341,6 +346,11 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 	rep->inherit_thread = 1;
 	int n = scan(pf, &a, 0, pages, &first_errno, &left_out);
 	if (n == 0 && first_errno == EINVAL) {
+		for (size_t i = 0; i < pf->nth; i++) {
+			free(pf->th[i].fds);
+			free(pf->th[i].ids);
+		}
+		pf->nth = 0;
 		attr_init(&a, period, 0);
 		rep->inherit_thread = 0;
 		first_errno = left_out = 0;
@@ -348,9 +358,9 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 	}
 	for (int pass = 1; n > 0 && pass < RESCANS; pass++)
 		n = scan(pf, &a, 1, pages, &first_errno, &left_out);
-	rep->threads = (int)pf->nth;
+	rep->threads = (int)pf->nth - left_out;
 	rep->threads_left_out = left_out;
-	if (pf->nth == 0) {
+	if (rep->threads == 0) {
 		explain(first_errno ? first_errno : ESRCH, pid, err, errlen);
 		ha_pf_close(pf);
 		return NULL;
