@@ -5,8 +5,8 @@
 #     samples recorded, the session without an rss period, no rss rows),
 #     exit 0, the target untouched afterwards.
 #  2. More threads than the open files limit allows events for (one per
-#     thread and CPU): one line says how many were left out and why; the
-#     session goes on and the covered threads' faults are attributed.
+#     thread and CPU): one line says how many were left out and why, and
+#     the session goes on with the others.
 #  3. The target exits mid-session: heapattach ends with it, and the exit
 #     snapshot keeps the resident memory of the last check (the process is
 #     gone; nothing recorded is lost).
