@@ -67,6 +67,13 @@ skip() {
 	exit 77
 }
 
+# at_exit COMMAND: run COMMAND (a shell string) when the test ends, whatever
+# the outcome (after its processes are killed, before $W goes).
+_AT_EXIT=()
+at_exit() {
+	_AT_EXIT+=("$1")
+}
+
 _cleanup() {
 	local rc=$? p
 	trap - EXIT
@@ -78,6 +85,10 @@ _cleanup() {
 	done
 	for p in "${_PIDS[@]}" "${_HAPIDS[@]}"; do
 		wait "$p" 2>/dev/null
+	done
+	# A test's own undo steps (at_exit), last registered first.
+	for ((p = ${#_AT_EXIT[@]} - 1; p >= 0; p--)); do
+		eval "${_AT_EXIT[p]}" 2>/dev/null
 	done
 	if [ -n "${HA_KEEP_WORKDIR:-}" ]; then
 		echo "# work directory kept: $W"

@@ -30,6 +30,10 @@
  *                   the child exit
  *   huge MIB        touch_huge(): mmap MIB MiB aligned to 2 MiB,
  *                   MADV_HUGEPAGE, write every 4 KiB page
+ *   pageout MIB     touch_then_pageout(): malloc MIB MiB, write every page,
+ *                   then MADV_PAGEOUT (swapped out where there is swap)
+ *   pagein          read_paged_out(): read every page of the last `pageout`
+ *                   region (swap-in: major faults)
  *   thread MIB      touch_in_new_thread(): start a thread (one that did not
  *                   exist at "ready"), which mallocs MIB MiB, writes every
  *                   page and exits; joined before the answer
@@ -64,8 +68,8 @@ struct region {
 static struct region regions[MAX_REGIONS];
 static int nregions;
 
-static char *last_drop, *last_read;
-static size_t last_drop_len, last_read_len;
+static char *last_drop, *last_read, *last_pageout;
+static size_t last_drop_len, last_read_len, last_pageout_len;
 
 /* The worker pool: every job is "write one byte in every page of
  * [base, base+len)", split in nworking equal slices. */
@@ -200,6 +204,44 @@ __attribute__((noinline)) static void touch_then_drop(size_t len)
 	last_drop = a;
 	last_drop_len = alen;
 	report("drop", p, len, ms, alen);
+}
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+__attribute__((noinline)) static void touch_then_pageout(size_t len)
+{
+	char *p = new_block(len);
+	if (!p) {
+		printf("error pageout: no memory\n");
+		return;
+	}
+	char *a = page_up(p);
+	size_t alen = (len - (size_t)(a - p)) & ~(PAGE - 1);
+	double t0 = now_ms();
+	write_pages(a, alen);
+	double ms = now_ms() - t0;
+	if (madvise(a, alen, MADV_PAGEOUT) != 0)
+		perror("madvise(MADV_PAGEOUT)");
+	last_pageout = a;
+	last_pageout_len = alen;
+	report("pageout", p, len, ms, alen);
+}
+
+static unsigned read_pages(const char *base, size_t len);
+
+__attribute__((noinline)) static void read_paged_out(void)
+{
+	if (!last_pageout) {
+		printf("error pagein: no pageout region\n");
+		return;
+	}
+	double t0 = now_ms();
+	unsigned sum = read_pages(last_pageout, last_pageout_len);
+	if (sum != last_pageout_len / PAGE) /* every page holds the 1 written */
+		printf("error pagein: read back %u, not %zu\n", sum, last_pageout_len / PAGE);
+	report("pagein", last_pageout, last_pageout_len, now_ms() - t0, last_pageout_len);
 }
 
 __attribute__((noinline)) static void retouch_dropped(void)
@@ -371,7 +413,7 @@ __attribute__((noinline)) static void release_all(void)
 		else
 			free(r->p);
 	}
-	last_drop = last_read = NULL;
+	last_drop = last_read = last_pageout = NULL;
 }
 
 int main(int argc, char **argv)
@@ -426,6 +468,10 @@ int main(int argc, char **argv)
 			cow_after_fork(len);
 		} else if (strcmp(cmd, "huge") == 0 && n >= 2) {
 			touch_huge(len);
+		} else if (strcmp(cmd, "pageout") == 0 && n >= 2) {
+			touch_then_pageout(len);
+		} else if (strcmp(cmd, "pagein") == 0) {
+			read_paged_out();
 		} else if (strcmp(cmd, "thread") == 0 && n >= 2) {
 			touch_in_new_thread(len);
 		} else if (strcmp(cmd, "free") == 0) {
