@@ -519,7 +519,7 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: attacher CPU %.2f us per sample (%.2f s in all), "
 		        "max RSS %ld KiB; %.1f%% of unwinds from the stack cache\n",
 		        cpu_us / (double)st.samples, cpu_us / 1e6, ru.ru_maxrss,
-		        100.0 * (double)st.unwind_cached / (double)st.samples);
+		        100.0 * (double)st.unwind_cached / (double)(st.samples + st.rss_samples));
 	}
 }
 
