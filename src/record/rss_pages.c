@@ -324,7 +324,8 @@ static int first_check(struct ha_rss_pages *p, struct page *pg)
 		uint64_t pn = pg->pn;
 		pg = find(p, pn);
 		struct page keep = *pg;
-		forget(p, pg);
+		forget(p, pg); /* unbooks it: the window books anew */
+		keep.rss = keep.swap = 0;
 		struct page *h = insert(p, win);
 		if (!h)
 			return 1;
@@ -467,6 +468,11 @@ int ha_rss_check(struct ha_rss_pages *p)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	p->st.check_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
 	return 0;
+}
+
+void ha_rss_use_scan(struct ha_rss_pages *p, int on)
+{
+	p->scan_ioctl = on ? 0 : -1;
 }
 
 void ha_rss_stats(const struct ha_rss_pages *p, struct ha_rss_stats *out)

@@ -53,6 +53,9 @@ struct ha_rss_stats {
  * rss and swap buckets.  0, or -1 when pagemap could not be read (the
  * target is gone): then nothing changes. */
 int ha_rss_check(struct ha_rss_pages *p);
+/* Leave the PAGEMAP_SCAN ioctl out (0), as on a kernel before 6.7: sizes
+ * from the frames' kpageflags (tests; the default is to use it). */
+void ha_rss_use_scan(struct ha_rss_pages *p, int on);
 void ha_rss_stats(const struct ha_rss_pages *p, struct ha_rss_stats *out);
 
 #endif
