@@ -496,6 +496,10 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		        (unsigned long long)st.rss_samples, (unsigned long long)c->rss_period,
 		        (unsigned long long)st.rss_lost, (double)st.rss_bytes / 1048576.0,
 		        (unsigned long long)st.rss_pages, dbname);
+	if (c->rss_period && st.rss_lost)
+		fprintf(stderr, "heapattach: --rss: the kernel dropped %llu page-fault samples (its rings "
+		        "were full): resident memory is underestimated; a longer --rss-period takes "
+		        "fewer samples\n", (unsigned long long)st.rss_lost);
 	if (o->verbose && c->rss_period)
 		fprintf(stderr, "heapattach: --rss: %llu pages forgotten as dropped, %llu as the zero page, "
 		        "%llu as file-backed; %llu unwinds failed; %.1f ms reading pagemap in all\n",
