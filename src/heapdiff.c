@@ -301,12 +301,6 @@ static int close_output(FILE *f, const struct options *o)
 	return EXIT_OK;
 }
 
-/* What --kind's live memory is called in a sentence. */
-static const char *live_what(int kind)
-{
-	return kind == 1 ? "mmap memory" : kind == 0 ? "heap" : "memory";
-}
-
 /* When b is the last snapshot of its session and holds less than half of
  * the session's peak, one line that says so (everything the session was
  * attached for may be gone by then: an interpreter frees it all at exit);
@@ -324,9 +318,9 @@ static const char *fallen_note(const struct hd_snap *b, int kind, int exact, cha
 	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
 	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
 		return NULL;
-	snprintf(buf, len, "note: the estimated live %s peaked at %s (snapshot %" PRId64 ") and is %s "
+	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
 	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
-	         live_what(kind),
+	         hd_kind_what(kind),
 	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
 	         b->id);
 	return buf;
@@ -334,7 +328,7 @@ static const char *fallen_note(const struct hd_snap *b, int kind, int exact, cha
 
 int main(int argc, char **argv)
 {
-	struct options o = { .top = 10, .flt = { .kind = -1 } };
+	struct options o = { .top = 10, .flt = { .kind = HD_KIND_ALLOC } };
 	struct hd_source src[2];
 	int nsrc = 0, rc;
 	struct hd_snap a, b;
@@ -368,15 +362,15 @@ int main(int argc, char **argv)
 		hd_resolve(s, idbuf, session, &b);
 		if (strcmp(b.reason, "peak") == 0)
 			snprintf(note, sizeof note,
-			         "peak: snapshot %" PRId64 " holds the highest estimated live %s of session %"
+			         "peak: snapshot %" PRId64 " holds the highest estimated %s of session %"
 			         PRId64 " (%s), kept by heapattach at the moment it was reached",
-			         id, live_what(o.flt.kind),
+			         id, hd_kind_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes));
 		else
 			snprintf(note, sizeof note,
-			         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %"
+			         "peak: snapshot %" PRId64 " has the highest estimated %s of session %"
 			         PRId64 " (%s, over %" PRId64 " snapshots)",
-			         id, live_what(o.flt.kind),
+			         id, hd_kind_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
 		r.peak_note = note;
 	} else {
