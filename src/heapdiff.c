@@ -82,7 +82,11 @@ static void usage(FILE *f)
 	        "      --session N       'first' and 'last' mean those of session N\n"
 	        "      --module SUBSTR   only callstacks with a frame in a matching module\n"
 	        "      --function SUBSTR only callstacks with a frame of a matching function\n"
-	        "      --kind heap|mmap  only that kind of memory\n"
+	        "      --kind KIND       only that kind of memory: heap or mmap (what the\n"
+	        "                        program allocated; both by default), rss or swap\n"
+	        "                        (where it is: resident or swapped out, by the call\n"
+	        "                        path that touched it first; heapattach --rss); rss\n"
+	        "                        and swap are never added to heap and mmap\n"
 	        "      --min-bytes N     leave out callstacks that changed by less than N bytes\n"
 	        "      --all-frames      keep the allocator's and C++ runtime's frames\n"
 	        "                        (folded by default)\n"
@@ -152,6 +156,14 @@ static enum hd_format parse_format(const char *s)
 	usage_error("bad --format '%s' (text, folded, json, svg, pprof or html)", s);
 }
 
+static int parse_kind(const char *s)
+{
+	for (int k = 0; k < HA_KIND_COUNT; k++)
+		if (strcmp(s, hd_kind_name(k)) == 0)
+			return k;
+	usage_error("bad --kind '%s' (heap, mmap, rss or swap)", s);
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_MODULE, O_FUNCTION,
@@ -201,14 +213,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
 		case O_MODULE: o->flt.module = optarg; break;
 		case O_FUNCTION: o->flt.function = optarg; break;
-		case O_KIND:
-			if (strcmp(optarg, "heap") == 0)
-				o->flt.kind = 0;
-			else if (strcmp(optarg, "mmap") == 0)
-				o->flt.kind = 1;
-			else
-				usage_error("bad --kind '%s' (heap or mmap)", optarg);
-			break;
+		case O_KIND: o->flt.kind = parse_kind(optarg); break;
 		case O_MIN_BYTES: o->flt.min_bytes = (double)parse_long(optarg, "--min-bytes", 0); break;
 		case O_ALL_FRAMES: o->flt.all_frames = 1; break;
 		case O_BYTES: o->exact_bytes = 1; break;

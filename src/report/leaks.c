@@ -460,6 +460,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	struct session_snaps ss;
 	size_t shown = 0;
 	char t0[64];
+	int physical = hd_kind_physical(o->flt->kind);
 
 	hd_leak_find(s, session, o->flt, 0, &ls);
 	if (ls.nsnaps < 3)
@@ -468,7 +469,8 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	ss = (struct session_snaps){ ls.nsnaps, ls.snap_id, ls.t, ls.duration };
 
 	if (o->format == HD_JSON)
-		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"db\": ");
+		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"kind\": \"%s\", \"db\": ",
+		        hd_kind_name(o->flt->kind));
 	if (o->format == HD_JSON) {
 		hd_json_str(f, s->path);
 		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
@@ -486,8 +488,9 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 			start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
-		fprintf(f, "leak suspects of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
+		fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
 		        "%zu snapshots over %.1f %s, %zu callstacks\n\n",
+		        physical ? " (" : "", physical ? hd_kind_what(o->flt->kind) : "", physical ? ")" : "",
 		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
 		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
 		        ls.series);
@@ -516,7 +519,8 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	} else {
 		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
 		if (shown == 0)
-			fprintf(f, "no leak suspects: no callstack's live bytes grew steadily\n");
+			fprintf(f, "no leak suspects: no callstack's %s grew steadily\n",
+			        physical ? hd_kind_what(o->flt->kind) : "live bytes");
 		else if (listed < shown)
 			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
 			        shown - listed == 1 ? "" : "s");

@@ -229,6 +229,8 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
 void hd_write_text(FILE *f, const struct hd_report *r);
 void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
+/* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
+void hd_json_snap(FILE *f, const struct hd_snap *s);
 /* The frames of st as a JSON array (shared with --leaks). */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
 void hd_write_svg(FILE *f, const struct hd_report *r);
