@@ -227,6 +227,10 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
 /* ------------------------------------------------------------ writers */
 
 void hd_write_text(FILE *f, const struct hd_report *r);
+/* The lines above the text table: the notes, the snapshots (A and B, or
+ * "AT at" B), the sample counters (with faults, the page-fault samples'),
+ * then a blank line (shared with --heap-vs-rss). */
+void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults);
 void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
 /* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
@@ -239,6 +243,30 @@ void hd_write_pprof(FILE *f, const struct hd_report *r);
  * heap at B); the page adds the session's chart, the live heap at the peak
  * and at B, and the leak suspects. */
 void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
+
+/* ------------------------------------------------------------ heap vs rss */
+
+/* --heap-vs-rss (heap_vs_rss.c): per function, inclusive (every folded
+ * call path through it, each once), the live bytes of heap and mmap, of
+ * rss and of swap side by side (never added up): A -> B, or at B. */
+enum { HD_VS_ALLOC, HD_VS_RSS, HD_VS_SWAP, HD_VS_N };
+struct hd_vs_row {
+	char *function, *file, *module;
+	double bytes[HD_VS_N];
+};
+struct hd_vs {
+	struct hd_vs_row *v;       /* rows that changed (held, at B) at least
+	                            * --min-bytes in a column, ranked */
+	size_t n;
+	size_t nall;               /* functions on the call paths that match */
+	double total[HD_VS_N];     /* over the call paths that match, each once */
+};
+/* The rows of r->a -> r->b (r->a NULL: at r->b) under flt's module,
+ * function, min-bytes and folding; flt->kind does not apply. */
+void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs);
+void hd_vs_free(struct hd_vs *vs);
+void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
+void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 
 /* ------------------------------------------------------------ leaks */
 

@@ -81,12 +81,9 @@ static const char *kernel_part(char *buf, size_t len, const struct hd_report *r)
 	return buf;
 }
 
-void hd_write_text(FILE *f, const struct hd_report *r)
+void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults)
 {
 	const struct hd_snap *a = r->a, *b = r->b;
-	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
-	int physical = hd_kind_physical(r->kind);
-	char b1[64], b2[64], k[96];
 
 	if (r->peak_note)
 		fprintf(f, "%s\n", r->peak_note);
@@ -102,24 +99,33 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 			        l->unwind_failures - e->unwind_failures);
 			if (l->drops > e->drops)
 				fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
-			if (physical)
+			if (faults)
 				print_fault_line(f, e, l);
 		}
 	} else {
 		char label[64];
-		snprintf(label, sizeof label, "%s at", hd_kind_title(r->kind));
+		snprintf(label, sizeof label, "%s at", at);
 		print_snap_line(f, label, b, 0);
 		fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
 		        b->samples, b->drops, b->unwind_failures);
 		if (b->drops > 0)
 			fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
-		if (physical)
+		if (faults)
 			print_fault_line(f, NULL, b);
 	}
 	if (r->fallen_note)
 		fprintf(f, "%s\n", r->fallen_note);
 	fputc('\n', f);
+}
 
+void hd_write_text(FILE *f, const struct hd_report *r)
+{
+	const struct hd_snap *a = r->a, *b = r->b;
+	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	int physical = hd_kind_physical(r->kind);
+	char b1[64], b2[64], k[96];
+
+	hd_text_header(f, r, hd_kind_title(r->kind), physical);
 	if (r->n == 0 && (a || !physical)) {
 		fprintf(f, a ? "no callstack changed\n" : "no live allocations\n");
 	} else if (r->n == 0) {
