@@ -15,7 +15,11 @@
  *   swapped    live bytes of kind swap (swapped out now).
  * A function is its name (or 0xPC) and module file name, as rows across
  * two files are (report_rows.c).  With A, each value is the change from A
- * to B.  Rows are ranked by their largest value (by magnitude).
+ * to B.  Rows are ranked by their largest value (by magnitude).  A row also
+ * counts the call paths of each column through the function at B (those
+ * whose memory was freed by then too): a function with resident memory and
+ * no allocation path only touches memory allocated elsewhere (memset),
+ * one with an allocation path and no heap left freed it.
  *
  * hd_vs_build makes the rows; hd_write_vs_text and hd_write_vs_json write
  * them; report_html.c puts them in a table of the page.  The JSON:
@@ -26,7 +30,8 @@
  *                "rss_bytes", "rss_anon_bytes", "swap_bytes",
  *                "functions", "shown" },
  *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
- *                      "resident_bytes", "swapped_bytes" } ] } */
+ *                      "resident_bytes", "swapped_bytes",
+ *                      "paths": [heap+mmap, resident, swapped] } ] } */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -100,6 +105,8 @@ static void add_side(struct build *B, const struct hd_snap *snap, double sign,
 				continue; /* the function again on this path */
 			B->seen[r] = B->stamp;
 			B->vs->v[r].bytes[col] += bytes;
+			if (sign > 0)
+				B->vs->v[r].paths[col]++;
 		}
 	}
 	hd_buf_free(&key);
@@ -249,19 +256,26 @@ void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs
 	for (int c = 0; c < HD_VS_N; c++)
 		fprintf(f, "\"%s\": %.0f, ", col_json[c], vs->total[c]);
 	fprintf(f, "\"rss_bytes\": %.0f, \"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, "
-	        "\"functions\": %zu, \"shown\": %zu},\n \"functions\": [",
+	        "\"functions\": %zu, \"shown\": %zu},\n \"functions\": ",
 	        k[K_RSS], k[K_ANON], k[K_SWAP], vs->n, shown);
-	for (size_t i = 0; i < shown; i++) {
+	hd_vs_json_rows(f, vs, shown, hd_json_str);
+	fputs("}\n", f);
+}
+
+void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *))
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n && i < vs->n; i++) {
 		const struct hd_vs_row *row = &vs->v[i];
 		fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", f);
-		hd_json_str(f, row->function);
+		str(f, row->function);
 		fputs(", \"file\": ", f);
-		hd_json_str(f, row->file);
+		str(f, row->file);
 		fputs(", \"module\": ", f);
-		hd_json_str(f, row->module);
+		str(f, row->module);
 		for (int c = 0; c < HD_VS_N; c++)
 			fprintf(f, ", \"%s\": %.0f", col_json[c], row->bytes[c]);
-		fputc('}', f);
+		fprintf(f, ", \"paths\": [%d, %d, %d]}", row->paths[0], row->paths[1], row->paths[2]);
 	}
-	fputs("\n ]}\n", f);
+	fputs("\n ]", f);
 }

@@ -202,7 +202,8 @@ double hd_live_total(const struct hd_snap *snap, int kind);
 /* Has table of s the column?  (Older schema versions lack some.) */
 int hd_has_column(struct hd_source *s, const char *table, const char *column);
 /* The --rss period of session when it has resident-memory data (kind rss
- * rows, sessions.rss_period > 0); else 0, with why it has none in why. */
+ * rows, sessions.rss_period > 0); else 0, with why it has none in why (a
+ * buffer of len bytes; len 0: not said). */
 int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len);
 /* The latest session of s with snapshots, or the given one checked. */
 int64_t hd_session(struct hd_source *s, int64_t session);
@@ -253,6 +254,7 @@ enum { HD_VS_ALLOC, HD_VS_RSS, HD_VS_SWAP, HD_VS_N };
 struct hd_vs_row {
 	char *function, *file, *module;
 	double bytes[HD_VS_N];
+	int paths[HD_VS_N];        /* call paths through it at B (of any value) */
 };
 struct hd_vs {
 	struct hd_vs_row *v;       /* rows that changed (held, at B) at least
@@ -267,6 +269,9 @@ void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct 
 void hd_vs_free(struct hd_vs *vs);
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
+/* The first n rows as a JSON array of objects, names through str
+ * (hd_json_str, or hd_json_html_str for a page). */
+void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *));
 
 /* ------------------------------------------------------------ leaks */
 
