@@ -7,11 +7,14 @@
  *   heapdiff [options] X.db:A Y.db:B  across two files (before/after a deploy)
  *   heapdiff --leaks DB               leak suspects over a whole session
  *   heapdiff --peak DB                the live heap at its highest point
+ *   heapdiff --heap-vs-rss DB [[A] B] per function: heap and mmap against
+ *                                     resident and swapped memory
  *   heapdiff -f html -o FILE DB [A] B one page: chart, flame graphs, leaks
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
- * write the formats, leaks.c does --leaks and --peak.  Usage errors are
+ * write the formats, leaks.c does --leaks and --peak, heap_vs_rss.c
+ * --heap-vs-rss.  Usage errors are
  * found before any file is opened.
  */
 #define _GNU_SOURCE
@@ -48,7 +51,7 @@ struct options {
 	int exact_bytes;
 	enum hd_format format;
 	const char *output;
-	int leaks, peak;
+	int leaks, peak, vs;
 	struct hd_filter flt;
 };
 
@@ -59,6 +62,7 @@ static void usage(FILE *f)
 	        "       heapdiff [options] DB1:A DB2:B\n"
 	        "       heapdiff --leaks [options] DB\n"
 	        "       heapdiff --peak [options] DB\n"
+	        "       heapdiff --heap-vs-rss [options] DB [[A] B]\n"
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
 	        "the RSS change.  With only B, the live heap at B.  With neither, A = first\n"
@@ -77,12 +81,21 @@ static void usage(FILE *f)
 	        "      --leaks           leak suspects: callstacks whose live bytes grow\n"
 	        "                        steadily over all snapshots of the session\n"
 	        "      --peak            the live heap at the snapshot where it was highest\n"
+	        "      --heap-vs-rss     per function (every call path through it), the\n"
+	        "                        change of heap and mmap, of resident and of\n"
+	        "                        swapped memory side by side (heapattach --rss):\n"
+	        "                        allocated but untouched, touched and kept, or\n"
+	        "                        resident but freed; text or json\n"
 	        "  -n, --top N           show the N first callstacks (default 10; 0 = all)\n"
 	        "      --by bytes|objects  rank by live bytes (default) or live objects\n"
 	        "      --session N       'first' and 'last' mean those of session N\n"
 	        "      --module SUBSTR   only callstacks with a frame in a matching module\n"
 	        "      --function SUBSTR only callstacks with a frame of a matching function\n"
-	        "      --kind heap|mmap  only that kind of memory\n"
+	        "      --kind KIND       only that kind of memory: heap or mmap (what the\n"
+	        "                        program allocated; both by default), rss or swap\n"
+	        "                        (where it is: resident or swapped out, by the call\n"
+	        "                        path that touched it first; heapattach --rss); rss\n"
+	        "                        and swap are never added to heap and mmap\n"
 	        "      --min-bytes N     leave out callstacks that changed by less than N bytes\n"
 	        "      --all-frames      keep the allocator's and C++ runtime's frames\n"
 	        "                        (folded by default)\n"
@@ -152,9 +165,17 @@ static enum hd_format parse_format(const char *s)
 	usage_error("bad --format '%s' (text, folded, json, svg, pprof or html)", s);
 }
 
+static int parse_kind(const char *s)
+{
+	for (int k = 0; k < HA_KIND_COUNT; k++)
+		if (strcmp(s, hd_kind_name(k)) == 0)
+			return k;
+	usage_error("bad --kind '%s' (heap, mmap, rss or swap)", s);
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_MODULE, O_FUNCTION,
+	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
 	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
@@ -162,6 +183,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "leaks", no_argument, NULL, O_LEAKS },
 		{ "peak", no_argument, NULL, O_PEAK },
+		{ "heap-vs-rss", no_argument, NULL, O_VS },
 		{ "top", required_argument, NULL, 'n' },
 		{ "by", required_argument, NULL, O_BY },
 		{ "session", required_argument, NULL, O_SESSION },
@@ -189,6 +211,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_LEAKS: o->leaks = 1; break;
 		case O_PEAK: o->peak = 1; break;
+		case O_VS: o->vs = 1; break;
 		case 'n': o->top = parse_long(optarg, "--top", 0); break;
 		case O_BY:
 			if (strcmp(optarg, "bytes") == 0)
@@ -201,14 +224,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
 		case O_MODULE: o->flt.module = optarg; break;
 		case O_FUNCTION: o->flt.function = optarg; break;
-		case O_KIND:
-			if (strcmp(optarg, "heap") == 0)
-				o->flt.kind = 0;
-			else if (strcmp(optarg, "mmap") == 0)
-				o->flt.kind = 1;
-			else
-				usage_error("bad --kind '%s' (heap or mmap)", optarg);
-			break;
+		case O_KIND: o->flt.kind = parse_kind(optarg); break;
 		case O_MIN_BYTES: o->flt.min_bytes = (double)parse_long(optarg, "--min-bytes", 0); break;
 		case O_ALL_FRAMES: o->flt.all_frames = 1; break;
 		case O_BYTES: o->exact_bytes = 1; break;
@@ -225,6 +241,16 @@ static void parse_args(int argc, char **argv, struct options *o)
 		usage_error("--leaks and --peak exclude each other");
 	if (o->leaks && o->format != HD_TEXT && o->format != HD_JSON)
 		usage_error("--leaks writes text or json");
+	if (o->vs) {
+		if (o->leaks || o->peak)
+			usage_error("--heap-vs-rss and %s exclude each other", o->leaks ? "--leaks" : "--peak");
+		if (o->format != HD_TEXT && o->format != HD_JSON)
+			usage_error("--heap-vs-rss writes text or json (-f html has its table too)");
+		if (o->flt.kind != HD_KIND_ALLOC)
+			usage_error("--heap-vs-rss shows every kind side by side: no --kind");
+		if (o->by_objects)
+			usage_error("--heap-vs-rss ranks by bytes: objects and pages do not compare");
+	}
 
 	/* The database operand, unless --db or the first operand is FILE:SPEC. */
 	if (!o->db && optind < argc) {
@@ -301,12 +327,6 @@ static int close_output(FILE *f, const struct options *o)
 	return EXIT_OK;
 }
 
-/* What --kind's live memory is called in a sentence. */
-static const char *live_what(int kind)
-{
-	return kind == 1 ? "mmap memory" : kind == 0 ? "heap" : "memory";
-}
-
 /* When b is the last snapshot of its session and holds less than half of
  * the session's peak, one line that says so (everything the session was
  * attached for may be gone by then: an interpreter frees it all at exit);
@@ -324,17 +344,47 @@ static const char *fallen_note(const struct hd_snap *b, int kind, int exact, cha
 	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
 	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
 		return NULL;
-	snprintf(buf, len, "note: the estimated live %s peaked at %s (snapshot %" PRId64 ") and is %s "
+	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
 	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
-	         live_what(kind),
+	         hd_kind_what(kind),
 	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
 	         b->id);
 	return buf;
 }
 
+/* --heap-vs-rss: refused (exit 1, one line) unless every session read has
+ * resident memory. */
+static int heap_vs_rss(const struct options *o, struct hd_report *r, const struct hd_snap *b,
+                       struct hd_source *src, int nsrc)
+{
+	const struct hd_snap *side[2] = { r->a, b };
+	struct hd_vs vs;
+	char why[512];
+	FILE *out;
+	int rc;
+
+	for (int i = 0; i < 2; i++)
+		if (side[i] && !hd_session_rss(side[i]->src, side[i]->session_id, why, sizeof why))
+			hd_die("%s", why);
+	r->b = b;
+	r->exact_bytes = o->exact_bytes;
+	r->top = o->top;
+	hd_vs_build(r, &o->flt, &vs);
+	out = open_output(o);
+	if (o->format == HD_JSON)
+		hd_write_vs_json(out, r, &vs);
+	else
+		hd_write_vs_text(out, r, &vs);
+	rc = close_output(out, o);
+	hd_vs_free(&vs);
+	for (int i = 0; i < nsrc; i++)
+		hd_source_close(&src[i]);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	struct options o = { .top = 10, .flt = { .kind = -1 } };
+	struct options o = { .top = 10, .flt = { .kind = HD_KIND_ALLOC } };
 	struct hd_source src[2];
 	int nsrc = 0, rc;
 	struct hd_snap a, b;
@@ -368,15 +418,15 @@ int main(int argc, char **argv)
 		hd_resolve(s, idbuf, session, &b);
 		if (strcmp(b.reason, "peak") == 0)
 			snprintf(note, sizeof note,
-			         "peak: snapshot %" PRId64 " holds the highest estimated live %s of session %"
+			         "peak: snapshot %" PRId64 " holds the highest estimated %s of session %"
 			         PRId64 " (%s), kept by heapattach at the moment it was reached",
-			         id, live_what(o.flt.kind),
+			         id, hd_kind_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes));
 		else
 			snprintf(note, sizeof note,
-			         "peak: snapshot %" PRId64 " has the highest estimated live %s of session %"
+			         "peak: snapshot %" PRId64 " has the highest estimated %s of session %"
 			         PRId64 " (%s, over %" PRId64 " snapshots)",
-			         id, live_what(o.flt.kind),
+			         id, hd_kind_what(o.flt.kind),
 			         session, hd_fmt_bytes(buf, sizeof buf, live, 0, o.exact_bytes), nsnaps);
 		r.peak_note = note;
 	} else {
@@ -397,6 +447,8 @@ int main(int argc, char **argv)
 				        a.id, b.id, a.session_id, b.session_id);
 		}
 	}
+	if (o.vs)
+		return heap_vs_rss(&o, &r, &b, src, nsrc);
 	/* Only the formats that print it: it costs a scan of the session. */
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
 		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);

@@ -24,6 +24,10 @@
  *   db_fill --many N DB
  *       A profile with N distinct call paths over 5 snapshots, a few of
  *       them growing (see many() below), for the HTML report's speed.
+ *   db_fill --rss DB
+ *       A session recorded with heapattach --rss: heap and mmap, resident
+ *       and swapped memory by first-touch call path, the kernel's RssAnon
+ *       and VmSwap (see rss() below).
  *
  * The synthetic profile, session 1 (pid 4242, "leaky"), snapshots 1..3 at
  * t0, t0+10 s, t0+20 s, RSS 10000000, 11500000, 13200000; live values
@@ -440,6 +444,132 @@ static void many(const char *path, int npaths)
 	free(v);
 }
 
+/* A bucket of kind rss or swap: its counts are 4 KiB pages. */
+static struct ha_db_bucket pages(int64_t stack_id, int kind, double alloc_b, double free_b)
+{
+	return bucket(stack_id, kind, alloc_b, alloc_b / 4096, free_b, free_b / 4096);
+}
+
+/* --rss: session 1 (pid 8181, "rssapp", rss_period 256), snapshots 1..4 at
+ * T0 + 60 i (i = 0..3): 'attach' (no rows), periodic, periodic, 'detach'.
+ * Every function allocates through one call path (malloc, or mmap, folded
+ * away) and touches its pages through another (the first-touch call path,
+ * kind rss), both through the function; live bytes in MiB at snapshots
+ * 1 2 3 4 ("-": no row, unchanged):
+ *
+ *   function           heap/mmap      rss (first touch)           swap
+ *   fill_touched       0 64 - -       0 64 - -  (memset)          touched, kept
+ *   reserve_untouched  0 64 - -       0 4 KiB - - (_int_malloc)   never touched
+ *   scratch_burst      0 32 - 0 mmap  0 - 32 0  (memset)          touched, dropped
+ *   cold_cache         0 16 - -       0 16 8 4  (cold_cache_load) 0 - 8 12
+ *   parse_input        0 8 0 -        0 8 - -   (parse_line)      freed, resident
+ *   session_cache      0 32 - -       0 8 16 24 (session_cache_put) touched slowly
+ *
+ * Heap and mmap: 0, 216, 208, 176 MiB (the peak: snapshot 2); resident: 0,
+ * 96 MiB + 4 KiB, 128 MiB + 4 KiB, 100 MiB + 4 KiB (the peak: snapshot 3);
+ * swapped 0, 0, 8, 12 MiB.  The kernel: RssAnon 2, 100, 132, 104 MiB,
+ * VmSwap 0, 0, 8, 12 MiB, VmRSS 6, 104, 136, 108 MiB; page-fault samples
+ * 0, 100, 200, 260, lost 0, 0, 0, 3. */
+static void rss(const char *path)
+{
+	static const char *APP = "/opt/rssapp/bin/rssapp", *APP_BID = "99887766554433221100ffeeddccbbaa99887766";
+	static const char *LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6", *LIBC_BID = "";
+	enum { FILL, RESERVE, SCRATCH, COLD, PARSE, SESS, NFN };
+	static const char *const fn[NFN] = { "fill_touched", "reserve_untouched", "scratch_burst",
+	                                     "cold_cache", "parse_input", "session_cache" };
+	/* The leaf of each first-touch call path (before the function). */
+	static const char *const toucher[NFN] = { "__memset_avx2_unaligned_erms", "_int_malloc",
+	                                          "__memset_avx2_unaligned_erms", "cold_cache_load",
+	                                          "parse_line", "session_cache_put" };
+	const double M = 1048576;
+	struct ha_db *db;
+	struct ha_db_session sess = SESSION(8181, "rssapp", APP, 524288, T0 - 1);
+	int64_t sid, h[NFN], r[NFN], id;
+
+	sess.rss_period = 256;
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	for (int i = 0; i < NFN; i++) {
+		uint64_t pc = 0x4000 + 0x100 * (uint64_t)i;
+		int app_leaf = toucher[i][0] != '_';
+		struct ha_db_frame heap[] = {
+			{ LIBC, LIBC_BID, i == SCRATCH ? 0x11ba0 : 0xa50a0, i == SCRATCH ? "mmap" : "malloc", "", 0, 0 },
+			{ APP, APP_BID, pc, fn[i], "/src/rssapp/rssapp.c", 10 * i + 11, 0 },
+			{ APP, APP_BID, 0x5000 + 0x10 * (uint64_t)i, "main", "/src/rssapp/rssapp.c", 100 + i, 0 },
+		};
+		struct ha_db_frame touch[] = {
+			{ app_leaf ? APP : LIBC, app_leaf ? APP_BID : LIBC_BID, pc + 0x80, toucher[i],
+			  app_leaf ? "/src/rssapp/touch.c" : "", app_leaf ? 5 * i + 3 : 0, 0 },
+			{ LIBC, LIBC_BID, 0xa50a0, "malloc", "", 0, 0 },   /* reserve_untouched only */
+			{ APP, APP_BID, pc + 0x20, fn[i], "/src/rssapp/rssapp.c", 10 * i + 12, 0 },
+			{ APP, APP_BID, 0x5080 + 0x10 * (uint64_t)i, "main", "/src/rssapp/rssapp.c", 110 + i, 0 },
+		};
+		CHECK(ha_db_stack(db, heap, N(heap), &h[i], err, sizeof err));
+		if (i == RESERVE) {
+			CHECK(ha_db_stack(db, touch, N(touch), &r[i], err, sizeof err));
+		} else {
+			touch[1] = touch[0];
+			CHECK(ha_db_stack(db, touch + 1, N(touch) - 1, &r[i], err, sizeof err));
+		}
+		printf("stack %s heap %lld rss %lld\n", fn[i], (long long)h[i], (long long)r[i]);
+	}
+
+	struct ha_db_snapshot s1 = SNAP(T0, 6 * M, 0, 0, 0, "attach", 524288);
+	s1.rss_anon_bytes = 2 * M;
+	CHECK(ha_db_snapshot(db, sid, &s1, NULL, 0, &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets 0\n", (long long)id, (long long)sid);
+
+	struct ha_db_bucket b2[] = {
+		bucket(h[FILL], HA_KIND_HEAP, 64 * M, 1, 0, 0),
+		bucket(h[RESERVE], HA_KIND_HEAP, 64 * M, 1, 0, 0),
+		bucket(h[SCRATCH], HA_KIND_MMAP, 32 * M, 1, 0, 0),
+		bucket(h[COLD], HA_KIND_HEAP, 16 * M, 16, 0, 0),
+		bucket(h[PARSE], HA_KIND_HEAP, 8 * M, 2048, 0, 0),
+		bucket(h[SESS], HA_KIND_HEAP, 32 * M, 1, 0, 0),
+		pages(r[FILL], HA_KIND_RSS, 64 * M, 0),
+		pages(r[RESERVE], HA_KIND_RSS, 4096, 0),
+		pages(r[COLD], HA_KIND_RSS, 16 * M, 0),
+		pages(r[PARSE], HA_KIND_RSS, 8 * M, 0),
+		pages(r[SESS], HA_KIND_RSS, 8 * M, 0),
+	};
+	struct ha_db_snapshot s2 = SNAP(T0 + 60, 104 * M, 100, 0, 0, "periodic", 524288);
+	s2.rss_anon_bytes = 100 * M;
+	s2.rss_samples = 100;
+	CHECK(ha_db_snapshot(db, sid, &s2, b2, N(b2), &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, N(b2));
+
+	struct ha_db_bucket b3[] = {
+		bucket(h[PARSE], HA_KIND_HEAP, 8 * M, 2048, 8 * M, 2048),
+		pages(r[SCRATCH], HA_KIND_RSS, 32 * M, 0),
+		pages(r[COLD], HA_KIND_RSS, 16 * M, 8 * M),
+		pages(r[COLD], HA_KIND_SWAP, 8 * M, 0),
+		pages(r[SESS], HA_KIND_RSS, 16 * M, 0),
+	};
+	struct ha_db_snapshot s3 = SNAP(T0 + 120, 136 * M, 200, 0, 0, "periodic", 524288);
+	s3.rss_anon_bytes = 132 * M;
+	s3.swap_bytes = 8 * M;
+	s3.rss_samples = 200;
+	CHECK(ha_db_snapshot(db, sid, &s3, b3, N(b3), &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, N(b3));
+
+	struct ha_db_bucket b4[] = {
+		bucket(h[SCRATCH], HA_KIND_MMAP, 32 * M, 1, 32 * M, 1),
+		pages(r[SCRATCH], HA_KIND_RSS, 32 * M, 32 * M),
+		pages(r[COLD], HA_KIND_RSS, 16 * M, 12 * M),
+		pages(r[COLD], HA_KIND_SWAP, 12 * M, 0),
+		pages(r[SESS], HA_KIND_RSS, 24 * M, 0),
+	};
+	struct ha_db_snapshot s4 = SNAP(T0 + 180, 108 * M, 260, 0, 0, "detach", 524288);
+	s4.rss_anon_bytes = 104 * M;
+	s4.swap_bytes = 12 * M;
+	s4.rss_samples = 260;
+	s4.rss_lost = 3;
+	CHECK(ha_db_snapshot(db, sid, &s4, b4, N(b4), &id, err, sizeof err));
+	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)sid, N(b4));
+	CHECK(ha_db_end_session(db, sid, T0 + 180.5, err, sizeof err));
+	ha_db_close(db);
+}
+
 /* Many snapshots as fast as possible, for the kill -9 test. */
 static void loop(const char *path, long count, int nstacks, int step)
 {
@@ -513,7 +643,8 @@ static void usage(void)
 	        "       %s --open DB\n"
 	        "       %s --series DB\n"
 	        "       %s --attacher DB\n"
-	        "       %s --many N DB\n", prog, prog, prog, prog, prog, prog);
+	        "       %s --many N DB\n"
+	        "       %s --rss DB\n", prog, prog, prog, prog, prog, prog, prog);
 	exit(2);
 }
 
@@ -529,10 +660,11 @@ int main(int argc, char **argv)
 		{ "offset-ids", no_argument, NULL, 'O' },
 		{ "attacher", no_argument, NULL, 'A' },
 		{ "many", required_argument, NULL, 'M' },
+		{ "rss", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int sessions = 1, nstacks = 500, do_open = 0, step = 0, do_series = 0, offset = 0, c;
-	int do_attacher = 0, npaths = 0;
+	int do_attacher = 0, do_rss = 0, npaths = 0;
 	long count = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -545,6 +677,7 @@ int main(int argc, char **argv)
 		case 'x': do_series = 1; break;
 		case 'O': offset = 1; break;
 		case 'A': do_attacher = 1; break;
+		case 'R': do_rss = 1; break;
 		case 'M':
 			npaths = atoi(optarg);
 			if (npaths < 1)
@@ -573,6 +706,8 @@ int main(int argc, char **argv)
 	}
 	if (do_attacher)
 		attacher(argv[optind]);
+	else if (do_rss)
+		rss(argv[optind]);
 	else if (npaths > 0)
 		many(argv[optind], npaths);
 	else if (do_series)

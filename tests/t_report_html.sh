@@ -14,57 +14,10 @@
 # reference to another file or host.  Skipped when Chromium is missing
 # (build-aux/setup installs Debian's chromium).  No root, no target.
 . "$(dirname "$0")/lib.sh"
-
-HD=$HA_BUILDDIR/src/heapdiff
-FILL=$HA_BUILDDIR/tests/db_fill
-[ -x "$HD" ] || fail "heapdiff not built: $HD"
-[ -x "$FILL" ] || fail "db_fill not built: $FILL (make check builds it)"
+. "$(dirname "$0")/report_lib.sh"
 command -v python3 >/dev/null || skip "python3 is not installed"
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$CHROMIUM" ] || skip "chromium is not installed (build-aux/setup installs it: apt-get install chromium)"
-
-hd() { "$HD" "$@" 2>"$W/hd.err" || fail "heapdiff $*: $(cat "$W/hd.err")"; }
-
-# dom PAGE[#HASH] OUT: the DOM after the page's scripts ran.
-dom() {
-	local prof
-	prof=$(mktemp -d "$W/chromium.XXXXXX")
-	timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--user-data-dir="$prof" --dump-dom "file://$1" >"$2" 2>"$W/chromium.log" ||
-		fail "chromium --dump-dom $1 failed: $(tail -n 5 "$W/chromium.log")"
-	rm -rf "$prof"
-	[ -s "$2" ] || fail "chromium dumped no DOM for $1: $(tail -n 5 "$W/chromium.log")"
-}
-
-# A browser that is installed but cannot run here (no sandbox support, no
-# shared memory...) is a skip, not a failure of the report.
-printf '<!DOCTYPE html><p id="probe">ok</p>\n' >"$W/probe.html"
-probe=$(mktemp -d "$W/chromium.XXXXXX")
-timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-	--disable-background-networking --disable-component-update --disable-sync \
-	--user-data-dir="$probe" --dump-dom "file://$W/probe.html" >"$W/probe.dom" 2>"$W/chromium.log"
-grep -q '<p id="probe">ok</p>' "$W/probe.dom" ||
-	skip "chromium cannot render a page headless here: $(grep -v dbus "$W/chromium.log" | tail -n 1)"
-rm -rf "$probe"
-
-# check_dom DOM: rendered, no script error; prints the render time (ms).
-check_dom() {
-	python3 - "$1" <<'PY' || fail "$1: the page did not render cleanly"
-import re, sys
-d = open(sys.argv[1], encoding='utf-8', errors='replace').read()
-m = re.search(r'<html[^>]*>', d)
-assert m, 'no <html> element'
-html = m.group(0)
-err = re.search(r'data-errors="([^"]*)"', html)
-assert not err, 'script error: ' + err.group(1)
-assert re.search(r'<pre id="hd-errors" hidden="">\s*</pre>', d), 'the error box is not empty'
-r = re.search(r'data-rendered="([0-9.]+)"', html)
-assert r, 'no data-rendered marker: the script did not finish'
-print(r.group(1))
-PY
-}
+require_chromium
 
 # The static page: one file, no other file or host referenced.
 self_contained() {
@@ -75,17 +28,6 @@ self_contained() {
 	grep -Eo 'https?://[^"'"'"' )]*' "$1" | grep -v '^http://www.w3.org/2000/svg$' | head -n 1 | grep -q . &&
 		fail "$1 names a host: $(grep -Eo 'https?://[^"'"'"' )]*' "$1" | grep -v 'www.w3.org/2000/svg' | head -n 1)"
 	return 0
-}
-
-# The data of a page as JSON (what the script reads).
-page_json() {
-	python3 - "$1" <<'PY'
-import json, re, sys
-s = open(sys.argv[1], encoding='utf-8').read()
-m = re.search(r'<script type="application/json" id="hd-data">\n(.*?)\n</script>', s, re.S)
-assert m, 'no data element'
-json.dump(json.loads(m.group(1)), sys.stdout)
-PY
 }
 
 # Names of the flame graph's frame elements in a DOM dump (a frame too
@@ -341,19 +283,8 @@ PY
 echo "ok: hostile names come out as text; the page is intact"
 
 # ---- sanitizers: the html writer clean under ASan and UBSan
-if [ -x "$HA_BUILDDIR/src/heapdiff_san" ]; then
-	export ASAN_OPTIONS=abort_on_error=0:exitcode=99:detect_leaks=1
-	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
-	printf 'leak:libsqlite3\n' >"$W/lsan.supp"
-	export LSAN_OPTIONS=suppressions=$W/lsan.supp
-	for args in "$hdb first last" "$adb" "$fdb" "$db 2"; do
-		# shellcheck disable=SC2086
-		"$HA_BUILDDIR/src/heapdiff_san" -f html -o "$W/san.html" $args >"$W/san.out" 2>&1 ||
-			fail "heapdiff_san -f html $args: $(tail -n 20 "$W/san.out")"
-	done
-	unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
-	log "heapdiff_san -f html: clean"
-fi
+san_clean "-f html -o $W/san.html $hdb first last" "-f html -o $W/san.html $adb" \
+	"-f html -o $W/san.html $fdb" "-f html -o $W/san.html $db 2"
 
 # ---- 4096 call paths
 mdb=$W/many.db

@@ -100,9 +100,11 @@ static long snap_index(const struct session_snaps *ss, int64_t id)
 	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
 }
 
-/* Calls fn on every (callstack, kind) series of the session: y[i] and
- * c[i] are the live bytes and objects at snapshot i (carried forward from
- * the latest row, 0 before the first). */
+/* Calls fn on every (callstack, kind) series of the session whose kind
+ * passes the --kind filter kind_filter (or of any kind: ANY_KIND): y[i]
+ * and c[i] are the live bytes and objects at snapshot i (carried forward
+ * from the latest row, 0 before the first). */
+#define ANY_KIND (-2)
 typedef void (*series_fn)(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
                           const struct session_snaps *ss);
 
@@ -134,7 +136,7 @@ static void scan_series(struct hd_source *s, int64_t session, const struct sessi
 		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
 		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
 			FILL_TO(ss->n);
-			if (kind_filter < 0 || kind_filter == cur_kind)
+			if (kind_filter == ANY_KIND || hd_kind_matches(kind_filter, cur_kind))
 				fn(ctx, cur_stack, cur_kind, y, c, ss);
 			have = 0;
 		}
@@ -168,7 +170,7 @@ static void scan_series(struct hd_source *s, int64_t session, const struct sessi
 
 struct peak_ctx {
 	double *total;             /* [n], or by kind: */
-	double *heap, *mmap, *objects;
+	double *by_kind[HA_KIND_COUNT], *objects;
 };
 
 static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
@@ -184,11 +186,13 @@ static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, 
                         const struct session_snaps *ss)
 {
 	struct peak_ctx *p = ctx;
-	double *t = kind == 0 ? p->heap : p->mmap;
+	double *t = kind >= 0 && kind < HA_KIND_COUNT ? p->by_kind[kind] : NULL;
+	int alloc = hd_kind_matches(HD_KIND_ALLOC, kind);
 	(void)stack_id;
-	for (size_t i = 0; i < ss->n; i++) {
+	for (size_t i = 0; t && i < ss->n; i++) {
 		t[i] += y[i];
-		p->objects[i] += c[i];
+		if (alloc)
+			p->objects[i] += c[i];
 	}
 }
 
@@ -207,14 +211,12 @@ static int64_t peak_snapshot(struct hd_source *s, int64_t session)
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
 {
 	struct session_snaps ss;
-	struct peak_ctx p;
+	struct peak_ctx p = { 0 };
 	size_t best = 0;
-	int64_t id, marked = kind < 0 ? peak_snapshot(s, session) : 0;
+	int64_t id, marked = kind == HD_KIND_ALLOC ? peak_snapshot(s, session) : 0;
 
 	load_snaps(s, session, &ss, 1);
-	p.total = calloc(ss.n, sizeof *p.total);
-	if (!p.total)
-		hd_die("out of memory");
+	p.total = hd_xcalloc(ss.n, sizeof *p.total);
 	scan_series(s, session, &ss, kind, add_total, &p);
 	for (size_t i = 1; i < ss.n; i++)
 		if (p.total[i] > p.total[best])
@@ -239,31 +241,27 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *nout)
 {
 	struct session_snaps ss;
-	struct peak_ctx p;
+	struct peak_ctx p = { 0 };
 	struct hd_snap_total *v;
 	sqlite3_stmt *q;
-	int has_interval = 0;
 	size_t i = 0;
 
 	load_snaps(s, session, &ss, 1);
-	p.heap = calloc(ss.n, sizeof *p.heap);
-	p.mmap = calloc(ss.n, sizeof *p.mmap);
-	p.objects = calloc(ss.n, sizeof *p.objects);
-	v = calloc(ss.n, sizeof *v);
-	if (!p.heap || !p.mmap || !p.objects || !v)
-		hd_die("out of memory");
-	scan_series(s, session, &ss, -1, add_by_kind, &p);
+	for (int k = 0; k < HA_KIND_COUNT; k++)
+		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
+	p.objects = hd_xcalloc(ss.n, sizeof *p.objects);
+	v = hd_xcalloc(ss.n, sizeof *v);
+	scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
 
-	/* snapshots.sample_interval came with schema version 3. */
-	q = hd_prepare(s, "SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'sample_interval'");
-	if (hd_step(s, q))
-		has_interval = sqlite3_column_int64(q, 0) > 0;
-	sqlite3_finalize(q);
-	q = hd_prepare(s, has_interval
-		? "SELECT id, time, reason, rss_bytes, samples, drops, sample_interval FROM snapshots"
-		  " WHERE session_id = ?1 ORDER BY id"
-		: "SELECT id, time, reason, rss_bytes, samples, drops, 0 FROM snapshots"
-		  " WHERE session_id = ?1 ORDER BY id");
+	/* snapshots.sample_interval came with schema version 3, RssAnon and
+	 * VmSwap with version 5. */
+#define TOTALS_SQL(cols) \
+	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
+	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
+	q = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
+	                  : hd_has_column(s, "snapshots", "sample_interval")
+	                  ? TOTALS_SQL("sample_interval, 0, 0") : TOTALS_SQL("0, 0, 0"));
+#undef TOTALS_SQL
 	sqlite3_bind_int64(q, 1, session);
 	while (hd_step(s, q) && i < ss.n) {
 		struct hd_snap_total *t = &v[i];
@@ -278,14 +276,18 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 		t->samples = sqlite3_column_int64(q, 4);
 		t->drops = sqlite3_column_int64(q, 5);
 		t->interval = sqlite3_column_int64(q, 6);
-		t->heap = p.heap[i];
-		t->mmap = p.mmap[i];
+		t->rss_anon = sqlite3_column_int64(q, 7);
+		t->swap = sqlite3_column_int64(q, 8);
+		t->heap = p.by_kind[HA_KIND_HEAP][i];
+		t->mmap = p.by_kind[HA_KIND_MMAP][i];
+		t->resident = p.by_kind[HA_KIND_RSS][i];
+		t->swapped = p.by_kind[HA_KIND_SWAP][i];
 		t->objects = p.objects[i];
 		i++;
 	}
 	sqlite3_finalize(q);
-	free(p.heap);
-	free(p.mmap);
+	for (int k = 0; k < HA_KIND_COUNT; k++)
+		free(p.by_kind[k]);
 	free(p.objects);
 	*nout = i;
 	free_snaps(&ss);
@@ -458,6 +460,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	struct session_snaps ss;
 	size_t shown = 0;
 	char t0[64];
+	int physical = hd_kind_physical(o->flt->kind);
 
 	hd_leak_find(s, session, o->flt, 0, &ls);
 	if (ls.nsnaps < 3)
@@ -466,7 +469,8 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	ss = (struct session_snaps){ ls.nsnaps, ls.snap_id, ls.t, ls.duration };
 
 	if (o->format == HD_JSON)
-		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"db\": ");
+		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"kind\": \"%s\", \"db\": ",
+		        hd_kind_name(o->flt->kind));
 	if (o->format == HD_JSON) {
 		hd_json_str(f, s->path);
 		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
@@ -484,8 +488,9 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 			start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
-		fprintf(f, "leak suspects of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
+		fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
 		        "%zu snapshots over %.1f %s, %zu callstacks\n\n",
+		        physical ? " (" : "", physical ? hd_kind_what(o->flt->kind) : "", physical ? ")" : "",
 		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
 		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
 		        ls.series);
@@ -514,7 +519,8 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	} else {
 		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
 		if (shown == 0)
-			fprintf(f, "no leak suspects: no callstack's live bytes grew steadily\n");
+			fprintf(f, "no leak suspects: no callstack's %s grew steadily\n",
+			        physical ? hd_kind_what(o->flt->kind) : "live bytes");
 		else if (listed < shown)
 			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
 			        shown - listed == 1 ? "" : "s");

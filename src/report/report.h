@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "db.h"     /* enum ha_mem_kind */
 #include "util.h"   /* ha_base_name */
 
 struct sqlite3;
@@ -36,6 +37,7 @@ struct hd_source {
 	struct sqlite3 *h;
 	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
 	int index;                 /* 0 or 1: which operand opened it */
+	int has_rss;               /* the --rss columns of schema version 5 */
 };
 
 struct hd_snap {
@@ -44,6 +46,9 @@ struct hd_snap {
 	double time;
 	int64_t rss, samples, drops, unwind_failures;
 	int64_t interval;          /* the session's sampling interval, bytes */
+	int64_t rss_anon, swap;    /* the kernel's RssAnon and VmSwap (0: unknown) */
+	int64_t rss_samples, rss_lost; /* page-fault samples, cumulative */
+	int64_t rss_period;        /* the session's --rss period (0: no --rss) */
 	char reason[32];
 	int64_t pid;
 	char comm[64];
@@ -82,11 +87,17 @@ struct hd_row {
 	double alloc_bytes, alloc_objects;
 };
 
+/* --kind: one enum ha_mem_kind (db.h), or HD_KIND_ALLOC, heap and mmap
+ * together: what the program allocated.  rss and swap say where memory is;
+ * they count the same memory as heap and mmap again and are never added to
+ * them, so the default (HD_KIND_ALLOC) never includes them. */
+#define HD_KIND_ALLOC (-1)
+
 /* Filters and folding (report_rows.c). */
 struct hd_filter {
 	const char *module;        /* substring of a module path, or NULL */
 	const char *function;      /* substring of a function name, or NULL */
-	int kind;                  /* -1 = all */
+	int kind;                  /* an enum ha_mem_kind, or HD_KIND_ALLOC */
 	double min_bytes;          /* rows with |bytes| below are left out */
 	int all_frames;            /* keep allocator and C++ runtime frames */
 };
@@ -100,6 +111,7 @@ struct hd_report {
 	double total_bytes;        /* over every row matching the filters */
 	double total_objects;
 	int by_objects, exact_bytes;
+	int kind;                  /* the --kind of the rows (hd_build_rows) */
 	long top;                  /* 0 = all */
 	int cross_db;              /* a and b are in different files */
 	const char *peak_note;     /* a line printed first, or NULL */
@@ -128,6 +140,7 @@ void hd_buf_printf(struct hd_buf *b, const char *fmt, ...) __attribute__((format
 void hd_buf_free(struct hd_buf *b);
 
 void *hd_xmalloc(size_t n);
+void *hd_xcalloc(size_t n, size_t size);
 void *hd_xrealloc(void *p, size_t n);
 char *hd_xstrdup(const char *s);
 
@@ -158,7 +171,22 @@ const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
 const char *hd_fmt_time(char *buf, size_t len, double t);
 /* The name a frame shows: its function, or 0xPC when unknown. */
 const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len);
+/* A kind's name ("heap", "mmap", "rss", "swap"; HD_KIND_ALLOC
+ * "heap+mmap"). */
 const char *hd_kind_name(int kind);
+/* Does a bucket of kind pass the --kind filter? */
+int hd_kind_matches(int filter, int kind);
+/* Is kind one of where memory is (rss, swap), not of what was allocated? */
+int hd_kind_physical(int kind);
+/* The memory of --kind in a sentence: "the estimated %s" ("live memory",
+ * "live heap", "live mmap memory", "resident memory", "swapped memory"). */
+const char *hd_kind_what(int kind);
+/* ... in a title or a total line: "live heap" for heap, mmap and both,
+ * "resident memory", "swapped memory". */
+const char *hd_kind_title(int kind);
+/* What a bucket's counts count: "objects" (allocations) or "pages" (4 KiB,
+ * rss and swap). */
+const char *hd_kind_objects(int kind);
 
 /* ------------------------------------------------------------ loading */
 
@@ -168,8 +196,15 @@ void hd_source_close(struct hd_source *s);
 /* Is spec ("first", "last", "peak" or an id) a snapshot of s?  session 0 = the
  * latest session with snapshots.  Exits 1 with the reason if not. */
 void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out);
-/* The total of the live bytes at snap (kind -1: all kinds). */
+/* The total of the live bytes at snap of the buckets that pass the --kind
+ * filter kind. */
 double hd_live_total(const struct hd_snap *snap, int kind);
+/* Has table of s the column?  (Older schema versions lack some.) */
+int hd_has_column(struct hd_source *s, const char *table, const char *column);
+/* The --rss period of session when it has resident-memory data (kind rss
+ * rows, sessions.rss_period > 0); else 0, with why it has none in why (a
+ * buffer of len bytes; len 0: not said). */
+int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len);
 /* The latest session of s with snapshots, or the given one checked. */
 int64_t hd_session(struct hd_source *s, int64_t session);
 /* Every bucket of snap's session at snap; *n rows, malloc'ed. */
@@ -193,8 +228,14 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
 /* ------------------------------------------------------------ writers */
 
 void hd_write_text(FILE *f, const struct hd_report *r);
+/* The lines above the text table: the notes, the snapshots (A and B, or
+ * "AT at" B), the sample counters (with faults, the page-fault samples'),
+ * then a blank line (shared with --heap-vs-rss). */
+void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults);
 void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
+/* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
+void hd_json_snap(FILE *f, const struct hd_snap *s);
 /* The frames of st as a JSON array (shared with --leaks). */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
 void hd_write_svg(FILE *f, const struct hd_report *r);
@@ -203,6 +244,34 @@ void hd_write_pprof(FILE *f, const struct hd_report *r);
  * heap at B); the page adds the session's chart, the live heap at the peak
  * and at B, and the leak suspects. */
 void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
+
+/* ------------------------------------------------------------ heap vs rss */
+
+/* --heap-vs-rss (heap_vs_rss.c): per function, inclusive (every folded
+ * call path through it, each once), the live bytes of heap and mmap, of
+ * rss and of swap side by side (never added up): A -> B, or at B. */
+enum { HD_VS_ALLOC, HD_VS_RSS, HD_VS_SWAP, HD_VS_N };
+struct hd_vs_row {
+	char *function, *file, *module;
+	double bytes[HD_VS_N];
+	int paths[HD_VS_N];        /* call paths through it at B (of any value) */
+};
+struct hd_vs {
+	struct hd_vs_row *v;       /* rows that changed (held, at B) at least
+	                            * --min-bytes in a column, ranked */
+	size_t n;
+	size_t nall;               /* functions on the call paths that match */
+	double total[HD_VS_N];     /* over the call paths that match, each once */
+};
+/* The rows of r->a -> r->b (r->a NULL: at r->b) under flt's module,
+ * function, min-bytes and folding; flt->kind does not apply. */
+void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs);
+void hd_vs_free(struct hd_vs *vs);
+void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
+void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
+/* The first n rows as a JSON array of objects, names through str
+ * (hd_json_str, or hd_json_html_str for a page). */
+void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *));
 
 /* ------------------------------------------------------------ leaks */
 
@@ -242,9 +311,10 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
                   size_t keep_series, struct hd_leak_set *out);
 void hd_leak_free(struct hd_leak_set *ls);
 
-/* The snapshot of session with the highest estimated live heap (of kind,
- * -1 = all; with -1 the snapshot of reason 'peak' when there is one);
- * *live gets that estimate. */
+/* The snapshot of session with the highest estimated live memory of the
+ * --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'
+ * when there is one: the attacher keeps the peak of heap and mmap); *live
+ * gets that estimate. */
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);
 
 /* Every snapshot of a session (reason 'peak' included), in id order, with
@@ -255,8 +325,10 @@ struct hd_snap_total {
 	char reason[32];
 	int64_t rss, samples, drops;
 	int64_t interval;          /* snapshots.sample_interval, 0 if unknown */
-	double heap, mmap;         /* kind 0; every other kind */
-	double objects;
+	int64_t rss_anon, swap;    /* the kernel's RssAnon and VmSwap, 0 if unknown */
+	double heap, mmap;         /* kinds heap and mmap */
+	double objects;            /* of heap and mmap */
+	double resident, swapped;  /* kinds rss and swap (never part of the above) */
 };
 struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *n);
 

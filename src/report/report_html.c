@@ -9,13 +9,23 @@
  * graphs, the tables.  The JSON:
  *
  *   { "heapdiff": 1, "db", "target": { "comm", "pid", "exe" },
+ *     "kind": --kind ("heap+mmap" by default), "what": its name in a
+ *     title ("live heap", "resident memory"...), "objects": what its
+ *     counts count ("objects", "pages"),
  *     "session": { "id", "start", "end" (null: not detached cleanly),
- *                  "interval", "samples", "drops", "unwind_failures" },
+ *                  "interval", "samples", "drops", "unwind_failures",
+ *                  "rss_period" (0: no --rss), "rss": 1 when it has
+ *                  resident memory (hd_session_rss), else 0 },
  *     "snaps": [ [id, time, reason, rss, heap, mmap, samples, drops,
- *                 interval], ... ]      every snapshot of B's session, in
+ *                 interval, resident, swapped, rss_anon, vmswap], ... ]
+ *                                       every snapshot of B's session, in
  *                                       id order, 'peak' included
- *     "a", "b": { "id", "time", "live", "rss", "reason", "db" } (a: null),
- *     "peak": { "id", "time", "live", "reason" },
+ *                                       (resident, swapped: kinds rss and
+ *                                       swap; rss_anon, vmswap: the
+ *                                       kernel's, 0 when unknown)
+ *     "a", "b": { "id", "time", "live" (heap and mmap), "resident",
+ *                 "rss", "rss_anon", "reason", "db" } (a: null),
+ *     "peak": { "id", "time", "live", "reason" }  (of --kind),
  *     "note": the session peaked far above B (heapdiff.c), or null,
  *     "frames": [ [function, file, line, module, inlined], ... ],
  *     "views": [ { "key": "diff" | "peak" | "b", "title", "diff": 0|1,
@@ -25,6 +35,11 @@
  *                "suspects": [ { "stack", "kind", "rate", "growth",
  *                                "live", "objects", "fit", "folded",
  *                                "frames": [...], "series": [...] } ] },
+ *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
+ *                      "resident_bytes", "swapped_bytes", "paths" }, ... ]
+ *                                       heap_vs_rss.c's rows of A -> B (or
+ *                                       at B), when the session has
+ *                                       resident memory; else []
  *     "top": N }
  *
  * Frames are interned by content (a row's frames are indexes into
@@ -93,7 +108,9 @@ static void snap_json(FILE *f, const struct hd_snap *s)
 		return;
 	}
 	fprintf(f, "{\"id\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, "
-	        "\"rss\": %" PRId64 ", \"reason\": ", s->id, s->session_id, s->time, hd_live_total(s, -1), s->rss);
+	        "\"resident\": %.0f, \"rss\": %" PRId64 ", \"rss_anon\": %" PRId64 ", \"reason\": ",
+	        s->id, s->session_id, s->time, hd_live_total(s, HD_KIND_ALLOC),
+	        hd_live_total(s, HA_KIND_RSS), s->rss, s->rss_anon);
 	hd_json_html_str(f, s->reason);
 	fputs(", \"db\": ", f);
 	hd_json_html_str(f, s->src->path);
@@ -122,7 +139,7 @@ static void view_json(FILE *f, struct frames *fs, const char *key, const char *t
 	fputs("]}", f);
 }
 
-static void session_json(FILE *f, struct hd_source *s, int64_t session)
+static void session_json(FILE *f, struct hd_source *s, int64_t session, int64_t rss_period)
 {
 	sqlite3_stmt *q = hd_prepare(s,
 		"SELECT pid, comm, exe, sample_interval, start_time, end_time FROM sessions WHERE id = ?1");
@@ -166,7 +183,8 @@ static void session_json(FILE *f, struct hd_source *s, int64_t session)
 	else
 		fputs("null", f);
 	fprintf(f, ", \"interval\": %" PRId64 ", \"samples\": %" PRId64 ", \"drops\": %" PRId64
-	        ", \"unwind_failures\": %" PRId64 "}", interval, samples, drops, unwf);
+	        ", \"unwind_failures\": %" PRId64 ", \"rss_period\": %" PRId64 ", \"rss\": %d}", interval,
+	        samples, drops, unwf, rss_period, rss_period > 0);
 	free(comm);
 	free(exe);
 }
@@ -179,8 +197,9 @@ static void snaps_json(FILE *f, struct hd_source *s, int64_t session)
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n  [%" PRId64 ", %.3f, ", i ? "," : "", t[i].id, t[i].time);
 		hd_json_html_str(f, t[i].reason);
-		fprintf(f, ", %" PRId64 ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 "]", t[i].rss,
-		        t[i].heap, t[i].mmap, t[i].samples, t[i].drops, t[i].interval);
+		fprintf(f, ", %" PRId64 ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 ", %.0f, %.0f, %"
+		        PRId64 ", %" PRId64 "]", t[i].rss, t[i].heap, t[i].mmap, t[i].samples, t[i].drops,
+		        t[i].interval, t[i].resident, t[i].swapped, t[i].rss_anon, t[i].swap);
 	}
 	fputs("]", f);
 	free(t);
@@ -214,6 +233,21 @@ static void leaks_json(FILE *f, struct frames *fs, struct hd_source *s, int64_t 
 	hd_leak_free(&ls);
 }
 
+/* --heap-vs-rss's rows of r (heap_vs_rss.c), when the session has them. */
+static void functions_json(FILE *f, const struct hd_report *r, const struct hd_filter *flt,
+                           int has_rss)
+{
+	struct hd_vs vs;
+	fputs(",\n \"functions\": ", f);
+	if (!has_rss || (r->a && !hd_session_rss(r->a->src, r->a->session_id, NULL, 0))) {
+		fputs("[]", f);
+		return;
+	}
+	hd_vs_build(r, flt, &vs);
+	hd_vs_json_rows(f, &vs, vs.n, hd_json_html_str);
+	hd_vs_free(&vs);
+}
+
 static void frames_json(FILE *f, const struct frames *fs)
 {
 	char pc[32];
@@ -238,11 +272,17 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 	struct hd_snap peak;
 	struct hd_report rp = { 0 }, rb = { 0 };
 	struct frames fs = { hd_map_new(), { 0 }, NULL, 0, 0 };
-	char idbuf[32], title[128], b1[64];
+	char idbuf[32], title[128], what[64], b1[64];
 	double peak_live = 0;
 	int nviews = 0;
+	/* The peak of rss or swap is their own; of heap or mmap, the peak of
+	 * both that heapattach keeps. */
+	int64_t rss_period = hd_session_rss(s, session, NULL, 0);
 
-	peak_id = hd_peak(s, session, -1, &peak_live, &nsnaps);
+	peak_id = hd_peak(s, session, hd_kind_physical(flt->kind) ? flt->kind : HD_KIND_ALLOC,
+	                  &peak_live, &nsnaps);
+	snprintf(what, sizeof what, "%s", hd_kind_title(flt->kind));
+	what[0] = (char)(what[0] - 'a' + 'A');
 	snprintf(idbuf, sizeof idbuf, "%" PRId64, peak_id);
 	hd_resolve(s, idbuf, session, &peak);
 	rp.b = &peak;
@@ -275,7 +315,9 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 
 	fputs("{\"heapdiff\": 1, \"db\": ", f);
 	hd_json_html_str(f, s->path);
-	session_json(f, s, session);
+	fprintf(f, ", \"kind\": \"%s\", \"what\": \"%s\", \"objects\": \"%s\"", hd_kind_name(flt->kind),
+	        hd_kind_title(flt->kind), hd_kind_objects(flt->kind));
+	session_json(f, s, session, rss_period);
 	snaps_json(f, s, session);
 	fputs(",\n \"a\": ", f);
 	snap_json(f, r->a);
@@ -291,18 +333,20 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 		fputs("null", f);
 	fprintf(f, ",\n \"top\": %ld, \"by_objects\": %d,\n \"views\": [", r->top, r->by_objects);
 	if (r->a) {
-		snprintf(title, sizeof title, "Growth from snapshot %" PRId64 " to %" PRId64 " (%s)",
+		snprintf(title, sizeof title, "%s%srowth from snapshot %" PRId64 " to %" PRId64 " (%s)",
+		         hd_kind_physical(flt->kind) ? what : "", hd_kind_physical(flt->kind) ? " g" : "G",
 		         r->a->id, r->b->id, hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, 0));
 		view_json(f, &fs, "diff", title, r, nviews++ == 0);
 	}
-	snprintf(title, sizeof title, "Live heap at the peak, snapshot %" PRId64 " (%s)", peak.id,
+	snprintf(title, sizeof title, "%s at the peak, snapshot %" PRId64 " (%s)", what, peak.id,
 	         hd_fmt_bytes(b1, sizeof b1, rp.total_bytes, 0, 0));
 	view_json(f, &fs, "peak", title, &rp, nviews++ == 0);
-	snprintf(title, sizeof title, "Live heap at snapshot %" PRId64 " (%s)", r->b->id,
+	snprintf(title, sizeof title, "%s at snapshot %" PRId64 " (%s)", what, r->b->id,
 	         hd_fmt_bytes(b1, sizeof b1, r->a ? rb.total_bytes : r->total_bytes, 0, 0));
 	view_json(f, &fs, "b", title, r->a ? &rb : r, nviews++ == 0);
 	fputs("]", f);
 	leaks_json(f, &fs, s, session, flt);
+	functions_json(f, r, flt, rss_period > 0);
 	frames_json(f, &fs);
 	fputs("}\n</script>\n<script>\n", f);
 	fputs(hd_html_js, f);

@@ -6,7 +6,11 @@
  *   chart        the estimated live heap at every snapshot of the session
  *                (heap and mmap stacked) and the RSS as a line, in time
  *                order (the attacher's 'peak' snapshot has the time of the
- *                peak, not of its writing); the baseline, the peak, A and B
+ *                peak, not of its writing); with resident memory (--rss),
+ *                the attributed resident memory as a line against the
+ *                kernel's RssAnon (dashed), and the swapped memory (dotted)
+ *                when there is any: lines, never stacked onto the heap,
+ *                which is the same memory; the baseline, the peak, A and B
  *                marked, sampling-interval raises and drops too; hovering
  *                shows the nearest snapshot;
  *   flame graph  of a view (growth A -> B, live at the peak, live at B),
@@ -18,7 +22,9 @@
  *                takes a regular expression and shows the matched share,
  *                flame or icicle;
  *   tables       the top call paths of the view (a row opens to its whole
- *                stack) and the leak suspects with a sparkline each.
+ *                stack), the leak suspects with a sparkline each, and with
+ *                resident memory the functions' heap and mmap against their
+ *                resident and swapped memory (heapdiff --heap-vs-rss).
  *
  * Every name is untrusted (it comes from the profiled process): names are
  * only ever put in as text (textContent, createTextNode, setAttribute),
@@ -80,7 +86,11 @@
 		var f = F[fi];
 		return f[1] ? f[1] + (f[2] > 0 ? ':' + f[2] : '') : '';
 	}
-	function kindName(k) { return k === 0 ? 'heap' : k === 1 ? 'mmap' : 'other'; }
+	function kindName(k) { return ['heap', 'mmap', 'rss', 'swap'][k] || 'other'; }
+	/* The view's kind: heap and mmap (what was allocated), or rss or swap
+	 * (where it is: pages). */
+	var PHYS = D.objects === 'pages', RSS = !!D.session.rss;
+	var EMPTY = PHYS ? 'no ' + D.what : 'no live allocations';
 
 	/* ------------------------------------------------------------ state */
 
@@ -124,7 +134,8 @@
 	function snapLine(s) {
 		if (!s) return '';
 		return (D.a && D.a.db !== D.b.db ? s.db + ': ' : '') + 'snapshot ' + s.id + ' (' + (s.reason || '?') + ') at ' + fmtTime(s.time) + ': ' +
-			fmtBytes(s.live) + ' live, RSS ' + fmtBytes(s.rss);
+			fmtBytes(s.live) + ' live, ' + (RSS ? fmtBytes(s.resident) + ' resident (RssAnon ' + fmtBytes(s.rss_anon) + '), ' : '') +
+			'RSS ' + fmtBytes(s.rss);
 	}
 
 	function header() {
@@ -139,13 +150,15 @@
 		fact(dl, 'Samples', fmtCount(SS.samples) + ' samples, ' + fmtCount(ndrop) + ' dropped, ' +
 			fmtCount(SS.unwind_failures) + ' unwind failures', ndrop > 0 ? 'warn' : null);
 		fact(dl, 'Sampling interval', fmtBytes(SS.interval) + ' (mean)');
-		fact(dl, 'Peak', fmtBytes(D.peak.live) + ' at ' + fmtTime(D.peak.time) + ' (snapshot ' +
+		if (RSS) fact(dl, 'Resident memory', 'by first touch: 1 in ' + fmtCount(SS.rss_period) + ' page faults sampled');
+		fact(dl, PHYS ? 'Peak of the ' + D.what : 'Peak', fmtBytes(D.peak.live) + ' at ' + fmtTime(D.peak.time) + ' (snapshot ' +
 			D.peak.id + (D.peak.reason === 'peak' ? ', recorded by the attacher' : '') + ')');
 		if (D.a) fact(dl, 'A', snapLine(D.a));
 		fact(dl, D.a ? 'B' : 'Snapshot', snapLine(D.b));
 		if (D.a) {
 			var dl2 = D.b.live - D.a.live, dr = D.b.rss - D.a.rss;
-			fact(dl, 'A \u2192 B', fmtBytes(dl2, 1) + ' live, RSS ' + fmtBytes(dr, 1) + ' in ' +
+			fact(dl, 'A \u2192 B', fmtBytes(dl2, 1) + ' live, ' +
+				(RSS ? fmtBytes(D.b.resident - D.a.resident, 1) + ' resident, ' : '') + 'RSS ' + fmtBytes(dr, 1) + ' in ' +
 				fmtDur(D.b.time - D.a.time), dl2 > 0 ? 'grew' : null);
 		}
 		if (D.note) {
@@ -168,7 +181,8 @@
 		var legendBox = add(sec, el('div', 'legend'));
 		var P = D.snaps.map(function (s, i) {
 			return { id: s[0], t: s[1], reason: s[2], rss: s[3], heap: s[4], mmap: s[5],
-				samples: s[6], drops: s[7], interval: s[8], order: i };
+				samples: s[6], drops: s[7], interval: s[8], resident: s[9], swapped: s[10],
+				anon: s[11], vmswap: s[12], order: i };
 		});
 		if (!P.length) { add(box, el('div', 'empty', 'no snapshots')); return; }
 		var baseline = P[0];
@@ -180,8 +194,14 @@
 			P[i].dropped = P[i].drops > seen ? P[i].drops - seen : 0;
 			if (P[i].drops > seen) seen = P[i].drops;
 		}
-		var liveMax = 0, rssMax = 0;
-		P.forEach(function (p) { liveMax = Math.max(liveMax, p.heap + p.mmap); rssMax = Math.max(rssMax, p.rss); });
+		/* The attributed resident memory is an estimate like the heap: it
+		 * counts for the heap's scale; the kernel's counters for RSS's. */
+		var liveMax = 0, rssMax = 0, anySwap = false;
+		P.forEach(function (p) {
+			liveMax = Math.max(liveMax, p.heap + p.mmap, RSS ? p.resident : 0);
+			rssMax = Math.max(rssMax, p.rss, RSS ? p.anon : 0);
+			if (p.swapped > 0) anySwap = true;
+		});
 		/* The RSS can dwarf the sampled heap: then the scale follows the
 		 * heap (the RSS line leaves the top) until the reader asks. */
 		if (S.scale === '') S.scale = rssMax > 8 * liveMax ? 'heap' : 'rss';
@@ -230,8 +250,16 @@
 		var clip = sv('clipPath', { id: 'hd-plot' });
 		clip.appendChild(sv('rect', { x: 0, y: T - 6, width: W, height: H - T - B + 6 }));
 		svg.appendChild(clip);
-		svg.appendChild(sv('polyline', { points: P.map(function (p) { return X(p.t).toFixed(1) + ',' + Y(p.rss).toFixed(1); }).join(' '),
-			'class': 'rss', 'data-series': 'rss', 'clip-path': 'url(#hd-plot)' }));
+		function line(get, cls, name) {
+			svg.appendChild(sv('polyline', { points: P.map(function (p) { return X(p.t).toFixed(1) + ',' + Y(get(p)).toFixed(1); }).join(' '),
+				'class': cls, 'data-series': name, 'clip-path': 'url(#hd-plot)' }));
+		}
+		line(function (p) { return p.rss; }, 'rss', 'rss');
+		if (RSS) {
+			line(function (p) { return p.anon; }, 'anon', 'rss_anon');
+			line(function (p) { return p.resident; }, 'resident', 'resident');
+			if (anySwap) line(function (p) { return p.swapped; }, 'swapped', 'swapped');
+		}
 		/* markers */
 		var byId = {};
 		P.forEach(function (p) { byId[p.id] = p; });
@@ -296,9 +324,12 @@
 			add(tip, el('b', null, 'snapshot ' + best.id + ' (' + (best.reason || '?') + ')'));
 			add(tip, el('div', 'muted', fmtTime(best.t) + ', +' + fmtDur(best.t - t0)));
 			var tb = add(tip, el('table'));
-			[['heap', fmtBytes(best.heap)], ['mmap', fmtBytes(best.mmap)], ['live', fmtBytes(best.heap + best.mmap)],
-				['RSS', fmtBytes(best.rss)], ['samples', fmtCount(best.samples)], ['drops', fmtCount(best.drops)],
-				['interval', best.interval ? fmtBytes(best.interval) : '?']].forEach(function (kv) {
+			var rows = [['heap', fmtBytes(best.heap)], ['mmap', fmtBytes(best.mmap)], ['live', fmtBytes(best.heap + best.mmap)]];
+			if (RSS) rows.push(['resident', fmtBytes(best.resident)], ['RssAnon', fmtBytes(best.anon)],
+				['swapped', fmtBytes(best.swapped)], ['VmSwap', fmtBytes(best.vmswap)]);
+			rows.push(['RSS', fmtBytes(best.rss)], ['samples', fmtCount(best.samples)], ['drops', fmtCount(best.drops)],
+				['interval', best.interval ? fmtBytes(best.interval) : '?']);
+			rows.forEach(function (kv) {
 				var tr = add(tb, el('tr'));
 				add(tr, el('td', null, kv[0]));
 				add(tr, el('td', null, kv[1]));
@@ -324,6 +355,11 @@
 		key('var(--heap)', 'heap (estimated live)');
 		key('var(--mmap)', 'mmap (estimated live)');
 		key('var(--rss)', 'RSS');
+		if (RSS) {
+			key('var(--resident)', 'resident (estimated, by first touch; not added to the heap)');
+			key('var(--anon)', 'RssAnon (the kernel\u2019s, dashed)');
+			if (anySwap) key('var(--swapped)', 'swapped (estimated, dotted)');
+		}
 		key('var(--peak)', 'peak');
 		key('var(--ab)', D.a ? 'A and B' : 'the snapshot shown');
 		if (nival) key('var(--warn)', nival + ' snapshot' + (nival > 1 ? 's' : '') + ' with a raised sampling interval');
@@ -413,10 +449,10 @@
 		flameBox.textContent = '';
 		if (!(t.root.w > 0)) {
 			flameBox.style.height = 'auto';
-			var msg = add(flameBox, el('div', 'empty', t.diff ? 'no call path changed' : 'no live allocations'));
+			var msg = add(flameBox, el('div', 'empty', t.diff ? 'no call path changed' : EMPTY));
 			if (S.view !== 'peak' && views.peak && views.peak.rows.length) {
-				msg.appendChild(document.createTextNode(' \u2014 the heap peaked at ' + fmtBytes(D.peak.live) + ': '));
-				var go = add(msg, el('button', null, 'show the live heap at the peak'));
+				msg.appendChild(document.createTextNode(' \u2014 the ' + (PHYS ? D.what : 'heap') + ' peaked at ' + fmtBytes(D.peak.live) + ': '));
+				var go = add(msg, el('button', null, 'show the ' + D.what + ' at the peak'));
 				go.type = 'button';
 				go.addEventListener('click', function () { S.zoom = ''; setView('peak'); });
 			}
@@ -515,7 +551,8 @@
 		h2.id = 'hd-flame-title';
 		var sec = add(app, el('section'));
 		var bar = add(sec, el('div', 'toolbar'));
-		var names = { diff: 'Growth A \u2192 B', peak: 'Live at the peak', b: D.a ? 'Live at B' : 'Live at the snapshot' };
+		var lv = PHYS ? (D.kind === 'rss' ? 'Resident' : 'Swapped') : 'Live';
+		var names = { diff: 'Growth A \u2192 B', peak: lv + ' at the peak', b: D.a ? lv + ' at B' : lv + ' at the snapshot' };
 		D.views.forEach(function (v) {
 			var b = add(bar, el('button', null, names[v.key]));
 			b.type = 'button';
@@ -548,7 +585,8 @@
 		details = add(sec, el('div', 'mono', '\u00a0'));
 		details.id = 'hd-details';
 		var legend = add(sec, el('div', 'legend'));
-		legend.textContent = 'Width: bytes (in the growth view, grown plus shrunk); warm: grew, blue: shrank, ' +
+		legend.textContent = (PHYS ? 'Call paths that first touched the pages.  ' : '') +
+			'Width: bytes (in the growth view, grown plus shrunk); warm: grew, blue: shrank, ' +
 			'purple: both.  Click a frame to zoom; the root, the background, Escape or "Reset zoom" go back.';
 		/* Hover: the details line under the graph and a tooltip at the
 		 * pointer. */
@@ -643,16 +681,16 @@
 		var rows = v.rows.filter(function (r) { return diff ? r[1] > 0 : true; });
 		document.getElementById('hd-rows-title').textContent = diff ?
 			'Top growing call paths, snapshot ' + v.from + ' \u2192 ' + v.to + ' (' + fmtDur(v.dt) + ')' :
-			'Top call paths of the ' + (v.key === 'peak' ? 'live heap at the peak' : 'live heap') +
+			'Top call paths of the ' + D.what + (v.key === 'peak' ? ' at the peak' : '') +
 			', snapshot ' + v.to;
 		tableBox.textContent = '';
 		if (!rows.length) {
-			add(tableBox, el('div', 'empty', diff ? 'no call path grew' : 'no live allocations'));
+			add(tableBox, el('div', 'empty', diff ? 'no call path grew' : EMPTY));
 			return;
 		}
 		var table = add(tableBox, el('table', 'rows'));
 		table.id = 'hd-rows';
-		var cols = [['#', 1], [diff ? 'grew' : 'live bytes', 1], ['objects', 1]];
+		var cols = [['#', 1], [diff ? 'grew' : PHYS ? D.kind === 'rss' ? 'resident bytes' : 'swapped bytes' : 'live bytes', 1], [D.objects, 1]];
 		if (diff) cols.push(['per minute', 1]);
 		cols.push(['leaf function (click for the stack)', 0]);
 		headRow(table, cols);
@@ -671,12 +709,13 @@
 		if (shrank)
 			add(tableBox, el('div', 'more muted', shrank + ' other call path' + (shrank === 1 ? '' : 's') +
 				' shrank (blue in the flame graph)'));
-		if (n < rows.length) {
-			var more = add(tableBox, el('div', 'more'));
-			var b = add(more, el('button', null, 'show all ' + rows.length + ' call paths'));
-			b.type = 'button';
-			b.addEventListener('click', function () { rowsTable(true); });
-		}
+		if (n < rows.length) showAll(tableBox, rows.length + ' call paths', function () { rowsTable(true); });
+	}
+
+	function showAll(box, what, again) {
+		var b = add(add(box, el('div', 'more')), el('button', null, 'show all ' + what));
+		b.type = 'button';
+		b.addEventListener('click', again);
 	}
 
 	function spark(series, ts) {
@@ -702,17 +741,18 @@
 				'of the session (not counting the peak snapshot), and this one has ' + Lk.nsnaps + '.'));
 			return;
 		}
-		add(sec, el('div', 'muted', 'Call paths whose live bytes grew steadily over the ' + Lk.nsnaps +
+		var grown = PHYS ? D.what : 'live bytes';
+		add(sec, el('div', 'muted', 'Call paths whose ' + grown + ' grew steadily over the ' + Lk.nsnaps +
 			' snapshots of the session (' + fmtDur(Lk.duration) + '): a fitted slope > 0 with R\u00b2 \u2265 0.8, ' +
 			'rarely falling, not fallen back.  ' + Lk.count + ' suspect' + (Lk.count === 1 ? '' : 's') + '; ' +
 			Lk.grew + ' other call path' + (Lk.grew === 1 ? '' : 's') + ' grew without a steady trend.'));
 		if (!Lk.suspects.length) {
-			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s live bytes grew steadily.'));
+			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s ' + grown + ' grew steadily.'));
 			return;
 		}
 		var table = add(sec, el('table', 'rows'));
 		table.id = 'hd-leak-table';
-		var cols = [['per minute', 1], ['fitted growth', 1], ['live now', 1], ['fit', 1], ['live bytes over the session', 0],
+		var cols = [['per minute', 1], ['fitted growth', 1], [PHYS ? 'now' : 'live now', 1], ['fit', 1], [grown + ' over the session', 0],
 			['leaf function (click for the stack)', 0]];
 		headRow(table, cols);
 		var tbody = add(table, el('tbody'));
@@ -731,6 +771,51 @@
 			add(sec, el('div', 'more muted', (Lk.count - Lk.suspects.length) + ' more suspects: heapdiff --leaks --top 0 lists all'));
 	}
 
+	/* What a function's row suggests (heapdiff(1), Resident memory): a
+	 * hint, for values that grew or are held; hp: its allocation paths
+	 * (none: it touches what others allocated, memset say). */
+	function reading(h, r, sw, hp) {
+		var t = '';
+		if (h > 0 && r < h / 4) t = 'allocated, mostly never touched';
+		else if (r > 0 && h < r / 4) t = hp ? 'resident, no longer on the heap (freed into the allocator)' :
+			'touches memory allocated on other call paths (or not by malloc)';
+		else if (h > 0 && r > 0) t = 'touched and kept';
+		if (sw > 0) t += (t ? '; ' : '') + 'partly swapped out';
+		return t;
+	}
+
+	/* The functions' heap and mmap against their resident and swapped
+	 * memory (heapdiff --heap-vs-rss), when the session has resident
+	 * memory. */
+	function heapVsRss(sec, all) {
+		var rows = D.functions, diff = !!D.a, top = D.top > 0 ? D.top : Infinity;
+		sec.textContent = '';
+		add(sec, el('div', 'muted', 'Per function, every call path through it counted once: the ' +
+			(diff ? 'change of its' : '') + ' live heap and mmap (what it allocated) next to its resident and swapped ' +
+			'memory (the pages its call paths touched first), which are the same memory and never added to it.  ' +
+			'Heap far above resident: allocated but never touched; about equal: touched and kept; resident above heap: ' +
+			'no longer on the heap (freed into the allocator), or touched by a function that did not allocate it.'));
+		if (!rows.length) { add(sec, el('div', 'empty', diff ? 'no function changed' : 'no live memory')); return; }
+		var table = add(sec, el('table', 'rows'));
+		table.id = 'hd-vs-table';
+		headRow(table, [['#', 1], ['heap+mmap', 1], ['resident', 1], ['swapped', 1], ['function', 0], ['reading', 0]]);
+		var tbody = add(table, el('tbody'));
+		var n = all ? rows.length : Math.min(rows.length, top);
+		for (var i = 0; i < n; i++) {
+			var r = rows[i], tr = add(tbody, el('tr'));
+			add(tr, el('td', 'n', i + 1));
+			[r.heap_mmap_bytes, r.resident_bytes, r.swapped_bytes].forEach(function (v) {
+				add(tr, el('td', 'n', fmtBytes(v, diff)));
+			});
+			var td = add(tr, el('td', 'fn'));
+			add(td, el('span', 'mono', r['function']));
+			if (r.file) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site mono', r.file)); }
+			if (r.module) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site', '[' + base(r.module) + ']')); }
+			add(tr, el('td', 'muted', reading(r.heap_mmap_bytes, r.resident_bytes, r.swapped_bytes, r.paths[0])));
+		}
+		if (n < rows.length) showAll(sec, rows.length + ' functions', function () { heapVsRss(sec, true); });
+	}
+
 	/* ------------------------------------------------------------ page */
 
 	header();
@@ -741,6 +826,14 @@
 	tableBox = add(app, el('section'));
 	setView(S.view);
 	leaks();
+	if (RSS) {
+		var h2v = add(app, el('h2', null, 'Heap and mmap against resident memory, by function' +
+			(D.a ? ', snapshot ' + D.a.id + ' \u2192 ' + D.b.id : ', snapshot ' + D.b.id)));
+		h2v.id = 'hd-vs-title';
+		var secv = add(app, el('section'));
+		secv.id = 'hd-vs';
+		heapVsRss(secv, false);
+	}
 	var resizeTimer = null;
 	window.addEventListener('resize', function () {
 		clearTimeout(resizeTimer);

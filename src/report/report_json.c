@@ -1,22 +1,29 @@
 /* report_json.c -- the report as one JSON document, for scripts:
  *
  *   { "heapdiff": 1, "mode": "diff" | "live",
+ *     "kind": "heap+mmap" | "heap" | "mmap" | "rss" | "swap",
+ *     "objects": "objects" | "pages",
  *     "from": SNAPSHOT | null, "to": SNAPSHOT,
- *     "total": { "live_bytes", "live_objects", "rss_bytes", "callstacks" },
+ *     "total": { "live_bytes", "live_objects", "rss_bytes", "rss_anon_bytes",
+ *                "swap_bytes", "callstacks", "shown" },
  *     "rows": [ { "stack_id", "kind", "live_bytes", "live_objects",
  *                 "alloc_bytes", "alloc_objects", "merged", "folded",
  *                 "frames": [ { "function", "file", "line", "module",
  *                               "build_id", "rel_pc", "inlined" } ] } ] }
  *
- * In a diff every value is the change from A to B ("rss_bytes" too);
- * frames are leaf first; rel_pc is a hex string (JSON numbers lose 64-bit
- * precision in most readers).  --top limits the rows as in text. */
+ * "kind" is --kind: heap and mmap by default (rss and swap, where memory
+ * is, are never added to them); with rss and swap the "objects" are 4 KiB
+ * pages ("objects": "pages").  SNAPSHOT has the kernel's RSS, RssAnon and
+ * VmSwap and the page-fault samples (0 where the file has none).  In a
+ * diff every value is the change from A to B ("rss_bytes" too); frames are
+ * leaf first; rel_pc is a hex string (JSON numbers lose 64-bit precision in
+ * most readers).  --top limits the rows as in text. */
 #define _GNU_SOURCE
 #include "report.h"
 
 #include <inttypes.h>
 
-static void snap(FILE *f, const struct hd_snap *s)
+void hd_json_snap(FILE *f, const struct hd_snap *s)
 {
 	if (!s) {
 		fputs("null", f);
@@ -31,8 +38,11 @@ static void snap(FILE *f, const struct hd_snap *s)
 	fputs(", \"reason\": ", f);
 	hd_json_str(f, s->reason);
 	fprintf(f, ", \"samples\": %" PRId64 ", \"drops\": %" PRId64 ", \"unwind_failures\": %" PRId64
-	        ", \"sample_interval\": %" PRId64 "}",
-	        s->samples, s->drops, s->unwind_failures, s->interval);
+	        ", \"sample_interval\": %" PRId64 ", \"rss_anon_bytes\": %" PRId64 ", \"swap_bytes\": %"
+	        PRId64 ", \"rss_samples\": %" PRId64 ", \"rss_lost\": %" PRId64 ", \"rss_period\": %"
+	        PRId64 "}",
+	        s->samples, s->drops, s->unwind_failures, s->interval, s->rss_anon, s->swap,
+	        s->rss_samples, s->rss_lost, s->rss_period);
 }
 
 static void frame(FILE *f, const struct hd_frame *fr)
@@ -62,15 +72,19 @@ void hd_json_frames(FILE *f, const struct hd_stack *st)
 void hd_write_json(FILE *f, const struct hd_report *r)
 {
 	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
-	double rss = (double)r->b->rss - (r->a ? (double)r->a->rss : 0);
+	const struct hd_snap *a = r->a, *b = r->b;
+	double rss = (double)b->rss - (a ? (double)a->rss : 0);
+	double anon = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
+	double swap = (double)b->swap - (a ? (double)a->swap : 0);
 
-	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\",\n \"from\": ", r->a ? "diff" : "live");
-	snap(f, r->a);
+	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\", \"kind\": \"%s\", \"objects\": \"%s\",\n"
+	        " \"from\": ", a ? "diff" : "live", hd_kind_name(r->kind), hd_kind_objects(r->kind));
+	hd_json_snap(f, a);
 	fputs(",\n \"to\": ", f);
-	snap(f, r->b);
+	hd_json_snap(f, b);
 	fprintf(f, ",\n \"total\": {\"live_bytes\": %.0f, \"live_objects\": %.0f, \"rss_bytes\": %.0f, "
-	        "\"callstacks\": %zu, \"shown\": %zu},\n \"rows\": [",
-	        r->total_bytes, r->total_objects, rss, r->n, shown);
+	        "\"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, \"callstacks\": %zu, \"shown\": %zu},\n"
+	        " \"rows\": [", r->total_bytes, r->total_objects, rss, anon, swap, r->n, shown);
 	for (size_t i = 0; i < shown; i++) {
 		const struct hd_row *row = &r->rows[i];
 		fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"live_bytes\": %.0f, "

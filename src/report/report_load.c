@@ -71,6 +71,20 @@ void hd_source_open(struct hd_source *s, const char *path, int index)
 	if (sqlite3_exec(s->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		hd_sql_die(s);
 	s->stacks = hd_map_new();
+	s->has_rss = hd_has_column(s, "snapshots", "rss_anon_bytes") &&
+	             hd_has_column(s, "sessions", "rss_period");
+}
+
+int hd_has_column(struct hd_source *s, const char *table, const char *column)
+{
+	sqlite3_stmt *q = hd_prepare(s, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2");
+	int has = 0;
+	sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, column, -1, SQLITE_STATIC);
+	if (hd_step(s, q))
+		has = sqlite3_column_int64(q, 0) > 0;
+	sqlite3_finalize(q);
+	return has;
 }
 
 static void free_stack(void *p)
@@ -133,10 +147,15 @@ int64_t hd_session(struct hd_source *s, int64_t session)
 
 static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 {
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures,"
-		"       s.reason, e.pid, e.comm, e.sample_interval"
-		"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1");
+#define SNAP_SQL(rss)                                                                          \
+	"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures," \
+	"       s.reason, e.pid, e.comm, e.sample_interval, " rss                                 \
+	"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1"
+	/* The --rss columns came with schema version 5. */
+	sqlite3_stmt *q = hd_prepare(s, s->has_rss
+		? SNAP_SQL("s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, e.rss_period")
+		: SNAP_SQL("0, 0, 0, 0, 0"));
+#undef SNAP_SQL
 	int got = 0;
 	sqlite3_bind_int64(q, 1, id);
 	if (hd_step(s, q)) {
@@ -153,6 +172,11 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		out->pid = sqlite3_column_int64(q, 8);
 		col_str(q, 9, out->comm, sizeof out->comm);
 		out->interval = sqlite3_column_int64(q, 10);
+		out->rss_anon = sqlite3_column_int64(q, 11);
+		out->swap = sqlite3_column_int64(q, 12);
+		out->rss_samples = sqlite3_column_int64(q, 13);
+		out->rss_lost = sqlite3_column_int64(q, 14);
+		out->rss_period = sqlite3_column_int64(q, 15);
 		got = 1;
 	}
 	sqlite3_finalize(q);
@@ -164,9 +188,10 @@ void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct h
 	int64_t id = 0, lo, hi, n;
 	session = hd_session(s, session);
 	if (strcmp(spec, "peak") == 0) {
-		/* The peak snapshot heapattach kept, or else the highest. */
+		/* The peak snapshot heapattach kept, or else the highest
+		 * (of heap and mmap: the allocation view). */
 		double live;
-		id = hd_peak(s, session, -1, &live, &n);
+		id = hd_peak(s, session, HD_KIND_ALLOC, &live, &n);
 	} else if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
 		const char *sql = spec[0] == 'f'
 			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
@@ -227,10 +252,37 @@ double hd_live_total(const struct hd_snap *snap, int kind)
 	struct hd_value *v = hd_values_at(snap, &n);
 	double total = 0;
 	for (size_t i = 0; i < n; i++)
-		if (kind < 0 || v[i].kind == kind)
+		if (hd_kind_matches(kind, v[i].kind))
 			total += v[i].live_bytes;
 	free(v);
 	return total;
+}
+
+int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len)
+{
+	sqlite3_stmt *q;
+	int64_t period = 0, rows = 0;
+	if (!s->has_rss) {
+		snprintf(why, len, "%s: no resident memory: the file was written before heapattach --rss "
+		         "(schema version 4 or older)", s->path);
+		return 0;
+	}
+	q = hd_prepare(s, "SELECT rss_period, EXISTS (SELECT 1 FROM session_stacks"
+	                  " WHERE session_id = ?1 AND kind = ?2) FROM sessions WHERE id = ?1");
+	sqlite3_bind_int64(q, 1, session);
+	sqlite3_bind_int(q, 2, HA_KIND_RSS);
+	if (hd_step(s, q)) {
+		period = sqlite3_column_int64(q, 0);
+		rows = sqlite3_column_int64(q, 1);
+	}
+	sqlite3_finalize(q);
+	if (period <= 0)
+		snprintf(why, len, "%s: no resident memory: session %" PRId64 " was recorded without "
+		         "heapattach --rss", s->path, session);
+	else if (!rows)
+		snprintf(why, len, "%s: no resident memory: session %" PRId64 " (heapattach --rss) has "
+		         "no page attributed to a call path", s->path, session);
+	return period > 0 && rows ? period : 0;
 }
 
 /* ------------------------------------------------------------ stacks */

@@ -3,8 +3,14 @@
  * `go tool pprof -top`, `-diff_base` and the pprof web UI read it.
  *
  * Sample types are those of a Go heap profile: alloc_objects/count,
- * alloc_space/bytes, inuse_objects/count, inuse_space/bytes (the default).
- * In a diff each value is the change from A to B.  Modules become
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes (the default),
+ * the period the sampling interval (space/bytes).  Resident and swapped
+ * memory (--kind rss, swap) are not a heap: their types say what they are,
+ * touched_pages, touched_space (made resident in the session),
+ * resident_pages, resident_space (the default), or swapped_out_pages,
+ * swapped_out_space, swapped_pages, swapped_space, pages of 4 KiB, the
+ * period the page-fault sampling period (page_faults/count).  In a diff
+ * each value is the change from A to B.  Modules become
  * mappings (with their build-ids) at made-up, disjoint addresses: a
  * location's address is its mapping's start plus rel_pc.  The frames are
  * already symbolized (has_functions etc.), so pprof never looks for the
@@ -273,34 +279,54 @@ static void write_gzip(FILE *f, const struct hd_buf *b)
 	deflateEnd(&z);
 }
 
+/* The sample types of a kind: the cumulative count and bytes, the live
+ * count and bytes (the default), and the period's type and unit. */
+struct types {
+	const char *type[4], *unit[4];
+	const char *period_type, *period_unit;
+};
+static const struct types alloc_types = {
+	{ "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" },
+	{ "count", "bytes", "count", "bytes" }, "space", "bytes",
+};
+static const struct types rss_types = {
+	{ "touched_pages", "touched_space", "resident_pages", "resident_space" },
+	{ "count", "bytes", "count", "bytes" }, "page_faults", "count",
+};
+static const struct types swap_types = {
+	{ "swapped_out_pages", "swapped_out_space", "swapped_pages", "swapped_space" },
+	{ "count", "bytes", "count", "bytes" }, "page_faults", "count",
+};
+
 void hd_write_pprof(FILE *f, const struct hd_report *r)
 {
 	struct pprof p = { .strings = hd_map_new(), .functions = hd_map_new(),
 	                   .locations = hd_map_new(), .mappings = hd_map_new() };
+	const struct types *t = r->kind == HA_KIND_RSS ? &rss_types
+	                        : r->kind == HA_KIND_SWAP ? &swap_types : &alloc_types;
 	char comment[512];
 
 	str_index(&p, "");       /* string 0 is always "" */
-	value_type(&p, PROFILE_SAMPLE_TYPE, "alloc_objects", "count");
-	value_type(&p, PROFILE_SAMPLE_TYPE, "alloc_space", "bytes");
-	value_type(&p, PROFILE_SAMPLE_TYPE, "inuse_objects", "count");
-	value_type(&p, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes");
+	for (int i = 0; i < 4; i++)
+		value_type(&p, PROFILE_SAMPLE_TYPE, t->type[i], t->unit[i]);
 	for (size_t i = 0; i < r->n; i++)
 		sample(&p, &r->rows[i]);
 	pb_int(&p.out, PROFILE_TIME_NANOS, round_i64(r->b->time * 1e9));
 	if (r->a)
 		pb_int(&p.out, PROFILE_DURATION_NANOS, round_i64((r->b->time - r->a->time) * 1e9));
-	value_type(&p, PROFILE_PERIOD_TYPE, "space", "bytes");
-	pb_int(&p.out, PROFILE_PERIOD, r->b->interval);
+	value_type(&p, PROFILE_PERIOD_TYPE, t->period_type, t->period_unit);
+	pb_int(&p.out, PROFILE_PERIOD, t == &alloc_types ? r->b->interval : r->b->rss_period);
 	if (r->a)
-		snprintf(comment, sizeof comment, "heapdiff: growth from snapshot %" PRId64 " (%s) to %" PRId64
-		         " (%s)", r->a->id, r->a->src->path, r->b->id, r->b->src->path);
+		snprintf(comment, sizeof comment, "heapdiff: %sgrowth from snapshot %" PRId64 " (%s) to %"
+		         PRId64 " (%s)", t == &alloc_types ? "" : t == &rss_types ? "resident memory "
+		         : "swapped memory ", r->a->id, r->a->src->path, r->b->id, r->b->src->path);
 	else
-		snprintf(comment, sizeof comment, "heapdiff: live heap at snapshot %" PRId64 " (%s)",
-		         r->b->id, r->b->src->path);
+		snprintf(comment, sizeof comment, "heapdiff: %s at snapshot %" PRId64 " (%s)",
+		         hd_kind_title(r->kind), r->b->id, r->b->src->path);
 	char *c = hd_clean_text((const unsigned char *)comment);
 	pb_int(&p.out, PROFILE_COMMENT, str_index(&p, c));
 	free(c);
-	pb_int(&p.out, PROFILE_DEFAULT_SAMPLE_TYPE, str_index(&p, "inuse_space"));
+	pb_int(&p.out, PROFILE_DEFAULT_SAMPLE_TYPE, str_index(&p, t->type[3]));
 	write_gzip(f, &p.out);
 	hd_buf_free(&p.out);
 	hd_map_free(p.strings, NULL);

@@ -114,7 +114,7 @@ static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, 
 
 	for (size_t i = 0; i < n; i++) {
 		int folded;
-		if (flt->kind >= 0 && v[i].kind != flt->kind)
+		if (!hd_kind_matches(flt->kind, v[i].kind))
 			continue;
 		const struct hd_stack *st = hd_stack_get(snap->src, v[i].stack_id);
 		struct hd_stack view = hd_fold(st, flt->all_frames, &folded);
@@ -194,6 +194,7 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	int symbolic = r->a && r->a->src != r->b->src;
 
 	r->rows = NULL;
+	r->kind = flt->kind;
 	r->n = r->nall = 0;
 	r->total_bytes = r->total_objects = 0;
 	add_side(m, r->b, 1, symbolic, flt);

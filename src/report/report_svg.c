@@ -120,6 +120,7 @@ struct layout {
 	FILE *f;
 	double total;              /* width of the root, bytes */
 	int height, diff, exact;
+	const char *objects;       /* what the counts count */
 };
 
 static void emit(struct layout *L, struct node *n, double x, int depth)
@@ -136,14 +137,14 @@ static void emit(struct layout *L, struct node *n, double x, int depth)
 	        depth);
 	hd_xml_str(L->f, n->name);
 	if (L->diff)
-		fprintf(L->f, " (%s, %s objects; grew %s, shrank %s)",
+		fprintf(L->f, " (%s, %s %s; grew %s, shrank %s)",
 		        hd_fmt_bytes(b1, sizeof b1, n->grow - n->shrink, 1, L->exact),
-		        hd_fmt_count(c1, sizeof c1, n->grow_n - n->shrink_n, 1),
+		        hd_fmt_count(c1, sizeof c1, n->grow_n - n->shrink_n, 1), L->objects,
 		        hd_fmt_bytes(b2, sizeof b2, n->grow, 0, L->exact),
 		        hd_fmt_bytes(c2, sizeof c2, n->shrink, 0, L->exact));
 	else
-		fprintf(L->f, " (%s, %s objects, %.2f%%)", hd_fmt_bytes(b1, sizeof b1, w, 0, L->exact),
-		        hd_fmt_count(c1, sizeof c1, n->grow_n, 0), 100 * fw);
+		fprintf(L->f, " (%s, %s %s, %.2f%%)", hd_fmt_bytes(b1, sizeof b1, w, 0, L->exact),
+		        hd_fmt_count(c1, sizeof c1, n->grow_n, 0), L->objects, 100 * fw);
 	fprintf(L->f, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
 	        "rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
 	        px, y, pw, FRAME_H - 1, color, px + 3, y + FRAME_H - 4.5);
@@ -218,7 +219,9 @@ static const char script[] =
 void hd_write_svg(FILE *f, const struct hd_report *r)
 {
 	struct node *root = node_new("all");
-	struct layout L = { .f = f, .diff = r->a != NULL, .exact = r->exact_bytes };
+	struct layout L = { .f = f, .diff = r->a != NULL, .exact = r->exact_bytes,
+	                    .objects = hd_kind_objects(r->kind) };
+	int physical = hd_kind_physical(r->kind);
 	char pc[32], b1[64], t1[64];
 
 	for (size_t i = 0; i < r->n; i++) {
@@ -258,16 +261,19 @@ void hd_write_svg(FILE *f, const struct hd_report *r)
 	        WIDTH, L.height);
 	fprintf(f, "<text x=\"%.0f\" y=\"22\" text-anchor=\"middle\" style=\"font-size:16px\">", WIDTH / 2);
 	if (r->a)
-		fprintf(f, "heapdiff: live heap growth from snapshot %" PRId64 " to %" PRId64 " (%s)",
-		        r->a->id, r->b->id, hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes));
+		fprintf(f, "heapdiff: %s growth from snapshot %" PRId64 " to %" PRId64 " (%s)",
+		        hd_kind_title(r->kind), r->a->id, r->b->id,
+		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes));
 	else
-		fprintf(f, "heapdiff: live heap at snapshot %" PRId64 " (%s, %s)", r->b->id,
+		fprintf(f, "heapdiff: %s at snapshot %" PRId64 " (%s, %s)", hd_kind_title(r->kind), r->b->id,
 		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes),
 		        hd_fmt_time(t1, sizeof t1, r->b->time));
 	fputs("</text>\n<text x=\"10\" y=\"42\">", f);
 	hd_xml_str(f, r->b->src->path);
 	if (r->a)
 		fputs(" \xe2\x80\x94 width: bytes changed; warm: grew, blue: shrank, purple: both", f);
+	else if (physical)
+		fprintf(f, " \xe2\x80\x94 width: bytes of %s", hd_kind_what(r->kind));
 	else
 		fputs(" \xe2\x80\x94 width: live bytes", f);
 	fprintf(f, "</text>\n<text id=\"unzoom\" class=\"ui\" x=\"%.0f\" y=\"42\" style=\"display:none\">"
@@ -278,8 +284,9 @@ void hd_write_svg(FILE *f, const struct hd_report *r)
 	if (L.total > 0)
 		emit(&L, root, 0, 0);
 	else
-		fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", WIDTH / 2,
-		        L.height / 2, r->a ? "no callstack changed" : "no live allocations");
+		fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">%s%s</text>\n", WIDTH / 2,
+		        L.height / 2, r->a ? "no callstack changed" : physical ? "no " : "no live allocations",
+		        !r->a && physical ? hd_kind_what(r->kind) : "");
 	fputs("</svg>\n", f);
 	node_free(root);
 }

@@ -54,11 +54,36 @@ static void print_snap_line(FILE *f, const char *label, const struct hd_snap *s,
 	fputc('\n', f);
 }
 
-void hd_write_text(FILE *f, const struct hd_report *r)
+/* The page-fault samples behind rss and swap, from e to l (e NULL: since
+ * the attach). */
+static void print_fault_line(FILE *f, const struct hd_snap *e, const struct hd_snap *l)
+{
+	int64_t taken = l->rss_samples - (e ? e->rss_samples : 0), lost = l->rss_lost - (e ? e->rss_lost : 0);
+	fprintf(f, "page faults: %" PRId64 " sampled (1 in %" PRId64 "), %" PRId64 " lost\n", taken,
+	        l->rss_period, lost);
+	if (lost > 0)
+		fprintf(f, "note: page-fault samples were lost (ring full): the estimates are low\n");
+}
+
+/* The kernel's view next to the total of a physical kind: "; RssAnon +X"
+ * (rss) or "; VmSwap +X" (swap); "" otherwise. */
+static const char *kernel_part(char *buf, size_t len, const struct hd_report *r)
+{
+	char v[64];
+	int64_t now, then = 0;
+	if (!hd_kind_physical(r->kind))
+		return "";
+	now = r->kind == HA_KIND_RSS ? r->b->rss_anon : r->b->swap;
+	if (r->a)
+		then = r->kind == HA_KIND_RSS ? r->a->rss_anon : r->a->swap;
+	snprintf(buf, len, "; %s %s", r->kind == HA_KIND_RSS ? "RssAnon" : "VmSwap",
+	         hd_fmt_bytes(v, sizeof v, (double)now - (double)then, !!r->a, r->exact_bytes));
+	return buf;
+}
+
+void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults)
 {
 	const struct hd_snap *a = r->a, *b = r->b;
-	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
-	char b1[64], b2[64];
 
 	if (r->peak_note)
 		fprintf(f, "%s\n", r->peak_note);
@@ -74,23 +99,42 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 			        l->unwind_failures - e->unwind_failures);
 			if (l->drops > e->drops)
 				fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+			if (faults)
+				print_fault_line(f, e, l);
 		}
 	} else {
-		print_snap_line(f, "live heap at", b, 0);
+		char label[64];
+		snprintf(label, sizeof label, "%s at", at);
+		print_snap_line(f, label, b, 0);
 		fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
 		        b->samples, b->drops, b->unwind_failures);
 		if (b->drops > 0)
 			fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+		if (faults)
+			print_fault_line(f, NULL, b);
 	}
 	if (r->fallen_note)
 		fprintf(f, "%s\n", r->fallen_note);
 	fputc('\n', f);
+}
 
-	if (r->n == 0) {
+void hd_write_text(FILE *f, const struct hd_report *r)
+{
+	const struct hd_snap *a = r->a, *b = r->b;
+	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	int physical = hd_kind_physical(r->kind);
+	char b1[64], b2[64], k[96];
+
+	hd_text_header(f, r, hd_kind_title(r->kind), physical);
+	if (r->n == 0 && (a || !physical)) {
 		fprintf(f, a ? "no callstack changed\n" : "no live allocations\n");
+	} else if (r->n == 0) {
+		fprintf(f, "no %s\n", hd_kind_what(r->kind));
 	} else {
-		fprintf(f, "%14s %12s  %s\n", a ? "BYTES" : "LIVE BYTES", a ? "OBJECTS" : "LIVE OBJECTS",
-		        "STACK (leaf first)");
+		const char *live = r->kind == HA_KIND_RSS ? "RESIDENT" : r->kind == HA_KIND_SWAP ? "SWAPPED"
+		                                                                                 : "LIVE BYTES";
+		fprintf(f, "%14s %12s  %s\n", a ? "BYTES" : live,
+		        physical ? "PAGES" : a ? "OBJECTS" : "LIVE OBJECTS", "STACK (leaf first)");
 		for (size_t i = 0; i < shown; i++) {
 			const struct hd_row *row = &r->rows[i];
 			fprintf(f, "%14s %12s  stack %" PRId64,
@@ -107,13 +151,15 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 	}
 	fputc('\n', f);
 	if (a) {
-		fprintf(f, "total: live heap %s (estimated; %zu callstacks changed, %zu shown); RSS %s; %.1f s\n",
-		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes), r->n, shown,
+		fprintf(f, "total: %s %s (estimated; %zu callstacks changed, %zu shown)%s; RSS %s; %.1f s\n",
+		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes),
+		        r->n, shown, kernel_part(k, sizeof k, r),
 		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss - (double)a->rss, 1, r->exact_bytes),
 		        b->time - a->time);
 	} else {
-		fprintf(f, "total: live heap %s (estimated; %zu callstacks, %zu shown); RSS %s\n",
-		        hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes), r->n, shown,
+		fprintf(f, "total: %s %s (estimated; %zu callstacks, %zu shown)%s; RSS %s\n",
+		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes),
+		        r->n, shown, kernel_part(k, sizeof k, r),
 		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss, 0, r->exact_bytes));
 	}
 }

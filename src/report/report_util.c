@@ -60,6 +60,14 @@ void *hd_xmalloc(size_t n)
 	return p;
 }
 
+void *hd_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		hd_die("out of memory");
+	return p;
+}
+
 void *hd_xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
@@ -352,7 +360,49 @@ const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len)
 	return buf;
 }
 
+/* ------------------------------------------------------------ kinds */
+
 const char *hd_kind_name(int kind)
 {
-	return kind == 0 ? "heap" : kind == 1 ? "mmap" : "other";
+	switch (kind) {
+	case HD_KIND_ALLOC: return "heap+mmap";
+	case HA_KIND_HEAP: return "heap";
+	case HA_KIND_MMAP: return "mmap";
+	case HA_KIND_RSS: return "rss";
+	case HA_KIND_SWAP: return "swap";
+	default: return "other";
+	}
+}
+
+int hd_kind_matches(int filter, int kind)
+{
+	if (filter == HD_KIND_ALLOC)
+		return kind == HA_KIND_HEAP || kind == HA_KIND_MMAP;
+	return kind == filter;
+}
+
+int hd_kind_physical(int kind)
+{
+	return kind == HA_KIND_RSS || kind == HA_KIND_SWAP;
+}
+
+const char *hd_kind_what(int kind)
+{
+	switch (kind) {
+	case HA_KIND_HEAP: return "live heap";
+	case HA_KIND_MMAP: return "live mmap memory";
+	case HA_KIND_RSS: return "resident memory";
+	case HA_KIND_SWAP: return "swapped memory";
+	default: return "live memory";
+	}
+}
+
+const char *hd_kind_title(int kind)
+{
+	return hd_kind_physical(kind) ? hd_kind_what(kind) : "live heap";
+}
+
+const char *hd_kind_objects(int kind)
+{
+	return hd_kind_physical(kind) ? "pages" : "objects";
 }

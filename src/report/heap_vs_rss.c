@@ -1,0 +1,281 @@
+/* heap_vs_rss.c -- heapdiff --heap-vs-rss: per function, what the program
+ * allocated next to where that memory is, so that memory allocated but
+ * never touched (heap >> resident), touched and kept (heap ~ resident) and
+ * resident but no longer on the heap (resident >> heap: freed into the
+ * allocator's free lists, or not from malloc) tell themselves apart.
+ *
+ * The two come from different call paths: an allocation's leaf is the
+ * caller of malloc, a page's first touch is the code that wrote it (memset
+ * called from the same function, say).  So they are paired by function:
+ * each function's row sums, inclusively, every (folded) call path through
+ * it, each call path once however often the function is on it (recursion),
+ * in three columns that are never added up:
+ *   heap+mmap  live bytes of kinds heap and mmap (what was allocated);
+ *   resident   live bytes of kind rss (resident now, by first touch);
+ *   swapped    live bytes of kind swap (swapped out now).
+ * A function is its name (or 0xPC) and module file name, as rows across
+ * two files are (report_rows.c).  With A, each value is the change from A
+ * to B.  Rows are ranked by their largest value (by magnitude).  A row also
+ * counts the call paths of each column through the function at B (those
+ * whose memory was freed by then too): a function with resident memory and
+ * no allocation path only touches memory allocated elsewhere (memset),
+ * one with an allocation path and no heap left freed it.
+ *
+ * hd_vs_build makes the rows; hd_write_vs_text and hd_write_vs_json write
+ * them; report_html.c puts them in a table of the page.  The JSON:
+ *
+ *   { "heapdiff": 1, "mode": "heap-vs-rss", "diff": true | false,
+ *     "from": SNAPSHOT | null, "to": SNAPSHOT,  (as report_json.c)
+ *     "total": { "heap_mmap_bytes", "resident_bytes", "swapped_bytes",
+ *                "rss_bytes", "rss_anon_bytes", "swap_bytes",
+ *                "functions", "shown" },
+ *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
+ *                      "resident_bytes", "swapped_bytes",
+ *                      "paths": [heap+mmap, resident, swapped] } ] } */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const col_title[HD_VS_N] = { "heap+mmap", "resident", "swapped" };
+static const char *const col_json[HD_VS_N] = { "heap_mmap_bytes", "resident_bytes", "swapped_bytes" };
+
+struct build {
+	struct hd_vs *vs;
+	struct hd_map *index;      /* function \x1f module file name -> index + 1 */
+	size_t cap;
+	uint64_t stamp;            /* one per call path: counts it once */
+	uint64_t *seen;            /* [row]: the stamp of the last path added */
+	size_t seen_cap;
+};
+
+static int column_of(int kind)
+{
+	if (hd_kind_matches(HD_KIND_ALLOC, kind))
+		return HD_VS_ALLOC;
+	return kind == HA_KIND_RSS ? HD_VS_RSS : kind == HA_KIND_SWAP ? HD_VS_SWAP : -1;
+}
+
+static size_t row_of(struct build *B, const struct hd_frame *fr, struct hd_buf *key)
+{
+	char pc[32];
+	const char *name = hd_frame_name(fr, pc, sizeof pc);
+	struct hd_vs *vs = B->vs;
+	key->n = 0;
+	hd_buf_printf(key, "%s\x1f%s", name, ha_base_name(fr->module));
+	hd_buf_addc(key, 0);
+	uintptr_t i = (uintptr_t)hd_map_get(B->index, (char *)key->p);
+	if (i)
+		return i - 1;
+	if (vs->n == B->cap) {
+		B->cap = B->cap ? B->cap * 2 : 256;
+		vs->v = hd_xrealloc(vs->v, B->cap * sizeof *vs->v);
+		B->seen = hd_xrealloc(B->seen, B->cap * sizeof *B->seen);
+	}
+	vs->v[vs->n] = (struct hd_vs_row){ .function = hd_xstrdup(name), .file = hd_xstrdup(fr->file),
+	                                   .module = hd_xstrdup(fr->module) };
+	B->seen[vs->n] = 0;
+	hd_map_put(B->index, (char *)key->p, (void *)(uintptr_t)(vs->n + 1));
+	return vs->n++;
+}
+
+static void add_side(struct build *B, const struct hd_snap *snap, double sign,
+                     const struct hd_filter *flt)
+{
+	size_t n;
+	struct hd_value *v = hd_values_at(snap, &n);
+	struct hd_buf key = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		int folded, col = column_of(v[i].kind);
+		if (col < 0)
+			continue;
+		struct hd_stack view = hd_fold(hd_stack_get(snap->src, v[i].stack_id), flt->all_frames, &folded);
+		if (!hd_stack_matches(&view, flt))
+			continue;
+		double bytes = sign * v[i].live_bytes;
+		B->vs->total[col] += bytes;
+		B->stamp++;
+		for (int k = 0; k < view.n; k++) {
+			size_t r = row_of(B, &view.f[k], &key);
+			if (B->seen[r] == B->stamp)
+				continue; /* the function again on this path */
+			B->seen[r] = B->stamp;
+			B->vs->v[r].bytes[col] += bytes;
+			if (sign > 0)
+				B->vs->v[r].paths[col]++;
+		}
+	}
+	hd_buf_free(&key);
+	free(v);
+}
+
+/* The largest of a row's values by magnitude. */
+static double row_max(const struct hd_vs_row *r)
+{
+	double m = 0;
+	for (int c = 0; c < HD_VS_N; c++)
+		if (fabs(r->bytes[c]) > m)
+			m = fabs(r->bytes[c]);
+	return m;
+}
+
+static int cmp_vs(const void *pa, const void *pb)
+{
+	const struct hd_vs_row *a = pa, *b = pb;
+	double ma = row_max(a), mb = row_max(b), sa = 0, sb = 0;
+	int c;
+	if (ma != mb)
+		return ma > mb ? -1 : 1;
+	for (c = 0; c < HD_VS_N; c++) {
+		sa += fabs(a->bytes[c]);
+		sb += fabs(b->bytes[c]);
+	}
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	if ((c = strcmp(a->function, b->function)) != 0)
+		return c;
+	return strcmp(a->module, b->module);
+}
+
+static void free_row(struct hd_vs_row *r)
+{
+	free(r->function);
+	free(r->file);
+	free(r->module);
+}
+
+void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs)
+{
+	struct build B = { .vs = vs, .index = hd_map_new() };
+	size_t k = 0;
+
+	memset(vs, 0, sizeof *vs);
+	add_side(&B, r->b, 1, flt);
+	if (r->a)
+		add_side(&B, r->a, -1, flt);
+	vs->nall = vs->n;
+	/* What changed (or holds anything), by at least --min-bytes. */
+	for (size_t i = 0; i < vs->n; i++) {
+		double m = row_max(&vs->v[i]);
+		if (m >= 0.5 && m >= flt->min_bytes)
+			vs->v[k++] = vs->v[i];
+		else
+			free_row(&vs->v[i]);
+	}
+	vs->n = k;
+	if (vs->n)
+		qsort(vs->v, vs->n, sizeof *vs->v, cmp_vs);
+	hd_map_free(B.index, NULL);
+	free(B.seen);
+}
+
+void hd_vs_free(struct hd_vs *vs)
+{
+	for (size_t i = 0; i < vs->n; i++)
+		free_row(&vs->v[i]);
+	free(vs->v);
+	memset(vs, 0, sizeof *vs);
+}
+
+/* ------------------------------------------------------------ writers */
+
+static size_t shown_of(const struct hd_report *r, const struct hd_vs *vs)
+{
+	return r->top > 0 && (size_t)r->top < vs->n ? (size_t)r->top : vs->n;
+}
+
+/* The kernel's view from A to B (or at B): RssAnon, VmSwap, VmRSS. */
+enum { K_ANON, K_SWAP, K_RSS, K_N };
+static void kernel(const struct hd_report *r, double k[K_N])
+{
+	const struct hd_snap *a = r->a, *b = r->b;
+	k[K_ANON] = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
+	k[K_SWAP] = (double)b->swap - (a ? (double)a->swap : 0);
+	k[K_RSS] = (double)b->rss - (a ? (double)a->rss : 0);
+}
+
+void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
+{
+	size_t shown = shown_of(r, vs);
+	int sign = r->a != NULL;
+	char b[HD_VS_N][64], kb[K_N][64];
+	double k[K_N];
+
+	fprintf(f, "heap and mmap against resident and swapped memory by function (inclusive: every call "
+	        "path through it, once)\n");
+	hd_text_header(f, r, "functions", 1);
+	if (vs->n == 0) {
+		fprintf(f, r->a ? "no function changed\n" : "no live memory\n");
+	} else {
+		fprintf(f, "%14s %12s %12s  %s\n", "HEAP+MMAP", "RESIDENT", "SWAPPED", "FUNCTION");
+		for (size_t i = 0; i < shown; i++) {
+			const struct hd_vs_row *row = &vs->v[i];
+			for (int c = 0; c < HD_VS_N; c++)
+				hd_fmt_bytes(b[c], sizeof b[c], row->bytes[c], sign, r->exact_bytes);
+			fprintf(f, "%14s %12s %12s  %s", b[0], b[1], b[2], row->function);
+			if (row->file[0])
+				fprintf(f, "  %s", row->file);
+			if (row->module[0])
+				fprintf(f, "  [%s]", ha_base_name(row->module));
+			fputc('\n', f);
+		}
+		if (shown < vs->n)
+			fprintf(f, "%14s %12s %12s  ... %zu more function%s (--top 0 shows all)\n", "", "", "",
+			        vs->n - shown, vs->n - shown == 1 ? "" : "s");
+	}
+	fputs("\ntotal:", f);
+	for (int c = 0; c < HD_VS_N; c++)
+		fprintf(f, "%s %s %s", c ? "," : "", col_title[c],
+		        hd_fmt_bytes(b[c], sizeof b[c], vs->total[c], sign, r->exact_bytes));
+	kernel(r, k);
+	for (int c = 0; c < K_N; c++)
+		hd_fmt_bytes(kb[c], sizeof kb[c], k[c], sign, r->exact_bytes);
+	fprintf(f, " (estimated; %zu functions%s, %zu shown); RssAnon %s; VmSwap %s; RSS %s", vs->n,
+	        r->a ? " changed" : "", shown, kb[K_ANON], kb[K_SWAP], kb[K_RSS]);
+	if (r->a)
+		fprintf(f, "; %.1f s", r->b->time - r->a->time);
+	fputc('\n', f);
+}
+
+void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
+{
+	size_t shown = shown_of(r, vs);
+	double k[K_N];
+
+	kernel(r, k);
+	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"heap-vs-rss\", \"diff\": %s,\n \"from\": ",
+	        r->a ? "true" : "false");
+	hd_json_snap(f, r->a);
+	fputs(",\n \"to\": ", f);
+	hd_json_snap(f, r->b);
+	fputs(",\n \"total\": {", f);
+	for (int c = 0; c < HD_VS_N; c++)
+		fprintf(f, "\"%s\": %.0f, ", col_json[c], vs->total[c]);
+	fprintf(f, "\"rss_bytes\": %.0f, \"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, "
+	        "\"functions\": %zu, \"shown\": %zu},\n \"functions\": ",
+	        k[K_RSS], k[K_ANON], k[K_SWAP], vs->n, shown);
+	hd_vs_json_rows(f, vs, shown, hd_json_str);
+	fputs("}\n", f);
+}
+
+void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *))
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n && i < vs->n; i++) {
+		const struct hd_vs_row *row = &vs->v[i];
+		fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", f);
+		str(f, row->function);
+		fputs(", \"file\": ", f);
+		str(f, row->file);
+		fputs(", \"module\": ", f);
+		str(f, row->module);
+		for (int c = 0; c < HD_VS_N; c++)
+			fprintf(f, ", \"%s\": %.0f", col_json[c], row->bytes[c]);
+		fprintf(f, ", \"paths\": [%d, %d, %d]}", row->paths[0], row->paths[1], row->paths[2]);
+	}
+	fputs("\n ]", f);
+}
