@@ -1,10 +1,13 @@
 #!/bin/bash
 # t_real_sqlite: Debian's sqlite3 CLI builds a large in-memory table
-# (200000 rows, ~46 MB by sqlite's own count) while attached at the default
+# (200000 rows, ~46 MB by sqlite's own count) while attached at a 128 KiB
 # interval.  The query answers stay right, and the heap growth between the
 # snapshots before and after the build, in stacks through libsqlite3, is
-# within 25% of sqlite's own "Memory Used" growth.  Logged, not asserted:
-# the run time of the build (.timer), attached vs plain.
+# within 25% of sqlite's own "Memory Used" growth.  (At the default 512 KiB
+# the estimate of this growth spread from -20% to +29% over 7 runs, ~90
+# samples: a test of that would fail one run in seven; at 128 KiB it has
+# four times the samples.)  Logged, not asserted: the run time of the build
+# (.timer), attached vs plain.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 . "$(dirname "$0")/cover_lib.sh"
@@ -41,7 +44,7 @@ pid=$TPID
 send "$TFD" ".print ready"
 wait_line "$TOUT" '^ready$'
 wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -q -s 3600 -o "$db" "$pid"
+start_ha -q -s 3600 -i 128K -o "$db" "$pid"
 wait_ready "$pid" sqlite3
 send "$TFD" ".stats on"
 send "$TFD" "SELECT 'before';"
@@ -61,7 +64,7 @@ wait_line "$TOUT" '^after\|200000$'
 send "$TFD" ".quit"
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "sqlite3 exited $RC"
 
-log "slowdown (default interval 512 KiB): 200000-row build, run time real (s): plain$plain; attached $att"
+log "slowdown (interval 128 KiB): 200000-row build, run time real (s): plain$plain; attached $att"
 log "  best plain $(echo $plain | tr ' ' '\n' | sort -n | head -n 1) s, best attached $(echo $att | tr ' ' '\n' | sort -n | head -n 1) s"
 s1=$(snapshot_id "$db" 1)
 s2=$(snapshot_id "$db" 2)
