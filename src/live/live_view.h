@@ -1,0 +1,41 @@
+/* live_view.h -- heapattach --live: the full-screen view (ncurses) of a
+ * live model (live_model.h), redrawn once a second and on every key.
+ *
+ * Keys: g/l/r sort by growth, live bytes, rate; k cycles the kind (heap +
+ * mmap, heap, mmap, and resident with --rss); m marks (growth from now
+ * on); s asks for a snapshot; / filters by function, file or module (Enter
+ * applies, Escape clears); up/down (or j/k... see ?) move the selection,
+ * Enter or space expands the selected row's whole stack; ? shows the help;
+ * q or Ctrl-C detaches.  Works at 80x24 and larger, follows resizes,
+ * respects NO_COLOR and TERM=dumb (no colour, no line drawing). */
+#ifndef HA_LIVE_VIEW_H
+#define HA_LIVE_VIEW_H
+
+#include <stddef.h>
+#include "live_model.h"
+
+struct ha_view;
+
+enum ha_view_action {
+	HA_VIEW_NONE,
+	HA_VIEW_QUIT,      /* q or Ctrl-C: detach, as SIGINT */
+	HA_VIEW_SNAPSHOT,  /* s: take a snapshot now */
+};
+
+/* Take the terminal (stdin and stdout must be a terminal: else NULL and one
+ * line in err). */
+struct ha_view *ha_view_open(char *err, size_t errlen);
+/* The fd to poll for keys (and SIGWINCH's effect: ncurses reports a
+ * resize as a key). */
+int ha_view_fd(const struct ha_view *v);
+/* Read the keys waiting; handles sort, kind, mark, filter, selection and
+ * help itself (calling ha_live_mark on m) and returns what the caller must
+ * do. */
+enum ha_view_action ha_view_input(struct ha_view *v, struct ha_live *l);
+void ha_view_draw(struct ha_view *v, struct ha_live *l);
+/* Say something in the view's message line (e.g. "snapshot 7 taken"). */
+void ha_view_message(struct ha_view *v, const char *msg);
+/* Give the terminal back as it was. */
+void ha_view_close(struct ha_view *v);
+
+#endif
