@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -34,6 +35,7 @@
 
 #include "heapattach_args.h"
 #include "collector.h"
+#include "live_model.h"
 #include "pf_events.h"
 #include "db_write.h"
 #include "writer.h"
@@ -147,30 +149,56 @@ static void arm_snapshot_timer(int fd, double t0_ms, double period, double durat
 	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
-/* One status line, rewritten in place on a terminal. */
+/* One status line, rewritten in place on a terminal: the counters, then
+ * what the live model says (the live heap since attach and the top growing
+ * function), cut to the terminal's width so that it stays one line. */
 static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint64_t data_size,
-                         uint64_t *last_samples)
+                         uint64_t *last_samples, struct ha_live *live)
 {
 	struct ha_collector_stats st;
+	char line[512], what[256] = "";
 	ha_collector_read_stats(c, &st);
 	uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
 	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
 	double fill = prod >= cons ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
-	fprintf(stderr, "\rheapattach: %llu samples (%llu/s), %llu stacks, %llu drops, ring %.0f%%, "
-	        "%llu snapshots", (unsigned long long)st.samples,
-	        (unsigned long long)(st.samples - *last_samples), (unsigned long long)st.stacks,
-	        (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
-	        (unsigned long long)st.snapshots);
-	if (c->rss_period)
-		fprintf(stderr, ", %llu page-fault samples", (unsigned long long)st.rss_samples);
-	fprintf(stderr, "   ");
+	if (live)
+		ha_live_status(live, what, sizeof what);
+	/* What the heap does first: on a narrow terminal the counters are
+	 * what is cut. */
+	int n = snprintf(line, sizeof line, "heapattach: %s%s%llu samples (%llu/s), %llu stacks, "
+	                 "%llu drops, ring %.0f%%, %llu snapshots", what, what[0] ? " | " : "",
+	                 (unsigned long long)st.samples,
+	                 (unsigned long long)(st.samples - *last_samples),
+	                 (unsigned long long)st.stacks,
+	                 (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
+	                 (unsigned long long)st.snapshots);
+	if (c->rss_period && n > 0 && (size_t)n < sizeof line)
+		snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
+		         (unsigned long long)st.rss_samples);
+	struct winsize ws;
+	size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
+	if (width < sizeof line)
+		line[width] = '\0';
+	/* \r, the line, and clear to the end of the line (ECMA-48 EL). */
+	fprintf(stderr, "\r%s\033[K", line);
 	*last_samples = st.samples;
+}
+
+/* Take every message the collector and the writer sent the live model. */
+static void feed_live(struct ha_queue *q, struct ha_live *live, int wait_ms)
+{
+	struct ha_qmsg *m;
+	while ((m = ha_queue_get(q, wait_ms)) != NULL) {
+		ha_live_take(live, m);
+		wait_ms = 0;
+	}
 }
 
 /* Stay attached.  Polls the signalfd, the agent's socket and the timers;
  * the duration is a deadline on the poll timeout. */
 static enum stop_reason stay_attached(const struct options *o, struct ha_session *s, int sigfd,
-                                      struct ha_collector *coll, int *signo)
+                                      struct ha_collector *coll, struct ha_live *live,
+                                      int *signo)
 {
 	double t0 = ha_now_ms();
 	double deadline = o->duration_s > 0 ? t0 + o->duration_s * 1e3 : 0;
@@ -225,8 +253,15 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 			ha_collector_snapshot(coll, "periodic");
 			arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
 		}
-		if ((p[3].revents & POLLIN) && read(status_fd, &ticks, sizeof ticks) > 0)
-			print_status(coll, s->ring, s->ring_data_size, &last_samples);
+		if ((p[3].revents & POLLIN) && read(status_fd, &ticks, sizeof ticks) > 0) {
+			/* The frame asked for a second ago, and the stacks
+			 * symbolized since; then the next frame. */
+			if (live)
+				feed_live(coll->to_live, live, 0);
+			print_status(coll, s->ring, s->ring_data_size, &last_samples, live);
+			if (live)
+				ha_collector_live(coll);
+		}
 	}
 	if (status)
 		fputc('\n', stderr);
@@ -568,6 +603,16 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	                              .interval = o->interval, .start_time = ha_unix_now() };
 	static struct ha_writer writer;
 	static struct ha_collector coll;
+	static struct ha_queue live_q;
+	struct ha_live *live = NULL;
+	/* The status line (on a terminal) shows what the live model knows. */
+	if (!o->quiet && isatty(STDERR_FILENO)) {
+		live = ha_live_new(t->pid, t->comm, info.start_time);
+		if (live) {
+			ha_queue_init(&live_q);
+			coll.to_live = writer.to_live = &live_q;
+		}
+	}
 	if (o->rss)
 		coll.pf = open_rss(o, t->pid);
 	coll.rss_period = coll.pf ? o->rss_period : 0;
@@ -597,7 +642,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	}
 
 	int signo = 0;
-	enum stop_reason why = stay_attached(o, s, sigfd, &coll, &signo);
+	enum stop_reason why = stay_attached(o, s, sigfd, &coll, live, &signo);
 	int status = detach(o, t, s, why, signo);
 
 	/* What the agent wrote before it left is still in our mapping of the
@@ -606,6 +651,11 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	                         : why == STOP_TARGET_EXEC ? "exec"
 	                                                   : "detach");
 	ha_writer_finish(&writer, ha_unix_now());
+	if (live) {
+		feed_live(&live_q, live, 0);
+		ha_live_free(live);
+		ha_queue_destroy(&live_q);
+	}
 	print_summary(o, s, &coll, &writer, &info, dbname);
 	return writer.failed ? EXIT_FAILED : status;
 }

@@ -340,6 +340,16 @@ void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes)
 	account_free(b, &l);
 }
 
+size_t ha_book_count(const struct ha_book *b)
+{
+	return b->nstacks;
+}
+
+const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id)
+{
+	return id && id <= b->nstacks ? &b->stacks[id - 1].v : NULL;
+}
+
 const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind)
 {
 	const struct stack *s = stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;

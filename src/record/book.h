@@ -46,6 +46,11 @@ void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes);
 /* The pcs and kind of bucket stack (NULL if there is none). */
 const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind);
 
+/* Every bucket: ids 1..ha_book_count(b), each one's cumulative values
+ * (NULL for an id out of range). */
+size_t ha_book_count(const struct ha_book *b);
+const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id);
+
 /* The buckets changed since the previous call, with their cumulative
  * values (stack_id holds the local stack id).  *rows is malloc'ed; the
  * caller owns it.  Returns the count. */

@@ -28,6 +28,7 @@
 
 #include "book.h"
 #include "ha_ring.h"
+#include "live_feed.h"
 #include "peak.h"
 #include "pf_events.h"
 #include "proc.h"
@@ -572,6 +573,41 @@ static void snapshot(struct ctx *x, const char *reason)
 	publish_stats(x);
 }
 
+/* Every bucket's values, for a live view (live_feed.h). */
+static void live_frame(struct ctx *x)
+{
+	struct ha_collector *c = x->c;
+	size_t n = x->book ? ha_book_count(x->book) : 0;
+	struct ha_lmsg_frame *m = malloc(sizeof *m + n * sizeof m->rows[0]);
+	if (!m || !c->to_live) {
+		free(m);
+		return;
+	}
+	memset(m, 0, sizeof *m);
+	m->q.type = HA_LMSG_FRAME;
+	m->time = ha_unix_now();
+	m->samples = x->st.samples;
+	m->drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	m->interval = x->interval;
+	m->rss_bytes = target_rss(c->pid);
+	m->rss_on = c->pf != NULL;
+	if (m->rss_on) {
+		m->rss_anon_bytes = status_bytes(c->pid, "RssAnon");
+		m->rss_samples = x->st.rss_samples;
+	}
+	for (int k = 0; k < HA_KIND_COUNT && x->book; k++)
+		m->kind_bytes[k] = ha_book_live_bytes(x->book, k);
+	for (size_t i = 0; i < n; i++) {
+		const struct ha_db_bucket *v = ha_book_value(x->book, (uint32_t)(i + 1));
+		m->rows[m->n++] = (struct ha_live_bucket){ .id = (uint32_t)(i + 1), .kind = v->kind,
+		                                           .live_bytes = v->live_bytes,
+		                                           .live_count = v->live_count,
+		                                           .alloc_bytes = v->alloc_bytes,
+		                                           .alloc_count = v->alloc_count };
+	}
+	ha_queue_put(c->to_live, &m->q);
+}
+
 /* The unix time of a record time (the target's CLOCK_MONOTONIC), kept
  * within the session: the value comes from the target. */
 static double record_unix_time(const struct ctx *x, uint64_t ns)
@@ -676,6 +712,12 @@ static int run_cmds(struct ctx *x)
 	       (q = ha_queue_get(&c->inbox, 0)) != NULL) {
 		struct ha_cmd *cmd = (struct ha_cmd *)q;
 		__atomic_fetch_sub(&c->cmds_pending, 1, __ATOMIC_RELAXED);
+		if (q->type == HA_CMD_LIVE) {
+			drain(x);
+			live_frame(x);
+			free(q);
+			continue;
+		}
 		if (q->type == HA_CMD_STOP) {
 			drain_final(x);
 			snapshot_peak(x);
@@ -805,6 +847,11 @@ static void send_cmd(struct ha_collector *c, int type, const char *reason)
 	m->reason = reason;
 	ha_queue_put(&c->inbox, &m->q);
 	__atomic_fetch_add(&c->cmds_pending, 1, __ATOMIC_RELEASE);
+}
+
+void ha_collector_live(struct ha_collector *c)
+{
+	send_cmd(c, HA_CMD_LIVE, NULL);
 }
 
 void ha_collector_snapshot(struct ha_collector *c, const char *reason)

@@ -13,7 +13,7 @@
 #include "queue.h"
 
 /* Messages the main thread sends to the collector. */
-enum { HA_CMD_SNAPSHOT = 1, HA_CMD_STOP = 2 };
+enum { HA_CMD_SNAPSHOT = 1, HA_CMD_STOP = 2, HA_CMD_LIVE = 3 };
 struct ha_cmd {
 	struct ha_qmsg q;
 	const char *reason;     /* static string: "periodic", "signal", ... */
@@ -55,6 +55,8 @@ struct ha_collector {
 	struct ha_pf *pf;           /* --rss: the page-fault events (pf_events.h),
 	                             * owned and closed by the collector; NULL: none */
 	uint64_t rss_period;        /* their sampling period, faults */
+	struct ha_queue *to_live;   /* live view or status line: frames go there
+	                             * (live_feed.h); NULL: none */
 	/* owned by the collector thread */
 	struct ha_queue inbox;
 	pthread_t thread;
@@ -69,6 +71,8 @@ struct ha_collector {
 int ha_collector_start(struct ha_collector *c);
 /* Ask for a snapshot (reason: a static string). */
 void ha_collector_snapshot(struct ha_collector *c, const char *reason);
+/* Send a frame of every bucket's values to c->to_live, after a drain. */
+void ha_collector_live(struct ha_collector *c);
 /* Drain what is left, write the final snapshot, stop, join. */
 void ha_collector_stop(struct ha_collector *c, const char *reason);
 /* Read a consistent-enough copy of the counters (main thread). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "live_feed.h"
 #include "symbolize.h"
 #include "util.h"
 #include "proc.h"
@@ -65,6 +66,43 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 }
 
 /* Symbolize a new stack and store it. */
+/* A symbolized stack as text for the live view: the frames, then their
+ * strings, in one block (live_feed.h).  An unknown function shows as its
+ * module offset. */
+static void send_live_stack(struct ha_writer *w, uint32_t id, const struct ha_sym_frame *sf, int nf)
+{
+	size_t strings = 0;
+	char hex[32];
+	for (int i = 0; i < nf; i++)
+		strings += strlen(sf[i].function) + strlen(sf[i].file) + strlen(sf[i].module) + 3 +
+		           sizeof hex;
+	struct ha_lmsg_stack *m = malloc(sizeof *m + (size_t)nf * sizeof m->f[0] + strings);
+	if (!m)
+		return;
+	m->q.type = HA_LMSG_STACK;
+	m->id = id;
+	m->n = nf;
+	char *p = (char *)&m->f[nf];
+	for (int i = 0; i < nf; i++) {
+		const char *fn = sf[i].function;
+		if (!fn[0]) {
+			snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)sf[i].rel_pc);
+			fn = hex;
+		}
+		const char *src[3] = { fn, sf[i].file, sf[i].module };
+		const char **dst[3] = { &m->f[i].function, &m->f[i].file, &m->f[i].module };
+		for (int k = 0; k < 3; k++) {
+			size_t len = strlen(src[k]) + 1;
+			memcpy(p, src[k], len);
+			*dst[k] = p;
+			p += len;
+		}
+		m->f[i].line = sf[i].line;
+		m->f[i].inlined = sf[i].inlined;
+	}
+	ha_queue_put(w->to_live, &m->q);
+}
+
 static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
                         const struct ha_wmsg_stack *m)
 {
@@ -81,6 +119,8 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct i
 		                              sf[i].function, sf[i].file, sf[i].line, sf[i].inlined };
 	if (ha_db_stack(w->db, df, nf, &id, err, sizeof err) || idmap_set(ids, m->local_id, id))
 		fail(w, "storing a callstack", err[0] ? err : "out of memory");
+	if (w->to_live)
+		send_live_stack(w, m->local_id, sf, nf);
 }
 
 static void *writer_main(void *arg)

@@ -43,6 +43,8 @@ struct ha_writer {
 	struct ha_db *db;             /* handed over at start; the writer closes it */
 	pid_t pid;                    /* the target, for the symbolizer */
 	int verbose;                  /* -v: what the debug info cache did */
+	struct ha_queue *to_live;     /* a live view: each new stack's text goes
+	                               * there (live_feed.h); NULL: none */
 	int64_t session_id;
 	struct ha_queue inbox;
 	pthread_t thread;
