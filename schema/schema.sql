@@ -45,6 +45,7 @@
 --   'periodic' dense at first (1, 2, 3, 5, 7 s after attach, then 10, 20,
 --              30, 50, 70 s... while shorter than --snapshot-every), then
 --              every --snapshot-every seconds; 'signal' on SIGUSR1;
+--              'live' on the s key of heapattach --live;
 --   'peak'     at most one: the moment the estimated live total (heap and
 --              mmap together) was highest, kept by the attacher as the
 --              records arrived, when no other snapshot holds it; see below;
@@ -149,9 +150,9 @@ CREATE INDEX stack_frames_frame ON stack_frames (frame_id);
 
 -- A snapshot of a session.  samples, drops (ring full) and unwind_failures
 -- are cumulative counts since the session began, like the buckets.
--- reason: 'attach', 'periodic', 'signal' (SIGUSR1), 'peak', 'detach', 'exit'
--- (target exited) or 'exec' (it replaced its program); see the top of this
--- file.
+-- reason: 'attach', 'periodic', 'signal' (SIGUSR1), 'live' (the s key of
+-- heapattach --live), 'peak', 'detach', 'exit' (target exited) or 'exec' (it
+-- replaced its program); see the top of this file.
 CREATE TABLE snapshots (
 	id              INTEGER PRIMARY KEY,
 	session_id      INTEGER NOT NULL REFERENCES sessions (id),

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "live_model.h"
 #include "unit.h"
@@ -123,6 +125,29 @@ int main(void)
 	for (int i = 0; i < HA_LIVE_HISTORY + 10; i++)
 		frame(l, 121 + i, 400, 5, f2);
 	EXPECT(s->n_history == HA_LIVE_HISTORY, "history of %zu points", s->n_history);
+	ha_live_free(l);
+
+	/* What a refresh costs the model with 10,000 call paths (printed, for
+	 * the notes; the check is only that it ranks them all). */
+	enum { BIG = 10000 };
+	static struct ha_live_bucket big[BIG];
+	l = ha_live_new(1, "big", T0);
+	for (int i = 0; i < BIG; i++) {
+		big[i] = (struct ha_live_bucket)B((uint32_t)(i + 1), HA_KIND_HEAP, 100.0 * (i % 977 + 1));
+		stack(l, (uint32_t)(i + 1), "f", "f.c", "m");
+	}
+	struct timespec t0, t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int k = 0; k < 10; k++) {
+		frame(l, 1 + k, 1, BIG, big);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		n = ha_live_rows(l, HA_LIVE_ALLOC, HA_LIVE_BY_GROWTH, NULL, &r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	EXPECT(n == BIG, "%zu of %d rows", n, BIG);
+	double us = ((double)(t2.tv_sec - t0.tv_sec) * 1e9 + (double)(t2.tv_nsec - t0.tv_nsec)) / 1e3 / 10;
+	printf("%d call paths: %.0f us per frame taken and ranked\n", BIG, us);
+	(void)t1;
 	ha_live_free(l);
 	return UNIT_RESULT("live model");
 }

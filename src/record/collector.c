@@ -577,6 +577,7 @@ static void snapshot(struct ctx *x, const char *reason)
 static void live_frame(struct ctx *x)
 {
 	struct ha_collector *c = x->c;
+	double t0 = ha_now_ms();
 	size_t n = x->book ? ha_book_count(x->book) : 0;
 	struct ha_lmsg_frame *m = malloc(sizeof *m + n * sizeof m->rows[0]);
 	if (!m || !c->to_live) {
@@ -606,6 +607,8 @@ static void live_frame(struct ctx *x)
 		                                           .alloc_count = v->alloc_count };
 	}
 	ha_queue_put(c->to_live, &m->q);
+	x->st.live_frames++;
+	x->st.live_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
 }
 
 /* The unix time of a record time (the target's CLOCK_MONOTONIC), kept

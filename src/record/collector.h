@@ -40,6 +40,8 @@ struct ha_collector_stats {
 	uint64_t rss_bytes;     /* attributed resident bytes at the last check */
 	uint64_t rss_zero, rss_file, rss_dropped; /* pages forgotten, by why */
 	uint64_t rss_check_ns;  /* time spent reading pagemap */
+	uint64_t live_frames;   /* frames sent to a live view */
+	uint64_t live_ns;       /* ...and the time their copies took */
 };
 
 struct ha_collector {
