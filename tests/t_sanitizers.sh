@@ -1,11 +1,12 @@
 #!/bin/bash
 # t_sanitizers: the attacher, heapdiff and the ring protocol built with
 # ASan and UBSan (src/heapattach_san, src/heapdiff_san, tests/ring_check_san)
-# run a full profile session without a single sanitizer report.  (The agent
+# run a full profile session without a single sanitizer report, and a
+# session with --rss (page-fault samples, pagemap checks) too.  (The agent
 # is never built with sanitizers: it runs inside someone else's process.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
-require_all leak_cmd
+require_all leak_cmd touch_pages
 for b in src/heapattach_san src/heapdiff_san tests/ring_check_san; do
 	[ -x "$HA_BUILDDIR/$b" ] || fail "$b was not built"
 done
@@ -38,4 +39,24 @@ for f in html svg json; do
 done
 grep -q leak_here "$W/san.html" || fail "heapdiff_san -f html does not name leak_here"
 log "sanitized attacher and heapdiff: clean; top growth $leaf $bytes"
+
+# --rss: the page-fault events, their samples and the pagemap checks.
+db=$W/rss.db
+start_target tp touch_pages 2
+pid=$TPID
+wait_syscall "$pid" "$pid" "$NR_READ"
+start_ha --rss -q -s 3600 -o "$db" "$pid"
+wait_ready "$pid" touch_pages
+for c in "touch 64" "drop 32" "thread 32" "huge 16"; do
+	n=$(grep -c '^done ' "$TOUT")
+	send "$TFD" "$c"
+	wait_for 60 '[ "$(grep -c "^done " "$TOUT")" -gt "$n" ]' || fail "touch_pages did not answer '$c'"
+	snapshot_now "$db"
+done
+detach_by_signal INT "$pid"
+grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "sanitizer report from heapattach --rss"
+grep -q '^heapattach: --rss: [0-9]* page-fault samples' "$HA_ERR" || fail "no --rss summary from heapattach_san"
+"$HA_BUILDDIR/src/heapdiff_san" --kind rss --bytes "$db" >"$W/rssdiff" 2>&1 || fail "heapdiff_san --kind rss: $(tail -n 20 "$W/rssdiff")"
+"$HA_BUILDDIR/src/heapdiff_san" --heap-vs-rss "$db" >"$W/vs" 2>&1 || fail "heapdiff_san --heap-vs-rss: $(tail -n 20 "$W/vs")"
+log "sanitized attacher with --rss: clean"
 echo ok
