@@ -5,6 +5,7 @@
  * one. */
 #define _GNU_SOURCE
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,8 @@ int main(void)
 	bytes_case(150 * 1048576.0, 1, "+150 MiB");
 	bytes_case(1023.6 * 1024, 0, "1.00 MiB");
 	bytes_case(3.0 * 1024 * 1048576, 0, "3.00 GiB");
+	bytes_case(NAN, 1, "?");
+	bytes_case(-INFINITY, 1, "?");
 	count_case(0, 1, "0");
 	count_case(9999, 1, "+9999");
 	count_case(12345, 0, "12.3k");
@@ -137,6 +140,8 @@ int main(void)
 	age_case(65, "1m05s");
 	age_case(3725, "1h02m");
 	age_case(-3, "0s");
+	age_case(NAN, "0s");
+	age_case(INFINITY, "277777h46m");
 
 	static const double ramp[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	spark_case(ramp, 0, 10, 1, "");
@@ -145,6 +150,9 @@ int main(void)
 	spark_case(ramp, 8, 4, 1, "\u2581\u2583\u2586\u2588"); /* each column the highest of two */
 	static const double flat[] = { 5, 5, 5 };
 	spark_case(flat, 3, 10, 0, "___");
+	static const double odd[] = { 0, NAN, 4, INFINITY, 2 };
+	spark_case(odd, 5, 10, 0, "_____"); /* infinite range: no level, no crash */
+	spark_case(ramp, 5, 100000, 0, "_.-=#");
 	double many[600];
 	for (int i = 0; i < 600; i++)
 		many[i] = i;

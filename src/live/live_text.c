@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "live_text.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* One UTF-8 sequence at p: its length, and its code point in *cp (HA_UTF8_BAD
@@ -114,6 +115,10 @@ int ha_text_clean(const char *s, int utf8, wchar_t *out, int w, int *cols)
 void ha_fmt_bytes(char *b, size_t n, double x, int sign)
 {
 	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	if (!isfinite(x)) {
+		snprintf(b, n, "?");
+		return;
+	}
 	const char *s = sign && x > 0.5 ? "+" : x < -0.5 ? "-" : "";
 	double a = x < 0 ? -x : x;
 	int u = 0;
@@ -127,6 +132,10 @@ void ha_fmt_bytes(char *b, size_t n, double x, int sign)
 
 void ha_fmt_count(char *b, size_t n, double x, int sign)
 {
+	if (!isfinite(x)) {
+		snprintf(b, n, "?");
+		return;
+	}
 	const char *s = sign && x > 0.5 ? "+" : x < -0.5 ? "-" : "";
 	double a = x < 0 ? -x : x;
 	if (a < 9999.5)
@@ -141,7 +150,7 @@ void ha_fmt_count(char *b, size_t n, double x, int sign)
 
 void ha_fmt_age(char *b, size_t n, double s)
 {
-	long t = s > 0 ? (long)s : 0;
+	long t = s > 0 ? (s < 1e9 ? (long)s : 999999999L) : 0; /* NaN: 0 */
 	if (t < 60)
 		snprintf(b, n, "%lds", t);
 	else if (t < 3600)
@@ -162,8 +171,10 @@ void ha_sparkline(const double *x, size_t n, int w, int utf8, char *out, size_t 
 	double col[HA_TEXT_MAX_W];
 	size_t o = 0;
 	out[0] = 0;
-	if (!x || n == 0 || w <= 0)
+	if (!x || n == 0 || w <= 0 || len < 2)
 		return;
+	if (w > HA_TEXT_MAX_W)
+		w = HA_TEXT_MAX_W;
 	int cols = n < (size_t)w ? (int)n : w;
 	double lo = 0, hi = 0;
 	for (int c = 0; c < cols; c++) {
@@ -179,7 +190,8 @@ void ha_sparkline(const double *x, size_t n, int w, int utf8, char *out, size_t 
 			hi = m;
 	}
 	for (int c = 0; c < cols && o + 5 < len; c++) {
-		int k = hi > lo ? (int)((col[c] - lo) / (hi - lo) * (levels - 1) + 0.5) : 0;
+		double f = hi > lo ? (col[c] - lo) / (hi - lo) : 0;
+		int k = f > 0 ? (f < 1 ? (int)(f * (levels - 1) + 0.5) : levels - 1) : 0; /* NaN: 0 */
 		if (utf8)
 			o += (size_t)snprintf(out + o, len - o, "%s", blocks[k]);
 		else
