@@ -4,10 +4,13 @@
  * would, and the view drawn from it and driven by the keys.
  * tests/t_live_view.sh runs it under tmux.
  *
- *   live_demo [-n ROWS] [-r] [-i MS] [-v]
+ *   live_demo [-n ROWS] [-r] [-i MS] [-w] [-v]
  *     -n ROWS  call paths (2000; at least 20)
  *     -r       a session with --rss: resident rows and memory
  *     -i MS    the refresh period (1000)
+ *     -w       SIGWINCH blocked and read from a signalfd, as heapattach
+ *              reads its signals: a resize is a draw (else ncurses' handler
+ *              and the poll's EINTR)
  *     -v       at exit, on stderr: the CPU of a refresh and of a frame
  *
  * The rows, by id (each a bucket: a stack and a kind):
@@ -28,9 +31,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,15 +200,23 @@ static double feed(struct ha_live *l, size_t rows, int f)
 int main(int argc, char **argv)
 {
 	size_t rows = 2000;
-	int period_ms = 1000, verbose = 0, c;
-	while ((c = getopt(argc, argv, "n:ri:v")) != -1) {
+	int period_ms = 1000, verbose = 0, winch_fd = -1, c;
+	while ((c = getopt(argc, argv, "n:ri:wv")) != -1) {
 		switch (c) {
 		case 'n': rows = strtoul(optarg, NULL, 10); break;
 		case 'r': rss_on = 1; break;
 		case 'i': period_ms = atoi(optarg); break;
 		case 'v': verbose = 1; break;
+		case 'w': {
+			sigset_t m;
+			sigemptyset(&m);
+			sigaddset(&m, SIGWINCH);
+			sigprocmask(SIG_BLOCK, &m, NULL);
+			winch_fd = signalfd(-1, &m, SFD_CLOEXEC | SFD_NONBLOCK);
+			break;
+		}
 		default:
-			fprintf(stderr, "usage: live_demo [-n ROWS] [-r] [-i MS] [-v]\n");
+			fprintf(stderr, "usage: live_demo [-n ROWS] [-r] [-i MS] [-w] [-v]\n");
 			return 2;
 		}
 	}
@@ -226,9 +239,15 @@ int main(int argc, char **argv)
 	double next = now_s(CLOCK_MONOTONIC) + period_ms / 1e3;
 	for (;;) {
 		double wait = next - now_s(CLOCK_MONOTONIC);
-		struct pollfd p = { ha_view_fd(v), POLLIN, 0 };
-		int rc = poll(&p, 1, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
-		if (rc != 0) { /* a key, or EINTR (SIGWINCH): ncurses has a KEY_RESIZE */
+		struct pollfd p[2] = { { ha_view_fd(v), POLLIN, 0 }, { winch_fd, POLLIN, 0 } };
+		int rc = poll(p, winch_fd >= 0 ? 2 : 1, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
+		if (rc > 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(winch_fd, &si, sizeof si) == sizeof si)
+				;
+			ha_view_draw(v, l); /* follows the new size */
+		}
+		if (rc < 0 || (p[0].revents & POLLIN)) { /* a key, or EINTR (SIGWINCH): ncurses has a KEY_RESIZE */
 			enum ha_view_action a = ha_view_input(v, l);
 			if (a == HA_VIEW_QUIT)
 				break;
@@ -245,6 +264,8 @@ int main(int argc, char **argv)
 		}
 	}
 	ha_view_close(v);
+	if (winch_fd >= 0)
+		close(winch_fd);
 	if (verbose)
 		fprintf(stderr,
 		        "live_demo: %zu rows, %d refreshes: %.3f ms of CPU a refresh (the model's rows and the "

@@ -267,8 +267,15 @@ wait_closed v
 log "q: exit 0, terminal restored, no sanitizer report"
 
 # ------------------------------------------------------------ NO_COLOR, C locale, no --rss
-start_view nc 80 24 NO_COLOR=1 LC_ALL=C TERM=screen "$DEMO_SAN"
+# (SIGWINCH blocked and read from a signalfd, as heapattach does, and no
+# refresh for a minute: a resize must still be followed at once.)
+start_view nc 80 24 NO_COLOR=1 LC_ALL=C TERM=screen "$DEMO_SAN" -w -i 60000
 wait_screen nc 'static_cache  worker\.c:2$'
+tm resize-window -t nc -x 100 -y 30
+wait_for 5 '[ "$(screen nc | wc -l)" = 30 ] && [ "$(rows nc | wc -l)" = 23 ]' ||
+	fail "nc: after the resize to 100x30: $(screen nc | wc -l) lines, $(rows nc | wc -l) rows"
+tm resize-window -t nc -x 80 -y 24
+wait_for 5 '[ "$(rows nc | wc -l)" = 17 ]' || fail "nc: not back to 17 rows at 80x24"
 wait_screen nc '^heap +[0-9.]+ (KiB|MiB|GiB) [_.=#-]+ +mmap'
 ! screen_attr nc | grep -Eq "$COLOUR" || fail "colours despite NO_COLOR"
 ! screen nc | grep -q 'resident' || fail "resident memory shown without --rss"

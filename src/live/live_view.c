@@ -89,6 +89,8 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 {
 	if (k == K_INTR)
 		return HA_VIEW_QUIT;
+	if (k == K_RESIZE) /* ncurses has the new size: only a redraw */
+		return HA_VIEW_NONE;
 	if (v->help) {
 		v->help = 0;
 		return HA_VIEW_NONE;
