@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -36,6 +37,7 @@
 #include "heapattach_args.h"
 #include "collector.h"
 #include "live_model.h"
+#include "live_view.h"
 #include "pf_events.h"
 #include "db_write.h"
 #include "writer.h"
@@ -184,28 +186,68 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	*last_samples = st.samples;
 }
 
-/* Take every message the collector and the writer sent the live model. */
+/* Take every message the collector and the writer sent the live model;
+ * with wait_ms > 0, wait that long at most for a frame (just asked for). */
 static void feed_live(struct ha_queue *q, struct ha_live *live, int wait_ms)
 {
 	struct ha_qmsg *m;
-	while ((m = ha_queue_get(q, wait_ms)) != NULL) {
+	double until = ha_now_ms() + wait_ms;
+	int left = wait_ms;
+	while ((m = ha_queue_get(q, left > 0 ? left : 0)) != NULL) {
+		int frame = m->type == HA_LMSG_FRAME;
 		ha_live_take(live, m);
-		wait_ms = 0;
+		left = frame ? 0 : (int)(until - ha_now_ms());
 	}
+}
+
+/* While the view owns the terminal, what heapattach says on stderr (an
+ * interval raised, a warning) goes to a memory file, and is said after the
+ * view is gone: nothing is lost, nothing is drawn over the view. */
+static int hold_stderr(int *saved)
+{
+	int mem = memfd_create("heapattach-stderr", MFD_CLOEXEC);
+	*saved = mem >= 0 ? dup(STDERR_FILENO) : -1;
+	if (*saved < 0 || dup2(mem, STDERR_FILENO) < 0) {
+		if (mem >= 0)
+			close(mem);
+		if (*saved >= 0)
+			close(*saved);
+		*saved = -1;
+		return -1;
+	}
+	return mem;
+}
+
+static void release_stderr(int saved, int mem)
+{
+	char buf[4096];
+	ssize_t n;
+	if (saved < 0)
+		return;
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	for (off_t off = 0; (n = pread(mem, buf, sizeof buf, off)) > 0; off += n)
+		if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+			break;
+	close(mem);
 }
 
 /* Stay attached.  Polls the signalfd, the agent's socket and the timers;
  * the duration is a deadline on the poll timeout. */
 static enum stop_reason stay_attached(const struct options *o, struct ha_session *s, int sigfd,
                                       struct ha_collector *coll, struct ha_live *live,
-                                      int *signo)
+                                      struct ha_view *view, int *signo)
 {
 	double t0 = ha_now_ms();
 	double deadline = o->duration_s > 0 ? t0 + o->duration_s * 1e3 : 0;
-	int status = !o->quiet && isatty(STDERR_FILENO);
+	int status = !view && !o->quiet && isatty(STDERR_FILENO);
 	int snap_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
-	int status_fd = make_timer(status ? 1.0 : 0);
+	int status_fd = make_timer(status || view ? 1.0 : 0);
+	if (view) {
+		ha_collector_live(coll);
+		ha_view_draw(view, live);
+	}
 	uint64_t last_samples = 0, ticks;
 	enum stop_reason why;
 	for (;;) {
@@ -218,13 +260,22 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 			}
 			timeout = (int)ceil(left);
 		}
-		struct pollfd p[4] = { { .fd = sigfd, .events = POLLIN },
+		struct pollfd p[5] = { { .fd = sigfd, .events = POLLIN },
 		                       { .fd = s->conn_fd, .events = POLLIN },
 		                       { .fd = snap_fd, .events = POLLIN },
-		                       { .fd = status_fd, .events = POLLIN } };
-		int n = poll(p, 4, timeout);
-		if (n < 0 && errno == EINTR)
-			continue;
+		                       { .fd = status_fd, .events = POLLIN },
+		                       { .fd = view ? ha_view_fd(view) : -1, .events = POLLIN } };
+		int n = poll(p, view ? 5 : 4, timeout), view_woken = 0;
+		if (n < 0 && errno == EINTR) {
+			if (!view)
+				continue;
+			/* SIGWINCH (ncurses's handler): the view reads the
+			 * resize as a key. */
+			view_woken = 1;
+			n = 0;
+			for (int i = 0; i < 5; i++)
+				p[i].revents = 0;
+		}
 		if (n < 0) {
 			why = STOP_AGENT_LOST;
 			break;
@@ -254,13 +305,35 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 			arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
 		}
 		if ((p[3].revents & POLLIN) && read(status_fd, &ticks, sizeof ticks) > 0) {
-			/* The frame asked for a second ago, and the stacks
-			 * symbolized since; then the next frame. */
-			if (live)
-				feed_live(coll->to_live, live, 0);
-			print_status(coll, s->ring, s->ring_data_size, &last_samples, live);
-			if (live)
+			if (view) {
+				/* A frame of now (the collector answers within
+				 * a drain), then the screen. */
 				ha_collector_live(coll);
+				feed_live(coll->to_live, live, 200);
+				ha_view_draw(view, live);
+			} else {
+				/* The frame asked for a second ago, and the
+				 * stacks symbolized since; then the next one. */
+				if (live)
+					feed_live(coll->to_live, live, 0);
+				print_status(coll, s->ring, s->ring_data_size, &last_samples, live);
+				if (live)
+					ha_collector_live(coll);
+			}
+		}
+		if (view && (view_woken || (p[4].revents & POLLIN))) {
+			enum ha_view_action a = ha_view_input(view, live);
+			if (a == HA_VIEW_QUIT) {
+				/* q or Ctrl-C: exactly what SIGINT does. */
+				*signo = SIGINT;
+				why = STOP_SIGNAL;
+				break;
+			}
+			if (a == HA_VIEW_SNAPSHOT) {
+				ha_collector_snapshot(coll, "live");
+				ha_view_message(view, "snapshot asked for: written to the database");
+			}
+			ha_view_draw(view, live);
 		}
 	}
 	if (status)
@@ -541,6 +614,10 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		        (unsigned long long)st.rss_dropped, (unsigned long long)st.rss_zero,
 		        (unsigned long long)st.rss_file, (unsigned long long)st.rss_unwind_failures,
 		        (double)st.rss_check_ns / 1e6);
+	if (o->verbose && st.live_frames)
+		fprintf(stderr, "heapattach: %llu live frames of %llu buckets at the end, %.1f us each in "
+		        "the collector\n", (unsigned long long)st.live_frames,
+		        (unsigned long long)st.stacks, (double)st.live_ns / 1e3 / (double)st.live_frames);
 	if (st.abandoned)
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",
@@ -605,8 +682,9 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	static struct ha_collector coll;
 	static struct ha_queue live_q;
 	struct ha_live *live = NULL;
-	/* The status line (on a terminal) shows what the live model knows. */
-	if (!o->quiet && isatty(STDERR_FILENO)) {
+	/* The view, or the status line on a terminal, shows what the live
+	 * model knows. */
+	if (o->live || (!o->quiet && isatty(STDERR_FILENO))) {
 		live = ha_live_new(t->pid, t->comm, info.start_time);
 		if (live) {
 			ha_queue_init(&live_q);
@@ -641,8 +719,20 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		return EXIT_FAILED;
 	}
 
-	int signo = 0;
-	enum stop_reason why = stay_attached(o, s, sigfd, &coll, live, &signo);
+	int signo = 0, saved_stderr = -1, held = -1;
+	struct ha_view *view = NULL;
+	if (o->live && live) {
+		view = ha_view_open(err, sizeof err);
+		if (!view)
+			fprintf(stderr, "heapattach: --live: %s; going on without the view\n", err);
+		else
+			held = hold_stderr(&saved_stderr);
+	}
+	enum stop_reason why = stay_attached(o, s, sigfd, &coll, live, view, &signo);
+	if (view) {
+		ha_view_close(view);
+		release_stderr(saved_stderr, held);
+	}
 	int status = detach(o, t, s, why, signo);
 
 	/* What the agent wrote before it left is still in our mapping of the
@@ -690,6 +780,10 @@ int main(int argc, char **argv)
 	}
 
 	/* Everything that can refuse does so before the target is touched. */
+	if (o.live && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
+		fprintf(stderr, "heapattach: --live needs a terminal on standard input and output\n");
+		return EXIT_REFUSED;
+	}
 	if (find_agent(&o, agent, sizeof agent))
 		return EXIT_REFUSED;
 	if (ha_target_check(o.pid, agent, &t, err, sizeof err)) {

@@ -32,6 +32,8 @@ static void usage(FILE *f)
 	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
 	        "                        heapattach takes one at once; the last one at detach,\n"
 	        "                        and the peak of the live heap if no snapshot holds it\n"
+	        "      --live            a full-screen view of what is growing, refreshed every\n"
+	        "                        second (keys: ? in the view); needs a terminal\n"
 	        "      --rss             also resident memory by first-touch call path: sample\n"
 	        "                        the target's page faults (perf events; heapdiff --kind\n"
 	        "                        rss); where perf events are not allowed, one line says\n"
@@ -92,7 +94,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD };
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -107,6 +109,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "ring-size", required_argument, NULL, OPT_RING },
 		{ "nice", required_argument, NULL, OPT_NICE },
 		{ "rss", no_argument, NULL, OPT_RSS },
+		{ "live", no_argument, NULL, OPT_LIVE },
 		{ "rss-period", required_argument, NULL, OPT_RSS_PERIOD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -181,6 +184,9 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_RSS:
 			o->rss = 1;
+			break;
+		case OPT_LIVE:
+			o->live = 1;
 			break;
 		case OPT_RSS_PERIOD:
 			if (parse_u64(optarg, &o->rss_period) || o->rss_period < 1 ||

@@ -22,6 +22,7 @@ struct options {
 	int quiet;
 	uint64_t nice;          /* --nice: the background threads' nice offset */
 	int rss;                /* --rss: page-fault sampling too */
+	int live;               /* --live: the full-screen view */
 	uint64_t rss_period;    /* --rss-period: faults per sample */
 };
 

@@ -1,5 +1,6 @@
 /* live_check -- unit test of the live model (src/live/live_model.c): frames
- * and stack texts in, rows out.  Growth since attach, then since a mark;
+ * and stack texts in, rows out.  Growth since attach, then since a mark
+ * (zero at once, counted from the next frame);
  * the three sorts; kinds (heap + mmap by default, rss apart); the filter
  * (function, file or module, any frame, case insensitive; a stack not
  * symbolized yet matches no filter); a stack text that comes after its
@@ -94,6 +95,10 @@ int main(void)
 	EXPECT(n == 0, "rows right after the mark: %zu", n);
 	n = ha_live_rows(l, HA_LIVE_ALLOC, HA_LIVE_BY_LIVE, NULL, &r);
 	EXPECT(n == 3 && r[0].id == 2, "by live bytes after the mark: %zu rows", n);
+	/* The frame after the key is the mark (here: the same values). */
+	frame(l, 60, 100, 4, f1);
+	n = ha_live_rows(l, HA_LIVE_ALLOC, HA_LIVE_BY_GROWTH, NULL, &r);
+	EXPECT(n == 0, "rows at the mark's frame: %zu", n);
 	stack(l, 3, "map_region", "m.c", "/usr/bin/srv");
 	struct ha_live_bucket f2[] = { B(1, HA_KIND_HEAP, 7000), B(2, HA_KIND_HEAP, 4000),
 	                               B(3, HA_KIND_MMAP, 3000), B(4, HA_KIND_RSS, 9000),
@@ -114,7 +119,7 @@ int main(void)
 
 	const struct ha_live_summary *s = ha_live_summary(l);
 	EXPECT(s->pid == 4242 && strcmp(s->comm, "srv") == 0, "summary target");
-	EXPECT(s->frames == 2 && s->n_history == 2 && s->hist_heap[0] == 6000 && s->hist_heap[1] == 11200,
+	EXPECT(s->frames == 3 && s->n_history == 3 && s->hist_heap[0] == 6000 && s->hist_heap[2] == 11200,
 	       "history: %zu frames, %zu points", s->frames, s->n_history);
 	EXPECT(s->samples_per_s == 5, "samples per second: %g", s->samples_per_s);
 	EXPECT(s->since_attach_s == 120 && s->since_mark_s == 60, "times: %g since attach, %g since mark",

@@ -23,6 +23,7 @@ struct value {
 struct ha_live {
 	struct ha_live_summary sum;
 	double start_unix, mark_unix, last_unix;
+	int mark_pending;           /* the next frame is the mark */
 	uint64_t last_samples;
 	struct value *cur, *mark;   /* index = id */
 	struct ha_lmsg_stack **stacks;
@@ -111,6 +112,17 @@ static void take_frame(struct ha_live *l, const struct ha_lmsg_frame *f)
 			continue;
 		l->cur[b->id] = (struct value){ b->kind, b->live_bytes, b->live_count };
 	}
+	if (l->mark_pending) {
+		/* The mark is the first frame after the key: growth counts from
+		 * there, not from a frame up to a second older. */
+		l->mark_pending = 0;
+		for (size_t i = 0; i < f->n; i++)
+			if (f->rows[i].id && reserve(l, f->rows[i].id) == 0)
+				l->mark[f->rows[i].id] = (struct value){ f->rows[i].kind,
+				                                         f->rows[i].live_bytes,
+				                                         f->rows[i].live_count };
+		l->mark_unix = f->time;
+	}
 	double dt = f->time - l->last_unix;
 	s->samples_per_s = dt > 0 && f->samples >= l->last_samples
 	                           ? (double)(f->samples - l->last_samples) / dt : 0;
@@ -147,12 +159,20 @@ void ha_live_take(struct ha_live *l, struct ha_qmsg *m)
 	free(m);
 }
 
-void ha_live_mark(struct ha_live *l)
+/* The values of now are the mark; until the next frame comes, growth shows
+ * as zero. */
+static void mark_now(struct ha_live *l)
 {
 	if (l->cap)
 		memcpy(l->mark, l->cur, l->cap * sizeof *l->mark);
 	l->mark_unix = l->last_unix;
 	l->sum.since_mark_s = 0;
+}
+
+void ha_live_mark(struct ha_live *l)
+{
+	mark_now(l);
+	l->mark_pending = 1;
 }
 
 static int kind_matches(int want, int kind)

@@ -58,7 +58,8 @@ void ha_live_free(struct ha_live *l);
 /* Take a feed message (a frame or a stack); frees it. */
 void ha_live_take(struct ha_live *l, struct ha_qmsg *m);
 
-/* Growth is counted from the latest frame on. */
+/* Growth is counted from now on: from the next frame (until it comes,
+ * every row's growth is zero). */
 void ha_live_mark(struct ha_live *l);
 
 /* The rows of kind (HA_KIND_* or HA_LIVE_ALLOC) that pass filter (NULL or
