@@ -669,7 +669,7 @@ static struct ha_pf *open_rss(const struct options *o, pid_t pid)
  * attached, detach, and say what was recorded.  The writer owns db from its
  * start (it closes it).  Returns the exit status. */
 static int profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
-                   int sigfd, struct ha_db *db, const char *dbname)
+                   int sigfd, struct ha_db *db, const char *dbname, struct ha_pf *pf)
 {
 	char err[512];
 	char exe_link[64], exe[PATH_MAX] = "";
@@ -691,8 +691,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 			coll.to_live = writer.to_live = &live_q;
 		}
 	}
-	if (o->rss)
-		coll.pf = open_rss(o, t->pid);
+	coll.pf = pf;
 	coll.rss_period = coll.pf ? o->rss_period : 0;
 	info.rss_period = coll.rss_period;
 	writer.db = db;
@@ -819,6 +818,10 @@ int main(int argc, char **argv)
 		return EXIT_REFUSED;
 	}
 
+	/* --rss: the page-fault events are on before the agent is ready, so
+	 * that the session samples page faults from the moment it says it is
+	 * attached.  (They observe the target; they do not change it.) */
+	struct ha_pf *pf = o.rss ? open_rss(&o, t.pid) : NULL;
 	status = attach(&o, &t, &s, &dbj, t_start, t_checked);
 	if (db_open_finish(&dbj) && !status) {
 		/* the agent restores itself when we hang up */
@@ -826,11 +829,12 @@ int main(int argc, char **argv)
 		status = EXIT_FAILED;
 	}
 	if (status) {
+		ha_pf_close(pf);
 		ha_db_close(dbj.db);
 	} else {
 		if (o.verbose)
 			fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
-		status = profile(&o, &t, &s, sigfd, dbj.db, dbname);
+		status = profile(&o, &t, &s, sigfd, dbj.db, dbname, pf);
 	}
 	ha_session_close(&s);
 	close(sigfd);

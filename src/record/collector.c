@@ -559,7 +559,10 @@ static void snapshot(struct ctx *x, const char *reason)
 	if (!m)
 		return;
 	m->q.type = HA_WMSG_SNAPSHOT;
-	check_rss(x);
+	/* The baseline (the first snapshot) has no rows: the page faults of the
+	 * attach itself are booked with the next one. */
+	if (x->st.snapshots > 0)
+		check_rss(x);
 	if (x->book)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;

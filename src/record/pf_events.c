@@ -43,6 +43,7 @@
 #define MAX_CPUS 4096
 #define RESCANS 8             /* passes over /proc/PID/task */
 #define RECORD_MAX 65536      /* perf_event_header.size is 16 bits */
+#define FD_RESERVE 256        /* descriptors kept for the attacher's own use */
 
 /* x86_64 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h),
  * in the order the kernel writes them (ascending). */
@@ -77,6 +78,7 @@ struct ha_pf {
 	size_t nth, capth;
 	int nwindow;                  /* window threads still open */
 	int next_ring;                /* ha_pf_next goes round the rings */
+	unsigned long fd_budget;      /* descriptors the events may still take */
 	char *rec;                    /* one record copied out of a ring */
 	uint64_t samples, lost, bad;
 };
@@ -213,6 +215,16 @@ static int open_thread(struct ha_pf *pf, struct perf_event_attr *a, pid_t tid, i
 	}
 	struct thread *t = &pf->th[pf->nth];
 	*t = (struct thread){ .tid = tid, .window = window };
+	if (pf->fd_budget < (unsigned long)pf->ncpu) {
+		/* Past the budget: left out without a try (it is counted once:
+		 * kept as a thread without events). */
+		t->fds = NULL;
+		t->closed = 1;
+		pf->nth++;
+		errno = EMFILE;
+		return -1;
+	}
+	pf->fd_budget -= (unsigned long)pf->ncpu;
 	t->fds = malloc((size_t)pf->ncpu * sizeof *t->fds);
 	t->ids = window ? calloc((size_t)pf->ncpu, sizeof *t->ids) : NULL;
 	if (!t->fds || (window && !t->ids)) {
@@ -259,6 +271,7 @@ static int open_thread(struct ha_pf *pf, struct perf_event_attr *a, pid_t tid, i
 		t->window = 0;
 		t->closed = 1;
 		pf->nth++;
+		pf->fd_budget += (unsigned long)pf->ncpu; /* none of them kept */
 		errno = e;
 		return rc;
 	}
@@ -301,6 +314,19 @@ static int scan(struct ha_pf *pf, struct perf_event_attr *a, int window, size_t 
 	return opened;
 }
 
+/* Descriptors this process has open now. */
+static unsigned long open_fds(void)
+{
+	unsigned long n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 64;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 /* Every event is one fd: the soft limit goes up to the hard one. */
 static unsigned long raise_fd_limit(void)
 {
@@ -336,6 +362,12 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 	rep->cpus = pf->ncpu;
 	rep->ring_bytes = pages * PAGE;
 	rep->fd_limit = raise_fd_limit();
+	/* The events may take what is left of the limit but a reserve: the
+	 * attacher itself needs descriptors (the injection's /proc files, the
+	 * database, debug files). */
+	unsigned long used = open_fds() + FD_RESERVE;
+	pf->fd_budget = rep->fd_limit > used ? rep->fd_limit - used : 0;
+	unsigned long budget = pf->fd_budget;
 
 	/* inherit_thread is refused (EINVAL) by kernels before 5.13: then
 	 * forked children inherit the events too, and their samples are
@@ -351,6 +383,7 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 			free(pf->th[i].ids);
 		}
 		pf->nth = 0;
+		pf->fd_budget = budget;
 		attr_init(&a, period, 0);
 		rep->inherit_thread = 0;
 		first_errno = left_out = 0;
@@ -511,7 +544,7 @@ void ha_pf_close(struct ha_pf *pf)
 	if (!pf)
 		return;
 	for (size_t i = 0; i < pf->nth; i++) {
-		for (int c = 0; c < pf->ncpu; c++)
+		for (int c = 0; pf->th[i].fds && c < pf->ncpu; c++)
 			if (pf->th[i].fds[c] >= 0 && pf->th[i].fds[c] != pf->rings[c].fd)
 				close(pf->th[i].fds[c]);
 		free(pf->th[i].fds);

@@ -429,7 +429,8 @@ int ha_rss_check(struct ha_rss_pages *p)
 		if (p->v[i].checked || !first_check(p, &p->v[i]))
 			i++;
 	/* Sorted by address (the index is rebuilt after), then span by span. */
-	qsort(p->v, p->n, sizeof *p->v, by_pn);
+	if (p->n > 1)
+		qsort(p->v, p->n, sizeof *p->v, by_pn);
 	uint8_t *drop = calloc(p->n ? p->n : 1, 1);
 	if (!drop)
 		return -1;
