@@ -52,7 +52,7 @@ wait_exit "$pid" 20
 echo "ok: perf events refused: one line, the heap profile goes on"
 
 # ---- 2. threads past the open files limit
-NT=1200
+NT=300
 start_target many touch_pages $NT
 pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
