@@ -415,11 +415,14 @@ static void db_open_start(struct db_open_job *j)
 
 /* The part of the database checks that is cheap, done before the target is
  * touched (the rest comes with the open): the file, or the directory a new
- * one goes to, must be there and writable.  0, or -1 with err set. */
+ * one goes to, must be there and writable, and no name of it (the file, its
+ * -wal, its -shm) a symbolic link.  0, or -1 with err set. */
 static int db_path_usable(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 
+	if (ha_db_path_check(path, err, errlen) < 0)
+		return -1;
 	if (access(path, R_OK | W_OK) == 0)
 		return 0;
 	if (errno == ENOENT) {

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -305,8 +306,12 @@ static FILE *open_output(const struct options *o)
 {
 	FILE *f = stdout;
 	if (o->output) {
-		f = fopen(o->output, o->format == HD_PPROF ? "wb" : "w");
-		if (!f)
+		/* 0600 (a report holds the target's names), and never through a
+		 * symbolic link planted in its place. */
+		int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == ELOOP)
+			hd_die("%s: a symbolic link: refusing to write through it", o->output);
+		if (fd < 0 || !(f = fdopen(fd, "w")))
 			hd_die("%s: %s", o->output, strerror(errno));
 	} else if (o->format == HD_PPROF && isatty(STDOUT_FILENO)) {
 		usage_error("--format pprof writes gzipped binary data: redirect it or use -o FILE");

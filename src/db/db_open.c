@@ -10,10 +10,12 @@
 #include "db_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 extern const char ha_schema_sql[];
 
@@ -254,6 +256,43 @@ static int upgrade(struct ha_db *db, char *err, size_t errlen)
 	return 0;
 }
 
+int ha_db_path_check(const char *path, char *err, size_t errlen)
+{
+	static const char *const suffix[] = { "", "-wal", "-shm" };
+	char p[4096];
+	struct stat st;
+	for (int i = 0; i < 3; i++) {
+		if (snprintf(p, sizeof p, "%s%s", path, suffix[i]) >= (int)sizeof p) {
+			ha_err(err, errlen, "%s: file name too long", path);
+			return -1;
+		}
+		if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+			ha_err(err, errlen, "%s: a symbolic link: refusing to write through it", p);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Writing: no link at the names (ha_db_path_check), and a new file created
+ * here, 0600 and exclusively (SQLite gives its -wal and -shm the mode of
+ * the database file): a profile holds names and sizes from the target's
+ * memory, for its owner only, as perf.data.  0, or -1 with err. */
+static int writable_path(const char *path, int exists, char *err, size_t errlen)
+{
+	if (ha_db_path_check(path, err, errlen) < 0)
+		return -1;
+	if (exists)
+		return 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ha_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
 {
 	struct stat st;
@@ -276,6 +315,8 @@ int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, 
 		ha_err(err, errlen, "%s: %s", path, strerror(EISDIR));
 		return -1;
 	}
+	if (!readonly && writable_path(path, exists, err, errlen) < 0)
+		return -1;
 	if (exists && st.st_size == 0 && readonly) {
 		ha_err(err, errlen, "%s: not a heapattach database (empty file)", path);
 		return -1;

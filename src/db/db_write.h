@@ -52,6 +52,11 @@ struct ha_db_snapshot {
  * upgraded in place (one transaction that only adds views and columns).
  * Closed with ha_db_close. */
 int ha_db_open(const char *path, struct ha_db **out, char *err, size_t errlen);
+/* What ha_db_open checks of the names first, for a caller that must refuse
+ * before doing anything else: neither the file nor its -wal or -shm is a
+ * symbolic link (ha_db_open creates a new file 0600, with O_EXCL and
+ * O_NOFOLLOW).  0, or -1 with err. */
+int ha_db_path_check(const char *path, char *err, size_t errlen);
 
 /* 0 or -1 with err; ids > 0. */
 int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t *session_id,
