@@ -270,7 +270,7 @@ static int walk(pid_t pid, unw_cursor_t *c, const struct ha_maps *maps,
                 struct ha_safe_exit *ex, char *why, size_t whylen)
 {
 	int verdict = 1, prev_unsafe = 0;
-	char tmp[256];
+	char tmp[256] = ""; /* the reason of a frame when the caller wants none */
 
 	for (int i = 0; i < MAX_FRAMES; i++) {
 		unw_word_t ip, sp;

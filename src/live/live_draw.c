@@ -314,8 +314,12 @@ static size_t take_rows(struct ha_view *v, const struct ha_live_row *rows, size_
 void lv_fresh_rows(struct ha_view *v, struct ha_live *l)
 {
 	const struct ha_live_row *rows;
-	if (v->stale)
-		take_rows(v, rows, ha_live_rows(l, v->kind, v->sort, v->filter, &rows));
+	if (v->stale) {
+		/* Not in one call: the order arguments are evaluated in is not
+		 * defined, and rows is set by ha_live_rows. */
+		size_t n = ha_live_rows(l, v->kind, v->sort, v->filter, &rows);
+		take_rows(v, rows, n);
+	}
 }
 
 static void draw_body(struct ha_view *v, const struct ha_live_summary *s,
