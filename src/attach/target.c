@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
+
+#define DEAD_ATTACHER_WAIT_MS 10000 /* for the agent of a killed attacher to restore */
 
 #include "elfsym.h"
 #include "ha_proto.h"
@@ -221,6 +225,18 @@ static int check_agent_state(struct ha_target *t, const struct ha_maps *maps,
 		ha_err(err, errlen, "%d (%s) has an agent of another heapattach version loaded "
 		       "(protocol %u, ours %u)", (int)t->pid, t->comm, st.version, HA_PROTO_VERSION);
 		return -1;
+	}
+	/* The attacher of a session that is not over may have died (SIGKILL):
+	 * its agent sees the hang-up and restores the process by itself,
+	 * which takes until its in-flight hooks are out.  Wait for that
+	 * (bounded) rather than refuse an attach that will work in a moment. */
+	for (int waited_ms = 0; st.state != HA_STATE_DORMANT && waited_ms < DEAD_ATTACHER_WAIT_MS &&
+	                        st.attacher_pid > 0 && kill(st.attacher_pid, 0) != 0 && errno == ESRCH;
+	     waited_ms += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+		if (ha_remote_read(t->pid, addr, &st, sizeof st) < 0)
+			break;
 	}
 	if (st.state != HA_STATE_DORMANT) {
 		ha_err(err, errlen, "%d (%s) is already being profiled by heapattach %d",

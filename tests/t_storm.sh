@@ -1,0 +1,55 @@
+#!/bin/bash
+# t_storm: attach/detach cycles on a 64-thread process that allocates every
+# way (malloc family, new/delete, mmap), forks and execs children and takes
+# signals (tests/targets/storm), with one attacher in three killed with
+# SIGKILL at a random moment while profiling (0-0.6 s after the agent is
+# ready).  The target's output is exactly what the work says (no pattern
+# mismatch, every child exec'ed), it exits 0, and every attach after a
+# killed one works.  STORM_CYCLES (default 12) cycles; bench/storm runs 100.
+#
+# Not here: SIGKILL during the injection itself.  It crashes the target
+# (found by this test): the hijacked thread is inside our call to dlopen or
+# to the agent's init, whose return address is 0 (the injector's end-of-
+# call stop); with the injector gone, the kernel delivers that SIGSEGV.
+# t_storm_inject shows it, skipped until the fix (a return through a
+# sigreturn frame of the thread's own context) lands -- issue 16.
+. "$(dirname "$0")/lib.sh"
+require_all storm
+CYCLES=${STORM_CYCLES:-12}
+THREADS=64 ROUNDS=${STORM_ROUNDS:-16000}
+
+start_cmd storm "$TARGETS/storm" $THREADS $ROUNDS
+pid=$TPID
+wait_line "$TOUT" '^ready pid=[0-9]+$' 30
+RANDOM=4242
+killed=0 clean=0
+for ((i = 1; i <= CYCLES; i++)); do
+	is_alive "$pid" || fail "the target ended during cycle $i (rounds too few for $CYCLES cycles?)"
+	kill -USR1 "$pid"
+	wait_for 10 'tracer_free "$pid"' || fail "cycle $i: the target is still traced"
+	start_ha -q -s 0.3 -o "$W/s$i.db" "$pid"
+	if ((i % 3 == 0)); then
+		wait_ready "$pid" storm 30
+		ms=$((RANDOM % 600))
+		sleep "$(printf '0.%03d' "$ms")"
+		kill -KILL "$HAPID" 2>/dev/null
+		wait "$HAPID" 2>/dev/null
+		killed=$((killed + 1))
+		log "cycle $i: heapattach killed $ms ms after the agent was ready"
+	else
+		wait_ready "$pid" storm 30
+		kill -USR2 "$pid"
+		sleep "0.$((2 + RANDOM % 6))"
+		kill -INT "$HAPID"
+		wait "$HAPID"
+		rc=$?
+		[ "$rc" = 0 ] || { sed 's/^/    /' "$HA_ERR"; fail "cycle $i: heapattach exited $rc"; }
+		clean=$((clean + 1))
+	fi
+done
+log "$CYCLES cycles: $clean detached, $killed killed"
+wait_exit "$pid" 3600 || fail "the target did not finish"
+[ "$RC" = 0 ] || fail "the target exited $RC: $(tail -n 2 "$TOUT")"
+want="storm threads=$THREADS rounds=$ROUNDS blocks=$((THREADS * ROUNDS * 6)) forks=$((THREADS * (ROUNDS / 50))) mismatches=0"
+[ "$(tail -n 1 "$TOUT")" = "$want" ] || fail "the target said '$(tail -n 1 "$TOUT")', expected '$want'"
+echo ok
