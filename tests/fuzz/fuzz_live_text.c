@@ -35,29 +35,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* Is s (n bytes) valid UTF-8: shortest forms, no surrogates, <= U+10FFFF? */
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		unsigned c = s[i];
-		size_t k = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 :
-		           (c & 0xf8) == 0xf0 ? 3 : 9;
-		if (k == 9 || i + k >= n) /* a bad lead byte, or cut short */
-			return 0;
-		uint32_t v = k == 0 ? c : c & (0x3f >> k);
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return 0;
-			v = v << 6 | (s[i + j] & 0x3f);
-		}
-		static const uint32_t min[] = { 0, 0x80, 0x800, 0x10000 };
-		if (v < min[k] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 static void check_clean(const char *in, int utf8, int w)
 {
 	wchar_t cells[HA_TEXT_MAX_W + 1];
@@ -76,7 +53,7 @@ static void check_clean(const char *in, int utf8, int w)
 		k += (size_t)ha_utf8_encode(c, (char *)text + k);
 	}
 	FUZZ_CHECK(cols == sum && cols <= w, "cols %d, cells take %d, width %d", cols, sum, w);
-	FUZZ_CHECK(valid_utf8(text, k), "invalid UTF-8 out");
+	FUZZ_CHECK(fuzz_valid_utf8(text, k), "invalid UTF-8 out");
 	for (size_t i = 0; i < k; i++)
 		FUZZ_CHECK(text[i] >= 0x20 && text[i] != 0x7f, "byte %#x out", text[i]);
 }
