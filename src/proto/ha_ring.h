@@ -149,7 +149,10 @@ static inline uint64_t ha_ring_find_next(struct ha_ring_hdr *h, uint64_t data_si
 {
 	if (prod - pos > data_size)
 		return 0;
-	for (uint64_t p = pos + HA_RING_ALIGN; p < prod; p += HA_RING_ALIGN) {
+	/* Distances from pos, not positions: these wrap at 2^64 (the target
+	 * chooses them), and a p < prod loop then ran for ever. */
+	for (uint64_t d = HA_RING_ALIGN; d < prod - pos; d += HA_RING_ALIGN) {
+		uint64_t p = pos + d;
 		int corrupt;
 		const struct ha_rec_hdr *r = ha_ring_peek(h, data_size, p, &corrupt);
 		if (r && prod - p >= __atomic_load_n(&r->len, __ATOMIC_RELAXED))
