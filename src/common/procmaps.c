@@ -191,27 +191,22 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int ha_maps_read(pid_t pid, struct ha_maps *out)
+int ha_maps_parse(char *text, size_t len, struct ha_maps *out)
 {
-	char path[64], *buf = NULL, *line;
-	size_t len = 0, cap = 0, n = 0;
+	char *line;
+	size_t cap = 0, n = 0;
 	struct ha_map *v = NULL;
 	int rc, sorted = 1;
 
 	out->v = NULL;
 	out->n = 0;
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	rc = read_all(path, &buf, &len);
-	if (rc < 0)
-		return rc;
-
-	for (line = buf; line < buf + len;) {
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+	for (line = text; line < text + len;) {
+		char *nl = memchr(line, '\n', (size_t)(text + len - line));
 		struct ha_map m;
 		if (nl)
 			*nl = '\0';
 		rc = parse_line(line, &m);
-		line = nl ? nl + 1 : buf + len;
+		line = nl ? nl + 1 : text + len;
 		if (rc == -1)
 			continue;           /* malformed: skip, as documented */
 		if (rc < 0)
@@ -231,7 +226,6 @@ int ha_maps_read(pid_t pid, struct ha_maps *out)
 			sorted = 0;
 		v[n++] = m;
 	}
-	free(buf);
 	/* The kernel prints in address order; ha_maps_find_addr relies on it,
 	 * so make sure rather than trust. */
 	if (!sorted)
@@ -241,10 +235,26 @@ int ha_maps_read(pid_t pid, struct ha_maps *out)
 	return 0;
 
 fail:
-	free(buf);
 	out->v = v;
 	out->n = n;
 	ha_maps_free(out);
+	return rc;
+}
+
+int ha_maps_read(pid_t pid, struct ha_maps *out)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	out->v = NULL;
+	out->n = 0;
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	rc = read_all(path, &buf, &len);
+	if (rc < 0)
+		return rc;
+	rc = ha_maps_parse(buf, len, out);
+	free(buf);
 	return rc;
 }
 

@@ -27,6 +27,11 @@ struct ha_maps {
 int ha_maps_read(pid_t pid, struct ha_maps *out);
 void ha_maps_free(struct ha_maps *m);
 
+/* The parser behind ha_maps_read, on the text of a maps file: len bytes at
+ * text, followed by a NUL (text[len] == '\0'); its newlines are overwritten.
+ * 0 or -ENOMEM (out is then empty). */
+int ha_maps_parse(char *text, size_t len, struct ha_maps *out);
+
 /* The first mapping whose path's basename starts with `prefix`
  * (e.g. "libc.so.6", "heapattach_agent.so") and whose offset is 0;
  * NULL if none.  One followed by an executable segment of the same file is

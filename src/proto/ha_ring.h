@@ -114,15 +114,18 @@ static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at
  * published).  The stamp alone says whether it is there: the consumer does
  * not read prod per record, which would pull the line every producer's CAS
  * needs back and forth between the cores once per record.  Everything in
- * the ring is untrusted: a header that is not a multiple of HA_RING_ALIGN,
- * shorter than a header or longer than a producer may reserve sets
- * *corrupt.  The caller still has to check that prod covers the record
+ * the ring is untrusted: a position that is not a multiple of HA_RING_ALIGN
+ * (cons as the target left it: a header there would be misaligned), or a
+ * length that is not one, shorter than a header or longer than a producer
+ * may reserve sets *corrupt.  The caller still has to check that prod covers the record
  * (ha_ring_covers) before it gives the space back: a forged stamp must not
  * move cons past prod. */
 static inline const struct ha_rec_hdr *ha_ring_peek(struct ha_ring_hdr *h, uint64_t data_size,
                                                     uint64_t pos, int *corrupt)
 {
-	*corrupt = 0;
+	*corrupt = pos % HA_RING_ALIGN != 0;
+	if (*corrupt)
+		return NULL;
 	const struct ha_rec_hdr *r =
 		(const struct ha_rec_hdr *)(ha_ring_data(h) + (pos & (data_size - 1)));
 	if (__atomic_load_n(&r->stamp, __ATOMIC_ACQUIRE) != ha_ring_stamp(pos))
@@ -146,7 +149,10 @@ static inline uint64_t ha_ring_find_next(struct ha_ring_hdr *h, uint64_t data_si
 {
 	if (prod - pos > data_size)
 		return 0;
-	for (uint64_t p = pos + HA_RING_ALIGN; p < prod; p += HA_RING_ALIGN) {
+	/* Distances from pos, not positions: these wrap at 2^64 (the target
+	 * chooses them), and a p < prod loop then ran for ever. */
+	for (uint64_t d = HA_RING_ALIGN; d < prod - pos; d += HA_RING_ALIGN) {
+		uint64_t p = pos + d;
 		int corrupt;
 		const struct ha_rec_hdr *r = ha_ring_peek(h, data_size, p, &corrupt);
 		if (r && prod - p >= __atomic_load_n(&r->len, __ATOMIC_RELAXED))

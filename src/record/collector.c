@@ -206,11 +206,13 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
 {
 	const char *data = ha_ring_data(x->c->ring);
 	uint64_t mask = x->c->data_size - 1;
-	if (upto > x->pf_limit)
+	/* Compared as distances from rpos: positions wrap at 2^64 (a target
+	 * can start its ring there), and a pf < upto loop then ran for ever. */
+	if (upto - x->rpos > x->pf_limit - x->rpos)
 		upto = x->pf_limit;
-	if (x->pf < x->rpos)
+	if ((int64_t)(x->pf - x->rpos) < 0)
 		x->pf = x->rpos & ~(uint64_t)63;
-	for (; x->pf < upto; x->pf += 64)
+	for (; (int64_t)(upto - x->pf) > 0; x->pf += 64)
 		__builtin_prefetch(data + (x->pf & mask));
 }
 

@@ -498,6 +498,26 @@ static uint64_t take_record(struct ha_pf *pf, struct ring *r)
 	return h.size;
 }
 
+int ha_pf_parse_record(const void *rec, size_t len, uint64_t *id, struct ha_pf_sample *s,
+                       uint64_t *lost)
+{
+	struct perf_event_header h;
+	if (len < sizeof h)
+		return HA_PF_REC_BAD;
+	memcpy(&h, rec, sizeof h);
+	if (h.type == PERF_RECORD_LOST) {
+		uint64_t v[2]; /* id, lost */
+		if (len < sizeof h + sizeof v)
+			return HA_PF_REC_OTHER;
+		memcpy(v, (const char *)rec + sizeof h, sizeof v);
+		*lost = v[1];
+		return HA_PF_REC_LOST;
+	}
+	if (h.type != PERF_RECORD_SAMPLE)
+		return HA_PF_REC_OTHER;
+	return parse_sample(rec, len, id, s) ? HA_PF_REC_SAMPLE : HA_PF_REC_BAD;
+}
+
 int ha_pf_next(struct ha_pf *pf, struct ha_pf_sample *s)
 {
 	for (int tried = 0; tried < pf->ncpu;) {
@@ -512,21 +532,20 @@ int ha_pf_next(struct ha_pf *pf, struct ha_pf_sample *s)
 			pf->bad++;
 			continue;
 		}
-		const struct perf_event_header *h = (const struct perf_event_header *)pf->rec;
-		uint64_t id;
-		if (h->type == PERF_RECORD_LOST) {
-			uint64_t lost[2];
-			if (len >= sizeof *h + sizeof lost) {
-				memcpy(lost, pf->rec + sizeof *h, sizeof lost);
-				pf->lost += lost[1];
-			}
-		} else if (h->type == PERF_RECORD_SAMPLE) {
-			if (!parse_sample(pf->rec, len, &id, s)) {
-				pf->bad++;
-			} else if ((pid_t)s->pid == pf->pid && keep_sample(pf, id, (pid_t)s->tid)) {
+		uint64_t id, lost;
+		switch (ha_pf_parse_record(pf->rec, len, &id, s, &lost)) {
+		case HA_PF_REC_LOST:
+			pf->lost += lost;
+			break;
+		case HA_PF_REC_BAD:
+			pf->bad++;
+			break;
+		case HA_PF_REC_SAMPLE:
+			if ((pid_t)s->pid == pf->pid && keep_sample(pf, id, (pid_t)s->tid)) {
 				pf->samples++;
 				return 1;
 			}
+			break;
 		}
 	}
 	return 0;

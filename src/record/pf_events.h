@@ -61,6 +61,16 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
  * way; a record that does not parse is skipped and counted. */
 int ha_pf_next(struct ha_pf *pf, struct ha_pf_sample *s);
 
+/* One record as ha_pf_next finds it in a ring (len bytes at rec, copied
+ * out whole): HA_PF_REC_SAMPLE with *id (the event's) and *s (s->stack
+ * points into rec), HA_PF_REC_LOST with the count of samples the kernel
+ * lost in *lost, HA_PF_REC_OTHER for a record of no interest, or
+ * HA_PF_REC_BAD for one that does not parse (too short, a sample without
+ * user registers or with a stack longer than it or HA_PF_STACK_BYTES). */
+enum { HA_PF_REC_OTHER, HA_PF_REC_SAMPLE, HA_PF_REC_LOST, HA_PF_REC_BAD };
+int ha_pf_parse_record(const void *rec, size_t len, uint64_t *id, struct ha_pf_sample *s,
+                       uint64_t *lost);
+
 /* Samples read, lost by the kernel (a full ring), records that did not
  * parse. */
 void ha_pf_counts(const struct ha_pf *pf, uint64_t *samples, uint64_t *lost, uint64_t *bad);

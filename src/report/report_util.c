@@ -253,9 +253,12 @@ char *hd_clean_text(const unsigned char *s)
 		if (n == 0) {
 			hd_buf_addc(&b, '?');
 			s++;
-		} else if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
+		} else if ((n == 1 && (*s < 0x20 || *s == 0x7f)) ||
+		           (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
+			/* C0 controls, DEL, and C1 controls (U+0080..U+009F, which a
+			 * terminal may obey: U+009B is CSI) */
 			hd_buf_addc(&b, '?');
-			s++;
+			s += n;
 		} else {
 			hd_buf_add(&b, s, (size_t)n);
 			s += n;
