@@ -195,6 +195,12 @@ static void mark_changed(struct ha_book *b, struct stack *s)
 		s->peak_dirty = 1;
 }
 
+/* The bucket of id stack, NULL for an id out of range. */
+static struct stack *bucket(const struct ha_book *b, uint32_t stack)
+{
+	return stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
+}
+
 static size_t live_slot(const struct ha_book *b, uint64_t addr)
 {
 	return ha_mix64(addr) & (b->live_cap - 1);
@@ -264,8 +270,8 @@ static size_t live_find(const struct ha_book *b, uint64_t addr)
 
 void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
 {
-	if (stack && stack <= b->nstacks) {
-		const struct stack *s = &b->stacks[stack - 1];
+	const struct stack *s = bucket(b, stack);
+	if (s) {
 		__builtin_prefetch(s, 1);
 		__builtin_prefetch((const char *)(s + 1) - 1, 1);
 	}
@@ -275,7 +281,8 @@ void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
 
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
 {
-	if (stack == 0 || stack > b->nstacks || addr == 0)
+	struct stack *s = bucket(b, stack);
+	if (!s || addr == 0)
 		return;
 	size_t j = live_find(b, addr);
 	if (b->live[j].addr) {
@@ -292,7 +299,6 @@ void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t si
 		b->nlive++;
 	}
 	b->live[j] = (struct live){ addr, stack, size, weight };
-	struct stack *s = &b->stacks[stack - 1];
 	s->v.alloc_count += weight;
 	s->v.alloc_bytes += weight * (double)size;
 	s->v.live_count += weight;
@@ -313,10 +319,6 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 	return 1;
 }
 
-static struct stack *bucket(struct ha_book *b, uint32_t stack)
-{
-	return stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
-}
 
 void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes)
 {
@@ -347,12 +349,13 @@ size_t ha_book_count(const struct ha_book *b)
 
 const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id)
 {
-	return id && id <= b->nstacks ? &b->stacks[id - 1].v : NULL;
+	const struct stack *s = bucket(b, id);
+	return s ? &s->v : NULL;
 }
 
 const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind)
 {
-	const struct stack *s = stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
+	const struct stack *s = bucket(b, stack);
 	if (!s)
 		return NULL;
 	*n = s->n;

@@ -185,16 +185,23 @@ static struct thread *find_thread(struct ha_pf *pf, pid_t tid)
 	return NULL;
 }
 
-static void close_thread(struct ha_pf *pf, struct thread *t)
+/* Close t's events but those that own a ring: they stay open while the
+ * ring is mapped (ha_pf_close closes them with it). */
+static void close_events(struct ha_pf *pf, struct thread *t)
 {
-	for (int c = 0; c < pf->ncpu; c++) {
+	for (int c = 0; t->fds && c < pf->ncpu; c++) {
 		if (t->fds[c] < 0 || t->fds[c] == pf->rings[c].fd)
-			continue; /* a ring's owner stays open while the ring is mapped */
+			continue;
 		close(t->fds[c]);
 		t->fds[c] = -1;
 	}
-	/* A ring's owner cannot be closed, but stopped it can be. */
-	for (int c = 0; c < pf->ncpu; c++)
+}
+
+/* t's events are done with: closed, and a ring's owner stopped. */
+static void close_thread(struct ha_pf *pf, struct thread *t)
+{
+	close_events(pf, t);
+	for (int c = 0; t->fds && c < pf->ncpu; c++)
 		if (t->fds[c] >= 0)
 			ioctl(t->fds[c], PERF_EVENT_IOC_DISABLE, 0);
 	t->closed = 1;
@@ -260,16 +267,10 @@ static int open_thread(struct ha_pf *pf, struct perf_event_attr *a, pid_t tid, i
 	}
 	if (rc != 0) {
 		int e = errno;
-		/* An fd that owns a ring stays (the ring is mapped, the event
-		 * disabled); the thread is kept as one without events, so that
-		 * a rescan does not try it again. */
-		for (int c = 0; c < pf->ncpu; c++) {
-			if (t->fds[c] >= 0 && t->fds[c] != pf->rings[c].fd)
-				close(t->fds[c]);
-			t->fds[c] = -1;
-		}
+		/* The thread is kept as one without events, so that a rescan
+		 * does not try it again. */
+		close_thread(pf, t);
 		t->window = 0;
-		t->closed = 1;
 		pf->nth++;
 		pf->fd_budget += (unsigned long)pf->ncpu; /* none of them kept */
 		errno = e;
@@ -563,9 +564,7 @@ void ha_pf_close(struct ha_pf *pf)
 	if (!pf)
 		return;
 	for (size_t i = 0; i < pf->nth; i++) {
-		for (int c = 0; pf->th[i].fds && c < pf->ncpu; c++)
-			if (pf->th[i].fds[c] >= 0 && pf->th[i].fds[c] != pf->rings[c].fd)
-				close(pf->th[i].fds[c]);
+		close_events(pf, &pf->th[i]);
 		free(pf->th[i].fds);
 		free(pf->th[i].ids);
 	}

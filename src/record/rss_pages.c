@@ -104,17 +104,24 @@ static struct page *find(struct ha_rss_pages *p, uint64_t pn)
 	return i ? &p->v[i - 1] : NULL;
 }
 
+/* Index every page of v anew (after the array moved or the index grew). */
+static void reindex(struct ha_rss_pages *p)
+{
+	memset(p->idx, 0, p->idx_cap * sizeof *p->idx);
+	for (size_t i = 0; i < p->n; i++)
+		p->idx[find_slot(p, p->v[i].pn)] = (uint32_t)(i + 1);
+}
+
 static int grow_index(struct ha_rss_pages *p)
 {
 	size_t cap = p->idx_cap * 2;
-	uint32_t *n = calloc(cap, sizeof *n);
+	uint32_t *n = malloc(cap * sizeof *n);
 	if (!n)
 		return -1;
 	free(p->idx);
 	p->idx = n;
 	p->idx_cap = cap;
-	for (size_t i = 0; i < p->n; i++)
-		p->idx[find_slot(p, p->v[i].pn)] = (uint32_t)(i + 1);
+	reindex(p);
 	return 0;
 }
 
@@ -453,18 +460,16 @@ int ha_rss_check(struct ha_rss_pages *p)
 	}
 	/* Forget the dropped ones: compact, then rebuild the index. */
 	size_t kept = 0;
-	for (size_t i = 0; i < p->n; i++)
-		if (!drop[i])
-			p->v[kept++] = p->v[i];
-	free(drop);
-	p->n = kept;
-	memset(p->idx, 0, p->idx_cap * sizeof *p->idx);
-	for (size_t i = 0; i < p->n; i++)
-		p->idx[find_slot(p, p->v[i].pn)] = (uint32_t)(i + 1);
-	p->st.pages = p->n;
 	p->st.huge = 0;
 	for (size_t i = 0; i < p->n; i++)
-		p->st.huge += p->v[i].huge;
+		if (!drop[i]) {
+			p->st.huge += p->v[i].huge;
+			p->v[kept++] = p->v[i];
+		}
+	free(drop);
+	p->n = kept;
+	reindex(p);
+	p->st.pages = p->n;
 	p->st.scan_ioctl = p->scan_ioctl > 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	p->st.check_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
