@@ -2,8 +2,9 @@
 # (t_cover_*.sh, t_real_*.sh), on top of lib.sh and profile_lib.sh.
 
 # bucket_sum DB live|alloc KIND SNAPSHOT FRAME-CONDITION: "BYTES COUNT"
-# summed at SNAPSHOT over the buckets of kind KIND (heap, mmap) whose stack
-# has a frame (f, joined with its module m) meeting FRAME-CONDITION.
+# summed at SNAPSHOT over the buckets of kind KIND (heap, mmap, rss, swap)
+# whose stack has a frame (f, joined with its module m) meeting
+# FRAME-CONDITION.
 bucket_sum() {
 	local db=$1 what=$2 kind=$3 snap=$4 cond=$5
 	sqlite3 -separator ' ' "$db" "

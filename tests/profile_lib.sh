@@ -51,3 +51,15 @@ compile_c() {
 	shift 2
 	gcc -O2 -g -fno-omit-frame-pointer -o "$out" "$src" "$@" || fail "cannot compile $src"
 }
+
+# target_cmd LINE [SECS]: send LINE to the target started last and wait for
+# its answer, its next line starting "done " (tests/targets/touch_pages and
+# the like); a line starting "error" fails the test.
+target_cmd() {
+	local before
+	before=$(grep -c '^done ' "$TOUT")
+	send "$TFD" "$1"
+	wait_for "${2:-60}" '[ "$(grep -c "^done " "$TOUT")" -gt "$before" ]' ||
+		fail "the target did not answer '$1'"
+	! grep -q '^error' "$TOUT" || fail "the target: $(grep '^error' "$TOUT")"
+}

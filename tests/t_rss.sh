@@ -18,29 +18,13 @@
 # 1): a 64 MiB MADV_HUGEPAGE region (32 faults of 2 MiB) counts 64 MiB.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
+. "$(dirname "$0")/cover_lib.sh"
 require_all touch_pages
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 MiB=1048576
 
-# cmd LINE: send one command to the target and wait for its answer.
-cmd() {
-	local before
-	before=$(grep -c '^done ' "$TOUT")
-	send "$TFD" "$1"
-	wait_for 60 '[ "$(grep -c "^done " "$TOUT")" -gt "$before" ]' || fail "touch_pages did not answer '$1'"
-	grep -q "^error" "$TOUT" && fail "touch_pages: $(grep '^error' "$TOUT")"
-	return 0
-}
 
-# site_bytes DB KIND FUNCTION [COLUMN]: the value (live_bytes by default) of
-# kind summed over the stacks through FUNCTION at the last snapshot.
-site_bytes() {
-	q "$1" "SELECT printf('%.0f', total(v.${4:-live_bytes})) FROM bucket_at v
-	         WHERE v.snapshot_id = (SELECT max(id) FROM snapshots) AND v.kind = '$2'
-	           AND EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
-	                        WHERE sf.stack_id = v.stack_id AND f.function = '$3')"
-}
 
 # perf_fds PID: perf event fds the process holds (anon_inode:[perf_event]).
 perf_fds() {
@@ -59,12 +43,12 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha --rss -q -s 0 -o "$db" "$pid"
 wait_ready "$pid" touch_pages
 anon0=$(awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$pid/status")
-cmd "touch 96"
-cmd "half 96"
-cmd "untouched 96"
-cmd "drop 96"
-cmd "thread 64"
-cmd "sysread 64"
+target_cmd "touch 96"
+target_cmd "half 96"
+target_cmd "untouched 96"
+target_cmd "drop 96"
+target_cmd "thread 64"
+target_cmd "sysread 64"
 anon1=$(awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$pid/status")
 kill -INT "$HAPID"
 wait "$HAPID" || fail "heapattach exited $? on SIGINT"
@@ -81,13 +65,17 @@ last=$(q "$db" 'SELECT max(id) FROM snapshots')
 
 check_site() { # FUNCTION KIND MIB PCT [COLUMN]
 	local got
-	got=$(site_bytes "$db" "$2" "$1" "${5:-}")
+	if [ "${5:-}" = alloc_bytes ]; then
+		read -r got _ < <(alloc_under "$db" "$1" "$2")
+	else
+		read -r got _ < <(live_under "$db" "$1" "$2")
+	fi
 	log "$1: $2 ${5:-live_bytes} $(awk -v b="$got" 'BEGIN { printf "%.1f", b / 1048576 }') MiB, truth $3 MiB"
 	within "$4" "$got" $(($3 * MiB)) || fail "$1: $2 ${5:-live_bytes} $got bytes, not within $4% of $3 MiB"
 }
 check_small() { # FUNCTION KIND MAX_MIB
 	local got
-	got=$(site_bytes "$db" "$2" "$1")
+	read -r got _ < <(live_under "$db" "$1" "$2")
 	log "$1: $2 $(awk -v b="$got" 'BEGIN { printf "%.1f", b / 1048576 }') MiB, truth ~0"
 	[ "$got" -le $(($3 * MiB)) ] || fail "$1: $2 $got bytes, expected about 0 (at most $3 MiB)"
 }
@@ -122,7 +110,7 @@ case $thp in
 	wait_syscall "$pid" "$pid" "$NR_READ"
 	start_ha --rss-period 1 -q -s 0 -o "$db" "$pid"
 	wait_ready "$pid" touch_pages
-	cmd "huge 64"
+	target_cmd "huge 64"
 	kill -INT "$HAPID"
 	wait "$HAPID" || fail "heapattach exited $? on SIGINT"
 	sed 's/^/    /' "$HA_ERR"

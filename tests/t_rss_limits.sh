@@ -18,12 +18,6 @@ q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 DENY=$HA_BUILDDIR/tests/deny_perf
 [ -x "$DENY" ] || fail "deny_perf not built: $DENY"
 
-cmd() {
-	local before
-	before=$(grep -c '^done ' "$TOUT")
-	send "$TFD" "$1"
-	wait_for 60 '[ "$(grep -c "^done " "$TOUT")" -gt "$before" ]' || fail "touch_pages did not answer '$1'"
-}
 
 # ---- 1. perf events refused
 start_target deny touch_pages 1
@@ -34,7 +28,7 @@ HA_WRAP=("$DENY")
 start_ha --rss -q -s 0 -o "$db" "$pid"
 HA_WRAP=()
 wait_ready "$pid" touch_pages
-cmd "touch 32"
+target_cmd "touch 32"
 kill -INT "$HAPID"
 wait "$HAPID"
 HA_RC=$?
@@ -83,7 +77,7 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 db=$W/gone.db
 start_ha --rss -q -s 0 -o "$db" "$pid"
 wait_ready "$pid" touch_pages
-cmd "touch 64"
+target_cmd "touch 64"
 snapshot_now "$db"
 before=$(q "$db" "SELECT printf('%.0f', resident_bytes) FROM snapshot_totals ORDER BY snapshot_id DESC LIMIT 1")
 [ "$before" -gt $((48 << 20)) ] || fail "only $before bytes resident attributed after touching 64 MiB"

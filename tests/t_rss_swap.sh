@@ -5,6 +5,7 @@
 # not sampled), they count as resident again; the snapshots carry VmSwap.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
+. "$(dirname "$0")/cover_lib.sh"
 require_all touch_pages
 require_root
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
@@ -18,19 +19,6 @@ at_exit "swapoff '$sw'; rm -f '$sw'"
 { fallocate -l 256M "$sw" && chmod 600 "$sw" && mkswap "$sw" >/dev/null && swapon "$sw"; } 2>"$W/swapon.err" ||
 	skip "cannot turn on a swap file here: $(tail -n 1 "$W/swapon.err")"
 
-cmd() {
-	local before
-	before=$(grep -c '^done ' "$TOUT")
-	send "$TFD" "$1"
-	wait_for 60 '[ "$(grep -c "^done " "$TOUT")" -gt "$before" ]' || fail "touch_pages did not answer '$1'"
-}
-# at LAST KIND: the kind's live bytes under touch_then_pageout at the last snapshot.
-at_last() {
-	q "$db" "SELECT printf('%.0f', total(v.live_bytes)) FROM bucket_at v
-	         WHERE v.snapshot_id = (SELECT max(id) FROM snapshots) AND v.kind = '$1'
-	           AND EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
-	                        WHERE sf.stack_id = v.stack_id AND f.function = 'touch_then_pageout')"
-}
 
 db=$W/swap.db
 start_target tp touch_pages 1
@@ -38,18 +26,20 @@ pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha --rss -q -s 0 -o "$db" "$pid"
 wait_ready "$pid" touch_pages
-cmd "pageout 64"
+target_cmd "pageout 64"
 swapped=$(awk '/^VmSwap:/ { print $2 * 1024 }' "/proc/$pid/status")
 [ "$swapped" -ge $((32 * MiB)) ] || skip "the kernel swapped out only $swapped bytes of 64 MiB (MADV_PAGEOUT)"
 snapshot_now "$db"
-rss=$(at_last rss) swap=$(at_last swap)
+read -r rss _ < <(live_under "$db" touch_then_pageout rss)
+read -r swap _ < <(live_under "$db" touch_then_pageout swap)
 log "paged out: rss $((rss / MiB)) MiB, swap $((swap / MiB)) MiB; VmSwap $((swapped / MiB)) MiB"
 within 15 "$swap" "$swapped" || fail "swap $swap bytes under touch_then_pageout, VmSwap is $swapped"
 [ "$rss" -le $((64 * MiB - swapped + 2 * MiB)) ] || fail "rss $rss bytes under touch_then_pageout after it was paged out"
 [ "$(q "$db" "SELECT swap_bytes FROM snapshots ORDER BY id DESC LIMIT 1")" -gt 0 ] || fail "the snapshot has no VmSwap"
-cmd pagein
+target_cmd pagein
 snapshot_now "$db"
-rss=$(at_last rss) swap=$(at_last swap)
+read -r rss _ < <(live_under "$db" touch_then_pageout rss)
+read -r swap _ < <(live_under "$db" touch_then_pageout swap)
 log "paged in: rss $((rss / MiB)) MiB, swap $((swap / MiB)) MiB"
 within 15 "$rss" $((64 * MiB)) || fail "rss $rss bytes under touch_then_pageout after it was read back"
 [ "$swap" -le $((2 * MiB)) ] || fail "swap $swap bytes under touch_then_pageout after it was read back"

@@ -48,9 +48,7 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha --rss -q -s 3600 -o "$db" "$pid"
 wait_ready "$pid" touch_pages
 for c in "touch 64" "drop 32" "thread 32" "huge 16"; do
-	n=$(grep -c '^done ' "$TOUT")
-	send "$TFD" "$c"
-	wait_for 60 '[ "$(grep -c "^done " "$TOUT")" -gt "$n" ]' || fail "touch_pages did not answer '$c'"
+	target_cmd "$c"
 	snapshot_now "$db"
 done
 detach_by_signal INT "$pid"

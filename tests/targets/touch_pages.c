@@ -187,46 +187,43 @@ __attribute__((noinline)) static void alloc_untouched(size_t len)
 	report("untouched", p, len, -1, 0);
 }
 
-__attribute__((noinline)) static void touch_then_drop(size_t len)
-{
-	char *p = new_block(len);
-	if (!p) {
-		printf("error drop: no memory\n");
-		return;
-	}
-	char *a = page_up(p);
-	size_t alen = (len - (size_t)(a - p)) & ~(PAGE - 1);
-	double t0 = now_ms();
-	write_pages(a, alen);
-	double ms = now_ms() - t0;
-	if (madvise(a, alen, MADV_DONTNEED) != 0)
-		perror("madvise");
-	last_drop = a;
-	last_drop_len = alen;
-	report("drop", p, len, ms, alen);
-}
-
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
 
-__attribute__((noinline)) static void touch_then_pageout(size_t len)
+/* malloc len bytes, write every page, then madvise(advice) them; the
+ * region in *last (for the commands that go back to it).  Called, not
+ * jumped to, by each site, so that the site stays in the call path.
+ * Returns 0 when out of memory. */
+__attribute__((noinline)) static int write_then_advise(size_t len, int advice, const char *what,
+                                                       char **last, size_t *last_len)
 {
 	char *p = new_block(len);
-	if (!p) {
-		printf("error pageout: no memory\n");
-		return;
-	}
+	if (!p)
+		return 0;
 	char *a = page_up(p);
 	size_t alen = (len - (size_t)(a - p)) & ~(PAGE - 1);
 	double t0 = now_ms();
 	write_pages(a, alen);
 	double ms = now_ms() - t0;
-	if (madvise(a, alen, MADV_PAGEOUT) != 0)
-		perror("madvise(MADV_PAGEOUT)");
-	last_pageout = a;
-	last_pageout_len = alen;
-	report("pageout", p, len, ms, alen);
+	if (madvise(a, alen, advice) != 0)
+		perror("madvise");
+	*last = a;
+	*last_len = alen;
+	report(what, p, len, ms, alen);
+	return 1;
+}
+
+__attribute__((noinline)) static void touch_then_drop(size_t len)
+{
+	if (!write_then_advise(len, MADV_DONTNEED, "drop", &last_drop, &last_drop_len))
+		printf("error drop: no memory\n");
+}
+
+__attribute__((noinline)) static void touch_then_pageout(size_t len)
+{
+	if (!write_then_advise(len, MADV_PAGEOUT, "pageout", &last_pageout, &last_pageout_len))
+		printf("error pageout: no memory\n");
 }
 
 static unsigned read_pages(const char *base, size_t len);
