@@ -641,7 +641,7 @@ failed:
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-int heapattach_agent_init(const struct ha_init_args *args)
+static int agent_init(const struct ha_init_args *args)
 {
 	if (!args || args->magic != HA_PROTO_MAGIC || args->version != HA_PROTO_VERSION)
 		return HA_INIT_BADARGS;
@@ -685,5 +685,13 @@ int heapattach_agent_init(const struct ha_init_args *args)
 	ha_hook_guard++;
 	int rc = init_session();
 	ha_hook_guard--;
+	return rc;
+}
+
+int heapattach_agent_init(struct ha_init_args *args)
+{
+	int rc = agent_init(args);
+	if (args)   /* the attacher reads it there (ha_proto.h) */
+		__atomic_store_n(&args->result, rc, __ATOMIC_RELEASE);
 	return rc;
 }
