@@ -184,9 +184,8 @@ static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_
 	if (PT(PTRACE_GETREGS, p->tid, 0, regs) < 0) {
 		snprintf(why, sizeof why, "cannot read its registers: %s", strerror(errno));
 		rc = -1;
-	} else if (!stack_usable(j, regs->rsp, why, sizeof why)) {
-		rc = 0;
-	} else if (quick && ha_addr_is_safe(j->pid, &j->maps, regs->rip, why, sizeof why) == 0) {
+	} else if (!stack_usable(j, regs->rsp, why, sizeof why) ||
+	           (quick && ha_addr_is_safe(j->pid, &j->maps, regs->rip, why, sizeof why) == 0)) {
 		rc = 0;
 	} else {
 		rc = ha_thread_is_safe_ex(j->pid, p->tid, &j->maps, &p->ex, why, sizeof why);

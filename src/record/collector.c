@@ -754,7 +754,7 @@ static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
 	double rate = (double)bytes / ms;           /* bytes per ms */
 	/* Quick to rise, slower to fall. */
 	x->rate = rate > x->rate ? rate : (x->rate + rate) / 2;
-	double t = (double)(x->c->data_size / NAP_FILL_DIV) / (x->rate > 1 ? x->rate : 1);
+	double t = (double)x->c->data_size / NAP_FILL_DIV / (x->rate > 1 ? x->rate : 1);
 	return t >= RING_WAIT_MS ? RING_WAIT_MS : t <= 1 ? 1 : (int)t;
 }
 
