@@ -68,7 +68,7 @@
 #define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
 #define HA_INIT_SEND_TIMEOUT_MS 1000 /* connect and sends on the hijacked thread */
 #define HA_TICK_MS 1000              /* look for newly loaded modules */
-#define HA_AGENT_STACK (256u * 1024u)
+#define HA_AGENT_STACK ((size_t)256 * 1024)
 
 /* ------------------------------------------------------------------ */
 /* Exported state                                                      */
@@ -264,7 +264,7 @@ static int fail(struct failure *f, int code, const char *what)
 /* Bound connect() and every send on g_sock to ms (receives wait in poll). */
 static int set_send_timeout(int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000L };
 	return setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 

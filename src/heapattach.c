@@ -125,6 +125,8 @@ static double next_snapshot_at(double after, double period)
 	static const double steps[] = { 1, 2, 3, 5, 7 };
 	if (period <= 0)
 		return -1;
+	/* decade is a power of ten, exact in a double, that only bounds the
+	 * loop against period: NOLINTNEXTLINE(cert-flp30-c) */
 	for (double decade = 1; decade < period; decade *= 10)
 		for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
 			double t = steps[i] * decade;
@@ -378,7 +380,7 @@ static int setup_signals(void)
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGCHLD); /* the injector waits for ptrace stops */
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN); /* NOLINT(cert-err33-c): fails only for a bad signal number */
 	sigdelset(&mask, SIGCHLD);
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }

@@ -314,7 +314,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 			size_t len = colon ? (size_t)(colon - die) : strlen(die);
 			if (len < sizeof j->die_at) {
 				memcpy(j->die_at, die, len);
-				j->die_after = colon ? atoi(colon + 1) : 1;
+				j->die_after = colon ? (int)strtol(colon + 1, NULL, 10) : 1;
 			}
 		}
 	}

@@ -338,9 +338,9 @@ static int probe_add(struct injection *j, pid_t tid, int rank)
 		if (e == ESRCH)
 			return TRY_NEXT;
 		if (e == EPERM && ha_proc_status_field(j->pid, tid, "TracerPid", tracer,
-		                                       sizeof tracer) == 0 && atoi(tracer) != 0)
+		                                       sizeof tracer) == 0 && strtol(tracer, NULL, 10) != 0)
 			ha_err(j->err, j->errlen, "cannot ptrace thread %d: already traced by PID %d",
-			       (int)tid, atoi(tracer));
+			       (int)tid, (int)strtol(tracer, NULL, 10));
 		else
 			ha_err(j->err, j->errlen, "cannot ptrace thread %d: %s%s", (int)tid, strerror(e),
 			       e == EPERM ? " (other user, or kernel.yama.ptrace_scope?)" : "");

@@ -44,7 +44,7 @@ static int path_for(char *out, size_t size, const char *dir, const unsigned char
 	if (n <= 0 || n > MAX_ID)
 		return -1;
 	for (int i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		snprintf(hex + 2 * (size_t)i, 3, "%02x", id[i]);
 	int k = snprintf(out, size, "%s/debug/%s.debug", dir, hex);
 	return k > 0 && (size_t)k < size ? 0 : -1;
 }

@@ -17,7 +17,7 @@
 void hd_die(const char *fmt, ...)
 {
 	va_list ap;
-	fflush(stdout);
+	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
 	fputs("heapdiff: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
