@@ -106,7 +106,8 @@ int ha_debugcache_open(const char *dir, const unsigned char *build_id, int id_le
 
 	if (path_for(p, sizeof p, dir, build_id, id_len) != 0)
 		return -1;
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	/* our own directory (0700); still, no symlink, FIFO or device */
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
