@@ -679,8 +679,12 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t->pid);
 	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) != 0)
+		host[0] = '\0';
 	struct ha_db_session info = { .pid = t->pid, .comm = t->comm, .exe = exe,
-	                              .interval = o->interval, .start_time = ha_unix_now() };
+	                              .interval = o->interval, .start_time = ha_unix_now(),
+	                              .hostname = host };
 	static struct ha_writer writer;
 	static struct ha_collector coll;
 	static struct ha_queue live_q;
