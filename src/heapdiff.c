@@ -458,6 +458,11 @@ int main(int argc, char **argv)
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
 		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
 	r.b = &b;
+	/* A pprof profile of one snapshot has its period's allocations, as a
+	 * Go heap profile in a profile store (report_pprof.c). */
+	struct hd_snap prev;
+	if (o.format == HD_PPROF && !r.a && hd_prev_snapshot(&b, &prev))
+		r.alloc_from = &prev;
 	r.by_objects = o.by_objects;
 	r.exact_bytes = o.exact_bytes;
 	r.top = o.top;

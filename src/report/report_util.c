@@ -14,9 +14,24 @@
 
 /* ------------------------------------------------------------ errors */
 
+static _Thread_local struct hd_trap *trap;
+
+void hd_trap_set(struct hd_trap *t)
+{
+	trap = t;
+}
+
 void hd_die(const char *fmt, ...)
 {
 	va_list ap;
+	if (trap) {
+		struct hd_trap *t = trap;
+		trap = NULL;
+		va_start(ap, fmt);
+		vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+		va_end(ap);
+		longjmp(t->jb, 1);
+	}
 	fflush(stdout);
 	fputs("heapdiff: ", stderr);
 	va_start(ap, fmt);
