@@ -227,6 +227,9 @@ int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t l
  * never one; b's own period starts there): 1 and *out, or 0 if b is the
  * first. */
 int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out);
+/* The ids of the snapshots of s from id lo to hi, the baselines at attach
+ * (reason 'attach') left out; *n of them, malloc'ed. */
+int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *n);
 /* The latest session of s with snapshots, or the given one checked. */
 int64_t hd_session(struct hd_source *s, int64_t session);
 /* Every bucket of snap's session at snap; *n rows, malloc'ed. */

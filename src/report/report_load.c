@@ -231,6 +231,26 @@ int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out)
 	return id > 0 && load_snap(s, id, out);
 }
 
+int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *nout)
+{
+	sqlite3_stmt *q = hd_prepare(s, "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
+	                                "   AND reason <> 'attach' ORDER BY id");
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_bind_int64(q, 1, lo);
+	sqlite3_bind_int64(q, 2, hi);
+	while (hd_step(s, q)) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = hd_xrealloc(v, cap * sizeof *v);
+		}
+		v[n++] = sqlite3_column_int64(q, 0);
+	}
+	sqlite3_finalize(q);
+	*nout = n;
+	return v;
+}
+
 /* ------------------------------------------------------------ values */
 
 struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
