@@ -272,10 +272,18 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 	opterr = 0; /* our own messages, with our name */
 	o->push.timeout_s = HA_PUSH_TIMEOUT_DEFAULT;
-	while ((c = getopt_long(argc, argv, ":f:o:n:hV", opts, NULL)) != -1) {
+	int li = -1;
+	static char opt_name[40];
+	while ((c = getopt_long(argc, argv, ":f:o:n:hV", opts, &li)) != -1) {
 		/* What makes a report, which --push does not write. */
-		if (c == 'f' || c == 'o' || c == 'n' || (c >= O_BY && c <= O_ALL_FRAMES && c != O_SESSION && c != O_PEAK))
-			o->report_opt = argv[optind - 1];
+		if (c == 'f' || c == 'o' || c == 'n' || (c >= O_BY && c <= O_ALL_FRAMES && c != O_SESSION && c != O_PEAK)) {
+			if (c >= O_BY)
+				snprintf(opt_name, sizeof opt_name, "--%s", opts[li].name);
+			else
+				snprintf(opt_name, sizeof opt_name, "-%c", c);
+			o->report_opt = opt_name;
+		}
+		li = -1;
 		switch (c) {
 		case O_PUSH: add_arg(&o->push.urls, &o->push.nurls, optarg); break;
 		case O_APP: o->push.app = optarg; o->push_options = 1; break;
