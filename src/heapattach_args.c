@@ -89,17 +89,14 @@ static int parse_double(const char *s, double *out)
 	return 0;
 }
 
-/* Appends s to the list *v of *n strings; -1 out of memory. */
-static int push_arg(const char ***v, int *n, const char *s)
+/* Adds the argument of --push, --label or --push-header; -1 after one line. */
+static int push_arg(struct ha_push_conf *c, const char *opt, const char *s)
 {
-	const char **nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
-	if (!nv) {
-		fprintf(stderr, "heapattach: out of memory\n");
-		return -1;
-	}
-	nv[(*n)++] = s;
-	*v = nv;
-	return 0;
+	char err[256];
+	if (ha_push_add(c, opt, s, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "heapattach: %s\n", err);
+	return -1;
 }
 
 /* The options of --push, each checked; those that make sense only with
@@ -196,7 +193,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, "o:i:s:d:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_PUSH:
-			if (push_arg(&pc->urls, &pc->nurls, optarg))
+			if (push_arg(pc, "--push", optarg))
 				return -1;
 			break;
 		case OPT_APP:
@@ -204,12 +201,12 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			push_options = 1;
 			break;
 		case OPT_LABEL:
-			if (push_arg(&pc->labels, &pc->nlabels, optarg))
+			if (push_arg(pc, "--label", optarg))
 				return -1;
 			push_options = 1;
 			break;
 		case OPT_PUSH_HEADER:
-			if (push_arg(&pc->headers, &pc->nheaders, optarg))
+			if (push_arg(pc, "--push-header", optarg))
 				return -1;
 			push_options = 1;
 			break;

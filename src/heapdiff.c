@@ -197,13 +197,12 @@ static int parse_kind(const char *s)
 	usage_error("bad --kind '%s' (heap, mmap, rss or swap)", s);
 }
 
-static void add_arg(const char ***v, int *n, const char *s)
+/* Adds the argument of --push, --label or --push-header. */
+static void add_arg(struct ha_push_conf *c, const char *opt, const char *s)
 {
-	const char **nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
-	if (!nv)
-		hd_die("out of memory");
-	nv[(*n)++] = s;
-	*v = nv;
+	char err[256];
+	if (ha_push_add(c, opt, s, err, sizeof err) < 0)
+		usage_error("%s", err);
 }
 
 /* --push and its options, each checked (src/push/push_url.c). */
@@ -285,11 +284,11 @@ static void parse_args(int argc, char **argv, struct options *o)
 		}
 		li = -1;
 		switch (c) {
-		case O_PUSH: add_arg(&o->push.urls, &o->push.nurls, optarg); break;
+		case O_PUSH: add_arg(&o->push, "--push", optarg); break;
 		case O_APP: o->push.app = optarg; o->push_options = 1; break;
-		case O_LABEL: add_arg(&o->push.labels, &o->push.nlabels, optarg); o->push_options = 1; break;
+		case O_LABEL: add_arg(&o->push, "--label", optarg); o->push_options = 1; break;
 		case O_PUSH_HEADER:
-			add_arg(&o->push.headers, &o->push.nheaders, optarg);
+			add_arg(&o->push, "--push-header", optarg);
 			o->push_options = 1;
 			break;
 		case O_PUSH_CACERT: o->push.cacert = optarg; o->push_options = 1; break;

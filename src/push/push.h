@@ -29,14 +29,19 @@
 #include <stdint.h>
 
 /* The receivers and how to talk to them, checked (ha_push_check_*) before
- * anything else happens; the strings are the caller's (argv, environ). */
+ * anything else happens; the strings are the caller's (argv, environ).
+ * Pyroscope keeps 30 labels per series by default: 4 of ours, its own
+ * service_name and __name__, and at most 24 of the user's. */
+#define HA_PUSH_MAX_URLS 16
+#define HA_PUSH_MAX_LABELS 24
+#define HA_PUSH_MAX_HEADERS 32
 struct ha_push_conf {
-	const char **urls;         /* --push, each checked by ha_push_check_url */
+	const char *urls[HA_PUSH_MAX_URLS]; /* --push, each checked by ha_push_check_url */
 	int nurls;
 	const char *app;           /* --app, or NULL: each profile's comm */
-	const char **labels;       /* --label K=V */
+	const char *labels[HA_PUSH_MAX_LABELS]; /* --label K=V */
 	int nlabels;
-	const char **headers;      /* --push-header 'Name: value' */
+	const char *headers[HA_PUSH_MAX_HEADERS]; /* --push-header 'Name: value' */
 	int nheaders;
 	const char *cacert;        /* --push-cacert FILE, or NULL: the system's */
 	double timeout_s;          /* --push-timeout: of one request; at the
@@ -50,6 +55,9 @@ struct ha_push_conf {
 
 /* ------------------------------------------------------------ push_url.c */
 
+/* Adds the argument s of option opt (--push, --label, --push-header) to
+ * c; 0, or -1 with err when there are too many. */
+int ha_push_add(struct ha_push_conf *c, const char *opt, const char *s, char *err, size_t errlen);
 /* 0, or -1 with one line in err naming the problem. */
 int ha_push_check_url(const char *url, char *err, size_t errlen);
 int ha_push_check_app(const char *app, char *err, size_t errlen);

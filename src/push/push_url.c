@@ -111,6 +111,21 @@ void ha_push_clean_value(const char *s, int app, char *out, size_t outlen)
 
 /* ------------------------------------------------------------ checks */
 
+int ha_push_add(struct ha_push_conf *c, const char *opt, const char *s, char *err, size_t errlen)
+{
+	int label = strcmp(opt, "--label") == 0, url = strcmp(opt, "--push") == 0;
+	const char **v = url ? c->urls : label ? c->labels : c->headers;
+	int *n = url ? &c->nurls : label ? &c->nlabels : &c->nheaders;
+	int max = url ? HA_PUSH_MAX_URLS : label ? HA_PUSH_MAX_LABELS : HA_PUSH_MAX_HEADERS;
+	if (*n == max) {
+		ha_err(err, errlen, "%s: at most %d of them%s", opt, max,
+		       label ? " (Pyroscope keeps 30 labels per series)" : "");
+		return -1;
+	}
+	v[(*n)++] = s;
+	return 0;
+}
+
 int ha_push_check_url(const char *url, char *err, size_t errlen)
 {
 	CURLU *u = curl_url();
