@@ -18,6 +18,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,14 @@ int ha_push_profile_load(const char *path, int64_t id, struct ha_push_profile *p
 		p->until = (int64_t)floor(j->b.time);
 		p->from = j->r.alloc_from ? (int64_t)floor(j->prev.time) : p->until;
 	} else {
-		/* hd_die: the trap is off again. */
+		/* hd_die: the trap is off again.  The statement that failed
+		 * is still prepared, and SQLite closes no connection with one:
+		 * left open, its read transaction would keep the writer's
+		 * checkpoints from ever reaching the end of the WAL file. */
 		ha_err(err, errlen, "%s", j->trap.msg);
+		sqlite3_stmt *q;
+		while (j->src.h && (q = sqlite3_next_stmt(j->src.h, NULL)))
+			sqlite3_finalize(q);
 		j->rc = -1;
 	}
 	rc = j->rc;

@@ -125,6 +125,8 @@ struct hd_report {
 	const char *peak_note;     /* a line printed first, or NULL */
 	const char *fallen_note;   /* the session peaked far above b: a line
 	                            * printed after the header, or NULL */
+	struct hd_map *building;   /* the rows of an hd_build_rows in progress
+	                            * (an error can cut it short: hd_trap) */
 };
 
 /* ------------------------------------------------------------ util */
@@ -156,9 +158,10 @@ char *hd_xstrdup(const char *s);
 void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* A thread that must not end the process on such an error (heapattach's
  * push threads read the database with this library) sets a trap: hd_die
- * then writes its line into msg and longjmps to jb instead.  What was
- * being built when it happened is not freed.  NULL: exit again.  Per
- * thread. */
+ * then writes its line into msg and longjmps to jb instead.  The caller
+ * then frees what it can reach (hd_free_rows, hd_source_close); a block
+ * being filled at that moment (a value array, a key) is not freed.  NULL:
+ * exit again.  Per thread. */
 struct hd_trap {
 	jmp_buf jb;
 	char msg[512];
@@ -242,6 +245,7 @@ const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id);
 /* The rows of A -> B (a NULL: the live heap at b), folded, filtered and
  * merged; fills r->rows, n, nall, totals, sorted by r->by_objects. */
 void hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
+/* The rows, and those of an hd_build_rows an error cut short. */
 void hd_free_rows(struct hd_report *r);
 /* The frames of st as displayed (a view into st): the allocator and C++
  * runtime frames at the leaf end folded away unless all; *folded gets

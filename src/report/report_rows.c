@@ -194,7 +194,7 @@ static void collect_row(void *p)
 
 void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 {
-	struct hd_map *m = hd_map_new();
+	struct hd_map *m = r->building = hd_map_new();
 	struct collect c = { r, flt, 0 };
 	/* Frame ids are comparable only within one file. */
 	int symbolic = r->a && r->a->src != r->b->src;
@@ -209,6 +209,7 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	else if (r->alloc_from)
 		add_side(m, r->alloc_from, -1, 1, symbolic, flt);
 	g_collect = &c;
+	r->building = NULL;
 	hd_map_free(m, collect_row);
 	g_collect = NULL;
 	g_by_objects = r->by_objects;
@@ -218,6 +219,8 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 
 void hd_free_rows(struct hd_report *r)
 {
+	hd_map_free(r->building, free);
+	r->building = NULL;
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;
