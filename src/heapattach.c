@@ -675,6 +675,20 @@ static void print_push(const struct ha_push *push)
 	}
 }
 
+/* --push at the end: what is still queued gets --push-timeout at most (a
+ * signal on sigfd ends the wait), then db, which the writer left open, is
+ * closed (after the push threads' readers: the writer's handle stays the
+ * last on the WAL file), and each receiver's line is said. */
+static void end_push(struct ha_push *push, int sigfd, struct ha_db *db)
+{
+	if (!push)
+		return;
+	ha_push_finish(push, sigfd);
+	ha_db_close(db);
+	print_push(push);
+	ha_push_free(push);
+}
+
 /* --rss: the page-fault events on every thread of the target, or NULL
  * after one line saying why not (the heap profile goes on without). */
 static struct ha_pf *open_rss(const struct options *o, pid_t pid)
@@ -756,10 +770,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
 		ha_pf_close(coll.pf);
 		ha_db_close(db);
-		if (push) {
-			ha_push_finish(push, -1);
-			ha_push_free(push);
-		}
+		end_push(push, -1, NULL);
 		return EXIT_FAILED;
 	}
 	coll.pid = t->pid;
@@ -772,11 +783,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	if (ha_collector_start(&coll)) {
 		fprintf(stderr, "heapattach: %s\n", coll.err);
 		ha_writer_finish(&writer, ha_unix_now());
-		if (push) {
-			ha_push_finish(push, -1);
-			ha_db_close(writer.db);
-			ha_push_free(push);
-		}
+		end_push(push, -1, writer.db);
 		return EXIT_FAILED;
 	}
 
@@ -808,14 +815,9 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		ha_queue_destroy(&live_q);
 	}
 	print_summary(o, s, &coll, &writer, &info, dbname);
-	if (push) {
-		/* The target is detached and the database complete: only the
-		 * receivers are waited for, --push-timeout at most. */
-		ha_push_finish(push, sigfd);
-		ha_db_close(writer.db);
-		print_push(push);
-		ha_push_free(push);
-	}
+	/* The target is detached and the database complete: only the
+	 * receivers are waited for. */
+	end_push(push, sigfd, writer.db);
 	return writer.failed ? EXIT_FAILED : status;
 }
 
