@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "report.h" /* hd_utf8_len */
 #include "util.h"
 
 #define MAX_URL 2048
@@ -43,41 +44,16 @@ static int app_char(int c)
 	return label_name_char(c) || c == '-' || c == '/';
 }
 
-/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 if the bytes
- * there are not one (overlong forms, surrogates and values past U+10FFFF
- * included); *cp gets its code point. */
-static int utf8_seq(const unsigned char *s, unsigned *cp)
+/* The valid UTF-8 sequence of len bytes at p is a control (C0, DEL, C1). */
+static int control(const unsigned char *p, int len)
 {
-	unsigned c = s[0];
-	int n;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, c &= 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, c &= 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, c &= 0x07;
-	else
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) || (n == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	*cp = c;
-	return n;
+	return (len == 1 && (*p < 0x20 || *p == 0x7f)) || (len == 2 && p[0] == 0xc2 && p[1] < 0xa0);
 }
 
-/* A character that would end a value, or is a control (C0, DEL, C1). */
-static int breaks_value(unsigned cp)
+/* ... or a character that would end a value. */
+static int breaks_value(const unsigned char *p, int len)
 {
-	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == ',' || cp == '{' ||
-	       cp == '}';
+	return control(p, len) || (len == 1 && (*p == ',' || *p == '{' || *p == '}'));
 }
 
 void ha_push_clean_value(const char *s, int app, char *out, size_t outlen)
@@ -87,9 +63,8 @@ void ha_push_clean_value(const char *s, int app, char *out, size_t outlen)
 	if (outlen == 0)
 		return;
 	while (*p) {
-		unsigned cp;
-		int len = utf8_seq(p, &cp);
-		int bad = len == 0 || (app ? len > 1 || !app_char((int)cp) : breaks_value(cp));
+		int len = hd_utf8_len(p);
+		int bad = len == 0 || (app ? len > 1 || !app_char(*p) : breaks_value(p, len));
 		size_t add = bad ? 1 : (size_t)len;
 		if (n + add >= outlen)
 			break;
@@ -212,13 +187,11 @@ static const char *value_problem(const char *v)
 	if (*p == ' ' || p[strlen(v) - 1] == ' ')
 		return "it starts or ends with a blank (Pyroscope trims those)";
 	while (*p) {
-		unsigned cp;
-		int len = utf8_seq(p, &cp);
+		int len = hd_utf8_len(p);
 		if (!len)
 			return "it is not valid UTF-8";
-		if (breaks_value(cp))
-			return cp < 0x20 || cp == 0x7f || cp >= 0x80 ? "it holds a control character"
-			                                            : "it holds ',', '{' or '}'";
+		if (breaks_value(p, len))
+			return control(p, len) ? "it holds a control character" : "it holds ',', '{' or '}'";
 		p += len;
 	}
 	return NULL;

@@ -230,8 +230,7 @@ void hd_buf_free(struct hd_buf *b)
 
 /* ------------------------------------------------------------ text */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s)
+int hd_utf8_len(const unsigned char *s)
 {
 	int n;
 	uint32_t c;
@@ -264,7 +263,7 @@ char *hd_clean_text(const unsigned char *s)
 	if (!s)
 		s = (const unsigned char *)"";
 	while (*s && b.n < HD_MAX_TEXT) {
-		int n = utf8_len(s);
+		int n = hd_utf8_len(s);
 		if (n == 0) {
 			hd_buf_addc(&b, '?');
 			s++;
