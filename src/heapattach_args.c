@@ -8,8 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "ha_proto.h"
 
@@ -112,25 +110,8 @@ static int check_push(struct ha_push_conf *c, int any_push_option)
 		}
 		return 0;
 	}
-	for (int i = 0; i < c->nurls; i++)
-		if (ha_push_check_url(c->urls[i], err, sizeof err) < 0)
-			goto bad;
-	if (c->app && ha_push_check_app(c->app, err, sizeof err) < 0)
-		goto bad;
-	for (int i = 0; i < c->nlabels; i++)
-		if (ha_push_check_label(c->labels[i], err, sizeof err) < 0)
-			goto bad;
-	for (int i = 0; i < c->nheaders; i++)
-		if (ha_push_check_header(c->headers[i], err, sizeof err) < 0)
-			goto bad;
-	if (c->cacert && access(c->cacert, R_OK) != 0) {
-		snprintf(err, sizeof err, "--push-cacert %s: %s", c->cacert, strerror(errno));
-		goto bad;
-	}
-	if (ha_push_env(c, err, sizeof err) < 0)
-		goto bad;
-	return 0;
-bad:
+	if (ha_push_check_conf(c, err, sizeof err) == 0)
+		return 0;
 	fprintf(stderr, "heapattach: %s\n", err);
 	return -1;
 }

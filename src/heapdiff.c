@@ -219,20 +219,7 @@ static void check_push(struct options *o)
 	if (o->report_opt || o->leaks || o->vs)
 		usage_error("--push sends each snapshot's whole profile: it writes no report (%s)",
 		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->report_opt);
-	for (int i = 0; i < c->nurls; i++)
-		if (ha_push_check_url(c->urls[i], err, sizeof err) < 0)
-			usage_error("%s", err);
-	if (c->app && ha_push_check_app(c->app, err, sizeof err) < 0)
-		usage_error("%s", err);
-	for (int i = 0; i < c->nlabels; i++)
-		if (ha_push_check_label(c->labels[i], err, sizeof err) < 0)
-			usage_error("%s", err);
-	for (int i = 0; i < c->nheaders; i++)
-		if (ha_push_check_header(c->headers[i], err, sizeof err) < 0)
-			usage_error("%s", err);
-	if (c->cacert && access(c->cacert, R_OK) != 0)
-		usage_error("--push-cacert %s: %s", c->cacert, strerror(errno));
-	if (ha_push_env(c, err, sizeof err) < 0)
+	if (ha_push_check_conf(c, err, sizeof err) < 0)
 		usage_error("%s", err);
 }
 

@@ -65,6 +65,9 @@ int ha_push_check_label(const char *kv, char *err, size_t errlen);
 int ha_push_check_header(const char *header, char *err, size_t errlen);
 /* The credentials of c from the environment: 0, or -1 with err. */
 int ha_push_env(struct ha_push_conf *c, char *err, size_t errlen);
+/* All of c (the URLs, --app, the labels, the headers, --push-cacert) and
+ * the credentials of the environment (into c): 0, or -1 with err. */
+int ha_push_check_conf(struct ha_push_conf *c, char *err, size_t errlen);
 
 /* What the URL of one profile says of it. */
 struct ha_push_meta {

@@ -19,11 +19,13 @@
 #include "push.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "report.h" /* hd_utf8_len */
 #include "util.h"
@@ -306,6 +308,26 @@ int ha_push_env(struct ha_push_conf *c, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+int ha_push_check_conf(struct ha_push_conf *c, char *err, size_t errlen)
+{
+	for (int i = 0; i < c->nurls; i++)
+		if (ha_push_check_url(c->urls[i], err, errlen) < 0)
+			return -1;
+	if (c->app && ha_push_check_app(c->app, err, errlen) < 0)
+		return -1;
+	for (int i = 0; i < c->nlabels; i++)
+		if (ha_push_check_label(c->labels[i], err, errlen) < 0)
+			return -1;
+	for (int i = 0; i < c->nheaders; i++)
+		if (ha_push_check_header(c->headers[i], err, errlen) < 0)
+			return -1;
+	if (c->cacert && access(c->cacert, R_OK) != 0) {
+		ha_err(err, errlen, "--push-cacert %s: %s", c->cacert, strerror(errno));
+		return -1;
+	}
+	return ha_push_env(c, err, errlen);
 }
 
 /* ------------------------------------------------------------ the URL */
