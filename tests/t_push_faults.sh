@@ -13,6 +13,9 @@
 #    schedule, the detach comes at the --duration, the first profile is
 #    sent and heapattach ends --push-timeout after the detach, the rest
 #    counted as not sent; no -wal file is left;
+#  - a stuck receiver and a snapshot every 0.1 s: the oldest profiles are
+#    dropped for the newest (a queue of 16), each profile is either dropped
+#    or not sent by the end;
 #  - a second Ctrl-C while heapattach waits for a slow receiver ends the
 #    wait at once.
 . "$(dirname "$0")/lib.sh"
@@ -136,6 +139,26 @@ echo "$line" | grep -Eq 'not sent by the end \(--push-timeout\)' || fail "the su
 db_ok "$db"
 send "$TFD" quit
 echo "ok: a slow receiver: the target not held, snapshots at $sched, the end $after s after the detach; $line"
+
+# ---- a stuck receiver and a snapshot every 0.1 s: the queue keeps the 16
+# newest, the older are dropped and counted; every profile is accounted for.
+start_receiver rfull --delay 30
+db=$W/full.db
+start_profiled full leak_cmd -q -s 0.1 -d 3 --push-timeout 0.5 -o "$db" --push "$RURL"
+wait_for 15 '! is_alive "$HAPID"' || fail "heapattach still runs after -d 3 and --push-timeout 0.5"
+wait "$HAPID"
+[ "$?" = 0 ] || fail "heapattach exited non-zero with a stuck receiver"
+n=$(pushed "$db")
+[ "$n" -ge 20 ] || fail "only $n snapshots in 3 s at -s 0.1"
+line=$(summary 0 "$n")
+d=$(echo "$line" | sed -n 's/.*; \([0-9]*\) dropped (the queue of 16 was full).*/\1/p')
+u=$(echo "$line" | sed -n 's/.*; \([0-9]*\) not sent by the end.*/\1/p')
+[ -n "$d" ] && [ "$d" -gt 0 ] || fail "nothing dropped with $n snapshots for a stuck receiver: $line"
+[ $((d + ${u:-0})) = "$n" ] || fail "$n profiles, $d dropped and ${u:-0} not sent: $line"
+[ "${u:-0}" -le 17 ] || fail "more not sent (${u:-0}) than the queue and the one in flight hold: $line"
+db_ok "$db"
+send "$TFD" quit
+echo "ok: a full queue: $line"
 
 # ---- a second Ctrl-C ends the wait for a slow receiver
 start_receiver rstuck --delay 30
