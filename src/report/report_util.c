@@ -14,9 +14,24 @@
 
 /* ------------------------------------------------------------ errors */
 
+static _Thread_local struct hd_trap *trap;
+
+void hd_trap_set(struct hd_trap *t)
+{
+	trap = t;
+}
+
 void hd_die(const char *fmt, ...)
 {
 	va_list ap;
+	if (trap) {
+		struct hd_trap *t = trap;
+		trap = NULL;
+		va_start(ap, fmt);
+		vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+		va_end(ap);
+		longjmp(t->jb, 1);
+	}
 	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
 	fputs("heapdiff: ", stderr);
 	va_start(ap, fmt);
@@ -215,8 +230,7 @@ void hd_buf_free(struct hd_buf *b)
 
 /* ------------------------------------------------------------ text */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s)
+int hd_utf8_len(const unsigned char *s)
 {
 	int n;
 	uint32_t c;
@@ -249,7 +263,7 @@ char *hd_clean_text(const unsigned char *s)
 	if (!s)
 		s = (const unsigned char *)"";
 	while (*s && b.n < HD_MAX_TEXT) {
-		int n = utf8_len(s);
+		int n = hd_utf8_len(s);
 		if (n == 0) {
 			hd_buf_addc(&b, '?');
 			s++;
