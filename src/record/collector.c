@@ -822,6 +822,7 @@ static void *collector_main(void *arg)
 	uint64_t hits, misses;
 	ha_unwinder_cache_stats(x->unw, &hits, &misses);
 	x->st.unwind_cached += hits;
+	ha_unwinder_fp_stats(x->unw, &x->st.fp_frames, &x->st.frames);
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		x->st.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
