@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "live_feed.h"
+#include "perfmap.h"
 #include "symbolize.h"
 #include "util.h"
 #include "proc.h"
@@ -103,17 +104,46 @@ static void send_live_stack(struct ha_writer *w, uint32_t id, const struct ha_sy
 	ha_queue_put(w->to_live, &m->q);
 }
 
-static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
-                        const struct ha_wmsg_stack *m)
+/* A frame the symbolizer could not name: the target's perf map may (JIT
+ * code), as of generation gen, the one in effect when the stack came (its
+ * first sample was taken just before).  On a miss the map is read again,
+ * at most every JIT_POLL_MS.  Module "jit" (reports show "[jit]"), rel_pc
+ * the offset in the code object. */
+#define JIT_POLL_MS 20.0
+static void jit_name(struct ha_writer *w, struct ha_perfmap *pm, unsigned gen, uint64_t pc,
+                     int is_ra, struct ha_sym_frame *f)
+{
+	static double last_poll;
+	uint64_t start;
+	const char *name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), gen, &start);
+	if (!name && ha_now_ms() - last_poll >= JIT_POLL_MS) {
+		last_poll = ha_now_ms();
+		if (ha_perfmap_poll(pm) > 0)
+			name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), gen, &start);
+	}
+	if (!name)
+		return;
+	*f = (struct ha_sym_frame){ .module = "jit", .build_id = "", .rel_pc = pc - start,
+	                            .function = name, .file = "", .line = 0, .inlined = 0 };
+	__atomic_add_fetch(&w->jit_frames, 1, __ATOMIC_RELAXED);
+}
+
+static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct ha_perfmap *pm,
+                        struct idmap *ids, const struct ha_wmsg_stack *m)
 {
 	static struct ha_sym_frame sf[MAX_FRAMES];
 	static struct ha_db_frame df[MAX_FRAMES];
 	char err[200] = "";
 	int nf = 0;
 	int64_t id;
-	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++)
-		nf += ha_symbolize(sym, m->pcs[i], i > 0 || m->first_is_return, sf + nf,
-		                   MAX_FRAMES - nf);
+	unsigned gen = ha_perfmap_gen(pm);
+	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
+		int is_ra = i > 0 || m->first_is_return;
+		int k = ha_symbolize(sym, m->pcs[i], is_ra, sf + nf, MAX_FRAMES - nf);
+		if (pm && k == 1 && !sf[nf].function[0])
+			jit_name(w, pm, gen, m->pcs[i], is_ra, &sf[nf]);
+		nf += k;
+	}
 	for (int i = 0; i < nf; i++)
 		df[i] = (struct ha_db_frame){ sf[i].module, sf[i].build_id, sf[i].rel_pc,
 		                              sf[i].function, sf[i].file, sf[i].line, sf[i].inlined };
@@ -135,6 +165,8 @@ static void *writer_main(void *arg)
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!sym && ha_proc_alive(w->pid))
 		fail(w, "symbolizer", err);
+	struct ha_perfmap *pm = ha_perfmap_new(w->pid);
+	ha_perfmap_poll(pm);
 	struct ha_qmsg *q = NULL;
 	for (;;) {
 		if (!q)
@@ -150,7 +182,7 @@ static void *writer_main(void *arg)
 			double t_end = ha_now_ms() + BATCH_MS;
 			do {
 				batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
-				write_stack(w, sym, &ids, (struct ha_wmsg_stack *)q);
+				write_stack(w, sym, pm, &ids, (struct ha_wmsg_stack *)q);
 				free(q);
 				int left = (int)(t_end - ha_now_ms());
 				q = ++n < STACK_BATCH ? ha_queue_get(&w->inbox, left > 0 ? left : 0) : NULL;
@@ -166,6 +198,7 @@ static void *writer_main(void *arg)
 			continue; /* q: the next message, if one was taken */
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
+			ha_perfmap_poll(pm);     /* what the JIT wrote meanwhile */
 			write_snapshot(w, &ids, m);
 			free(m->rows);
 		} else if (q->type == HA_WMSG_MAPS) {
@@ -183,6 +216,7 @@ static void *writer_main(void *arg)
 	/* The profile is complete: only now the time to fill the cache. */
 	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);
+	ha_perfmap_free(pm);
 	ha_db_close(w->db);
 	w->db = NULL;
 	return NULL;
