@@ -105,22 +105,21 @@ static void send_live_stack(struct ha_writer *w, uint32_t id, const struct ha_sy
 }
 
 /* A frame the symbolizer could not name: the target's perf map may (JIT
- * code), as of generation gen, the one in effect when the stack came (its
- * first sample was taken just before).  On a miss the map is read again,
- * at most every JIT_POLL_MS.  Module "jit" (reports show "[jit]"), rel_pc
- * the offset in the code object. */
-#define JIT_POLL_MS 20.0
-static void jit_name(struct ha_writer *w, struct ha_perfmap *pm, unsigned gen, uint64_t pc,
+ * code).  The map is read again (what was appended, if anything) before
+ * the first such frame of each new callstack: its samples were taken just
+ * before, so the lines written by then are in the file, and the newest
+ * entry for the pc is the code that ran (perfmap.h; a line appended in
+ * the few ms since, for code reusing the address, is taken for it).
+ * Module "jit" (reports show "[jit]"), rel_pc the offset in the code. */
+static void jit_name(struct ha_writer *w, struct ha_perfmap *pm, int *polled, uint64_t pc,
                      int is_ra, struct ha_sym_frame *f)
 {
-	static double last_poll;
 	uint64_t start;
-	const char *name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), gen, &start);
-	if (!name && ha_now_ms() - last_poll >= JIT_POLL_MS) {
-		last_poll = ha_now_ms();
-		if (ha_perfmap_poll(pm) > 0)
-			name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), gen, &start);
+	if (!*polled) {
+		ha_perfmap_poll(pm);
+		*polled = 1;
 	}
+	const char *name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), ha_perfmap_gen(pm), &start);
 	if (!name)
 		return;
 	*f = (struct ha_sym_frame){ .module = "jit", .build_id = "", .rel_pc = pc - start,
@@ -136,12 +135,12 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct h
 	char err[200] = "";
 	int nf = 0;
 	int64_t id;
-	unsigned gen = ha_perfmap_gen(pm);
+	int polled = 0;
 	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
 		int is_ra = i > 0 || m->first_is_return;
 		int k = ha_symbolize(sym, m->pcs[i], is_ra, sf + nf, MAX_FRAMES - nf);
 		if (pm && k == 1 && !sf[nf].function[0])
-			jit_name(w, pm, gen, m->pcs[i], is_ra, &sf[nf]);
+			jit_name(w, pm, &polled, m->pcs[i], is_ra, &sf[nf]);
 		nf += k;
 	}
 	for (int i = 0; i < nf; i++)

@@ -1,0 +1,130 @@
+/* perfmap_check.c -- src/record/perfmap.c on files made here: the format
+ * (hex with or without 0x, the name as the rest of the line, bytes kept),
+ * lines refused (bad numbers, empty or wrapping ranges, too long, no name),
+ * incremental reads of complete lines only, the generation rule for reused
+ * addresses, a truncated file read again, and the files refused: a FIFO
+ * (without blocking), a symlink, another user's file.  Prints what it
+ * checks; exits 0 if all passed. */
+#define _GNU_SOURCE
+#include "perfmap.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/perfmap_check.XXXXXX";
+
+static void put(const char *path, const char *mode, const void *data, size_t n)
+{
+	FILE *f = fopen(path, mode);
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+		printf("cannot write %s\n", path);
+		exit(2);
+	}
+}
+
+static const char *name_at(struct ha_perfmap *pm, uint64_t pc, unsigned gen)
+{
+	uint64_t start;
+	const char *s = ha_perfmap_lookup(pm, pc, gen, &start);
+	return s ? s : "(none)";
+}
+
+int main(void)
+{
+	char path[256], big[8192];
+	uint64_t n, skipped;
+
+	if (!mkdtemp(dir))
+		return 2;
+	snprintf(path, sizeof path, "%s/perf-1.map", dir);
+	const char text[] =
+		"1000 100 JS:*leakBuffers /app/grow.js:5\n"
+		"0x2000 0x10 with 0x prefix\n"
+		"3000 0 empty range\n"
+		"ffffffffffffff00 1000 wraps\n"
+		"zz 10 bad start\n"
+		"4000 10\n"
+		"5000 10 name\twith\xff bytes \n"
+		"6000 10 half a li";
+	put(path, "w", text, sizeof text - 1);
+	struct ha_perfmap *pm = ha_perfmap_new_path(path, getuid());
+	EXPECT(ha_perfmap_poll(pm) == 1, "first poll: new entries");
+	ha_perfmap_stats(pm, &n, &skipped);
+	EXPECT(n == 3 && skipped == 4, "entries %llu skipped %llu, expected 3 and 4",
+	       (unsigned long long)n, (unsigned long long)skipped);
+	EXPECT(strcmp(name_at(pm, 0x1080, 1), "JS:*leakBuffers /app/grow.js:5") == 0, "1080: %s",
+	       name_at(pm, 0x1080, 1));
+	EXPECT(strcmp(name_at(pm, 0x1100, 1), "(none)") == 0, "1100 (end): %s", name_at(pm, 0x1100, 1));
+	EXPECT(strcmp(name_at(pm, 0x200f, 1), "with 0x prefix") == 0, "200f: %s", name_at(pm, 0x200f, 1));
+	EXPECT(strcmp(name_at(pm, 0x5000, 1), "name\twith\xff bytes ") == 0, "5000: bytes not kept");
+	EXPECT(strcmp(name_at(pm, 0x6000, 1), "(none)") == 0, "an incomplete line was read");
+	EXPECT(ha_perfmap_poll(pm) == 0, "poll of an unchanged file found entries");
+
+	/* the line completed, and the address 1000 reused by new code */
+	put(path, "a", "ne\n1000 80 JS:~other /app/b.js:1\n", 33);
+	EXPECT(ha_perfmap_poll(pm) == 1 && ha_perfmap_gen(pm) == 2, "second poll: gen %u",
+	       ha_perfmap_gen(pm));
+	EXPECT(strcmp(name_at(pm, 0x6000, 2), "half a line") == 0, "6000: %s", name_at(pm, 0x6000, 2));
+	EXPECT(strcmp(name_at(pm, 0x1010, 1), "JS:*leakBuffers /app/grow.js:5") == 0,
+	       "1010 at gen 1: %s", name_at(pm, 0x1010, 1));
+	EXPECT(strcmp(name_at(pm, 0x1010, 2), "JS:~other /app/b.js:1") == 0, "1010 at gen 2: %s",
+	       name_at(pm, 0x1010, 2));
+	EXPECT(strcmp(name_at(pm, 0x10a0, 2), "JS:*leakBuffers /app/grow.js:5") == 0,
+	       "10a0 (only the old code covers it): %s", name_at(pm, 0x10a0, 2));
+	EXPECT(strcmp(name_at(pm, 0x6000, 1), "half a line") == 0,
+	       "a pc known only from a later read: %s", name_at(pm, 0x6000, 1));
+
+	/* a line longer than 4 KiB is skipped, the next one read */
+	memset(big, 'x', sizeof big);
+	memcpy(big, "7000 10 ", 8);
+	big[sizeof big - 1] = '\n';
+	put(path, "a", big, sizeof big);
+	put(path, "a", "8000 10 after\n", 14);
+	ha_perfmap_poll(pm);
+	EXPECT(strcmp(name_at(pm, 0x7000, 9), "(none)") == 0, "a long line was taken");
+	EXPECT(strcmp(name_at(pm, 0x8000, 9), "after") == 0, "the line after a long one: %s",
+	       name_at(pm, 0x8000, 9));
+
+	/* truncated and rewritten: read again from the start */
+	put(path, "w", "9000 10 rewritten\n", 18);
+	ha_perfmap_poll(pm);
+	EXPECT(strcmp(name_at(pm, 0x9000, 99), "rewritten") == 0, "rewritten file: %s",
+	       name_at(pm, 0x9000, 99));
+	ha_perfmap_free(pm);
+
+	/* refused: another user's file (root's is fine) */
+	if (getuid() == 0) {
+		EXPECT(chown(path, 4242, 4242) == 0, "chown");
+		pm = ha_perfmap_new_path(path, 1000);
+		EXPECT(ha_perfmap_poll(pm) == -1, "a file of uid 4242 read for uid 1000");
+		ha_perfmap_free(pm);
+		pm = ha_perfmap_new_path(path, 4242);
+		EXPECT(ha_perfmap_poll(pm) == 1, "the target's own file refused");
+		ha_perfmap_free(pm);
+	}
+	/* refused: a symlink, a FIFO (no writer: an open that blocked would hang here) */
+	char link[256], fifo[256];
+	snprintf(link, sizeof link, "%s/link.map", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo.map", dir);
+	EXPECT(symlink(path, link) == 0 && mkfifo(fifo, 0600) == 0, "symlink, mkfifo");
+	pm = ha_perfmap_new_path(link, getuid());
+	EXPECT(ha_perfmap_poll(pm) == -1, "a symlink was followed");
+	ha_perfmap_free(pm);
+	pm = ha_perfmap_new_path(fifo, getuid());
+	EXPECT(ha_perfmap_poll(pm) == -1, "a FIFO was read");
+	ha_perfmap_free(pm);
+	pm = ha_perfmap_new_path("/nonexistent/perf-1.map", 0);
+	EXPECT(ha_perfmap_poll(pm) == -1 && !ha_perfmap_lookup(pm, 1, 1, &n), "a missing file");
+	ha_perfmap_free(pm);
+	unlink(link);
+	unlink(fifo);
+	unlink(path);
+	rmdir(dir);
+	return UNIT_RESULT("perf map: format, bounds, increments, generations, refusals");
+}
