@@ -91,6 +91,23 @@ int main(void)
 	EXPECT(strcmp(name_at(pm, 0x8000, 9), "after") == 0, "the line after a long one: %s",
 	       name_at(pm, 0x8000, 9));
 
+	/* a line longer than the read buffer (64 KiB): its tail is no line */
+	char *huge = malloc(65600);
+	if (!huge)
+		return 2;
+	memset(huge, 'y', 65600);
+	memcpy(huge, "a000 10 ", 8);
+	memcpy(huge + 65536, "b000 10 tail of a long line", 27); /* where a 2nd read starts */
+	huge[65599] = '\n';
+	put(path, "a", huge, 65600);
+	put(path, "a", "c000 10 after huge\n", 19);
+	free(huge);
+	ha_perfmap_poll(pm);
+	EXPECT(strcmp(name_at(pm, 0xa000, 99), "(none)") == 0, "a huge line was taken");
+	EXPECT(strcmp(name_at(pm, 0xb000, 99), "(none)") == 0, "the tail of a huge line was taken");
+	EXPECT(strcmp(name_at(pm, 0xc000, 99), "after huge") == 0, "the line after a huge one: %s",
+	       name_at(pm, 0xc000, 99));
+
 	/* truncated and rewritten: read again from the start */
 	put(path, "w", "9000 10 rewritten\n", 18);
 	ha_perfmap_poll(pm);

@@ -6,7 +6,8 @@
 # frame-pointer fallback) up to main, the JIT frame is named from the perf
 # map and marked [jit]; a slot renamed before it is used (the map re-read
 # when it grew) shows its new name, never the stale one; the detach summary
-# counts the frames found by frame pointer.
+# and the last snapshot (snapshots.fp_frames) count the frames found by
+# frame pointer.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all
@@ -57,5 +58,8 @@ read -r bytes objects leaf < <(heapdiff_rows "$W/live" | head -n 1)
 [ "$bytes" = 3000000 ] || fail "the top stack holds $bytes bytes, expected 3000000 (go B 3000 x 1000)"
 fpn=$(sed -n 's/^heapattach: \([0-9]*\) of [0-9]* frames found by frame pointer.*/\1/p' "$HA_ERR")
 [ -n "$fpn" ] && [ "$fpn" -ge 5000 ] || fail "frames found by frame pointer: '$fpn', expected >= 5000 (one per sample)"
+read -r dfp dfr < <(sqlite3 -separator ' ' "$db" 'SELECT fp_frames, frames FROM snapshots ORDER BY id DESC LIMIT 1')
+[ "$dfp" = "$fpn" ] && [ "$dfr" -gt "$dfp" ] ||
+	fail "the last snapshot's fp_frames/frames are '$dfp'/'$dfr', expected $fpn of more"
 log "$(grep 'frame pointer\|perf map' "$HA_ERR")"
 echo ok

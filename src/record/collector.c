@@ -450,6 +450,7 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	s->samples = x->st.samples;
 	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
 	s->unwind_failures = x->st.unwind_failures;
+	ha_unwinder_fp_stats(x->unw, &s->fp_frames, &s->frames);
 	if (x->c->pf) {
 		s->rss_anon_bytes = status_bytes(x->c->pid, "RssAnon");
 		s->swap_bytes = status_bytes(x->c->pid, "VmSwap");

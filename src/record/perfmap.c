@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define LINE_MAX_BYTES 4096
+#define BUF_BYTES ((size_t)LINE_MAX_BYTES * 16)
 #define BACK_SCAN 64             /* overlapping older entries looked at */
 
 struct pm_ent {
@@ -35,6 +36,7 @@ struct ha_perfmap {
 	struct pm_ent *v;
 	size_t n, cap;
 	uint64_t skipped, read_total;
+	int in_long_line;        /* dropping the rest of a line too long to hold */
 	struct ha_strpool names;
 };
 
@@ -190,14 +192,15 @@ int ha_perfmap_poll(struct ha_perfmap *pm)
 		pm->dev = (uint64_t)st.st_dev;   /* replaced or truncated: from the start */
 		pm->ino = (uint64_t)st.st_ino;
 		pm->done = 0;
+		pm->in_long_line = 0;
 	}
 	size_t n0 = pm->n;
 	uint64_t size = (uint64_t)st.st_size;
-	char *buf = malloc(LINE_MAX_BYTES * 16);
+	char *buf = malloc(BUF_BYTES);
 	size_t have = 0;
 	uint32_t seq = 0;
 	while (buf && pm->done + have < size && pm->read_total < HA_PERFMAP_MAX_BYTES) {
-		ssize_t k = pread(fd, buf + have, LINE_MAX_BYTES * 16 - have, (off_t)(pm->done + have));
+		ssize_t k = pread(fd, buf + have, BUF_BYTES - have, (off_t)(pm->done + have));
 		if (k <= 0)
 			break;
 		pm->read_total += (uint64_t)k;
@@ -208,14 +211,18 @@ int ha_perfmap_poll(struct ha_perfmap *pm)
 			if (!nl)
 				break;
 			size_t len = (size_t)(nl - (buf + pos));
-			if (len <= LINE_MAX_BYTES)
+			if (pm->in_long_line)
+				pm->in_long_line = 0;   /* its end: counted already */
+			else if (len <= LINE_MAX_BYTES)
 				parse_line(pm, buf + pos, nl, seq++);
 			else
 				pm->skipped++;
 			pos += len + 1;
 		}
-		if (pos == 0 && have == LINE_MAX_BYTES * 16) {
-			pm->skipped++;     /* a line too long to hold: drop what we have */
+		if (pos == 0 && have == BUF_BYTES) {
+			if (!pm->in_long_line)
+				pm->skipped++;  /* a line too long to hold: drop it */
+			pm->in_long_line = 1;
 			pos = have;
 		}
 		memmove(buf, buf + pos, have - pos);
