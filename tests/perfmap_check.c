@@ -6,6 +6,7 @@
  * (without blocking), a symlink, another user's file.  Prints what it
  * checks; exits 0 if all passed. */
 #define _GNU_SOURCE
+#include "jitdump.h"
 #include "perfmap.h"
 #include "unit.h"
 
@@ -26,6 +27,76 @@ static void put(const char *path, const char *mode, const void *data, size_t n)
 		printf("cannot write %s\n", path);
 		exit(2);
 	}
+}
+
+static const char *name_at(struct ha_perfmap *pm, uint64_t pc, unsigned gen);
+
+/* jitdump records, little-endian as on x86-64 */
+static size_t jd_rec(uint8_t *out, uint32_t id, const uint64_t *w, int nw, const char *name)
+{
+	size_t nl = name ? strlen(name) + 1 : 0, n = 16 + 8 + 8 * (size_t)nw + nl;
+	uint32_t h[2] = { id, (uint32_t)n }, pt[2] = { 1, 1 };
+	uint64_t ts = 1;
+	memcpy(out, h, 8);
+	memcpy(out + 8, &ts, 8);
+	memcpy(out + 16, pt, 8);
+	memcpy(out + 24, w, 8 * (size_t)nw);
+	if (name)
+		memcpy(out + 24 + 8 * (size_t)nw, name, nl);
+	return n;
+}
+
+static void jitdump_checks(void)
+{
+	char path[256];
+	uint8_t buf[4096];
+	size_t n = 0;
+	uint32_t h32[6] = { 0x4A695444u, 1, 40, 62, 0, 1 };
+	uint64_t h64[2] = { 0, 0 };
+	memcpy(buf, h32, 24);
+	memcpy(buf + 24, h64, 16);
+	n = 40;
+	uint64_t load1[4] = { 0x10000, 0x10000, 0x40, 0 }, load2[4] = { 0x20000, 0x20000, 0x40, 1 };
+	uint64_t move[5] = { 0x10000, 0x10000, 0x30000, 0x40, 0 };
+	n += jd_rec(buf + n, 0, load1, 4, "JS:*first");
+	n += jd_rec(buf + n, 5, load1, 4, NULL);        /* unknown record: skipped */
+	n += jd_rec(buf + n, 0, load2, 4, "second");
+	snprintf(path, sizeof path, "%s/jit-1.dump", dir);
+	put(path, "w", buf, n);
+	struct ha_perfmap *pm = ha_perfmap_new_path("/nonexistent", getuid());
+	struct ha_jitdump *jd = ha_jitdump_new_path(path);
+	/* the perf map's checks apply: pm's uid is ours */
+	EXPECT(ha_jitdump_poll(jd, pm) == 1, "jitdump: first poll");
+	EXPECT(strcmp(name_at(pm, 0x10010, 9), "JS:*first") == 0, "jitdump 10010: %s",
+	       name_at(pm, 0x10010, 9));
+	EXPECT(strcmp(name_at(pm, 0x2003f, 9), "second") == 0, "jitdump 2003f: %s",
+	       name_at(pm, 0x2003f, 9));
+	/* a move, then half a record: only the move is read */
+	n = jd_rec(buf, 1, move, 5, NULL);
+	size_t half = jd_rec(buf + n, 0, load2, 4, "later");
+	put(path, "a", buf, n + half / 2);
+	EXPECT(ha_jitdump_poll(jd, pm) == 1, "jitdump: the move");
+	EXPECT(strcmp(name_at(pm, 0x30000, 9), "JS:*first") == 0, "moved code: %s",
+	       name_at(pm, 0x30000, 9));
+	put(path, "a", buf + n + half / 2, half - half / 2);
+	EXPECT(ha_jitdump_poll(jd, pm) == 1 && strcmp(name_at(pm, 0x20000, 99), "later") == 0,
+	       "the completed record: %s", name_at(pm, 0x20000, 99));
+	/* a record whose size is below its header's: the file is given up */
+	uint32_t bad[4] = { 0, 8, 0, 0 };
+	put(path, "a", bad, sizeof bad);
+	n = jd_rec(buf, 0, load1, 4, "after bad");
+	put(path, "a", buf, n);
+	EXPECT(ha_jitdump_poll(jd, pm) <= 0, "a bad record size was read past");
+	ha_jitdump_free(jd);
+	/* a wrong magic */
+	h32[0] = 0x4454694Au;       /* the other byte order */
+	put(path, "w", h32, 24);
+	put(path, "a", h64, 16);
+	jd = ha_jitdump_new_path(path);
+	EXPECT(ha_jitdump_poll(jd, pm) == -1, "a dump of the other byte order was read");
+	ha_jitdump_free(jd);
+	ha_perfmap_free(pm);
+	unlink(path);
 }
 
 static const char *name_at(struct ha_perfmap *pm, uint64_t pc, unsigned gen)
@@ -139,9 +210,10 @@ int main(void)
 	pm = ha_perfmap_new_path("/nonexistent/perf-1.map", 0);
 	EXPECT(ha_perfmap_poll(pm) == -1 && !ha_perfmap_lookup(pm, 1, 1, &n), "a missing file");
 	ha_perfmap_free(pm);
+	jitdump_checks();
 	unlink(link);
 	unlink(fifo);
 	unlink(path);
 	rmdir(dir);
-	return UNIT_RESULT("perf map: format, bounds, increments, generations, refusals");
+	return UNIT_RESULT("perf map and jitdump: format, bounds, increments, generations, refusals");
 }

@@ -109,42 +109,51 @@ static int hex(const char **p, const char *end, uint64_t *v)
 	return nd > 0;
 }
 
-/* One line [s, end) without its newline. */
-static void parse_line(struct ha_perfmap *pm, const char *s, const char *end, uint32_t seq)
+int ha_perfmap_add(struct ha_perfmap *pm, uint64_t start, uint64_t size, const char *s, size_t len)
 {
-	uint64_t start, size;
 	char name[HA_PERFMAP_NAME_MAX + 1];
 
-	if (!hex(&s, end, &start) || s == end || *s != ' ')
-		goto skip;
-	while (s < end && *s == ' ')
-		s++;
-	if (!hex(&s, end, &size) || s == end || *s != ' ' || size == 0 || start + size < start)
-		goto skip;
-	s++;
-	size_t len = (size_t)(end - s);
+	if (size == 0 || start + size < start)
+		return -1;
 	const char *nul = memchr(s, '\0', len);
 	if (nul)
 		len = (size_t)(nul - s);
 	if (len > HA_PERFMAP_NAME_MAX)
 		len = HA_PERFMAP_NAME_MAX;
 	if (len == 0 || pm->n >= HA_PERFMAP_MAX_ENTRIES)
-		goto skip;
+		return -1;
 	memcpy(name, s, len);
 	name[len] = '\0';
 	if (pm->n == pm->cap) {
 		size_t cap = pm->cap ? pm->cap * 2 : 1024;
 		struct pm_ent *v = realloc(pm->v, cap * sizeof *v);
 		if (!v)
-			goto skip;
+			return -1;
 		pm->v = v;
 		pm->cap = cap;
 	}
 	const char *nm = ha_strpool_intern(&pm->names, name);
 	if (!nm[0])
+		return -1;
+	pm->v[pm->n] = (struct pm_ent){ start, size, pm->gen + 1, (uint32_t)pm->n, nm };
+	pm->n++;
+	return 0;
+}
+
+/* One line [s, end) without its newline. */
+static void parse_line(struct ha_perfmap *pm, const char *s, const char *end)
+{
+	uint64_t start, size;
+
+	if (!hex(&s, end, &start) || s == end || *s != ' ')
 		goto skip;
-	pm->v[pm->n++] = (struct pm_ent){ start, size, pm->gen + 1, seq, nm };
-	return;
+	while (s < end && *s == ' ')
+		s++;
+	if (!hex(&s, end, &size) || s == end || *s != ' ')
+		goto skip;
+	s++;
+	if (ha_perfmap_add(pm, start, size, s, (size_t)(end - s)) == 0)
+		return;
 skip:
 	pm->skipped++;
 }
@@ -159,8 +168,8 @@ static int ent_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The uid the file must have (besides root): the target's. */
-static int owner_ok(struct ha_perfmap *pm, uid_t owner)
+/* The uid a file must have (besides root): the target's. */
+static int owner_ok(const struct ha_perfmap *pm, uid_t owner)
 {
 	if (owner == 0)
 		return 1;
@@ -175,18 +184,26 @@ static int owner_ok(struct ha_perfmap *pm, uid_t owner)
 	return owner == pm->uid;
 }
 
+int ha_perfmap_open_file(const struct ha_perfmap *pm, const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || !owner_ok(pm, st->st_uid)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int ha_perfmap_poll(struct ha_perfmap *pm)
 {
 	struct stat st;
 	if (!pm)
 		return -1;
-	int fd = open(pm->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = ha_perfmap_open_file(pm, pm->path, &st);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !owner_ok(pm, st.st_uid)) {
-		close(fd);
-		return -1;
-	}
 	if ((uint64_t)st.st_dev != pm->dev || (uint64_t)st.st_ino != pm->ino ||
 	    (uint64_t)st.st_size < pm->done) {
 		pm->dev = (uint64_t)st.st_dev;   /* replaced or truncated: from the start */
@@ -198,7 +215,6 @@ int ha_perfmap_poll(struct ha_perfmap *pm)
 	uint64_t size = (uint64_t)st.st_size;
 	char *buf = malloc(BUF_BYTES);
 	size_t have = 0;
-	uint32_t seq = 0;
 	while (buf && pm->done + have < size && pm->read_total < HA_PERFMAP_MAX_BYTES) {
 		ssize_t k = pread(fd, buf + have, BUF_BYTES - have, (off_t)(pm->done + have));
 		if (k <= 0)
@@ -214,7 +230,7 @@ int ha_perfmap_poll(struct ha_perfmap *pm)
 			if (pm->in_long_line)
 				pm->in_long_line = 0;   /* its end: counted already */
 			else if (len <= LINE_MAX_BYTES)
-				parse_line(pm, buf + pos, nl, seq++);
+				parse_line(pm, buf + pos, nl);
 			else
 				pm->skipped++;
 			pos += len + 1;
@@ -231,11 +247,21 @@ int ha_perfmap_poll(struct ha_perfmap *pm)
 	}
 	free(buf);
 	close(fd);
+	return ha_perfmap_commit(pm, n0);
+}
+
+int ha_perfmap_commit(struct ha_perfmap *pm, size_t n0)
+{
 	if (pm->n == n0)
 		return 0;
 	pm->gen++;
 	qsort(pm->v, pm->n, sizeof *pm->v, ent_cmp);
 	return 1;
+}
+
+size_t ha_perfmap_count(const struct ha_perfmap *pm)
+{
+	return pm->n;
 }
 
 const char *ha_perfmap_lookup(struct ha_perfmap *pm, uint64_t pc, unsigned gen, uint64_t *start)

@@ -25,6 +25,7 @@
 #ifndef HA_PERFMAP_H
 #define HA_PERFMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,6 +51,17 @@ unsigned ha_perfmap_gen(const struct ha_perfmap *pm);
  * its start address; NULL if none.  The name stays valid until
  * ha_perfmap_free. */
 const char *ha_perfmap_lookup(struct ha_perfmap *pm, uint64_t pc, unsigned gen, uint64_t *start);
+/* For the other sources of names (jitdump.c): open a file of the target
+ * under the rules above (fd, *st filled; -1 if refused); add an entry of
+ * the coming generation (name: len bytes, cut at a NUL; -1 if refused);
+ * then commit the entries added since there were n0 (ha_perfmap_count):
+ * 1 if there were any (they form the next generation). */
+struct stat;
+int ha_perfmap_open_file(const struct ha_perfmap *pm, const char *path, struct stat *st);
+int ha_perfmap_add(struct ha_perfmap *pm, uint64_t start, uint64_t size, const char *name,
+                   size_t len);
+size_t ha_perfmap_count(const struct ha_perfmap *pm);
+int ha_perfmap_commit(struct ha_perfmap *pm, size_t n0);
 /* Entries held, lines skipped. */
 void ha_perfmap_stats(const struct ha_perfmap *pm, uint64_t *entries, uint64_t *skipped);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jitdump.h"
 #include "live_feed.h"
 #include "perfmap.h"
 #include "symbolize.h"
@@ -104,19 +105,31 @@ static void send_live_stack(struct ha_writer *w, uint32_t id, const struct ha_sy
 	ha_queue_put(w->to_live, &m->q);
 }
 
-/* A frame the symbolizer could not name: the target's perf map may (JIT
- * code).  The map is read again (what was appended, if anything) before
+/* A frame the symbolizer could not name: the target's perf map or jitdump
+ * may (JIT code).  The map is read again (what was appended, if anything) before
  * the first such frame of each new callstack: its samples were taken just
  * before, so the lines written by then are in the file, and the newest
  * entry for the pc is the code that ran (perfmap.h; a line appended in
  * the few ms since, for code reusing the address, is taken for it).
  * Module "jit" (reports show "[jit]"), rel_pc the offset in the code. */
-static void jit_name(struct ha_writer *w, struct ha_perfmap *pm, int *polled, uint64_t pc,
+struct jit_names {
+	struct ha_perfmap *pm;   /* the table, and the perf map's reader */
+	struct ha_jitdump *jd;   /* the jitdump file's, into the same table */
+};
+
+static void jit_poll(struct jit_names *jn)
+{
+	ha_perfmap_poll(jn->pm);
+	ha_jitdump_poll(jn->jd, jn->pm);
+}
+
+static void jit_name(struct ha_writer *w, struct jit_names *jn, int *polled, uint64_t pc,
                      int is_ra, struct ha_sym_frame *f)
 {
+	struct ha_perfmap *pm = jn->pm;
 	uint64_t start;
 	if (!*polled) {
-		ha_perfmap_poll(pm);
+		jit_poll(jn);
 		*polled = 1;
 	}
 	const char *name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), ha_perfmap_gen(pm), &start);
@@ -127,7 +140,7 @@ static void jit_name(struct ha_writer *w, struct ha_perfmap *pm, int *polled, ui
 	__atomic_add_fetch(&w->jit_frames, 1, __ATOMIC_RELAXED);
 }
 
-static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct ha_perfmap *pm,
+static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct jit_names *jn,
                         struct idmap *ids, const struct ha_wmsg_stack *m)
 {
 	static struct ha_sym_frame sf[MAX_FRAMES];
@@ -139,8 +152,8 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct h
 	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
 		int is_ra = i > 0 || m->first_is_return;
 		int k = ha_symbolize(sym, m->pcs[i], is_ra, sf + nf, MAX_FRAMES - nf);
-		if (pm && k == 1 && !sf[nf].function[0])
-			jit_name(w, pm, &polled, m->pcs[i], is_ra, &sf[nf]);
+		if (jn->pm && k == 1 && !sf[nf].function[0])
+			jit_name(w, jn, &polled, m->pcs[i], is_ra, &sf[nf]);
 		nf += k;
 	}
 	for (int i = 0; i < nf; i++)
@@ -164,8 +177,8 @@ static void *writer_main(void *arg)
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!sym && ha_proc_alive(w->pid))
 		fail(w, "symbolizer", err);
-	struct ha_perfmap *pm = ha_perfmap_new(w->pid);
-	ha_perfmap_poll(pm);
+	struct jit_names jn = { ha_perfmap_new(w->pid), ha_jitdump_new(w->pid) };
+	jit_poll(&jn);
 	struct ha_qmsg *q = NULL;
 	for (;;) {
 		if (!q)
@@ -181,7 +194,7 @@ static void *writer_main(void *arg)
 			double t_end = ha_now_ms() + BATCH_MS;
 			do {
 				batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
-				write_stack(w, sym, pm, &ids, (struct ha_wmsg_stack *)q);
+				write_stack(w, sym, &jn, &ids, (struct ha_wmsg_stack *)q);
 				free(q);
 				int left = (int)(t_end - ha_now_ms());
 				q = ++n < STACK_BATCH ? ha_queue_get(&w->inbox, left > 0 ? left : 0) : NULL;
@@ -197,7 +210,7 @@ static void *writer_main(void *arg)
 			continue; /* q: the next message, if one was taken */
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
-			ha_perfmap_poll(pm);     /* what the JIT wrote meanwhile */
+			jit_poll(&jn);           /* what the JIT wrote meanwhile */
 			write_snapshot(w, &ids, m);
 			free(m->rows);
 		} else if (q->type == HA_WMSG_MAPS) {
@@ -215,7 +228,8 @@ static void *writer_main(void *arg)
 	/* The profile is complete: only now the time to fill the cache. */
 	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);
-	ha_perfmap_free(pm);
+	ha_jitdump_free(jn.jd);
+	ha_perfmap_free(jn.pm);
 	ha_db_close(w->db);
 	w->db = NULL;
 	return NULL;

@@ -6,13 +6,17 @@
  *   go A|B N     N x malloc(1000), kept, from alloc_in_c called through slot A or B
  *   name A|B S   append a perf-map line naming the slot S (code regenerated)
  *   quit         remove the map and exit
- * At start slot A is "jit_first" and slot B "jit_stale". */
+ * At start slot A is "jit_first" and slot B "jit_stale".  With the argument
+ * "jitdump" the names go instead into jit-PID.dump in the working directory
+ * as jitdump code-load records (the file mmap'ed, as JITs do for perf). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef void *(*alloc_fn)(size_t);
@@ -30,6 +34,53 @@ static void *keep[100000];
 static size_t nkeep;
 static char map_path[64];
 static unsigned char *code;
+static int jd_fd = -1;
+static uint64_t jd_index;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void put(const void *p, size_t n)
+{
+	if (write(jd_fd, p, n) != (ssize_t)n)
+		exit(2);
+}
+
+/* jitdump: the header, then one code-load record per name */
+static void jd_open(void)
+{
+	char path[64];
+	snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
+	jd_fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	if (jd_fd < 0)
+		exit(2);
+	uint32_t h32[6] = { 0x4A695444u, 1, 40, 62 /* EM_X86_64 */, 0, (uint32_t)getpid() };
+	uint64_t h64[2] = { now_ns(), 0 };
+	put(h32, sizeof h32);
+	put(h64, sizeof h64);
+	if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, jd_fd, 0) == MAP_FAILED)
+		exit(2);
+}
+
+static void jd_load(int slot, const char *name)
+{
+	size_t nl = strlen(name) + 1;
+	uint32_t r32[2] = { 0 /* JIT_CODE_LOAD */, (uint32_t)(16 + 40 + nl + sizeof tramp_code) };
+	uint64_t ts = now_ns();
+	uint32_t ids[2] = { (uint32_t)getpid(), (uint32_t)gettid() };
+	uint64_t addr = (uint64_t)(uintptr_t)(code + 64 * slot);
+	uint64_t l64[4] = { addr, addr, sizeof tramp_code, jd_index++ };
+	put(r32, sizeof r32);
+	put(&ts, sizeof ts);
+	put(ids, sizeof ids);
+	put(l64, sizeof l64);
+	put(name, nl);
+	put(code + 64 * slot, sizeof tramp_code);
+}
 
 __attribute__((noinline)) static void *alloc_in_c(size_t n)
 {
@@ -51,6 +102,10 @@ __attribute__((noinline)) static void call_through_jit(int slot, long n)
 
 static void name_slot(int slot, const char *name)
 {
+	if (jd_fd >= 0) {
+		jd_load(slot, name);
+		return;
+	}
 	FILE *f = fopen(map_path, "a");
 	if (!f)
 		exit(2);
@@ -59,7 +114,7 @@ static void name_slot(int slot, const char *name)
 	fclose(f);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char line[256], name[128], s;
 	long n;
@@ -74,6 +129,8 @@ int main(void)
 		return 2;
 	snprintf(map_path, sizeof map_path, "/tmp/perf-%d.map", (int)getpid());
 	unlink(map_path);
+	if (argc > 1 && strcmp(argv[1], "jitdump") == 0)
+		jd_open();
 	name_slot(0, "jit_first");
 	name_slot(1, "jit_stale");
 	printf("ready pid=%d\n", (int)getpid());
@@ -89,5 +146,10 @@ int main(void)
 		}
 	}
 	unlink(map_path);
+	if (jd_fd >= 0) {
+		char path[64];
+		snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
+		unlink(path);
+	}
 	return nkeep == 0;
 }
