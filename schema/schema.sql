@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 6.
+-- heapattach profile database, schema version 7.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,16 +8,17 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 6);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 7);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
 -- 'attach' and 'peak' and left the peak out of leak_trend, version 5 the
 -- kinds 'rss' and 'swap' (resident memory by first-touch call path,
 -- heapattach --rss) with their snapshot columns, version 6 the column
--- sessions.hostname (all at the end of this file); heapattach upgrades an
--- older file in place when it opens it for writing (it only adds those),
--- and heapdiff reads all six versions.  The
+-- sessions.hostname, version 7 the columns snapshots.frames and fp_frames
+-- (all at the end of this file); heapattach upgrades an older file in place
+-- when it opens it for writing (it only adds those), and heapdiff reads all
+-- seven versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -77,12 +78,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '6'.
+-- Identification of the file: format = 'heapattach', schema_version = '7'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '6');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '7');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -105,7 +106,10 @@ CREATE TABLE sessions (
 );
 
 -- A loaded object (executable or shared library); path '' = unknown
--- (anonymous or JIT memory).  build_id is lowercase hex, '' if none.
+-- (anonymous or JIT memory), path 'jit' = JIT code named by the target's
+-- perf map (/tmp/perf-PID.map: the frame's function is the name the JIT
+-- gave it, as bytes, and rel_pc the offset in that code; reports show
+-- [jit]).  build_id is lowercase hex, '' if none.
 CREATE TABLE modules (
 	id       INTEGER PRIMARY KEY,
 	path     TEXT NOT NULL,
@@ -539,3 +543,14 @@ SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
 -- attacher; '' in sessions written before version 6): heapdiff --push
 -- labels the profiles of a database copied from that host with it.
 ALTER TABLE sessions ADD COLUMN hostname TEXT NOT NULL DEFAULT '';
+
+-- Schema version 7 additions.
+
+-- Frames unwound in the session so far (every sample's callstack, pcs
+-- before inlining), and how many of them were found by following the frame
+-- pointer through code without unwind tables (JIT code, node's builtins,
+-- assembly without CFI; see doc/design.md), cumulative like samples.  0 in
+-- snapshots written before version 7.
+--     SELECT id, fp_frames * 1.0 / frames FROM snapshots WHERE frames > 0;
+ALTER TABLE snapshots ADD COLUMN frames INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN fp_frames INTEGER NOT NULL DEFAULT 0;

@@ -605,6 +605,14 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)w->snapshots_written, dbname,
 	        (long long)w->last_snapshot_id);
+	if (st.fp_frames)
+		fprintf(stderr, "heapattach: %llu of %llu frames found by frame pointer (code without "
+		        "unwind tables)\n", (unsigned long long)st.fp_frames,
+		        (unsigned long long)st.frames);
+	uint64_t jit = __atomic_load_n(&w->jit_frames, __ATOMIC_RELAXED);
+	if (jit)
+		fprintf(stderr, "heapattach: %llu frames of new callstacks named by the perf map "
+		        "(JIT code)\n", (unsigned long long)jit);
 	if (st.peak_bytes)
 		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
 		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",

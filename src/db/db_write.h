@@ -45,6 +45,7 @@ struct ha_db_snapshot {
 	uint64_t sample_interval; /* largest interval in effect since the last one */
 	uint64_t rss_anon_bytes, swap_bytes; /* RssAnon and VmSwap of the target */
 	uint64_t rss_samples, rss_lost;      /* page-fault samples booked, lost */
+	uint64_t frames, fp_frames;          /* pcs unwound, of which by frame pointer */
 };
 
 /* Open or create for writing.  A file that is not a heapattach database, or

@@ -450,6 +450,7 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	s->samples = x->st.samples;
 	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
 	s->unwind_failures = x->st.unwind_failures;
+	ha_unwinder_fp_stats(x->unw, &s->fp_frames, &s->frames);
 	if (x->c->pf) {
 		s->rss_anon_bytes = status_bytes(x->c->pid, "RssAnon");
 		s->swap_bytes = status_bytes(x->c->pid, "VmSwap");
@@ -822,6 +823,7 @@ static void *collector_main(void *arg)
 	uint64_t hits, misses;
 	ha_unwinder_cache_stats(x->unw, &hits, &misses);
 	x->st.unwind_cached += hits;
+	ha_unwinder_fp_stats(x->unw, &x->st.fp_frames, &x->st.frames);
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		x->st.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

@@ -26,6 +26,7 @@ struct ha_collector_stats {
 	uint64_t abandoned;     /* records reserved and never published, skipped */
 	uint64_t unwind_ns;     /* time spent unwinding */
 	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
+	uint64_t frames, fp_frames; /* pcs unwound, of which by frame pointer (at the end) */
 	uint64_t ring_bytes;    /* bytes of records consumed */
 	uint64_t cpu_ns;        /* CPU time of the collector thread (set when it stops) */
 	uint64_t interval;      /* sampling interval in effect (adaptive) */

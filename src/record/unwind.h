@@ -57,4 +57,9 @@ void ha_unwinder_cache_stats(const struct ha_unwinder *u, uint64_t *hits, uint64
 void ha_unwinder_set_fast(struct ha_unwinder *u, int on);
 void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_t *slow);
 
+/* Frames returned so far (cache hits included), and how many of them were
+ * found by following the frame pointer through code without CFI
+ * (unwind_fp.c). */
+void ha_unwinder_fp_stats(const struct ha_unwinder *u, uint64_t *fp_frames, uint64_t *frames);
+
 #endif

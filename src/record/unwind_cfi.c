@@ -114,8 +114,10 @@ void ha_cfi_rule(struct Dwarf_CFI_s *cfi, uint64_t addr, struct ha_cfi_rule *r)
 	Dwarf_Frame *fr = NULL;
 
 	r->kind = CFI_FALLBACK;
+	r->kind = CFI_NONE;
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr, &fr) != 0 || !fr)
-		return;
+		return;         /* no FDE covers addr */
+	r->kind = CFI_FALLBACK;
 	frame_rule(fr, r);
 	free(fr);
 }

@@ -19,6 +19,8 @@ enum {
 	CFI_FALLBACK = 0,            /* no simple rule: libunwind unwinds this stack */
 	CFI_OK,
 	CFI_END,                     /* return address or rbp undefined: outermost frame */
+	CFI_NONE,                    /* no CFI at all for this pc (no FDE, no .eh_frame,
+	                              * anonymous code): the walk may follow rbp (unwind_fp.c) */
 };
 
 struct ha_cfi_rule {
@@ -33,7 +35,7 @@ struct ha_cfi_rule {
 struct Dwarf_CFI_s;
 
 /* The rule of address addr (already minus the module's load bias) in cfi.
- * Always fills *r; r->kind says whether it is usable. */
+ * Always fills *r; r->kind says whether it is usable (CFI_NONE: no FDE). */
 void ha_cfi_rule(struct Dwarf_CFI_s *cfi, uint64_t addr, struct ha_cfi_rule *r);
 
 #endif

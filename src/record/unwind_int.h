@@ -9,6 +9,7 @@
  *   unwind_walk.c    the walk: the fast walk over per-pc CFI rules, else
  *                    libunwind; HA_UNWIND_VERIFY's comparison of the two
  *   unwind_cfi.c     the simple CFI rule of one pc, through libdw
+ *   unwind_fp.c      the frame-pointer rule for pcs without CFI, its checks
  *   unwind_access.c  libunwind's remote API over a copied stack: the
  *                    accessors, the reads they serve, the libunwind walk
  *   unwind_maps.c    the target as the unwinder sees it: its maps, and the
@@ -94,6 +95,7 @@ struct ha_unwinder {
 	uint64_t fast_n, slow_n; /* walks done by the fast walk, by libunwind */
 	int verify;              /* HA_UNWIND_VERIFY: check every fast walk */
 	uint64_t verified, verify_bad;
+	uint64_t frames, fp_frames; /* pcs returned, of which found by frame pointer */
 };
 
 /* Per-call context, the `arg` of every accessor. */
@@ -175,6 +177,16 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max, struc
 /* HA_UNWIND_VERIFY: unwind again with libunwind, report any difference. */
 void uw_verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, int n, int max);
 
+/* ------------------------------------------------------------------ unwind_fp.c */
+
+/* The frame-pointer rule (CFA = rbp + 16), for a return address without CFI. */
+extern const struct ha_cfi_rule uw_fp_rule;
+/* May the walk follow rbp from a frame whose sp is sp: aligned, moving up,
+ * both words inside the copy. */
+int uw_fp_chain_ok(const struct uctx *c, uint64_t rbp, uint64_t sp);
+/* Is a return address found through rbp in an executable mapping. */
+int uw_fp_ra_ok(struct uctx *c, uint64_t ra);
+
 /* ------------------------------------------------------------------ unwind_scache.c */
 
 /* Allocate u->sc (left NULL if out of memory: no cache). */
@@ -227,6 +239,7 @@ struct sc_ent {
 	uint64_t stamp;          /* which store this is (refs to older ones are stale) */
 	unsigned gen;            /* maps_gen when stored; 0 = empty */
 	int max, n, nchk, uses_rbp;
+	int nfp;                 /* frames of it found by frame pointer */
 	uint32_t user[2];        /* the caller's, see ha_unwind_user */
 	size_t cap;              /* bytes allocated */
 	struct sc_chk chk[];     /* chk[nchk], then pcs[n] */
@@ -240,7 +253,7 @@ struct sc_set {
 } __attribute__((aligned(64)));
 /* The walk being recorded. */
 struct sc_rec {
-	int nchk, uses_rbp, bad;
+	int nchk, uses_rbp, bad, nfp;
 	struct sc_chk chk[SC_CHECKS];
 };
 struct sc_tmpl {
@@ -366,6 +379,8 @@ static inline int sc_lookup(struct ha_unwinder *u, const struct ha_regs *regs,
 		if (st->fp[i] == SC_FP(h) && e && sc_holds(u, e, regs, stack_len, stack, max)) {
 			memcpy(pcs, SC_PCS(e), (size_t)e->n * sizeof *pcs);
 			u->sc_hits++;
+			u->frames += (uint64_t)e->n;
+			u->fp_frames += (uint64_t)e->nfp;
 			u->sc->last_ref = e->stamp << SC_WAY_BITS | (set * SC_WAYS + (unsigned)i);
 			if (tv)
 				t->misses = 0;
@@ -381,6 +396,7 @@ static inline int sc_lookup(struct ha_unwinder *u, const struct ha_regs *regs,
 	rec->nchk = 0;
 	rec->uses_rbp = 0;
 	rec->bad = 0;
+	rec->nfp = 0;
 	*recp = rec;
 	return 0;
 }

@@ -4,7 +4,9 @@
  * return address and callee-saved registers in CFA-relative slots.  It
  * follows libunwind's semantics step by step; where a rule is not that
  * simple, or a read leaves the copy for anything but the thread's own
- * stack, the whole stack goes to libunwind instead.  HA_UNWIND_VERIFY=1
+ * stack, the whole stack goes to libunwind instead.  A return address
+ * without any CFI is stepped over by the frame-pointer rule of
+ * unwind_fp.c, with its checks.  HA_UNWIND_VERIFY=1
  * walks every stack with libunwind as well and reports any difference. */
 #define _GNU_SOURCE
 #include "unwind_int.h"
@@ -46,12 +48,16 @@ static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, 
 	if (!m || !(m->prot & PROT_EXEC))
 		return &e->r;
 	mi = uw_mapinfo_of(u, m);
-	if (mi->kind != MI_IMAGE)
+	if (mi->kind != MI_IMAGE) {
+		e->r.kind = CFI_NONE;   /* anonymous (JIT) code */
 		return &e->r;
+	}
 	if (mi->bias_state == 0)
 		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias) ? 1 : -1;
 	if (mi->bias_state == 1 && uw_image_cfi(mi->img))
 		ha_cfi_rule(mi->img->cfi, addr - mi->bias, &e->r);
+	else if (mi->bias_state == 1)
+		e->r.kind = CFI_NONE;   /* a module without .eh_frame */
 	return &e->r;
 }
 
@@ -95,7 +101,7 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 	const uint64_t *init = &c->regs->rip;
 	struct fw_reg r[CFI_NREG];
 	uint64_t addr, prev_ip, prev_sp;
-	int n = 0;
+	int n = 0, nfp = 0;
 
 	for (int i = 0; i < CFI_NREG; i++)
 		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN,
@@ -106,8 +112,19 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 	while (n < max) {
 		const struct ha_cfi_rule *ru = rule_of(u, c, addr);
 		uint64_t cfa, ip, ra;
-		int st;
+		int st, fp = 0;
 
+		if (ru->kind == CFI_NONE) {
+			/* No CFI: follow rbp (unwind_fp.c), but not from the
+			 * exact pc of the first frame (maybe in its prologue). */
+			if (n == 1 || r[CFI_RBP].st == FW_UNKNOWN)
+				return 0;
+			if (r[CFI_RBP].st == FW_FAIL ||
+			    !uw_fp_chain_ok(c, r[CFI_RBP].v, r[CFI_RSP].v))
+				goto failed;
+			ru = &uw_fp_rule;
+			fp = 1;
+		}
 		if (ru->kind == CFI_FALLBACK)
 			return 0;
 		if (ru->kind == CFI_END)
@@ -152,16 +169,33 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 			break;
 		if (ip == prev_ip && cfa == prev_sp)
 			goto failed;    /* no progress: a loop */
+		if (fp && !uw_fp_ra_ok(c, ip))
+			goto failed;    /* not a return address */
+		nfp += fp;
+		if (rec)
+			rec->nfp = nfp;
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = cfa;
 		addr = ip - 1;          /* a return address: the call is before it */
 	}
+	u->fp_frames += (uint64_t)nfp;
 	return n;
 failed:
 	if (rec)
 		rec->bad = 1;   /* an error, not the outermost frame */
+	u->fp_frames += (uint64_t)nfp;
 	return n;
+}
+
+/* How many frames of a libunwind walk came after a pc without CFI (its own
+ * frame-pointer heuristic found them). */
+static int count_fp(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, int n)
+{
+	int k = 0;
+	for (int i = 1; i < n; i++)
+		k += rule_of(u, c, i == 1 ? pcs[0] : pcs[i - 1] - 1)->kind == CFI_NONE;
+	return k;
 }
 
 /* Debugging aid (HA_UNWIND_VERIFY=1): unwind again with libunwind and
@@ -198,13 +232,16 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 	if (!u->fast_off && !u->rc)
 		u->rc = calloc(RC_SIZE, sizeof *u->rc);
 	if (!u->fast_off && u->rc) {
+		uint64_t fp0 = u->fp_frames;
 		n = fast_walk(u, c, pcs, max, rec);
 		if (n > 0) {
 			u->fast_n++;
+			u->frames += (uint64_t)n;
 			if (u->verify)
 				uw_verify_walk(u, c, pcs, n, max);
 			return n;
 		}
+		u->fp_frames = fp0;     /* libunwind walks it again */
 	}
 	if (rec)
 		rec->bad = 1;
@@ -221,6 +258,10 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 	 * JIT).  Re-read them (rate-limited) and try again. */
 	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && uw_refresh(u))
 		n = uw_unwind_once(u, c, pcs, max);
+	if (n > 0 && u->rc) {
+		u->frames += (uint64_t)n;
+		u->fp_frames += (uint64_t)count_fp(u, c, pcs, n);
+	}
 	return n;
 }
 

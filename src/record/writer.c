@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jitdump.h"
 #include "live_feed.h"
+#include "perfmap.h"
 #include "symbolize.h"
 #include "util.h"
 #include "proc.h"
@@ -105,17 +107,57 @@ static void send_live_stack(struct ha_writer *w, uint32_t id, const struct ha_sy
 	ha_queue_put(w->to_live, &m->q);
 }
 
-static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
-                        const struct ha_wmsg_stack *m)
+/* A frame the symbolizer could not name: the target's perf map or jitdump
+ * may (JIT code).  The map is read again (what was appended, if anything) before
+ * the first such frame of each new callstack: its samples were taken just
+ * before, so the lines written by then are in the file, and the newest
+ * entry for the pc is the code that ran (perfmap.h; a line appended in
+ * the few ms since, for code reusing the address, is taken for it).
+ * Module "jit" (reports show "[jit]"), rel_pc the offset in the code. */
+struct jit_names {
+	struct ha_perfmap *pm;   /* the table, and the perf map's reader */
+	struct ha_jitdump *jd;   /* the jitdump file's, into the same table */
+};
+
+static void jit_poll(struct jit_names *jn)
+{
+	ha_perfmap_poll(jn->pm);
+	ha_jitdump_poll(jn->jd, jn->pm);
+}
+
+static void jit_name(struct ha_writer *w, struct jit_names *jn, int *polled, uint64_t pc,
+                     int is_ra, struct ha_sym_frame *f)
+{
+	struct ha_perfmap *pm = jn->pm;
+	uint64_t start;
+	if (!*polled) {
+		jit_poll(jn);
+		*polled = 1;
+	}
+	const char *name = ha_perfmap_lookup(pm, pc - (is_ra ? 1 : 0), ha_perfmap_gen(pm), &start);
+	if (!name)
+		return;
+	*f = (struct ha_sym_frame){ .module = "jit", .build_id = "", .rel_pc = pc - start,
+	                            .function = name, .file = "", .line = 0, .inlined = 0 };
+	__atomic_add_fetch(&w->jit_frames, 1, __ATOMIC_RELAXED);
+}
+
+static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct jit_names *jn,
+                        struct idmap *ids, const struct ha_wmsg_stack *m)
 {
 	static struct ha_sym_frame sf[MAX_FRAMES];
 	static struct ha_db_frame df[MAX_FRAMES];
 	char err[200] = "";
 	int nf = 0;
 	int64_t id;
-	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++)
-		nf += ha_symbolize(sym, m->pcs[i], i > 0 || m->first_is_return, sf + nf,
-		                   MAX_FRAMES - nf);
+	int polled = 0;
+	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
+		int is_ra = i > 0 || m->first_is_return;
+		int k = ha_symbolize(sym, m->pcs[i], is_ra, sf + nf, MAX_FRAMES - nf);
+		if (jn->pm && k == 1 && !sf[nf].function[0])
+			jit_name(w, jn, &polled, m->pcs[i], is_ra, &sf[nf]);
+		nf += k;
+	}
 	for (int i = 0; i < nf; i++)
 		df[i] = (struct ha_db_frame){ sf[i].module, sf[i].build_id, sf[i].rel_pc,
 		                              sf[i].function, sf[i].file, sf[i].line, sf[i].inlined };
@@ -137,6 +179,8 @@ static void *writer_main(void *arg)
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!sym && ha_proc_alive(w->pid))
 		fail(w, "symbolizer", err);
+	struct jit_names jn = { ha_perfmap_new(w->pid), ha_jitdump_new(w->pid) };
+	jit_poll(&jn);
 	struct ha_qmsg *q = NULL;
 	for (;;) {
 		if (!q)
@@ -152,7 +196,7 @@ static void *writer_main(void *arg)
 			double t_end = ha_now_ms() + BATCH_MS;
 			do {
 				batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
-				write_stack(w, sym, &ids, (struct ha_wmsg_stack *)q);
+				write_stack(w, sym, &jn, &ids, (struct ha_wmsg_stack *)q);
 				free(q);
 				int left = (int)(t_end - ha_now_ms());
 				q = ++n < STACK_BATCH ? ha_queue_get(&w->inbox, left > 0 ? left : 0) : NULL;
@@ -168,6 +212,7 @@ static void *writer_main(void *arg)
 			continue; /* q: the next message, if one was taken */
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
+			jit_poll(&jn);           /* what the JIT wrote meanwhile */
 			write_snapshot(w, &ids, m);
 			free(m->rows);
 		} else if (q->type == HA_WMSG_MAPS) {
@@ -185,6 +230,8 @@ static void *writer_main(void *arg)
 	/* The profile is complete: only now the time to fill the cache. */
 	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);
+	ha_jitdump_free(jn.jd);
+	ha_perfmap_free(jn.pm);
 	if (!w->keep_db) {
 		ha_db_close(w->db);
 		w->db = NULL;

@@ -59,6 +59,7 @@ struct ha_writer {
 	struct ha_queue inbox;
 	pthread_t thread;
 	uint64_t snapshots_written;   /* relaxed atomic, for status */
+	uint64_t jit_frames;          /* relaxed atomic: frames named by the perf map */
 	int64_t last_snapshot_id;
 	struct ha_wmsg_end end;       /* the last message: no allocation can fail it */
 	int failed;                   /* a write failed; err says why */
