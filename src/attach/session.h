@@ -17,8 +17,11 @@ struct ha_session {
 	int ring_fd;               /* memfd, sent to the agent */
 	void *ring;                /* our mapping of it */
 	uint64_t ring_data_size;
-	char dir[PATH_MAX];        /* socket directory, as we reach it */
-	char sock[PATH_MAX];       /* socket path, as we reach it */
+	int tmp_fd, dir_fd;        /* the target's /tmp and our directory in it
+	                            * (O_PATH), to make and remove the names */
+	char dir_name[64];         /* the directory's name in tmp */
+	char dir[PATH_MAX];        /* the directory, as we reach it (messages) */
+	char sock[PATH_MAX];       /* socket path for bind: /proc/self/fd/N/... */
 	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target */
 	struct ha_msg_hello hello; /* what the agent said */
 	/* The handshake, as a state machine that never blocks (it may run on

@@ -47,6 +47,8 @@ static void read_comm(pid_t pid, char *out, size_t outlen)
 	if (ha_read_file(path, out, outlen) < 0)
 		snprintf(out, outlen, "?");
 	out[strcspn(out, "\n")] = '\0';
+	/* Any bytes but NUL (prctl PR_SET_NAME): the comm is printed. */
+	ha_clean_line(out);
 }
 
 static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
