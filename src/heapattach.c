@@ -162,7 +162,8 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	ha_collector_read_stats(c, &st);
 	uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
 	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
-	double fill = prod >= cons ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
+	/* The target can write both: a fill beyond the ring is not one. */
+	double fill = prod - cons <= data_size ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
 	if (live)
 		ha_live_status(live, what, sizeof what);
 	/* What the heap does first: on a narrow terminal the counters are
@@ -625,6 +626,12 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",
 		        (unsigned long long)st.abandoned);
+	/* What the program wrote over its ring cost the profile (ring_heal.h). */
+	if (st.corrupt_records || st.ring_repairs)
+		fprintf(stderr, "heapattach: %llu corrupt records rejected, %llu ring positions put back, "
+		        "%llu bytes of the ring skipped: the program wrote over its ring; the profile "
+		        "misses what they held\n", (unsigned long long)st.corrupt_records,
+		        (unsigned long long)st.ring_repairs, (unsigned long long)st.ring_skipped);
 	if (o->verbose && st.samples)
 		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
 		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,

@@ -33,6 +33,7 @@
 #include "pf_events.h"
 #include "proc.h"
 #include "procmaps.h"
+#include "ring_heal.h"
 #include "rss_pages.h"
 #include "unwind.h"
 #include "util.h"
@@ -76,7 +77,7 @@ struct ctx {
 	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit
 	                               * (prod as last loaded: once per batch, or
 	                               * when a record ends beyond it) */
-	int ring_broken;
+	struct ha_ring_heal heal;     /* what the target wrote over its ring (ring_heal.h) */
 	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
 	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
 	double rate;                  /* recent input, bytes per ms */
@@ -263,7 +264,7 @@ static int frame_batch(struct ctx *x)
 	x->pf_limit = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED);
 	if (x->pf_limit - x->rpos > c->data_size)
 		x->pf_limit = x->rpos;
-	while (k < BATCH && !x->ring_broken) {
+	while (k < BATCH) {
 		int corrupt;
 		const struct ha_rec_hdr *h = ha_ring_peek(c->ring, c->data_size, x->rpos, &corrupt);
 		uint32_t len = 0;
@@ -276,10 +277,14 @@ static int frame_batch(struct ctx *x)
 			                          &x->pf_limit);
 		}
 		if (corrupt) {
-			/* A record we cannot frame: nothing after it can be trusted
-			 * either.  Stop reading; the target is not affected. */
-			x->st.corrupt_records++;
-			x->ring_broken = 1;
+			/* A record we cannot frame (the target wrote over its
+			 * ring): counted, and got past when that can be done. */
+			uint64_t seen = x->heal.corrupt;
+			int moved = ha_ring_heal_corrupt(&x->heal, c->ring, c->data_size, x->pos,
+			                                 &x->rpos, ha_now_ms(), ABANDONED_MS);
+			x->st.corrupt_records += x->heal.corrupt - seen;
+			if (moved)
+				continue;
 			break;
 		}
 		if (!h) {
@@ -527,9 +532,13 @@ static void consume(struct ctx *x)
  * caller looks at its commands).  Returns how many. */
 static size_t drain(struct ctx *x)
 {
-	uint64_t start = x->pos;
+	uint64_t start;
 	size_t n = 0;
 	int k;
+	if (ha_ring_heal_positions(&x->heal, x->c->ring, x->c->data_size, x->interval, &x->pos,
+	                           &x->rpos))
+		x->stuck_pos = x->rpos + 1;
+	start = x->pos;
 	while (x->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
 		unwind_batch(x, k);
 		apply_batch(x, k);
@@ -539,6 +548,8 @@ static size_t drain(struct ctx *x)
 	}
 	consume(x);
 	drain_rss(x);
+	x->st.ring_repairs = x->heal.repairs;
+	x->st.ring_skipped = x->heal.skipped;
 	publish_stats(x);
 	return n;
 }
@@ -655,8 +666,11 @@ static void snapshot_peak(struct ctx *x)
 static void drain_final(struct ctx *x)
 {
 	/* drain takes at most a ring's worth: only a drain that found nothing
-	 * at rpos means the record there will never come. */
-	while (!x->ring_broken && (drain(x) > 0 || skip_to_next(x)))
+	 * at rpos means the record there will never come.  Two rings' worth
+	 * at most: a target can keep a mapping of its ring after the agent
+	 * unmapped it (mremap) and go on writing records for ever. */
+	uint64_t start = x->pos;
+	while (x->rpos - start <= 2 * x->c->data_size && (drain(x) > 0 || skip_to_next(x)))
 		;
 }
 
@@ -693,7 +707,7 @@ static void set_interval(struct ctx *x, uint64_t v, double now)
 static void adapt_interval(struct ctx *x, double now)
 {
 	struct ha_collector *c = x->c;
-	if (!c->adaptive || x->ring_broken)
+	if (!c->adaptive)
 		return;
 	uint64_t drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
 	uint64_t fill = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED) - x->pos;
@@ -759,7 +773,9 @@ static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
 /* Sleep until records or a command come, or ms pass. */
 static void nap(struct ctx *x, int ms)
 {
-	if (x->ring_broken) {
+	/* A corrupt record at pos: ha_ring_wait returns at once (it checks
+	 * the record first), so sleep the poll period instead. */
+	if (x->heal.have_corrupt && x->heal.corrupt_pos == x->pos) {
 		struct timespec ts = { 0, RING_WAIT_MS * 1000000L };
 		nanosleep(&ts, NULL);
 	} else {
