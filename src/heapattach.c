@@ -295,7 +295,11 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 		}
 		if (p[1].revents) {
 			/* The agent only speaks when asked; anything here is a
-			 * hang-up: the target exited, or the agent gave up. */
+			 * hang-up: the target exited, or the agent gave up (and
+			 * may have said why). */
+			char said[512];
+			if (ha_session_last_word(s, said, sizeof said))
+				fprintf(stderr, "heapattach: %s\n", said);
 			why = !ha_proc_alive(o->pid) ? STOP_TARGET_EXIT
 			      : agent_mapped(o->pid)   ? STOP_AGENT_LOST
 			                               : STOP_TARGET_EXEC;

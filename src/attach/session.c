@@ -414,6 +414,14 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 	return 0;
 }
 
+int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
+{
+	struct ha_msg m;
+	if (s->conn_fd < 0 || recv_msg(s, &m, 0, -1, err, errlen) != -1)
+		return 0;
+	return ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
+}
+
 void ha_session_close(struct ha_session *s)
 {
 	if (s->conn_fd >= 0)

@@ -60,6 +60,11 @@ int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
                       char *err, size_t errlen);
 
+/* The agent's socket became readable while it was not asked anything: it
+ * is hanging up, maybe after an ERROR saying why (the program unmapped the
+ * ring).  1 with that ERROR's text (cleaned) in err, else 0. */
+int ha_session_last_word(struct ha_session *s, char *err, size_t errlen);
+
 /* Close everything and remove the socket and its directory.  Idempotent. */
 void ha_session_close(struct ha_session *s);
 
