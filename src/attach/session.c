@@ -342,6 +342,12 @@ int ha_session_handshake_step(struct ha_session *s)
 				r = -1;
 				goto out;
 			}
+			if (m.u.hello.agent_version != HA_PROTO_VERSION) {
+				ha_err(s->hs_err, sizeof s->hs_err, "the agent speaks protocol %u, not %u",
+				       (unsigned)m.u.hello.agent_version, HA_PROTO_VERSION);
+				r = -1;
+				goto out;
+			}
 			s->hello = m.u.hello;
 			ha_msg_init(&m, HA_MSG_CONFIG);
 			m.u.config = s->hs_cfg;
@@ -417,6 +423,7 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
 {
 	struct ha_msg m;
+	memset(&m, 0, sizeof m); /* a hang-up leaves it as it is */
 	if (s->conn_fd < 0 || recv_msg(s, &m, 0, -1, err, errlen) != -1)
 		return 0;
 	return ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
