@@ -65,14 +65,17 @@ static int make_socket_dir(struct ha_session *s, pid_t pid, int same_root, char 
 		snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
 		snprintf(where, sizeof where, "/proc/%d/root/tmp", (int)pid);
 	}
+	struct stat st;
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	s->tmp_fd = rfd < 0 ? -1 : openat(rfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int e = errno;
+	int link = s->tmp_fd < 0 && rfd >= 0 && fstatat(rfd, "tmp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	           S_ISLNK(st.st_mode);
 	if (rfd >= 0)
 		close(rfd);
 	if (s->tmp_fd < 0) {
 		ha_err(err, errlen, "cannot create a socket directory in %s: %s", where,
-		       e == ELOOP ? "it is a symbolic link" : strerror(e));
+		       link ? "it is a symbolic link" : strerror(e));
 		return -1;
 	}
 	snprintf(tmpl, sizeof tmpl, "/proc/self/fd/%d/heapattach-%d-XXXXXX", s->tmp_fd, (int)pid);
