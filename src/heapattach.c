@@ -180,8 +180,12 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 		         (unsigned long long)st.rss_samples);
 	struct winsize ws;
 	size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
-	if (width < sizeof line)
+	if (width < sizeof line) {
+		/* Not in the middle of a UTF-8 sequence (a name's). */
+		while (width > 0 && ((unsigned char)line[width] & 0xc0) == 0x80)
+			width--;
 		line[width] = '\0';
+	}
 	/* \r, the line, and clear to the end of the line (ECMA-48 EL). */
 	fprintf(stderr, "\r%s\033[K", line);
 	*last_samples = st.samples;

@@ -4,9 +4,9 @@
 # modules are mapped, the directory that holds them is covered (in its
 # namespace only) by a tmpfs where each module's path is now a symbolic
 # link to a file of root's (mode 0600 in a 0700 directory: an ELF library
-# with a function secret_function_xyzzy) or to /etc/shadow, or a FIFO, and
-# where the stripped module's .gnu_debuglink names a FIFO (next to it) and
-# a link to the secret (in .debug/).  heapattach, as root, reads the
+# with a function secret_function_xyzzy) or to /etc/shadow, or a FIFO; the
+# stripped module is there (a copy), but its .gnu_debuglink names a FIFO
+# next to it and a link to the secret in .debug/.  heapattach, as root, reads the
 # modules through /proc/PID/root and /proc/PID/map_files.  It must:
 #  - never open the secret nor /etc/shadow (inotify on both: no open, no
 #    read), never block on a FIFO (it detaches within seconds), and still
@@ -39,7 +39,7 @@ __attribute__((noinline)) void *FN(size_t n)
 }
 SRC
 mkdir -p "$W/d/lib" "$W/secret"
-for m in victim fifo debug; do
+for m in victim fifo shadow debug; do
 	gcc -shared -fPIC -O1 -g -DFN="${m}_alloc" -o "$W/d/lib/lib$m.so" "$W/mod.c" || fail "cannot build lib$m.so"
 done
 objcopy --only-keep-debug "$W/d/lib/libdebug.so" "$W/d/lib/libdebug.debug" &&
@@ -87,11 +87,11 @@ cat >"$W/maps.c" <<'SRC'
 static void *keep[1000];
 int main(int argc, char **argv)
 {
-	static const char *const mods[] = { "victim", "fifo", "debug" };
-	void *(*fn[3])(size_t);
+	static const char *const mods[] = { "victim", "fifo", "shadow", "debug" };
+	void *(*fn[4])(size_t);
 	char path[4096], line[64];
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		snprintf(path, sizeof path, "%s/lib%s.so", argv[1], mods[i]);
 		void *h = dlopen(path, RTLD_NOW);
 		snprintf(line, sizeof line, "%s_alloc", mods[i]);
@@ -104,8 +104,8 @@ int main(int argc, char **argv)
 	int n = 0;
 	while (fgets(line, sizeof line, stdin)) {
 		if (strncmp(line, "alloc", 5) == 0) {
-			for (int k = 0; k < 100 && n < 1000 - 3; k++)
-				for (int i = 0; i < 3; i++)
+			for (int k = 0; k < 100 && n < 1000 - 4; k++)
+				for (int i = 0; i < 4; i++)
 					keep[n++] = fn[i](512);
 			printf("done alloc %d\n", n);
 		} else {
@@ -129,10 +129,12 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 # The target's view of its modules' directory changes under their mappings.
 nsenter -t "$pid" -m sh -c '
 	lib=$1 secret=$2
+	cp "$lib/libdebug.so" /tmp/libdebug.so.$$ &&
 	mount -t tmpfs -o mode=0777 hostile "$lib" &&
 	ln -s "$secret" "$lib/libvictim.so" &&
 	mkfifo -m 0666 "$lib/libfifo.so" &&
-	ln -s /etc/shadow "$lib/libdebug.so" &&
+	ln -s /etc/shadow "$lib/libshadow.so" &&
+	mv /tmp/libdebug.so.$$ "$lib/libdebug.so" &&
 	mkfifo -m 0666 "$lib/libdebug.debug" &&
 	mkdir "$lib/.debug" && ln -s "$secret" "$lib/.debug/libdebug.debug"' sh "$W/d/lib" "$W/secret/secret.so" ||
 	fail "cannot cover the target's module directory"
@@ -150,7 +152,7 @@ TOUT=$W/maps.out
 start_ha -q -i 1 -s 3600 -o "$db" "$pid"
 wait_ready "$pid" maps
 send "${_FDS[0]}" alloc
-wait_line "$W/maps.out" '^done alloc 300$'
+wait_line "$W/maps.out" '^done alloc 400$'
 snapshot_now "$db"
 # The writer symbolizes every new stack before the last snapshot: a FIFO
 # opened on the way would keep it (and the detach) waiting for ever.
@@ -162,11 +164,11 @@ no_controls "$HA_OUT" "heapattach's stdout"
 	fail "heapattach opened or read a file the target's user may not: $(grep '^event' "$watch_out" | head -n 3 | tr '\n' ';')"
 log "neither the secret nor /etc/shadow was opened"
 funcs=$(sqlite3 "$db" "SELECT DISTINCT function FROM frames")
-for f in victim_alloc fifo_alloc debug_alloc; do
+for f in victim_alloc fifo_alloc shadow_alloc debug_alloc; do
 	grep -qx "$f" <<<"$funcs" || fail "no frame names $f (read from the mapped file): $(echo $funcs)"
 done
 ! grep -q secret_function <<<"$funcs" || fail "the secret's symbols are in the profile"
-log "victim_alloc, fifo_alloc, debug_alloc named from the mapped files"
+log "victim_alloc, fifo_alloc, shadow_alloc, debug_alloc named from the mapped files"
 check_reports "$db" files
 send "${_FDS[0]}" "still here"
 wait_line "$W/maps.out" '^echo still here$'
