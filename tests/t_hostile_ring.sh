@@ -3,7 +3,8 @@
 # (tests/targets/ring_scribble): records forged with the right stamps and
 # wrong lengths, types and stack lengths; prod and cons moved ahead, behind
 # and off alignment; the header's fields; then random bytes and words all
-# over the ring while a thread allocates.  With --interval 1 --block (every
+# over the ring while a thread allocates; then a flood of millions of
+# "modules changed" records.  With --interval 1 --block (every
 # allocation is a record, and the target waits rather than drop):
 #  - the target never hangs (each command answers in bounded time), and
 #    its output is exactly that of a run without heapattach;
@@ -45,6 +46,10 @@ script() {
 	wait_for 60 '[ "$(grep -c "^done chaos" "$TOUT")" -gt "$before" ]' ||
 		fail "the target did not finish its chaos in 60 s (blocked in the agent?)"
 	[ "$1" = profiled ] && { snapshot_now "$db"; snapshot_now "$db"; }
+	# Millions of "modules changed" records (each asked for a read of
+	# the maps: the collector took 49 s for such a flood).
+	target_cmd "flood 3000000" 60
+	[ "$1" = profiled ] && snapshot_now "$db"
 	target_cmd "leak 1000 after"
 	[ "$1" = profiled ] && wait_objects after 1000
 	send "$TFD" quit

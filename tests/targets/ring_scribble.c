@@ -16,6 +16,8 @@
  *                   shorter than its fixed part)
  *   pos KIND        cons_ahead, prod_misalign, prod_ahead, prod_behind,
  *                   header (magic, version, data_size, interval, drops)
+ *   flood N         N "modules changed" records (the smallest there is,
+ *                   each asking the attacher to read the maps again)
  *   chaos N SEED    N random writes of 1 or 8 bytes anywhere in the ring
  *                   (header and data, half of them around prod), at least,
  *                   and on while a second thread allocates and frees 20000
@@ -105,6 +107,19 @@ static void forge(const char *kind)
 		r->kind = HA_REC_KIND_HEAP;
 	}
 	ha_ring_publish(h, r, at, len, type, 0);
+}
+
+/* n records saying "modules changed" (16 bytes each, the smallest
+ * record), as fast as the ring takes them. */
+static void flood(long n)
+{
+	uint64_t ds, at;
+	struct ha_ring_hdr *h = find_ring(&ds);
+	for (long i = 0; h && i < n; i++) {
+		void *r = ha_ring_reserve(h, ds, sizeof(struct ha_rec_hdr), 0, &at);
+		if (r)
+			ha_ring_publish(h, r, at, sizeof(struct ha_rec_hdr), HA_REC_MODULES, 0);
+	}
 }
 
 static void positions(const char *kind)
@@ -231,6 +246,9 @@ int main(void)
 		} else if (sscanf(line, "pos %63s", word) == 1) {
 			positions(word);
 			printf("done pos %s\n", word);
+		} else if (sscanf(line, "flood %ld", &n) == 1) {
+			flood(n);
+			printf("done flood %ld\n", n);
 		} else if (sscanf(line, "chaos %ld %lu", &n, &seed) == 2) {
 			chaos(n, seed);
 		} else if (strncmp(line, "quit", 4) == 0) {
