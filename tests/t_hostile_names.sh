@@ -7,7 +7,8 @@
 # library is built with placeholders of the same length, which are then
 # replaced in its symbol table and DWARF).  The target allocates through
 # those functions.  heapattach (-v, so that every line it can print is
-# printed) must print no control byte of the target's; the names must reach
+# printed, and under script(1), where its status line names the top
+# function) must print no control byte of the target's; the names must reach
 # the database as they are; and every heapdiff report of it must be valid:
 # JSON parses, SVG is well-formed XML, HTML holds no raw markup of the
 # target's, text and folded hold no control byte.
@@ -134,6 +135,27 @@ check_reports "$db" names
 # The flame graph's names are the ones of the profile, cleaned, not lost.
 grep -q '&lt;b&gt;hostile&lt;/b&gt;' "$W/names.svg" || fail "the SVG does not show the names (escaped)"
 grep -q '<b>hostile</b>' "$W/names.text" || fail "the text report does not show the names"
+
+# On a terminal heapattach rewrites a status line naming the top growing
+# function: none of that name's bytes may drive the terminal either (its
+# own carriage returns and ESC [ K aside).
+if command -v script >/dev/null; then
+	export HA_BIN=$HA HA_PID=$pid HA_TTY_DB=$W/tty.db
+	script -qefc 'stty cols 400; exec "$HA_BIN" -i 1 -d 6 -o "$HA_TTY_DB" "$HA_PID"' "$W/tty.raw" </dev/null >/dev/null 2>&1 &
+	spid=$!
+	_PIDS+=("$spid")
+	wait_for 15 'grep -aq "attached to" "$W/tty.raw"' || fail "heapattach under script(1) did not attach"
+	target_cmd alloc
+	wait_for 15 'grep -aq "top: " "$W/tty.raw"' || fail "no status line naming the top function"
+	wait_for 20 '! is_alive "$spid"' || fail "heapattach under script(1) did not finish"
+	python3 - "$W/tty.raw" "$W/tty.out" <<'PY'
+import sys
+data = open(sys.argv[1], 'rb').read()
+open(sys.argv[2], 'wb').write(data.replace(b'\r', b'').replace(b'\x1b[K', b''))
+PY
+	no_controls "$W/tty.out" "heapattach's status line on a terminal"
+	log "status line: $(grep -ao 'top: .*' "$W/tty.out" | tail -n 1 | cut -c1-80)"
+fi
 send "$TFD" quit
 close_fd "$TFD"
 wait_exit "$pid" 10
