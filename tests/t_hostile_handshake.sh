@@ -33,7 +33,7 @@ lie() {
 	local m=$1 want=$2 re=$3 t0 t1
 	echo "$m" >"$mode"
 	t0=$(date +%s)
-	run_ha -q --timeout 2 -d 2 --agent "$fake" -o "$W/$m.db" "$pid"
+	run_ha -q --timeout 5 -d 2 --agent "$fake" -o "$W/$m.db" "$pid"
 	t1=$(date +%s)
 	[ "$HA_RC" = "$want" ] || fail "$m: heapattach exited $HA_RC, expected $want"
 	grep -Eq -- "$re" "$HA_ERR" || fail "$m: no line matching /$re/ on heapattach's stderr"
@@ -67,7 +67,7 @@ lie child_first 0 "^heapattach: detached from $pid in"
 # 200 descriptors on every message: the session goes on, and heapattach
 # never holds one of them.
 echo fds >"$mode"
-start_ha -q --timeout 2 --agent "$fake" -o "$W/fds.db" "$pid"
+start_ha -q --timeout 5 --agent "$fake" -o "$W/fds.db" "$pid"
 wait_ready "$pid" idle
 held=$(for f in /proc/"$HAPID"/fd/*; do readlink "$f"; done 2>/dev/null | grep -c "$mode.fd")
 [ "$held" = 0 ] || fail "heapattach holds $held descriptors the agent passed it"
@@ -106,7 +106,7 @@ for m in version busy; do
 	start_cmd "state-$m" env STATE_LIE="$m" LD_PRELOAD="$W/lib/heapattach_agent.so" "$TARGETS/idle"
 	wait_target_ready
 	wait_syscall "$TPID" "$TPID" "$NR_READ"
-	run_ha -q --timeout 2 -o "$W/state-$m.db" "$TPID"
+	run_ha -q --timeout 5 -o "$W/state-$m.db" "$TPID"
 	case $m in
 	version) check_refusal "another heapattach version loaded (protocol 4294967295" ;;
 	busy) check_refusal "already being profiled by heapattach 1" ;;
