@@ -53,7 +53,8 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
 #define LOWER_AFTER_MS 500    /* ...and one halving per 500 ms of a calm ring */
 #define PF_BATCH 4096         /* page-fault samples per drain, at most */
-#define MODULES_GAP_MS 10     /* maps re-read for modules records at most once per 10 ms */
+#define MODULES_GAP_MS 10     /* maps re-read for modules records at most once per 10 ms,
+                               * and never more than a tenth of the time */
 
 /* One record of a batch.  The target can rewrite the ring at any time:
  * what is checked is copied out first, and only the copy is used. */
@@ -79,7 +80,8 @@ struct ctx {
 	                               * (prod as last loaded: once per batch, or
 	                               * when a record ends beyond it) */
 	struct ha_ring_heal heal;     /* what the target wrote over its ring (ring_heal.h) */
-	double maps_ms;               /* when a modules record last had the maps re-read */
+	double maps_ms;               /* when a modules record last had the maps re-read... */
+	double maps_cost_ms;          /* ...and how long that took */
 	int maps_pending;             /* one came since, within MODULES_GAP_MS */
 	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
 	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
@@ -310,20 +312,23 @@ static int frame_batch(struct ctx *x)
 /* dlopen in the target: samples after a modules record may have pcs in
  * modules we have not seen; re-read the maps now rather than after a
  * rate-limited miss, and tell the symbolizer too.  At most once per
- * MODULES_GAP_MS: every such record says the same, and a target can write
- * millions of them (each re-read costs a read of its maps: a detach took
- * 49 s after a flood).  One that comes sooner is acted on at the first
- * batch after the gap. */
+ * MODULES_GAP_MS, and after ten times as long as the last re-read took (a
+ * target with 65,530 mappings has megabytes of maps): every such record
+ * says the same, and a target can write millions of them (each re-read
+ * costs a read of its maps: a detach took 49 s after a flood).  One that
+ * comes sooner is acted on at the first batch after the gap. */
 static void maps_changed(struct ctx *x, double now)
 {
-	if (now - x->maps_ms < MODULES_GAP_MS) {
+	double gap = 10 * x->maps_cost_ms > MODULES_GAP_MS ? 10 * x->maps_cost_ms : MODULES_GAP_MS;
+	if (now - x->maps_ms < gap) {
 		x->maps_pending = 1;
 		return;
 	}
 	x->maps_pending = 0;
-	x->maps_ms = now;
 	ha_unwinder_maps_changed(x->unw);
 	send_maps_changed(x);
+	x->maps_ms = ha_now_ms();
+	x->maps_cost_ms = x->maps_ms - now;
 }
 
 /* Unwind the batch's samples, timed as a whole. */
