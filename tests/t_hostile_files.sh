@@ -27,6 +27,7 @@ nobody=65534
 
 # The modules, the secret, the watcher and the target.
 cat >"$W/mod.c" <<'SRC'
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 __attribute__((noinline)) void *FN(size_t n)
@@ -37,17 +38,27 @@ __attribute__((noinline)) void *FN(size_t n)
 	__asm__ volatile("" ::: "memory");
 	return p;
 }
+/* The target waits for its commands in here: the thread heapattach stops
+ * and unwinds (to see whether it may call dlopen) has a frame in each. */
+__attribute__((noinline)) char *READ(char *buf, int n, FILE *f)
+{
+	char *r = fgets(buf, n, f);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
 SRC
 mkdir -p "$W/d/lib" "$W/secret"
 for m in victim fifo shadow debug; do
-	gcc -shared -fPIC -O1 -g -DFN="${m}_alloc" -o "$W/d/lib/lib$m.so" "$W/mod.c" || fail "cannot build lib$m.so"
+	gcc -shared -fPIC -O1 -g -DFN="${m}_alloc" -DREAD="${m}_read" -o "$W/d/lib/lib$m.so" "$W/mod.c" ||
+		fail "cannot build lib$m.so"
 done
 objcopy --only-keep-debug "$W/d/lib/libdebug.so" "$W/d/lib/libdebug.debug" &&
 	strip --strip-debug "$W/d/lib/libdebug.so" &&
 	objcopy --add-gnu-debuglink="$W/d/lib/libdebug.debug" "$W/d/lib/libdebug.so" ||
 	fail "cannot give libdebug.so a debug link"
 rm -f "$W/d/lib/libdebug.debug"
-gcc -shared -fPIC -O1 -g -DFN=secret_function_xyzzy -o "$W/secret/secret.so" "$W/mod.c" || fail "cannot build the secret"
+gcc -shared -fPIC -O1 -g -DFN=secret_function_xyzzy -DREAD=secret_read -o "$W/secret/secret.so" "$W/mod.c" ||
+	fail "cannot build the secret"
 chmod 0600 "$W/secret/secret.so"
 chmod 0700 "$W/secret"
 chmod -R a+rX "$W/d"
@@ -89,6 +100,7 @@ int main(int argc, char **argv)
 {
 	static const char *const mods[] = { "victim", "fifo", "shadow", "debug" };
 	void *(*fn[4])(size_t);
+	char *(*rd[4])(char *, int, FILE *);
 	char path[4096], line[64];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 0; i < 4; i++) {
@@ -99,10 +111,17 @@ int main(int argc, char **argv)
 			printf("error %s\n", dlerror());
 			return 1;
 		}
+		snprintf(line, sizeof line, "%s_read", mods[i]);
+		if (!(rd[i] = (char *(*)(char *, int, FILE *))dlsym(h, line))) {
+			printf("error %s\n", dlerror());
+			return 1;
+		}
 	}
 	printf("ready pid=%d\n", (int)getpid());
-	int n = 0;
-	while (fgets(line, sizeof line, stdin)) {
+	int n = 0, r = 0;
+	/* Blocked reading in each module in turn: libfifo's first, the one
+	 * whose path becomes a FIFO. */
+	while (rd[(r++ + 1) % 4](line, sizeof line, stdin)) {
 		if (strncmp(line, "alloc", 5) == 0) {
 			for (int k = 0; k < 100 && n < 1000 - 4; k++)
 				for (int i = 0; i < 4; i++)
