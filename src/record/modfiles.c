@@ -59,23 +59,19 @@ static const struct ha_map *module_mapping(const struct ha_maps *maps, const cha
 	return NULL;
 }
 
-int ha_modfile_open_elf(pid_t pid, const char *root, Dwfl_Module *mod, const char *name,
-                        char **file_name)
+int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
+                        Dwfl_Module *mod, const char *name, char **file_name)
 {
 	char path[PATH_MAX + 64];
-	struct ha_maps maps = { 0 };
 	struct stat st;
 	Dwarf_Addr lo = 0, hi = 0;
 	int fd = -1;
 
-	if (name[0] != '/')
+	if (name[0] != '/' || !dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
 		return -1;
-	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) ||
-	    ha_maps_read(pid, &maps) < 0)
-		return -1;
-	const struct ha_map *m = module_mapping(&maps, name, lo, hi);
+	const struct ha_map *m = module_mapping(maps, name, lo, hi);
 	if (!m)
-		goto out;
+		return -1;
 	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
 	         (unsigned long long)m->start, (unsigned long long)m->end);
 	fd = ha_target_open(pid, path, &st);
@@ -102,8 +98,6 @@ int ha_modfile_open_elf(pid_t pid, const char *root, Dwfl_Module *mod, const cha
 			fd = -1;
 		}
 	}
-out:
-	ha_maps_free(&maps);
 	return fd;
 }
 

@@ -10,12 +10,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "procmaps.h"
+
 /* The file of module mod (name: its path in the target's maps, maybe with
- * " (deleted)"), as mapped: through /proc/PID/map_files, else through
- * root ("" or "/proc/PID/root") and the path if that is still the mapped
- * file.  fd, with *file_name (malloc'ed: root and the path), or -1. */
-int ha_modfile_open_elf(pid_t pid, const char *root, Dwfl_Module *mod, const char *name,
-                        char **file_name);
+ * " (deleted)"; maps: the target's, read when the modules were reported),
+ * as mapped: through /proc/PID/map_files, else through root ("" or
+ * "/proc/PID/root") and the path if that is still the mapped file.  fd,
+ * with *file_name (malloc'ed: root and the path), or -1. */
+int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
+                        Dwfl_Module *mod, const char *name, char **file_name);
 
 /* The debug file of mod: by build-id in the system directories, else by
  * its .gnu_debuglink (debuglink, crc) next to file_name, in its .debug

@@ -62,6 +62,7 @@ struct ha_symbolizer {
 	Dwfl_Callbacks cb;
 	char *debuginfo_path;
 	char root[64];           /* "/proc/PID/root" if another mount ns, else "" */
+	struct ha_maps maps;     /* the target's, as of the last report (find_elf) */
 	int stale;               /* maps changed: report again before use */
 	double report_ms;
 	struct ha_strpool pool;
@@ -171,7 +172,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	 * else ("[vdso: PID]") libdwfl reads from the process's memory. */
 	if (name[0] == '/') {
 		*elfp = NULL;
-		return s ? ha_modfile_open_elf(s->pid, s->root, mod, name, file_name) : -1;
+		return s ? ha_modfile_open_elf(s->pid, s->root, &s->maps, mod, name, file_name) : -1;
 	}
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
@@ -236,6 +237,13 @@ static int report(struct ha_symbolizer *s)
 	/* Modules reported again unchanged keep their loaded ELF and DWARF. */
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && rc == 0)
 		rc = -1;
+	/* The maps find_elf opens the reported modules' files by (read after
+	 * the report: a module mapped in between is in both). */
+	struct ha_maps maps = { 0 };
+	if (ha_maps_read(s->pid, &maps) == 0) {
+		ha_maps_free(&s->maps);
+		s->maps = maps;
+	}
 	return rc;
 }
 
@@ -306,6 +314,7 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		cur_sym = NULL;
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	ha_maps_free(&s->maps);
 	cache_clear(s);
 	for (int i = 0; i < s->n_to_cache; i++)
 		free(s->to_cache[i].path);
