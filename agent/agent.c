@@ -126,9 +126,31 @@ static void close_fd(int *fdp)
 	ha_fork_unlock();
 }
 
+/* Unmap [lo, hi) of our ring mapping if it is not empty. */
+static void unmap_part(uintptr_t lo, uintptr_t hi)
+{
+	if (lo < hi)
+		(void)munmap((void *)lo, hi - lo);
+}
+
 static void ring_unmap(void)
 {
+	uintptr_t lo = 0, hi = 0;
 	ha_fork_lock();
+	int lost = ha_sampler_ring_lost(&lo, &hi);
+	if (g_ring && lost) {
+		/* The program unmapped, moved or mapped over part of it: that
+		 * part is the program's now.  The rest, when we know it, is
+		 * still ours to unmap. */
+		uintptr_t r0 = (uintptr_t)g_ring, r1 = r0 + ha_ring_map_len(g_ring_data);
+		if (lost == 1) {
+			unmap_part(r0, lo < r1 ? lo : r1);
+			unmap_part(hi > r0 ? hi : r0, r1);
+		}
+		g_ring = NULL;
+		g_ring_data = 0;
+		g_ring_inherited = 0;
+	}
 	if (g_ring) {
 		ha_ring_unmap(g_ring, g_ring_data);
 		g_ring = NULL;
@@ -232,7 +254,7 @@ static void fill_counters(struct ha_counters *c)
 	/* Samples not taken because the ring was full, or because the live set
 	 * had no room for the block, are both drops. */
 	c->drops = untracked;
-	if (g_ring)
+	if (g_ring && !ha_sampler_ring_lost(NULL, NULL))
 		c->drops += __atomic_load_n(&((struct ha_ring_hdr *)g_ring)->drops, __ATOMIC_RELAXED);
 }
 
@@ -406,7 +428,7 @@ static int recv_config(struct failure *f, int timeout_ms)
 /* The agent thread                                                    */
 /* ------------------------------------------------------------------ */
 
-enum end_reason { END_DETACH, END_HANGUP };
+enum end_reason { END_DETACH, END_HANGUP, END_RING_LOST };
 
 /* Serve the attacher until DETACH or hang-up: no other message is
  * expected; modules loaded meanwhile are patched once a second. */
@@ -421,6 +443,10 @@ static enum end_reason serve(void)
 			return END_HANGUP;
 		}
 		if (r == 0) {
+			/* The program took the ring away (sampler.h): no session
+			 * without it. */
+			if (ha_sampler_ring_lost(NULL, NULL))
+				return END_RING_LOST;
 			/* Modules loaded since: patch them (no-op if none). */
 			(void)ha_got_patch();
 			continue;
@@ -554,7 +580,12 @@ static void *agent_main(void *arg)
 
 	/* DETACH or hang-up: restore either way; DETACHED reaches the attacher
 	 * only if it is still there (the send fails quietly otherwise). */
-	(void)serve();
+	if (serve() == END_RING_LOST) {
+		/* Said to the attacher as an error, then the same end. */
+		fail(&f, EFAULT, "the program unmapped or mapped over the ring");
+		end_session(0, &f);
+		return NULL;
+	}
 	end_session(HA_MSG_DETACHED, NULL);
 	return NULL;
 }

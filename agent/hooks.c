@@ -483,9 +483,19 @@ static void unmap_range(void *addr, size_t len)
 	}
 }
 
+/* The program maps over, unmaps or moves [addr, addr + len): if that is
+ * (part of) the ring, the session stops writing to it first (sampler.h). */
+static void check_ring(const void *addr, size_t len)
+{
+	if (__builtin_expect(ha_sampler_ring_overlaps(addr, len), 0))
+		ha_sampler_ring_taken(addr, len);
+}
+
 static void *mmap_common(enum ha_hook_fn fn, void *addr, size_t len, int prot, int flags, int fd,
                          off_t off)
 {
+	if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+		check_ring(addr, len);
 	if (ha_depth || !(flags & MAP_ANONYMOUS))
 		return REAL(fn, mmap_fn)(addr, len, prot, flags, fd, off);
 	if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
@@ -513,6 +523,7 @@ static void *ha_hook_mmap64(void *addr, size_t len, int prot, int flags, int fd,
 
 static int ha_hook_munmap(void *addr, size_t len)
 {
+	check_ring(addr, len);
 	if (!ha_depth) {
 		ha_count(HA_C_OTHER);
 		unmap_range(addr, len);
@@ -529,7 +540,13 @@ static void *ha_hook_mremap(void *old, size_t oldlen, size_t newlen, int flags, 
 		va_start(ap, flags);
 		want = va_arg(ap, void *);
 		va_end(ap);
+		check_ring(want, newlen);
 	}
+	/* Moved, shrunk or grown in place: the old range is no longer
+	 * (only) ours either way.  (oldlen 0 makes a second mapping of a
+	 * shared one and leaves ours alone.) */
+	if (oldlen)
+		check_ring(old, oldlen);
 	if (ha_depth)
 		return REAL(HA_HOOK_MREMAP, mremap_fn)(old, oldlen, newlen, flags, want);
 	leave_live_set(old);

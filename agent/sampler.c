@@ -24,6 +24,7 @@
 #include "counters.h"
 #include "countdown.h"
 #include "ha_ring.h"
+#include "ha_ring_map.h"
 #include "liveset.h"
 
 /* While dormant, a thread looks at the session state again after this many
@@ -73,6 +74,13 @@ static pid_t owner;                /* getpid() of the session's process */
 static size_t tls_static_size;
 static uint64_t main_stack_end;
 uint32_t ha_mmap_seen;
+/* The ring's address range while a session may write to it ([0, 0) when
+ * none), and what the program did to it: 0 nothing, 1 one call took
+ * [taken_lo, taken_hi) away, 2 more than that (or being recorded). */
+static uintptr_t ring_lo, ring_hi;
+static uint32_t ring_taken;
+static uintptr_t taken_lo, taken_hi;
+
 
 /* ------------------------------------------------------------------ */
 /* per-thread state                                                    */
@@ -474,12 +482,66 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 	ha_mmap_seen = 0;
 	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&session, s ? s : 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ring_taken, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_hi, (uintptr_t)c->ring + ha_ring_map_len(c->data_size), __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_lo, (uintptr_t)c->ring, __ATOMIC_RELEASE);
 	__atomic_store_n(&active, 1, __ATOMIC_SEQ_CST);
+}
+
+/* ------------------------------------------------------------------ */
+/* the program takes the ring away                                     */
+/* ------------------------------------------------------------------ */
+
+int ha_sampler_ring_overlaps(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, lo = __atomic_load_n(&ring_lo, __ATOMIC_ACQUIRE);
+	uintptr_t hi = __atomic_load_n(&ring_hi, __ATOMIC_RELAXED);
+	uintptr_t end = a + len < a ? UINTPTR_MAX : a + len;
+	return lo < hi && a < hi && end > lo;
+}
+
+void ha_sampler_ring_taken(const void *addr, size_t len)
+{
+	/* No record after this; wait (boundedly) for the writers already in
+	 * flight, but this thread's own (a signal handler inside a record)
+	 * and those in the shared count, which cannot be told apart. */
+	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	uint32_t mine = ha_ts.slot_gen == __atomic_load_n(&slots_gen, __ATOMIC_ACQUIRE) &&
+	                ha_ts.slot && ha_ts.slot != NO_SLOT ? ha_ts.slot - 1 : UINT32_MAX;
+	for (int i = 0, waited = 0; i < INFLIGHT_SLOTS && waited < 20000; i++)
+		while ((uint32_t)i != mine && __atomic_load_n(&slots[i].busy, __ATOMIC_SEQ_CST) != 0 &&
+		       waited++ < 20000) {
+			struct timespec t = { 0, 50000 };
+			nanosleep(&t, NULL);
+		}
+	uint32_t expect = 0;
+	if (__atomic_compare_exchange_n(&ring_taken, &expect, 2, 0, __ATOMIC_SEQ_CST,
+	                                __ATOMIC_RELAXED)) {
+		/* In whole pages: what munmap and mmap act on. */
+		uintptr_t a = (uintptr_t)addr, e = a + len < a ? UINTPTR_MAX : a + len;
+		taken_lo = a & ~(uintptr_t)4095;
+		taken_hi = e > UINTPTR_MAX - 4095 ? UINTPTR_MAX & ~(uintptr_t)4095
+		                                  : (e + 4095) & ~(uintptr_t)4095;
+		__atomic_store_n(&ring_taken, 1, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&ring_taken, 2, __ATOMIC_RELEASE);
+	}
+}
+
+int ha_sampler_ring_lost(uintptr_t *lo, uintptr_t *hi)
+{
+	uint32_t t = __atomic_load_n(&ring_taken, __ATOMIC_ACQUIRE);
+	if (t == 1 && lo && hi) {
+		*lo = taken_lo;
+		*hi = taken_hi;
+	}
+	return (int)t;
 }
 
 void ha_sampler_stop(void)
 {
 	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ring_hi, 0, __ATOMIC_RELAXED);
 	/* Threads that entered before the store finish their record; none can
 	 * enter after it.  The wait is as long as one stack copy. */
 	for (int i = 0; i <= INFLIGHT_SLOTS; i++) {
@@ -498,6 +560,7 @@ void ha_sampler_fork_child(void)
 	/* Only the forking thread exists in the child: nobody else is in
 	 * flight, and the ring (shared with the parent) must never be written. */
 	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ring_hi, 0, __ATOMIC_RELAXED);
 	memset(slots, 0, sizeof slots);
 	__atomic_store_n(&shared_inflight, 0, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&slots_gen, 1, __ATOMIC_SEQ_CST);

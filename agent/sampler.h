@@ -68,6 +68,16 @@ HA_HIDDEN void ha_sampler_start(const struct ha_sampler_cfg *cfg);
  * emptied.  Call after the hooks are restored, before unmapping the ring. */
 HA_HIDDEN void ha_sampler_stop(void);
 
+/* The program is about to take [addr, addr + len) away (munmap, mmap
+ * MAP_FIXED, mremap: the hooks ask ha_sampler_ring_overlaps first): if that
+ * is the ring's, ha_sampler_ring_taken stops every write to it before the
+ * call is made (the session is over: the agent thread ends it, and must not
+ * unmap what the program now owns).  ha_sampler_ring_lost: 0 the ring is
+ * ours, 1 one call took [*lo, *hi) of it, 2 more than one. */
+HA_HIDDEN int ha_sampler_ring_overlaps(const void *addr, size_t len);
+HA_HIDDEN void ha_sampler_ring_taken(const void *addr, size_t len);
+HA_HIDDEN int ha_sampler_ring_lost(uintptr_t *lo, uintptr_t *hi);
+
 /* In a fork()ed child: stop at once, without waiting (async-signal-safe). */
 HA_HIDDEN void ha_sampler_fork_child(void);
 

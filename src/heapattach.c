@@ -165,7 +165,8 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	ha_collector_read_stats(c, &st);
 	uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
 	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
-	double fill = prod >= cons ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
+	/* The target can write both: a fill beyond the ring is not one. */
+	double fill = prod - cons <= data_size ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
 	if (live)
 		ha_live_status(live, what, sizeof what);
 	/* What the heap does first: on a narrow terminal the counters are
@@ -189,8 +190,12 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	}
 	struct winsize ws;
 	size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
-	if (width < sizeof line)
+	if (width < sizeof line) {
+		/* Not in the middle of a UTF-8 sequence (a name's). */
+		while (width > 0 && ((unsigned char)line[width] & 0xc0) == 0x80)
+			width--;
 		line[width] = '\0';
+	}
 	/* \r, the line, and clear to the end of the line (ECMA-48 EL). */
 	fprintf(stderr, "\r%s\033[K", line);
 	*last_samples = st.samples;
@@ -304,7 +309,11 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 		}
 		if (p[1].revents) {
 			/* The agent only speaks when asked; anything here is a
-			 * hang-up: the target exited, or the agent gave up. */
+			 * hang-up: the target exited, or the agent gave up (and
+			 * may have said why). */
+			char said[512];
+			if (ha_session_last_word(s, said, sizeof said))
+				fprintf(stderr, "heapattach: %s\n", said);
 			why = !ha_proc_alive(o->pid) ? STOP_TARGET_EXIT
 			      : agent_mapped(o->pid)   ? STOP_AGENT_LOST
 			                               : STOP_TARGET_EXEC;
@@ -643,6 +652,12 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",
 		        (unsigned long long)st.abandoned);
+	/* What the program wrote over its ring cost the profile (ring_heal.h). */
+	if (st.corrupt_records || st.ring_repairs)
+		fprintf(stderr, "heapattach: %llu corrupt records rejected, %llu ring positions put back, "
+		        "%llu bytes of the ring skipped: the program wrote over its ring; the profile "
+		        "misses what they held\n", (unsigned long long)st.corrupt_records,
+		        (unsigned long long)st.ring_repairs, (unsigned long long)st.ring_skipped);
 	if (o->verbose && st.samples)
 		fprintf(stderr, "heapattach: %.1f us per unwind (%.0f stacks/s), %.0f bytes per record, "
 		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,

@@ -11,6 +11,7 @@
  * libelf bounds-checks that. */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "target_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,34 +89,33 @@ static int file_matches(int fd, const struct ha_map *mod)
 	       (uint64_t)minor(st.st_dev) == (mod->dev & 0xffffffffu);
 }
 
-/* Open the file a module was mapped from, as the target sees it.  The path
- * goes through /proc/PID/root (the target's mount namespace).  If the file
- * there is not the mapped one (deleted, replaced by an upgrade), try
+/* Open the file a module was mapped from, as the target sees it, with the
+ * target's right to it (target_fs.h: a path it chose must not make us open
+ * what its user may not, nor block on a FIFO).  The path goes through
+ * /proc/PID/root (the target's mount namespace).  If the file there is not
+ * the mapped one (deleted, replaced by an upgrade), try
  * /proc/PID/map_files/, which reaches the mapped inode itself (needs
  * CAP_SYS_ADMIN); failing that, use what the path gave.  fd or -errno. */
 static int open_module(pid_t pid, const struct ha_map *mod)
 {
 	char path[4200];
-	int fd = -1, e = ENOENT;
+	int fd = -ENOENT;
 
 	if (!mod->deleted && mod->path[0] == '/') {
 		snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		e = errno;
+		fd = ha_target_open(pid, path, NULL);
 		if (fd >= 0 && file_matches(fd, mod))
 			return fd;
 	}
 	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
 	         (unsigned long long)mod->start, (unsigned long long)mod->end);
-	{
-		int fd2 = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd2 >= 0) {
-			if (fd >= 0)
-				close(fd);
-			return fd2;
-		}
+	int fd2 = ha_target_open(pid, path, NULL);
+	if (fd2 >= 0) {
+		if (fd >= 0)
+			close(fd);
+		return fd2;
 	}
-	return fd >= 0 ? fd : -e;
+	return fd;
 }
 
 /* p_vaddr of the first PT_LOAD, page-aligned down: what the offset-0
@@ -411,9 +411,11 @@ int ha_elf_exe_info(pid_t pid, int *elf_class, int *machine, int *has_interp)
 	if (!elf_ok)
 		return -ENOSYS;
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* An executable its user may only run, not read (mode 0711), is not
+	 * read for them either. */
+	fd = ha_target_open(pid, path, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    elf_getphdrnum(elf, &nph) != 0) {

@@ -83,6 +83,7 @@ void inj_log(const struct injection *j, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
+	ha_clean_line(line); /* module paths of the target */
 	/* one write per line; the time since ha_inject_start, and the CPU
 	 * time of this thread (on a busy machine, what it has used decides
 	 * how soon the scheduler lets it run again) */

@@ -19,11 +19,14 @@
  * again at each change (and each inspection starts with a new handle).  So
  * memory is read a page at a time with process_vm_readv into a small cache
  * that lives for one inspection; the address space (with libunwind's per-IP
- * cache) is kept for the target until ha_thread_safe_reset(); and the
- * unwind tables are looked up through one UPT handle per module, which
- * ha_thread_safe_warm() can fill before any thread is stopped. */
+ * cache) is kept for the target until ha_thread_safe_reset(); and where
+ * each module's unwind table is, is found once (ha_thread_safe_warm() can
+ * do it before any thread is stopped) in the target's memory (eh_table.h):
+ * _UPT_find_proc_info opened the module's file by its path, blocking and
+ * with our rights, and the target chooses what is at that path. */
 #define _GNU_SOURCE
 #include "inject_safe.h"
+#include "eh_table.h"
 #include "elfsym.h"
 #include "util.h"
 
@@ -35,6 +38,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+
+/* Not in the public headers, but exported by libunwind-x86_64 (perf and
+ * src/record/unwind_access.c use it the same way). */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+                                              unw_dyn_info_t *di, unw_proc_info_t *pi,
+                                              int need_unwind_info, void *arg);
 
 #define MAX_FRAMES 64
 #define PAGE       4096u
@@ -192,41 +201,48 @@ static unw_addr_space_t as_cur;
 static pid_t as_pid;
 static struct {
 	uint64_t start;         /* of the module's offset-0 mapping */
-	void *upt;
+	int ok;                 /* its table was found */
+	struct ha_eh_table t;
 } modules[MAX_MODULES];
 static size_t nmodules;
 
-/* The UPT handle that keeps the unwind table of ip's module (as_lock
- * held), or NULL. */
-static void *module_upt(uint64_t ip)
+/* The unwind table of module mod (as_lock held), or NULL. */
+static const struct ha_eh_table *module_table(const struct ha_map *mod)
 {
-	const struct ha_map *m = cur_maps ? ha_maps_find_addr(cur_maps, ip) : NULL;
-	const struct ha_map *mod = m && m->path[0] == '/' ? ha_maps_module_of(cur_maps, m) : NULL;
-	void *upt;
-
-	if (!mod)
-		return NULL;
 	for (size_t i = 0; i < nmodules; i++)
 		if (modules[i].start == mod->start)
-			return modules[i].upt;
-	if (nmodules == MAX_MODULES || !(upt = _UPT_create(as_pid)))
+			return modules[i].ok ? &modules[i].t : NULL;
+	if (nmodules == MAX_MODULES)
 		return NULL;
 	modules[nmodules].start = mod->start;
-	modules[nmodules++].upt = upt;
-	return upt;
+	modules[nmodules].ok = ha_eh_table_read(as_pid, mod->start, &modules[nmodules].t) == 0;
+	nmodules++;
+	return modules[nmodules - 1].ok ? &modules[nmodules - 1].t : NULL;
 }
 
+/* ip's FDE, from its module's .eh_frame_hdr in the target's memory. */
 static int cached_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
                                  int need_unwind_info, void *arg)
 {
-	void *upt = module_upt(ip);
-	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, upt ? upt : arg);
+	const struct ha_map *m = cur_maps ? ha_maps_find_addr(cur_maps, ip) : NULL;
+	const struct ha_map *mod = m && m->path[0] == '/' ? ha_maps_module_of(cur_maps, m) : NULL;
+	const struct ha_eh_table *t = mod ? module_table(mod) : NULL;
+	unw_dyn_info_t di;
+
+	if (!t)
+		return -UNW_ENOINFO;
+	memset(&di, 0, sizeof di);
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->start;
+	di.end_ip = m->end;
+	di.u.rti.segbase = t->segbase;
+	di.u.rti.table_data = t->table;
+	di.u.rti.table_len = t->nfde * 8 / sizeof(unw_word_t);
+	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
 }
 
 static void drop_modules(void)
 {
-	for (size_t i = 0; i < nmodules; i++)
-		_UPT_destroy(modules[i].upt);
 	nmodules = 0;
 }
 

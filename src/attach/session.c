@@ -27,37 +27,74 @@
 void ha_session_init(struct ha_session *s)
 {
 	memset(s, 0, sizeof *s);
-	s->listen_fd = s->conn_fd = s->ring_fd = -1;
+	s->listen_fd = s->conn_fd = s->ring_fd = s->tmp_fd = s->dir_fd = -1;
 }
 
-static int make_socket_dir(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid,
-                           int same_root, char *err, size_t errlen)
+/* The socket's names go once the agent is connected (or the session
+ * ends): removed through the descriptors of the directories, never by a
+ * path the target could have changed since. */
+static void remove_names(struct ha_session *s)
 {
-	char prefix[64] = "";
-	if (!same_root)
-		snprintf(prefix, sizeof prefix, "/proc/%d/root", (int)pid);
-	snprintf(s->dir, sizeof s->dir, "%s/tmp/heapattach-%d-XXXXXX", prefix, (int)pid);
-	if (!mkdtemp(s->dir)) {
-		ha_err(err, errlen, "cannot create a socket directory in %s/tmp: %s",
-		       prefix[0] ? prefix : "", strerror(errno));
-		s->dir[0] = '\0';
+	if (s->dir_fd >= 0) {
+		(void)unlinkat(s->dir_fd, "agent.sock", 0);
+		close(s->dir_fd);
+	}
+	if (s->tmp_fd >= 0) {
+		if (s->dir_name[0])
+			(void)unlinkat(s->tmp_fd, s->dir_name, AT_REMOVEDIR);
+		close(s->tmp_fd);
+	}
+	s->dir_fd = s->tmp_fd = -1;
+	s->dir_name[0] = s->dir[0] = s->sock[0] = '\0';
+}
+
+/* The socket directory, in the target's /tmp.  Another root than ours is
+ * reached through /proc/PID/root, and whoever owns that root (maybe the
+ * target's user) could make its tmp a symbolic link, which would be
+ * followed back into OUR file system (absolute links resolve against our
+ * root): the directory is made only in a real tmp directory, opened
+ * without following a link, and everything after goes through
+ * descriptors (/proc/self/fd/N/... for the names bind(2) and mkdtemp(3)
+ * need).  It is root's and 0700 until the socket is in it and handed to
+ * the target's user: nobody can swap an entry in between. */
+static int make_socket_dir(struct ha_session *s, pid_t pid, int same_root, char *err,
+                           size_t errlen)
+{
+	char root[64] = "/", where[64] = "/tmp", tmpl[96];
+	if (!same_root) {
+		snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+		snprintf(where, sizeof where, "/proc/%d/root/tmp", (int)pid);
+	}
+	struct stat st;
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->tmp_fd = rfd < 0 ? -1 : openat(rfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int e = errno;
+	int link = s->tmp_fd < 0 && rfd >= 0 && fstatat(rfd, "tmp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	           S_ISLNK(st.st_mode);
+	if (rfd >= 0)
+		close(rfd);
+	if (s->tmp_fd < 0) {
+		ha_err(err, errlen, "cannot create a socket directory in %s: %s", where,
+		       link ? "it is a symbolic link" : strerror(e));
 		return -1;
 	}
-	/* The agent runs as the target's user; root may be profiling someone
-	 * else's process.  The directory stays 0700: that user and root only. */
-	if (uid != geteuid() && chown(s->dir, uid, gid) != 0) {
-		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->dir, (unsigned)uid,
+	snprintf(tmpl, sizeof tmpl, "/proc/self/fd/%d/heapattach-%d-XXXXXX", s->tmp_fd, (int)pid);
+	if (!mkdtemp(tmpl)) {
+		ha_err(err, errlen, "cannot create a socket directory in %s: %s", where,
 		       strerror(errno));
 		return -1;
 	}
-	if ((size_t)snprintf(s->sock, sizeof s->sock, "%s/agent.sock", s->dir) >= sizeof s->sock) {
-		ha_err(err, errlen, "socket path too long: %s/agent.sock", s->dir);
+	snprintf(s->dir_name, sizeof s->dir_name, "%.40s", ha_base_name(tmpl));
+	snprintf(s->dir, sizeof s->dir, "%s/%s", where, s->dir_name);
+	s->dir_fd = openat(s->tmp_fd, s->dir_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->dir_fd < 0) {
+		ha_err(err, errlen, "cannot open %s: %s", s->dir, strerror(errno));
 		return -1;
 	}
-	const char *inside = s->dir + strlen(prefix);
-	if ((size_t)snprintf(s->sock_target, sizeof s->sock_target, "%s/agent.sock", inside) >=
-	    sizeof s->sock_target) {
-		ha_err(err, errlen, "socket path too long: %s/agent.sock", inside);
+	snprintf(s->sock, sizeof s->sock, "/proc/self/fd/%d/agent.sock", s->dir_fd);
+	if ((size_t)snprintf(s->sock_target, sizeof s->sock_target, "/tmp/%s/agent.sock",
+	                     s->dir_name) >= sizeof s->sock_target) {
+		ha_err(err, errlen, "socket path too long: /tmp/%s/agent.sock", s->dir_name);
 		return -1;
 	}
 	return 0;
@@ -74,11 +111,16 @@ static int make_listener(struct ha_session *s, uid_t uid, gid_t gid, char *err, 
 	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
 	    listen(s->listen_fd, 4) != 0) {
-		ha_err(err, errlen, "cannot listen on %s: %s", s->sock, strerror(errno));
+		ha_err(err, errlen, "cannot listen on %s/agent.sock: %s", s->dir, strerror(errno));
 		return -1;
 	}
-	if (uid != geteuid() && chown(s->sock, uid, gid) != 0) {
-		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->sock, (unsigned)uid,
+	/* The agent runs as the target's user; root may be profiling someone
+	 * else's process.  The directory stays 0700: that user and root only.
+	 * The socket first, while the directory is still root's alone. */
+	if (uid != geteuid() &&
+	    (fchownat(s->dir_fd, "agent.sock", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+	     fchownat(s->dir_fd, "", uid, gid, AT_EMPTY_PATH) != 0)) {
+		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->dir, (unsigned)uid,
 		       strerror(errno));
 		return -1;
 	}
@@ -119,7 +161,7 @@ int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int s
                     uint64_t ring_data_size, char *err, size_t errlen)
 {
 	s->pid = pid;
-	if (make_socket_dir(s, pid, uid, gid, same_root, err, errlen) ||
+	if (make_socket_dir(s, pid, same_root, err, errlen) ||
 	    make_listener(s, uid, gid, err, errlen) || make_ring(s, ring_data_size, err, errlen))
 		return -1;
 	return 0;
@@ -241,7 +283,7 @@ static int accept_agent(struct ha_session *s, char *err, size_t errlen)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 1;
-			ha_err(err, errlen, "accept on %s: %s", s->sock, strerror(errno));
+			ha_err(err, errlen, "accept on %s/agent.sock: %s", s->dir, strerror(errno));
 			return -1;
 		}
 		struct ucred cred;
@@ -251,9 +293,7 @@ static int accept_agent(struct ha_session *s, char *err, size_t errlen)
 			/* Connected: nobody needs the name any more.  Removing it
 			 * now means even a kill -9 of the attacher leaves nothing
 			 * behind in the target's /tmp. */
-			unlink(s->sock);
-			rmdir(s->dir);
-			s->sock[0] = s->dir[0] = '\0';
+			remove_names(s);
 			return 0;
 		}
 		/* Somebody else found the socket: not our agent.  Ignore it. */
@@ -302,6 +342,12 @@ int ha_session_handshake_step(struct ha_session *s)
 			if (m.u.hello.pid != s->pid) {
 				ha_err(s->hs_err, sizeof s->hs_err, "the agent says it runs in pid %d, "
 				       "not %d", (int)m.u.hello.pid, (int)s->pid);
+				r = -1;
+				goto out;
+			}
+			if (m.u.hello.agent_version != HA_PROTO_VERSION) {
+				ha_err(s->hs_err, sizeof s->hs_err, "the agent speaks protocol %u, not %u",
+				       (unsigned)m.u.hello.agent_version, HA_PROTO_VERSION);
 				r = -1;
 				goto out;
 			}
@@ -377,6 +423,15 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 	return 0;
 }
 
+int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
+{
+	struct ha_msg m;
+	memset(&m, 0, sizeof m); /* a hang-up leaves it as it is */
+	if (s->conn_fd < 0 || recv_msg(s, &m, 0, -1, err, errlen) != -1)
+		return 0;
+	return ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
+}
+
 void ha_session_close(struct ha_session *s)
 {
 	if (s->conn_fd >= 0)
@@ -386,9 +441,6 @@ void ha_session_close(struct ha_session *s)
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
 	ha_ring_unmap(s->ring, s->ring_data_size);
-	if (s->sock[0])
-		unlink(s->sock);
-	if (s->dir[0])
-		rmdir(s->dir);
+	remove_names(s);
 	ha_session_init(s);
 }

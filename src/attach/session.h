@@ -17,8 +17,11 @@ struct ha_session {
 	int ring_fd;               /* memfd, sent to the agent */
 	void *ring;                /* our mapping of it */
 	uint64_t ring_data_size;
-	char dir[PATH_MAX];        /* socket directory, as we reach it */
-	char sock[PATH_MAX];       /* socket path, as we reach it */
+	int tmp_fd, dir_fd;        /* the target's /tmp and our directory in it
+	                            * (O_PATH), to make and remove the names */
+	char dir_name[64];         /* the directory's name in tmp */
+	char dir[PATH_MAX];        /* the directory, as we reach it (messages) */
+	char sock[PATH_MAX];       /* socket path for bind: /proc/self/fd/N/... */
 	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target */
 	struct ha_msg_hello hello; /* what the agent said */
 	/* The handshake, as a state machine that never blocks (it may run on
@@ -56,6 +59,11 @@ int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t
  * 0, or -1 with err (the agent restores by itself on hang-up anyway). */
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
                       char *err, size_t errlen);
+
+/* The agent's socket became readable while it was not asked anything: it
+ * is hanging up, maybe after an ERROR saying why (the program unmapped the
+ * ring).  1 with that ERROR's text (cleaned) in err, else 0. */
+int ha_session_last_word(struct ha_session *s, char *err, size_t errlen);
 
 /* Close everything and remove the socket and its directory.  Idempotent. */
 void ha_session_close(struct ha_session *s);

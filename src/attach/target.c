@@ -44,9 +44,14 @@ static void read_comm(pid_t pid, char *out, size_t outlen)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	if (ha_read_file(path, out, outlen) < 0)
+	ssize_t n = ha_read_file(path, out, outlen);
+	if (n < 0)
 		snprintf(out, outlen, "?");
-	out[strcspn(out, "\n")] = '\0';
+	/* The kernel's newline, not one of the comm's own. */
+	else if (n > 0 && out[n - 1] == '\n')
+		out[n - 1] = '\0';
+	/* Any bytes but NUL (prctl PR_SET_NAME): the comm is printed. */
+	ha_clean_line(out);
 }
 
 static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,

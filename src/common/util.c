@@ -13,6 +13,53 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Length of the valid UTF-8 sequence at s (1..4; no overlong form,
+ * surrogate or value past U+10FFFF), or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n;
+	uint32_t c;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, c = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, c = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		return 0;
+	return n;
+}
+
+void ha_clean_line(char *s)
+{
+	unsigned char *r = (unsigned char *)s, *w = r;
+	while (*r) {
+		int n = utf8_len(r);
+		if (n == 0 || (n == 1 && (*r < 0x20 || *r == 0x7f)) ||
+		    (n == 2 && r[0] == 0xc2 && r[1] < 0xa0)) {
+			/* an invalid byte, a C0 control or DEL, a C1 control
+			 * (U+0080..U+009F: U+009B is CSI to some terminals) */
+			*w++ = '?';
+			r += n ? n : 1;
+		} else {
+			memmove(w, r, (size_t)n);
+			w += n;
+			r += n;
+		}
+	}
+	*w = '\0';
+}
+
 void ha_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -21,9 +68,8 @@ void ha_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-	for (char *p = err; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
+	/* Messages name paths, comms and texts the target chose. */
+	ha_clean_line(err);
 }
 
 double ha_now_ms(void)

@@ -7,9 +7,17 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* Format a one-line error message into err[errlen] (never a newline). */
+/* Format a one-line error message into err[errlen], cleaned as
+ * ha_clean_line does (never a newline or another control). */
 void ha_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Make s, in place, safe to print on a terminal: every C0 control
+ * (newlines too), DEL, C1 control (U+0080..U+009F) and byte that is not
+ * part of valid UTF-8 becomes '?'.  What a target names (its comm, module
+ * paths, the agent's error text, dlerror) goes through it before it
+ * reaches stderr. */
+void ha_clean_line(char *s);
 
 /* MurmurHash3's 64-bit finalizer: every input bit affects every output bit. */
 static inline uint64_t ha_mix64(uint64_t x)

@@ -9,6 +9,7 @@
  * of issue 15). */
 #define _GNU_SOURCE
 #include "live_model.h"
+#include "live_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,9 +277,20 @@ void ha_live_status(struct ha_live *l, char *buf, size_t len)
 	                          ? rows[0].stack->f[0].function : NULL;
 	snprintf(buf, len, "live heap %s since attach%s%s", grown, top ? ", top: " : "",
 	         top ? top : "");
-	/* The name comes from the target: no control character reaches the
+	/* The name comes from the target: no control character (C0, DEL or
+	 * C1: U+009B is CSI to some terminals) nor invalid UTF-8 reaches the
 	 * terminal. */
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	char *w = buf;
+	for (const char *p = buf; *p;) {
+		uint32_t cp;
+		int n = ha_utf8_decode((const unsigned char *)p, &cp);
+		if (cp == HA_UTF8_BAD || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+			*w++ = '?';
+		} else {
+			memmove(w, p, (size_t)n);
+			w += n;
+		}
+		p += n;
+	}
+	*w = '\0';
 }

@@ -33,6 +33,7 @@
 #include "pf_events.h"
 #include "proc.h"
 #include "procmaps.h"
+#include "ring_heal.h"
 #include "rss_pages.h"
 #include "unwind.h"
 #include "util.h"
@@ -52,6 +53,8 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
 #define LOWER_AFTER_MS 500    /* ...and one halving per 500 ms of a calm ring */
 #define PF_BATCH 4096         /* page-fault samples per drain, at most */
+#define MODULES_GAP_MS 10     /* maps re-read for modules records at most once per 10 ms,
+                               * and never more than a tenth of the time */
 
 /* One record of a batch.  The target can rewrite the ring at any time:
  * what is checked is copied out first, and only the copy is used. */
@@ -76,7 +79,10 @@ struct ctx {
 	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit
 	                               * (prod as last loaded: once per batch, or
 	                               * when a record ends beyond it) */
-	int ring_broken;
+	struct ha_ring_heal heal;     /* what the target wrote over its ring (ring_heal.h) */
+	double maps_ms;               /* when a modules record last had the maps re-read... */
+	double maps_cost_ms;          /* ...and how long that took */
+	int maps_pending;             /* one came since, within MODULES_GAP_MS */
 	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
 	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
 	double rate;                  /* recent input, bytes per ms */
@@ -263,7 +269,7 @@ static int frame_batch(struct ctx *x)
 	x->pf_limit = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED);
 	if (x->pf_limit - x->rpos > c->data_size)
 		x->pf_limit = x->rpos;
-	while (k < BATCH && !x->ring_broken) {
+	while (k < BATCH) {
 		int corrupt;
 		const struct ha_rec_hdr *h = ha_ring_peek(c->ring, c->data_size, x->rpos, &corrupt);
 		uint32_t len = 0;
@@ -276,10 +282,14 @@ static int frame_batch(struct ctx *x)
 			                          &x->pf_limit);
 		}
 		if (corrupt) {
-			/* A record we cannot frame: nothing after it can be trusted
-			 * either.  Stop reading; the target is not affected. */
-			x->st.corrupt_records++;
-			x->ring_broken = 1;
+			/* A record we cannot frame (the target wrote over its
+			 * ring): counted, and got past when that can be done. */
+			uint64_t seen = x->heal.corrupt;
+			int moved = ha_ring_heal_corrupt(&x->heal, c->ring, c->data_size, x->pos,
+			                                 &x->rpos, ha_now_ms(), ABANDONED_MS);
+			x->st.corrupt_records += x->heal.corrupt - seen;
+			if (moved)
+				continue;
 			break;
 		}
 		if (!h) {
@@ -299,9 +309,33 @@ static int frame_batch(struct ctx *x)
 	return k;
 }
 
+/* dlopen in the target: samples after a modules record may have pcs in
+ * modules we have not seen; re-read the maps now rather than after a
+ * rate-limited miss, and tell the symbolizer too.  At most once per
+ * MODULES_GAP_MS, and after ten times as long as the last re-read took (a
+ * target with 65,530 mappings has megabytes of maps): every such record
+ * says the same, and a target can write millions of them (each re-read
+ * costs a read of its maps: a detach took 49 s after a flood).  One that
+ * comes sooner is acted on at the first batch after the gap. */
+static void maps_changed(struct ctx *x, double now)
+{
+	double gap = 10 * x->maps_cost_ms > MODULES_GAP_MS ? 10 * x->maps_cost_ms : MODULES_GAP_MS;
+	if (now - x->maps_ms < gap) {
+		x->maps_pending = 1;
+		return;
+	}
+	x->maps_pending = 0;
+	ha_unwinder_maps_changed(x->unw);
+	send_maps_changed(x);
+	x->maps_ms = ha_now_ms();
+	x->maps_cost_ms = x->maps_ms - now;
+}
+
 /* Unwind the batch's samples, timed as a whole. */
 static void unwind_batch(struct ctx *x, int k)
 {
+	if (x->maps_pending)
+		maps_changed(x, ha_now_ms());
 	if (!x->book)
 		return;
 	double t0 = ha_now_ms();
@@ -504,11 +538,7 @@ static void apply_batch(struct ctx *x, int k)
 			x->st.frees++;
 			break;
 		case HA_REC_MODULES:
-			/* dlopen in the target: samples after this may have pcs in
-			 * modules we have not seen; re-read the maps now rather than
-			 * after a rate-limited miss, and tell the symbolizer too. */
-			ha_unwinder_maps_changed(x->unw);
-			send_maps_changed(x);
+			maps_changed(x, ha_now_ms());
 			break;
 		}
 	}
@@ -528,9 +558,13 @@ static void consume(struct ctx *x)
  * caller looks at its commands).  Returns how many. */
 static size_t drain(struct ctx *x)
 {
-	uint64_t start = x->pos;
+	uint64_t start;
 	size_t n = 0;
 	int k;
+	if (ha_ring_heal_positions(&x->heal, x->c->ring, x->c->data_size, x->interval, &x->pos,
+	                           &x->rpos))
+		x->stuck_pos = x->rpos + 1;
+	start = x->pos;
 	while (x->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
 		unwind_batch(x, k);
 		apply_batch(x, k);
@@ -540,6 +574,8 @@ static size_t drain(struct ctx *x)
 	}
 	consume(x);
 	drain_rss(x);
+	x->st.ring_repairs = x->heal.repairs;
+	x->st.ring_skipped = x->heal.skipped;
 	publish_stats(x);
 	return n;
 }
@@ -658,8 +694,11 @@ static void snapshot_peak(struct ctx *x)
 static void drain_final(struct ctx *x)
 {
 	/* drain takes at most a ring's worth: only a drain that found nothing
-	 * at rpos means the record there will never come. */
-	while (!x->ring_broken && (drain(x) > 0 || skip_to_next(x)))
+	 * at rpos means the record there will never come.  Two rings' worth
+	 * at most: a target can keep a mapping of its ring after the agent
+	 * unmapped it (mremap) and go on writing records for ever. */
+	uint64_t start = x->pos;
+	while (x->rpos - start <= 2 * x->c->data_size && (drain(x) > 0 || skip_to_next(x)))
 		;
 }
 
@@ -696,7 +735,7 @@ static void set_interval(struct ctx *x, uint64_t v, double now)
 static void adapt_interval(struct ctx *x, double now)
 {
 	struct ha_collector *c = x->c;
-	if (!c->adaptive || x->ring_broken)
+	if (!c->adaptive)
 		return;
 	uint64_t drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
 	uint64_t fill = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED) - x->pos;
@@ -762,7 +801,9 @@ static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
 /* Sleep until records or a command come, or ms pass. */
 static void nap(struct ctx *x, int ms)
 {
-	if (x->ring_broken) {
+	/* A corrupt record at pos: ha_ring_wait returns at once (it checks
+	 * the record first), so sleep the poll period instead. */
+	if (x->heal.have_corrupt && x->heal.corrupt_pos == x->pos) {
 		struct timespec ts = { 0, RING_WAIT_MS * 1000000L };
 		nanosleep(&ts, NULL);
 	} else {

@@ -24,6 +24,8 @@ struct ha_cmd {
 struct ha_collector_stats {
 	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
 	uint64_t abandoned;     /* records reserved and never published, skipped */
+	uint64_t ring_repairs;  /* ring positions the target changed, put back (ring_heal.h) */
+	uint64_t ring_skipped;  /* bytes of ring given up on after corruption */
 	uint64_t unwind_ns;     /* time spent unwinding */
 	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
 	uint64_t frames, fp_frames; /* pcs unwound, of which by frame pointer (at the end) */

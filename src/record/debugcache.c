@@ -190,12 +190,12 @@ static int copy_fd(int in, int out)
 	}
 }
 
-int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_len,
+int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_len, int in,
                         const char *src, char *err, size_t errlen)
 {
 	char final[PATH_MAX], sub[PATH_MAX], tmp[PATH_MAX];
 	const char *why = NULL;
-	int in = -1, out = -1;
+	int out = -1;
 	Elf *e = NULL;
 
 	if (path_for(final, sizeof final, dir, build_id, id_len) != 0 ||
@@ -215,8 +215,7 @@ int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_l
 		ha_err(err, errlen, "cannot create a file in %s: %s", sub, strerror(errno));
 		return -1;
 	}
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0 || copy_fd(in, out) != 0) {
+	if (lseek(in, 0, SEEK_SET) != 0 || copy_fd(in, out) != 0) {
 		why = strerror(errno);
 		goto fail;
 	}
@@ -252,7 +251,6 @@ int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_l
 	}
 	elf_end(e);
 	e = NULL;
-	close(in);
 	if (close(out) != 0) {
 		out = -1;
 		why = strerror(errno);
@@ -268,8 +266,6 @@ fail:
 	ha_err(err, errlen, "cannot store %s: %s", src, why ? why : "error");
 	if (e)
 		elf_end(e);
-	if (in >= 0)
-		close(in);
 	if (out >= 0)
 		close(out);
 	unlink(tmp);

@@ -33,9 +33,10 @@ int ha_debugcache_open(const char *dir, const unsigned char *build_id, int id_le
  * keeping)?  The file offset is not used. */
 int ha_debugcache_compressed(int fd);
 
-/* Write the uncompressed copy of the debug file src for this build-id.
- * 0 on success; -1 with err filled. */
-int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_len,
+/* Write the uncompressed copy of the debug file open at in (named src,
+ * for messages; the caller opened it, with the target's rights, and closes
+ * it) for this build-id.  0 on success; -1 with err filled. */
+int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_len, int in,
                         const char *src, char *err, size_t errlen);
 
 #endif

@@ -2,11 +2,12 @@
  * demangled names with libdw's Dwfl.
  *
  * - Modules come from dwfl_linux_proc_report (the target's maps); ELF files
- *   are opened as the target sees them (through /proc/PID/root when the
- *   target lives in another mount namespace), debug info is found by
- *   dwfl_standard_find_debuginfo (.gnu_debuglink, /usr/lib/debug,
- *   build-id).  debuginfod is never asked: DEBUGINFOD_URLS is removed from
- *   the environment when the first symbolizer is created.
+ *   are opened as the target sees them (through /proc/PID/map_files, or
+ *   /proc/PID/root when the target lives in another mount namespace) and
+ *   only as it could open them, and so is debug info: by build-id under
+ *   /usr/lib/debug, or by .gnu_debuglink (modfiles.h).  debuginfod is never
+ *   asked: DEBUGINFOD_URLS is removed from the environment when the first
+ *   symbolizer is created.
  * - For each pc: module path, build-id (hex), module-relative pc (pc minus
  *   the module's load bias, i.e. the ELF virtual address a later
  *   eu-addr2line -e FILE would take), then the inline chain from DWARF
@@ -23,7 +24,9 @@
 
 #include "debugcache.h"
 #include "dwarf_names.h"
+#include "modfiles.h"
 #include "strpool.h"
+#include "target_fs.h"
 #include "util.h"
 
 #include <dwarf.h>
@@ -59,6 +62,7 @@ struct ha_symbolizer {
 	Dwfl_Callbacks cb;
 	char *debuginfo_path;
 	char root[64];           /* "/proc/PID/root" if another mount ns, else "" */
+	struct ha_maps maps;     /* the target's, as of the last report (find_elf) */
 	int stale;               /* maps changed: report again before use */
 	double report_ms;
 	struct ha_strpool pool;
@@ -164,18 +168,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 {
 	struct ha_symbolizer *s = cur_sym;
 
-	if (s && s->root[0] && name[0] == '/' && !strstr(name, " (deleted)")) {
-		char path[PATH_MAX];
-		struct stat st;
-		if (snprintf(path, sizeof path, "%s%s", s->root, name) < (int)sizeof path &&
-		    stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd >= 0) {
-				*file_name = strdup(path);
-				*elfp = NULL;
-				return fd;
-			}
-		}
+	/* A file: only as the target could open it (modfiles.h).  Anything
+	 * else ("[vdso: PID]") libdwfl reads from the process's memory. */
+	if (name[0] == '/') {
+		*elfp = NULL;
+		return s ? ha_modfile_open_elf(s->pid, s->root, &s->maps, mod, name, file_name) : -1;
 	}
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
@@ -199,8 +196,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			return fd;
 		}
 	}
-	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-	                                      debuglink_crc, debuginfo_file_name);
+	(void)userdata;
+	(void)modname;
+	(void)base;
+	int fd = s ? ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
+	                                   debuginfo_file_name)
+	           : -1;
 	/* (A module reported again after its maps changed comes back here.) */
 	for (int i = 0; cache && i < s->n_to_cache; i++)
 		if (s->to_cache[i].id_len == id_len && memcmp(s->to_cache[i].id, id, (size_t)id_len) == 0)
@@ -236,6 +237,13 @@ static int report(struct ha_symbolizer *s)
 	/* Modules reported again unchanged keep their loaded ELF and DWARF. */
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && rc == 0)
 		rc = -1;
+	/* The maps find_elf opens the reported modules' files by (read after
+	 * the report: a module mapped in between is in both). */
+	struct ha_maps maps = { 0 };
+	if (ha_maps_read(s->pid, &maps) == 0) {
+		ha_maps_free(&s->maps);
+		s->maps = maps;
+	}
 	return rc;
 }
 
@@ -306,6 +314,7 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		cur_sym = NULL;
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	ha_maps_free(&s->maps);
 	cache_clear(s);
 	for (int i = 0; i < s->n_to_cache; i++)
 		free(s->to_cache[i].path);
@@ -323,7 +332,16 @@ void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose)
 	for (int i = 0; i < s->n_to_cache; i++) {
 		char err[PATH_MAX + 100];
 		struct to_cache *t = &s->to_cache[i];
-		if (ha_debugcache_store(s->cache_dir, t->id, t->id_len, t->path, err, sizeof err) == 0)
+		/* Found in a directory the target may own: read as it could. */
+		int in = ha_target_open(s->pid, t->path, NULL), rc = -1;
+		if (in < 0)
+			ha_err(err, sizeof err, "cannot store %s: %s", t->path, strerror(-in));
+		else
+			rc = ha_debugcache_store(s->cache_dir, t->id, t->id_len, in, t->path, err,
+			                         sizeof err);
+		if (in >= 0)
+			close(in);
+		if (rc == 0)
 			stored++;
 		else if (verbose)
 			fprintf(stderr, "heapattach: debug info cache: %s\n", err);

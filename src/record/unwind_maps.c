@@ -8,6 +8,7 @@
  * [vvar], [vsyscall], devices) is never read. */
 #define _GNU_SOURCE
 #include "unwind_int.h"
+#include "target_fs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -48,7 +49,8 @@ static int is_pseudo(const char *path)
 	return path[0] != '/';
 }
 
-/* Open the file a mapping maps, as the target sees it. */
+/* Open the file a mapping maps, as the target sees it and with its right
+ * to it (target_fs.h: no file its user may not read, no FIFO, no device). */
 static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
 {
 	char p[PATH_MAX + 64];
@@ -59,9 +61,9 @@ static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
 	 * files, across mount namespaces); it needs CAP_SYS_ADMIN/CHECKPOINT. */
 	snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)u->pid,
 	         (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	fd = ha_target_open(u->pid, p, &st);
 	if (fd >= 0) {
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == m->inode)
+		if (st.st_ino == m->inode)
 			return fd;
 		close(fd);
 	}
@@ -69,12 +71,12 @@ static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
 		return -1;
 	if (snprintf(p, sizeof p, "/proc/%d/root%s", (int)u->pid, m->path) >= (int)sizeof p)
 		return -1;
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = ha_target_open(u->pid, p, &st);
 	if (fd < 0)
 		return -1;
-	/* Only a regular file, and the same one (not replaced since). */
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
-	    major(st.st_dev) != (m->dev >> 32) || minor(st.st_dev) != (m->dev & 0xffffffffu)) {
+	/* The same file (not replaced since). */
+	if (st.st_ino != m->inode || major(st.st_dev) != (m->dev >> 32) ||
+	    minor(st.st_dev) != (m->dev & 0xffffffffu)) {
 		close(fd);
 		return -1;
 	}
