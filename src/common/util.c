@@ -13,9 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Length of the valid UTF-8 sequence at s (1..4; no overlong form,
- * surrogate or value past U+10FFFF), or 0. */
-static int utf8_len(const unsigned char *s)
+int ha_utf8_len(const unsigned char *s)
 {
 	int n;
 	uint32_t c;
@@ -34,8 +32,11 @@ static int utf8_len(const unsigned char *s)
 			return 0;
 		c = (c << 6) | (s[i] & 0x3f);
 	}
+	/* Overlong forms, surrogates, values past U+10FFFF and the
+	 * noncharacters U+FFFE/U+FFFF are invalid (XML and JSON parsers
+	 * reject them). */
 	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
-	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff || c == 0xfffe || c == 0xffff)
 		return 0;
 	return n;
 }
@@ -44,7 +45,7 @@ void ha_clean_line(char *s)
 {
 	unsigned char *r = (unsigned char *)s, *w = r;
 	while (*r) {
-		int n = utf8_len(r);
+		int n = ha_utf8_len(r);
 		if (n == 0 || (n == 1 && (*r < 0x20 || *r == 0x7f)) ||
 		    (n == 2 && r[0] == 0xc2 && r[1] < 0xa0)) {
 			/* an invalid byte, a C0 control or DEL, a C1 control

@@ -62,4 +62,9 @@ int ha_remote_read(pid_t pid, uint64_t addr, void *buf, size_t n);
  * (works on a ptrace-stopped thread's stack).  0 or -errno. */
 int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n);
 
+/* Length of the valid UTF-8 sequence at s (1..4; no overlong form,
+ * surrogate, value past U+10FFFF or U+FFFE/U+FFFF), or 0.  s must have 4
+ * readable bytes or a NUL before its end (a NUL is never a continuation). */
+int ha_utf8_len(const unsigned char *s);
+
 #endif

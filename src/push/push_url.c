@@ -27,7 +27,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "report.h" /* hd_utf8_len */
+#include "util.h" /* ha_utf8_len */
 #include "util.h"
 
 #define MAX_URL 2048
@@ -65,7 +65,7 @@ void ha_push_clean_value(const char *s, int app, char *out, size_t outlen)
 	if (outlen == 0)
 		return;
 	while (*p) {
-		int len = hd_utf8_len(p);
+		int len = ha_utf8_len(p);
 		int bad = len == 0 || (app ? len > 1 || !app_char(*p) : breaks_value(p, len));
 		size_t add = bad ? 1 : (size_t)len;
 		if (n + add >= outlen)
@@ -189,7 +189,7 @@ static const char *value_problem(const char *v)
 	if (*p == ' ' || p[strlen(v) - 1] == ' ')
 		return "it starts or ends with a blank (Pyroscope trims those)";
 	while (*p) {
-		int len = hd_utf8_len(p);
+		int len = ha_utf8_len(p);
 		if (!len)
 			return "it is not valid UTF-8";
 		if (breaks_value(p, len))

@@ -175,10 +175,6 @@ int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
  * file may hold text, blobs or NaN there: one line and exit 1. */
 double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
 
-/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 if the
- * bytes there are not one (overlong forms, surrogates, U+FFFE, U+FFFF and
- * values past U+10FFFF are not). */
-int hd_utf8_len(const unsigned char *s);
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
 char *hd_clean_text(const unsigned char *s);

@@ -3,6 +3,7 @@
  * number formatting. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -230,40 +231,13 @@ void hd_buf_free(struct hd_buf *b)
 
 /* ------------------------------------------------------------ text */
 
-int hd_utf8_len(const unsigned char *s)
-{
-	int n;
-	uint32_t c;
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, c = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, c = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		n = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF are invalid
-	 * (XML and JSON parsers reject them). */
-	if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
-	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff || c == 0xfffe || c == 0xffff)
-		return 0;
-	return n;
-}
-
 char *hd_clean_text(const unsigned char *s)
 {
 	struct hd_buf b = { 0 };
 	if (!s)
 		s = (const unsigned char *)"";
 	while (*s && b.n < HD_MAX_TEXT) {
-		int n = hd_utf8_len(s);
+		int n = ha_utf8_len(s);
 		if (n == 0) {
 			hd_buf_addc(&b, '?');
 			s++;
