@@ -63,3 +63,14 @@ target_cmd() {
 		fail "the target did not answer '$1'"
 	! grep -q '^error' "$TOUT" || fail "the target: $(grep '^error' "$TOUT")"
 }
+
+# stack_of FUNC FILE: of heapdiff's text output in FILE, the frames of the
+# first stack holding FUNC, leaf first, one "function [module]" a line.
+stack_of() {
+	awk -v f="$1" '
+		/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { if (hit) exit; n = 0; next }
+		match($0, /^ +/) && RLENGTH >= 20 { line = $0; sub(/^ +/, "", line); split(line, p, "  "); m = line; sub(/.*\[/, "[", m)
+		            s[++n] = p[1] " " m; if (p[1] == f) hit = 1 }
+		END { if (hit) for (i = 1; i <= n; i++) print s[i] }
+	' "$2"
+}

@@ -30,17 +30,8 @@ wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "jit_tramp did not exit cleanly ($R
 
 "$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/live" || fail "heapdiff failed"
 sed 's/^/    /' "$W/live" | head -n 30
-# frames of the stack holding FUNC, leaf first, as "function [module]"
-stack_of() {
-	awk -v f="$1" '
-		/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { if (hit) exit; n = 0; next }
-		match($0, /^ +/) && RLENGTH >= 20 { line = $0; sub(/^ +/, "", line); split(line, p, "  "); m = line; sub(/.*\[/, "[", m)
-		            s[++n] = p[1] " " m; if (p[1] == f) hit = 1 }
-		END { if (hit) for (i = 1; i <= n; i++) print s[i] }
-	' "$W/live"
-}
 for slot in jit_first jit_fresh; do
-	stack_of "$slot" >"$W/$slot.stack"
+	stack_of "$slot" "$W/live" >"$W/$slot.stack"
 	[ -s "$W/$slot.stack" ] || fail "no stack goes through the JIT frame $slot"
 	sed 's/^/    /' "$W/$slot.stack"
 	exp="alloc_in_c [jit_tramp]

@@ -31,12 +31,7 @@ wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "jit_tramp did not exit cleanly ($R
 "$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/live" || fail "heapdiff failed"
 sed 's/^/    /' "$W/live" | head -n 24
 for slot in jit_first jd_fresh; do
-	got=$(awk -v f="$slot" '
-		/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { if (hit) exit; n = 0; next }
-		match($0, /^ +/) && RLENGTH >= 20 { line = $0; sub(/^ +/, "", line); split(line, p, "  "); m = line; sub(/.*\[/, "[", m)
-		                                    s[++n] = p[1] " " m; if (p[1] == f) hit = 1 }
-		END { if (hit) for (i = 1; i <= n; i++) print s[i] }
-	' "$W/live" | grep -E '^(alloc_in_c|jit_[a-z]+|jd_[a-z]+|call_through_jit|main) ')
+	got=$(stack_of "$slot" "$W/live" | grep -E '^(alloc_in_c|jit_[a-z]+|jd_[a-z]+|call_through_jit|main) ')
 	exp="alloc_in_c [jit_tramp]
 $slot [jit]
 call_through_jit [jit_tramp]
