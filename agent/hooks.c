@@ -73,9 +73,14 @@
  * with acquire in the hooks. */
 static uintptr_t ha_real[HA_HOOK_COUNT];
 
+/* Relaxed: a hook is reached only through a GOT slot stored after its
+ * real function was set, and a relaxed load lets the tail call be one
+ * indirect jump through memory (an acquire load made it a load and a jump:
+ * one more instruction on every malloc and free; acquire costs nothing
+ * else on x86). */
 static inline uintptr_t ha_target(enum ha_hook_fn fn)
 {
-	return __atomic_load_n(&ha_real[fn], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&ha_real[fn], __ATOMIC_RELAXED);
 }
 
 #define REAL(fn, type) ((type)ha_target(fn))
@@ -185,18 +190,26 @@ __attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t s
  * provides its own malloc (jemalloc, tcmalloc) got.c leaves the mmap slots
  * alone.  An allocation nested in another hook's real call (ha_depth > 0)
  * still counts against the countdown; if it makes it run out, the slow
- * path forwards it and the next allocation at depth 0 is sampled. */
+ * path forwards it and the next allocation at depth 0 is sampled.
+ *
+ * HA_BENCH_FLOOR (bench/run's floor agent only, never installed): malloc
+ * and free jump straight on to libc, the cost of GOT interception itself,
+ * against which the hooks are measured. */
 void *ha_hook_malloc(size_t size)
 {
+#ifndef HA_BENCH_FLOOR
 	ha_count(HA_C_MALLOC);
 	if (__builtin_expect(ha_sampler_due(size), 0))
 		return malloc_sampled(size);
+#endif
 	return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
 }
 
 void ha_hook_free(void *ptr)
 {
+#ifndef HA_BENCH_FLOOR
 	leave_live_set(ptr);
+#endif
 	REAL(HA_HOOK_FREE, free_fn)(ptr);
 }
 

@@ -144,6 +144,19 @@ __attribute__((noinline, cold)) static void thread_setup_slow(void)
 	}
 }
 
+/* This thread's copy of the ring's cons (ha_ring_reserve), reset for
+ * every session: a copy from an earlier ring could be ahead of this one's
+ * cons.  Only in flight. */
+static inline uint64_t *cons_seen(void)
+{
+	uint32_t sess = __atomic_load_n(&session, __ATOMIC_RELAXED);
+	if (__builtin_expect(ha_ts.cons_session != sess, 0)) {
+		ha_ts.cons_session = sess;
+		ha_ts.cons_seen = 0;
+	}
+	return &ha_ts.cons_seen;
+}
+
 static inline void thread_setup(void)
 {
 	if (__builtin_expect(!ha_ts.tid || !ha_ts.rng || !ha_ts.stack_hi, 0))
@@ -322,7 +335,7 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 	}
 	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) + len));
 	uint64_t at;
-	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block, &at);
+	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block, &at, cons_seen());
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
@@ -429,7 +442,7 @@ void ha_sample_free(void *p)
 	if (ha_ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
 		uint64_t at;
-		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at);
+		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at, cons_seen());
 		if (f) {
 			uint64_t t = now_ns();
 			f->seq = ha_ts.seq++;
@@ -454,7 +467,7 @@ void ha_sampler_note_modules(void)
 	if (ring_enter(slot)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
 		uint64_t at;
-		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at);
+		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at, cons_seen());
 		if (r)
 			ha_ring_publish(cfg.ring, r, at, len, HA_REC_MODULES, 0);
 		ring_leave(slot);

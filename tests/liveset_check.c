@@ -226,9 +226,9 @@ int main(void)
 		fprintf(stderr, "concurrent: filter not empty at the end\n");
 	}
 	for (size_t b = 0; b < ((size_t)1 << HA_LS_BUCKET_BITS); b++)
-		if (ha_ls_table[b * HA_LS_WAYS + HA_LS_COUNT] != 0) {
+		if (ha_ls_bucket_used((uint32_t)b)) {
 			errors++;
-			fprintf(stderr, "concurrent: bucket %zu count not 0 at the end\n", b);
+			fprintf(stderr, "concurrent: bucket %zu not empty at the end\n", b);
 			break;
 		}
 	printf("concurrent: %u threads x %u x 4 insert/look-up/remove\n", THREADS, PER_THREAD);

@@ -31,11 +31,13 @@ struct prod_arg {
 static void *producer(void *p)
 {
 	struct prod_arg *a = p;
+	/* Half the producers keep their own copy of cons, as the agent does. */
+	uint64_t cons_seen = 0;
 	for (uint32_t i = 0; i < PER_PROD; i++) {
 		uint32_t body = 8 + (i * 7 + a->id * 13) % 200;
 		uint32_t len = ha_ring_round((uint32_t)sizeof(struct ha_rec_hdr) + 8 + body);
 		uint64_t at;
-		char *rec = ha_ring_reserve(a->h, DATA_SIZE, len, a->block, &at);
+		char *rec = ha_ring_reserve(a->h, DATA_SIZE, len, a->block, &at, a->id & 1 ? &cons_seen : NULL);
 		if (!rec)
 			continue;
 		uint32_t tag[2] = { a->id, i };
@@ -159,7 +161,7 @@ static int run(int block, int slow)
 	 * not taken for records). */
 	{
 		uint64_t at1 = 0, at2 = 0;
-		char *lost = ha_ring_reserve(prod_view, DATA_SIZE, 96, 0, &at1);
+		char *lost = ha_ring_reserve(prod_view, DATA_SIZE, 96, 0, &at1, NULL);
 		int c = 0;
 		if (!lost || at1 != pos || ha_ring_peek(cons_view, DATA_SIZE, pos, &c) || c) {
 			fprintf(stderr, "an unpublished reservation was taken for a record\n");
@@ -170,7 +172,7 @@ static int run(int block, int slow)
 			fprintf(stderr, "a record was found after an abandoned one where none was published\n");
 			return 1;
 		}
-		char *next = ha_ring_reserve(prod_view, DATA_SIZE, 32, 0, &at2);
+		char *next = ha_ring_reserve(prod_view, DATA_SIZE, 32, 0, &at2, NULL);
 		if (!next)
 			return fprintf(stderr, "no room for the record after the abandoned one\n"), 1;
 		ha_ring_publish(prod_view, next, at2, 32, HA_REC_FREE, 0);
@@ -189,7 +191,7 @@ static int run(int block, int slow)
 
 	/* A corrupt header (odd length) must be reported, not followed. */
 	uint64_t at = 0;
-	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0, &at);
+	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0, &at, NULL);
 	ha_ring_publish(prod_view, rec, at, 16, HA_REC_FREE, 0);
 	__atomic_store_n(&((struct ha_rec_hdr *)rec)->len, 13u, __ATOMIC_RELEASE);
 	int corrupt = 0;

@@ -40,7 +40,7 @@ static int abandon(void)
 		return -1;
 	struct ha_ring_hdr *h = (struct ha_ring_hdr *)lo;
 	uint64_t at;
-	if (h->magic != HA_RING_MAGIC || !ha_ring_reserve(h, h->data_size, 64, 0, &at))
+	if (h->magic != HA_RING_MAGIC || !ha_ring_reserve(h, h->data_size, 64, 0, &at, NULL))
 		return -1;
 	printf("abandoned at %llu\n", (unsigned long long)at);
 	return 0;

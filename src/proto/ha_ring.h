@@ -49,15 +49,26 @@ static inline long ha_futex(uint32_t *addr, int op, uint32_t val, const struct t
 
 /* Reserve len bytes (already rounded).  Returns where to write the record
  * (and its position in *at, for ha_ring_publish), or NULL when the ring is
- * full and block is 0 (the drop is counted). */
+ * full and block is 0 (the drop is counted).
+ *
+ * cons_seen (NULL: none) is the caller's own copy of cons, from an earlier
+ * reservation on this ring, or 0.  cons only grows, so a record that fits
+ * behind that copy fits behind cons itself: the load of cons, a line the
+ * consumer writes after every batch (a miss across cores whenever it did),
+ * is made only when the copy says the ring may be full. */
 static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, uint32_t len,
-                                    int block, uint64_t *at)
+                                    int block, uint64_t *at, uint64_t *cons_seen)
 {
 	uint64_t pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
 	if (len == 0 || len > data_size / 2)
 		goto drop;
 	for (;;) {
-		uint64_t cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+		uint64_t cons = cons_seen ? *cons_seen : 0;
+		if (!cons_seen || (int64_t)(cons - pos) > 0 || pos + len - cons > data_size) {
+			cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+			if (cons_seen)
+				*cons_seen = cons;
+		}
 		if ((int64_t)(cons - pos) > 0) {
 			/* pos is stale (this thread was preempted after loading it
 			 * while the consumer moved past it): not a full ring. */
@@ -87,7 +98,12 @@ drop:
 }
 
 /* Publish a record written at rec, reserved at position at; wake the
- * consumer if it sleeps. */
+ * consumer if it sleeps and the ring is a quarter full.  Only a record
+ * that crosses a quarter of the ring looks: the flag shares a line with
+ * what the consumer writes whenever it goes to sleep or wakes, a miss
+ * across cores for every record that read it.  Between two looks at most
+ * another quarter is written, so a sleeping consumer is woken by half
+ * full at the latest (its poll period bounds a missed wake-up anyway). */
 static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at, uint32_t len,
                                    uint16_t type, uint16_t flags)
 {
@@ -101,10 +117,13 @@ static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at
 	 * its own (measured: 36% of the time of a sample write).  Without it a
 	 * wake-up can be missed when the consumer is just going to sleep; it
 	 * then sleeps at most its poll period, never misses a record. */
+	uint64_t quarter = h->data_size / 4;
+	if (((at + len) & (quarter - 1)) >= len)
+		return; /* within one quarter */
 	if (__atomic_load_n(&h->consumer_waiting, __ATOMIC_RELAXED)) {
 		uint64_t fill = __atomic_load_n(&h->prod, __ATOMIC_RELAXED) -
 		                __atomic_load_n(&h->cons, __ATOMIC_RELAXED);
-		if (fill >= h->data_size / 4 &&
+		if (fill >= quarter &&
 		    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST))
 			ha_futex(&h->consumer_waiting, FUTEX_WAKE, 1, NULL);
 	}

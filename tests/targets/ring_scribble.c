@@ -86,7 +86,7 @@ static void forge(const char *kind)
 		return;
 	int stacklen = strcmp(kind, "stacklen") == 0;
 	uint32_t n = stacklen ? (uint32_t)sizeof(struct ha_rec_sample) + 64 : 64;
-	struct ha_rec_sample *r = ha_ring_reserve(h, ds, n, 0, &at);
+	struct ha_rec_sample *r = ha_ring_reserve(h, ds, n, 0, &at, NULL);
 	if (!r) {
 		fprintf(stderr, "ring full\n");
 		return;
@@ -116,7 +116,7 @@ static void flood(long n)
 	uint64_t ds, at;
 	struct ha_ring_hdr *h = find_ring(&ds);
 	for (long i = 0; h && i < n; i++) {
-		void *r = ha_ring_reserve(h, ds, sizeof(struct ha_rec_hdr), 0, &at);
+		void *r = ha_ring_reserve(h, ds, sizeof(struct ha_rec_hdr), 0, &at, NULL);
 		if (r)
 			ha_ring_publish(h, r, at, sizeof(struct ha_rec_hdr), HA_REC_MODULES, 0);
 	}

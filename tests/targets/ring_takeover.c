@@ -83,7 +83,7 @@ static void *forge_forever(void *arg)
 	(void)arg;
 	while (__atomic_load_n(&forging, __ATOMIC_ACQUIRE)) {
 		uint64_t at;
-		void *r = ha_ring_reserve(dup_hdr, dup_size, 4096, 0, &at);
+		void *r = ha_ring_reserve(dup_hdr, dup_size, 4096, 0, &at, NULL);
 		/* Never a pause longer than a spin: whatever the consumer
 		 * gives back is full again before it looks. */
 		if (r)
