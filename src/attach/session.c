@@ -213,13 +213,27 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 		ha_err(err, errlen, "cannot read from the agent: %s", strerror(errno));
 		return -1;
 	}
-	if (!ha_msg_valid(m, n) || (mh.msg_flags & MSG_TRUNC)) {
-		ha_err(err, errlen, "malformed message from the agent (%zd bytes)", n);
+	return ha_session_check_msg(m, n, (mh.msg_flags & MSG_TRUNC) != 0, want, err, errlen);
+}
+
+int ha_session_check_msg(struct ha_msg *m, long n, int truncated, uint16_t want, char *err,
+                         size_t errlen)
+{
+	if (!ha_msg_valid(m, n) || truncated) {
+		ha_err(err, errlen, "malformed message from the agent (%ld bytes)", n);
 		return -1;
 	}
 	if (m->type == HA_MSG_ERROR) {
+		/* The text goes to the user's terminal: printable ASCII only
+		 * (an ESC sequence from the target would drive the terminal;
+		 * the agent writes ASCII, a path it names may be otherwise). */
+		char text[sizeof m->u.error.text];
 		m->u.error.text[sizeof m->u.error.text - 1] = '\0';
-		ha_err(err, errlen, "the agent failed: %s (%s)", m->u.error.text,
+		for (size_t i = 0; i < sizeof text; i++) {
+			unsigned char c = (unsigned char)m->u.error.text[i];
+			text[i] = c == '\0' || (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+		}
+		ha_err(err, errlen, "the agent failed: %s (%s)", text,
 		       strerror(m->u.error.code > 0 ? m->u.error.code : EIO));
 		return -1;
 	}
