@@ -271,6 +271,49 @@ static void fast_agrees(const char *label, pid_t pid, const struct uc_record *r,
 	free(copy);
 }
 
+/* A pc in a module's text mapping but past its PT_LOAD's bytes (the
+ * mapping's last byte: a segment's end is rounded up to a page) says
+ * nothing about the rest of the module: unwinding it first must not spoil
+ * the module for the unwinder (it once did, for the whole session:
+ * tests/fuzz/fuzz_unwind found it).  With the fast walk and without. */
+static void tail_pc(pid_t pid, const struct uc_record *r)
+{
+	struct ha_maps maps;
+	struct ha_regs regs;
+	uint64_t a[MAX_PCS], b[MAX_PCS];
+	char err[256];
+	if (ha_maps_read(pid, &maps) != 0)
+		return;
+	const struct ha_map *m = ha_maps_find_addr(&maps, r->regs[0]);
+	uint64_t tail = m ? m->end - 1 : 0;
+	ha_maps_free(&maps);
+	EXPECT(tail != 0, "no mapping holds the capture's pc");
+	for (int fast = 0; fast < 2 && tail; fast++) {
+		struct ha_unwinder *fresh = ha_unwinder_new(pid, err, sizeof err);
+		struct ha_unwinder *u = ha_unwinder_new(pid, err, sizeof err);
+		EXPECT(fresh && u, "unwinders: %s", err);
+		if (!fresh || !u) {
+			ha_unwinder_free(fresh);
+			ha_unwinder_free(u);
+			return;
+		}
+		ha_unwinder_set_fast(fresh, fast);
+		ha_unwinder_set_fast(u, fast);
+		rec_regs(r, &regs);
+		regs.rip = tail;
+		ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, a, MAX_PCS);
+		rec_regs(r, &regs);
+		int na = ha_unwind(u, &regs, (const uint8_t *)(r + 1), r->stack_len, a, MAX_PCS);
+		int nb = ha_unwind(fresh, &regs, (const uint8_t *)(r + 1), r->stack_len, b, MAX_PCS);
+		EXPECT(na == nb && na > 2 && memcmp(a, b, (size_t)na * sizeof *a) == 0,
+		       "%s: after a pc past the module's segment, %d frames; a fresh unwinder %d",
+		       fast ? "fast walk" : "libunwind", na, nb);
+		ha_unwinder_free(fresh);
+		ha_unwinder_free(u);
+	}
+	printf("tail pc: a pc past a module's segment leaves its unwind tables usable\n");
+}
+
 /* Robustness: hostile or damaged input must not crash or run away. */
 static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 {
@@ -504,6 +547,7 @@ static int self_test(void)
 	bench("chain", u, &regs, (const uint8_t *)(ch.rec + 1), ch.rec->stack_len);
 	bench_sym(s, pcs, n);
 	abuse(u, ch.rec);
+	tail_pc(ch.pid, ch.rec);
 	cache_agrees(u, ch.pid, ch.rec);
 	fast_agrees("chain", ch.pid, ch.rec, 1);
 	ha_symbolizer_free(s);
