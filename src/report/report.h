@@ -144,8 +144,13 @@ void *hd_xcalloc(size_t n, size_t size);
 void *hd_xrealloc(void *p, size_t n);
 char *hd_xstrdup(const char *s);
 
-/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1. */
+/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1
+ * (the line cleaned as hd_clean_text cleans a name). */
 void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Tests only (tests/fuzz/fuzz_db.c, which runs every report in one
+ * process): when set, hd_die gives it the line (without "heapdiff: ")
+ * instead, and it must not return (it longjmps out). */
+extern void (*hd_die_hook)(const char *msg);
 void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
 /* Prepare sql on s, or die.  Step q: 1 = a row, 0 = done; dies on errors. */
 struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);

@@ -14,15 +14,45 @@
 
 /* ------------------------------------------------------------ errors */
 
+void (*hd_die_hook)(const char *msg);
+
+static int utf8_len(const unsigned char *s);
+
+/* src made safe to print as hd_clean_text makes it, into dst (cap bytes,
+ * cut there), without allocating: hd_die's line ("out of memory" too). */
+static void clean_line(char *dst, size_t cap, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t k = 0;
+	while (*s && k + 5 < cap) {
+		int n = utf8_len(s);
+		if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f)) ||
+		    (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
+			dst[k++] = '?';
+			s += n ? n : 1;
+		} else {
+			memcpy(dst + k, s, (size_t)n);
+			k += (size_t)n;
+			s += n;
+		}
+	}
+	dst[k] = '\0';
+}
+
+/* The line is cleaned: it may quote the file (SQLite's message of a
+ * malformed schema quotes the schema's SQL), which may be anything. */
 void hd_die(const char *fmt, ...)
 {
+	char msg[8192], line[8192];
 	va_list ap;
-	fflush(stdout);
-	fputs("heapdiff: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	clean_line(line, sizeof line, msg);
+	if (hd_die_hook)
+		hd_die_hook(line);
+	fflush(stdout);
+	fprintf(stderr, "heapdiff: %s\n", line);
 	exit(1);
 }
 
