@@ -156,8 +156,11 @@ void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
 struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
 int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
 /* Column i of q as a REAL that must be a finite number (NULL: 0); a corrupt
- * file may hold text, blobs or NaN there: one line and exit 1. */
+ * file may hold text, blobs or NaN there: one line and exit 1.  A value
+ * beyond +-HD_MAX_VALUE is taken as that: no memory (bytes, objects, pages)
+ * or clock reaches it, and sums of such values stay finite. */
 double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
+#define HD_MAX_VALUE 18446744073709551616.0 /* 2^64 */
 
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
