@@ -378,9 +378,11 @@ const char *hd_fmt_count(char *buf, size_t len, double v, int sign)
 
 const char *hd_fmt_time(char *buf, size_t len, double t)
 {
-	time_t tt = (time_t)t;
 	struct tm tm;
-	if (!isfinite(t) || !localtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+	/* A time from the file: past time_t (and any calendar) it is a number. */
+	time_t tt = fabs(t) < 1e15 ? (time_t)t : 0;
+	if (!(fabs(t) < 1e15) || !localtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
 		snprintf(buf, len, "%.0f", isfinite(t) ? t : 0.0);
 	return buf;
 }
