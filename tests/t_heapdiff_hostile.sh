@@ -14,7 +14,8 @@
 # then: text with no ESC or other control byte (stderr too), json valid
 # per python3 -m json.tool, svg per xml.dom.minidom, html with the tags of
 # a clean page (no markup from a name) and a valid hd-data JSON, pprof read
-# by go tool pprof -raw (skipped, said why, without go).  Corrupt files (a
+# by go tool pprof -raw (skipped, said why, without go); heapdiff_san
+# (ASan, UBSan) finds nothing in any format.  Corrupt files (a
 # schema whose SQL holds ESC bytes, pages overwritten, a file cut short)
 # must give exit 1 and one clean line.  No root, no target.
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +61,8 @@ UPDATE sessions SET sample_interval = -9223372036854775808 WHERE id = 2;
 UPDATE snapshots SET samples = 9223372036854775807, drops = -9223372036854775808,
 	unwind_failures = NULL, rss_bytes = -1, sample_interval = NULL;
 UPDATE snapshots SET reason = '<i>' || char(27) || 'reason' WHERE id % 4 = 0;
+UPDATE snapshots SET samples = -9223372036854775808, drops = 9223372036854775807,
+	rss_samples = -9223372036854775808, rss_lost = 9223372036854775807 WHERE id % 2 = 0;
 UPDATE buckets SET live_bytes = 1.7e308, alloc_bytes = 1.7e308 WHERE stack_id % 2 = 0;
 UPDATE buckets SET live_bytes = -1e18, live_count = -5 WHERE stack_id % 5 = 1;
 UPDATE buckets SET live_count = NULL, alloc_count = 9.2e18 WHERE stack_id % 5 = 2;
@@ -178,6 +181,25 @@ for s in 1 2 3; do
 	done
 done
 echo "ok: $runs reports of the hostile file: exit 0 or one error line, each format well formed"
+
+# ---- the same through heapdiff under ASan and UBSan (any report of either
+# stops it with exit 1 and its report on stderr)
+SAN=$HA_BUILDDIR/src/heapdiff_san
+if [ -x "$SAN" ]; then
+	export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	for s in 1 2 3; do
+		for fmt in text folded json svg pprof html; do
+			timeout 120 "$SAN" -f "$fmt" -o "$W/out" --session "$s" "$db" first last 2>"$W/err"
+			rc=$?
+			! grep -qE 'runtime error|AddressSanitizer' "$W/err" ||
+				fail "heapdiff_san, session $s, $fmt: $(grep -E -m 3 'runtime error|ERROR' "$W/err")"
+			[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "heapdiff_san, session $s, $fmt: exit $rc"
+		done
+	done
+	echo "ok: heapdiff_san found nothing in the hostile file"
+else
+	log "no $SAN (make check builds it): the sanitizers' pass skipped"
+fi
 
 # ---- corrupt files: exit 1, one clean line
 # refused FILE LABEL: every format of heapdiff FILE refused so.

@@ -173,6 +173,10 @@ void hd_json_str(FILE *f, const char *s);
 void hd_json_html_str(FILE *f, const char *s);
 void hd_xml_str(FILE *f, const char *s);
 
+/* a - b, held at INT64_MIN or INT64_MAX where it would overflow: the
+ * difference of two counters read from the file (any values). */
+int64_t hd_sub_i64(int64_t a, int64_t b);
+
 /* "1.23 MiB" (or the exact number with exact); sign: "+" on growth. */
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact);
 const char *hd_fmt_count(char *buf, size_t len, double v, int sign);

@@ -348,6 +348,14 @@ void hd_xml_str(FILE *f, const char *s)
 
 /* ------------------------------------------------------------ numbers */
 
+int64_t hd_sub_i64(int64_t a, int64_t b)
+{
+	int64_t d;
+	if (__builtin_sub_overflow(a, b, &d))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return d;
+}
+
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
