@@ -68,7 +68,7 @@
 #define HA_INIT_WAIT_MS 100          /* init waits this long for CONFIG */
 #define HA_INIT_SEND_TIMEOUT_MS 1000 /* connect and sends on the hijacked thread */
 #define HA_TICK_MS 1000              /* look for newly loaded modules */
-#define HA_AGENT_STACK (256u * 1024u)
+#define HA_AGENT_STACK ((size_t)256 * 1024)
 
 /* ------------------------------------------------------------------ */
 /* Exported state                                                      */
@@ -264,7 +264,7 @@ static int fail(struct failure *f, int code, const char *what)
 /* Bound connect() and every send on g_sock to ms (receives wait in poll). */
 static int set_send_timeout(int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000L };
 	return setsockopt(g_sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
@@ -641,7 +641,7 @@ failed:
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-int heapattach_agent_init(const struct ha_init_args *args)
+static int agent_init(const struct ha_init_args *args)
 {
 	if (!args || args->magic != HA_PROTO_MAGIC || args->version != HA_PROTO_VERSION)
 		return HA_INIT_BADARGS;
@@ -685,5 +685,13 @@ int heapattach_agent_init(const struct ha_init_args *args)
 	ha_hook_guard++;
 	int rc = init_session();
 	ha_hook_guard--;
+	return rc;
+}
+
+int heapattach_agent_init(struct ha_init_args *args)
+{
+	int rc = agent_init(args);
+	if (args)   /* the attacher reads it there (ha_proto.h) */
+		__atomic_store_n(&args->result, rc, __ATOMIC_RELEASE);
 	return rc;
 }

@@ -5,7 +5,7 @@
  * The protocol itself (init args, state word, messages, ring layout) is in
  * src/proto/ha_proto.h and only there.  Exported from the shared object, with C
  * linkage and default visibility, are exactly:
- *     int heapattach_agent_init(const struct ha_init_args *args);
+ *     int heapattach_agent_init(struct ha_init_args *args);
  *     struct ha_agent_state heapattach_agent_state;
  * Everything else is hidden (-fvisibility=hidden, HA_HIDDEN).
  */
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-HA_EXPORT int heapattach_agent_init(const struct ha_init_args *args);
+HA_EXPORT int heapattach_agent_init(struct ha_init_args *args);
 extern HA_EXPORT struct ha_agent_state heapattach_agent_state;
 
 #ifdef __cplusplus

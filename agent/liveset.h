@@ -81,7 +81,7 @@ static inline int ha_ls_maybe(const void *p)
 {
 	uint32_t b = ha_ls_bucket(p);
 	uint32_t bits = (uint32_t)__atomic_load_n(&ha_ls_filter[b >> 5], __ATOMIC_RELAXED);
-	return (bits >> (b & 31)) & 1;
+	return ((bits >> (b & 31)) & 1) != 0;
 }
 
 /* Bucket b holds an entry: set its bit (the version moves even when the

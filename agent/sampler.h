@@ -35,7 +35,7 @@ struct ha_sampler_cfg {
 static inline int ha_sampler_due(size_t size)
 {
 	ha_ts.countdown -= (int64_t)size;
-	return __builtin_expect(ha_ts.countdown < 0, 0);
+	return __builtin_expect(ha_ts.countdown < 0, 0) != 0;
 }
 
 /* The allocation that made the countdown run out: record it (or, outside a

@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 5.
+-- heapattach profile database, schema version 6.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,15 +8,16 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 5);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 6);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
 -- 'attach' and 'peak' and left the peak out of leak_trend, version 5 the
 -- kinds 'rss' and 'swap' (resident memory by first-touch call path,
--- heapattach --rss) with their snapshot columns (all at the end of this
--- file); heapattach upgrades an older file in place when it opens it for
--- writing (it only adds those), and heapdiff reads all five versions.  The
+-- heapattach --rss) with their snapshot columns, version 6 the column
+-- sessions.hostname (all at the end of this file); heapattach upgrades an
+-- older file in place when it opens it for writing (it only adds those),
+-- and heapdiff reads all six versions.  The
 -- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
 -- it while heapattach is writing, and a crash of the writer loses at most the
 -- snapshot in progress.
@@ -76,12 +77,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '5'.
+-- Identification of the file: format = 'heapattach', schema_version = '6'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '5');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '6');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -531,3 +532,10 @@ SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
          WHERE v.snapshot_id = s.id AND v.kind = 'swap') AS swapped_bytes,
        s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost
   FROM snapshots s;
+
+-- Schema version 6 additions.
+
+-- The name of the host the session was recorded on (gethostname(2) of the
+-- attacher; '' in sessions written before version 6): heapdiff --push
+-- labels the profiles of a database copied from that host with it.
+ALTER TABLE sessions ADD COLUMN hostname TEXT NOT NULL DEFAULT '';

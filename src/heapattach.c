@@ -41,6 +41,7 @@
 #include "pf_events.h"
 #include "db_write.h"
 #include "writer.h"
+#include "push.h"
 
 #include "ha_proto.h"
 #include "ha_ring_map.h"
@@ -125,6 +126,8 @@ static double next_snapshot_at(double after, double period)
 	static const double steps[] = { 1, 2, 3, 5, 7 };
 	if (period <= 0)
 		return -1;
+	/* decade is a power of ten, exact in a double, that only bounds the
+	 * loop against period: NOLINTNEXTLINE(cert-flp30-c) */
 	for (double decade = 1; decade < period; decade *= 10)
 		for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
 			double t = steps[i] * decade;
@@ -155,7 +158,7 @@ static void arm_snapshot_timer(int fd, double t0_ms, double period, double durat
  * what the live model says (the live heap since attach and the top growing
  * function), cut to the terminal's width so that it stays one line. */
 static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint64_t data_size,
-                         uint64_t *last_samples, struct ha_live *live)
+                         uint64_t *last_samples, struct ha_live *live, struct ha_push *push)
 {
 	struct ha_collector_stats st;
 	char line[512], what[256] = "";
@@ -175,8 +178,15 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	                 (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
 	                 (unsigned long long)st.snapshots);
 	if (c->rss_period && n > 0 && (size_t)n < sizeof line)
-		snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
-		         (unsigned long long)st.rss_samples);
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
+		              (unsigned long long)st.rss_samples);
+	if (push && n > 0 && (size_t)n < sizeof line) {
+		struct ha_push_stats ps;
+		ha_push_totals(push, &ps);
+		snprintf(line + n, sizeof line - (size_t)n, ", pushed %llu, %llu failed, %llu dropped",
+		         (unsigned long long)ps.sent, (unsigned long long)ps.failed,
+		         (unsigned long long)ps.dropped);
+	}
 	struct winsize ws;
 	size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
 	if (width < sizeof line)
@@ -236,7 +246,7 @@ static void release_stderr(int saved, int mem)
  * the duration is a deadline on the poll timeout. */
 static enum stop_reason stay_attached(const struct options *o, struct ha_session *s, int sigfd,
                                       struct ha_collector *coll, struct ha_live *live,
-                                      struct ha_view *view, int *signo)
+                                      struct ha_view *view, struct ha_push *push, int *signo)
 {
 	double t0 = ha_now_ms();
 	double deadline = o->duration_s > 0 ? t0 + o->duration_s * 1e3 : 0;
@@ -316,7 +326,7 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 				 * stacks symbolized since; then the next one. */
 				if (live)
 					feed_live(coll->to_live, live, 0);
-				print_status(coll, s->ring, s->ring_data_size, &last_samples, live);
+				print_status(coll, s->ring, s->ring_data_size, &last_samples, live, push);
 				if (live)
 					ha_collector_live(coll);
 			}
@@ -378,7 +388,7 @@ static int setup_signals(void)
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGCHLD); /* the injector waits for ptrace stops */
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN); /* NOLINT(cert-err33-c): fails only for a bad signal number */
 	sigdelset(&mask, SIGCHLD);
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
@@ -642,6 +652,45 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 	}
 }
 
+/* --push: what became of the profiles, one line per receiver. */
+static void print_push(const struct ha_push *push)
+{
+	for (int i = 0; i < ha_push_receivers(push); i++) {
+		struct ha_push_stats st;
+		const char *url = ha_push_receiver(push, i, &st);
+		char line[1024];
+		int n = snprintf(line, sizeof line, "heapattach: --push %s: %llu of %llu profiles sent",
+		                 url, (unsigned long long)st.sent, (unsigned long long)st.queued);
+		if (st.retries && n > 0 && (size_t)n < sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, " (%llu retries)",
+			              (unsigned long long)st.retries);
+		if (st.dropped && n > 0 && (size_t)n < sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "; %llu dropped (the queue of %d "
+			              "was full)", (unsigned long long)st.dropped, HA_PUSH_QUEUE);
+		if (st.unsent && n > 0 && (size_t)n < sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "; %llu not sent by the end "
+			              "(--push-timeout)", (unsigned long long)st.unsent);
+		if (st.failed && n > 0 && (size_t)n < sizeof line)
+			snprintf(line + n, sizeof line - (size_t)n, "; %llu failed, the last: %s",
+			         (unsigned long long)st.failed, st.last_error);
+		fprintf(stderr, "%s\n", line);
+	}
+}
+
+/* --push at the end: what is still queued gets --push-timeout at most (a
+ * signal on sigfd ends the wait), then db, which the writer left open, is
+ * closed (after the push threads' readers: the writer's handle stays the
+ * last on the WAL file), and each receiver's line is said. */
+static void end_push(struct ha_push *push, int sigfd, struct ha_db *db)
+{
+	if (!push)
+		return;
+	ha_push_finish(push, sigfd);
+	ha_db_close(db);
+	print_push(push);
+	ha_push_free(push);
+}
+
 /* --rss: the page-fault events on every thread of the target, or NULL
  * after one line saying why not (the heap profile goes on without). */
 static struct ha_pf *open_rss(const struct options *o, pid_t pid)
@@ -679,8 +728,12 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)t->pid);
 	ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = '\0';
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) != 0)
+		host[0] = '\0';
 	struct ha_db_session info = { .pid = t->pid, .comm = t->comm, .exe = exe,
-	                              .interval = o->interval, .start_time = ha_unix_now() };
+	                              .interval = o->interval, .start_time = ha_unix_now(),
+	                              .hostname = host };
 	static struct ha_writer writer;
 	static struct ha_collector coll;
 	static struct ha_queue live_q;
@@ -692,6 +745,19 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		if (live) {
 			ha_queue_init(&live_q);
 			coll.to_live = writer.to_live = &live_q;
+		}
+	}
+	/* --push: its threads are told of each snapshot the writer commits;
+	 * the writer leaves the database to us to close after them. */
+	struct ha_push *push = NULL;
+	if (o->push.nurls) {
+		push = ha_push_start(&o->push, dbname, err, sizeof err);
+		if (!push) {
+			fprintf(stderr, "heapattach: %s; going on without pushing\n", err);
+		} else {
+			writer.on_snapshot = ha_push_snapshot;
+			writer.on_snapshot_arg = push;
+			writer.keep_db = 1;
 		}
 	}
 	coll.pf = pf;
@@ -706,6 +772,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
 		ha_pf_close(coll.pf);
 		ha_db_close(db);
+		end_push(push, -1, NULL);
 		return EXIT_FAILED;
 	}
 	coll.pid = t->pid;
@@ -718,6 +785,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	if (ha_collector_start(&coll)) {
 		fprintf(stderr, "heapattach: %s\n", coll.err);
 		ha_writer_finish(&writer, ha_unix_now());
+		end_push(push, -1, writer.db);
 		return EXIT_FAILED;
 	}
 
@@ -730,7 +798,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		else
 			held = hold_stderr(&saved_stderr);
 	}
-	enum stop_reason why = stay_attached(o, s, sigfd, &coll, live, view, &signo);
+	enum stop_reason why = stay_attached(o, s, sigfd, &coll, live, view, push, &signo);
 	if (view) {
 		ha_view_close(view);
 		release_stderr(saved_stderr, held);
@@ -749,6 +817,9 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 		ha_queue_destroy(&live_q);
 	}
 	print_summary(o, s, &coll, &writer, &info, dbname);
+	/* The target is detached and the database complete: only the
+	 * receivers are waited for. */
+	end_push(push, sigfd, writer.db);
 	return writer.failed ? EXIT_FAILED : status;
 }
 

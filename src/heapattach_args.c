@@ -53,6 +53,22 @@ static void usage(FILE *f)
 	        "      --nice N          run the threads that read the ring and write the\n"
 	        "                        database N nice levels below heapattach (default 10;\n"
 	        "                        0: compete with the target for the CPUs as equals)\n"
+	        "      --push URL        also send each snapshot, and the peak, as a pprof heap\n"
+	        "                        profile to the Pyroscope (or Alloy) at URL: POST\n"
+	        "                        URL/ingest; repeatable; never blocks the target, the\n"
+	        "                        session or the database (a bounded queue per URL)\n"
+	        "      --app NAME        the application name of the pushed profiles (default:\n"
+	        "                        the target's comm)\n"
+	        "      --label NAME=VALUE  a label of the pushed profiles, besides hostname,\n"
+	        "                        pid, comm and kind; repeatable\n"
+	        "      --push-header 'NAME: VALUE'  a header of every push request (e.g.\n"
+	        "                        X-Scope-OrgID: TENANT); repeatable; credentials come\n"
+	        "                        from $HEAPATTACH_PUSH_TOKEN, or $HEAPATTACH_PUSH_USER\n"
+	        "                        and $HEAPATTACH_PUSH_PASSWORD, never from here\n"
+	        "      --push-cacert FILE  verify https receivers with the CA certificates in\n"
+	        "                        FILE instead of the system's\n"
+	        "      --push-timeout SECS  longest a push request may take, and at the end the\n"
+	        "                        longest heapattach waits for what is queued (default 10)\n"
 	        "  -h, --help            this help\n"
 	        "  -V, --version         print the version\n"
 	        "\n"
@@ -69,6 +85,35 @@ static int parse_double(const char *s, double *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* Adds the argument of --push, --label or --push-header; -1 after one line. */
+static int push_arg(struct ha_push_conf *c, const char *opt, const char *s)
+{
+	char err[256];
+	if (ha_push_add(c, opt, s, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "heapattach: %s\n", err);
+	return -1;
+}
+
+/* The options of --push, each checked; those that make sense only with
+ * --push refused without it.  0 or -1 after one line. */
+static int check_push(struct ha_push_conf *c, int any_push_option)
+{
+	char err[512];
+	if (!c->nurls) {
+		if (any_push_option) {
+			fprintf(stderr, "heapattach: --app, --label, --push-header, --push-cacert and "
+			        "--push-timeout are options of --push, which is not given\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (ha_push_check_conf(c, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "heapattach: %s\n", err);
+	return -1;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -94,7 +139,8 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE };
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -111,13 +157,53 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "rss", no_argument, NULL, OPT_RSS },
 		{ "live", no_argument, NULL, OPT_LIVE },
 		{ "rss-period", required_argument, NULL, OPT_RSS_PERIOD },
+		{ "push", required_argument, NULL, OPT_PUSH },
+		{ "app", required_argument, NULL, OPT_APP },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "push-header", required_argument, NULL, OPT_PUSH_HEADER },
+		{ "push-cacert", required_argument, NULL, OPT_PUSH_CACERT },
+		{ "push-timeout", required_argument, NULL, OPT_PUSH_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, push_options = 0;
+	struct ha_push_conf *pc = &o->push;
+	if (!pc->timeout_s)
+		pc->timeout_s = HA_PUSH_TIMEOUT_DEFAULT;
 	while ((c = getopt_long(argc, argv, "o:i:s:d:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_PUSH:
+			if (push_arg(pc, "--push", optarg))
+				return -1;
+			break;
+		case OPT_APP:
+			pc->app = optarg;
+			push_options = 1;
+			break;
+		case OPT_LABEL:
+			if (push_arg(pc, "--label", optarg))
+				return -1;
+			push_options = 1;
+			break;
+		case OPT_PUSH_HEADER:
+			if (push_arg(pc, "--push-header", optarg))
+				return -1;
+			push_options = 1;
+			break;
+		case OPT_PUSH_CACERT:
+			pc->cacert = optarg;
+			push_options = 1;
+			break;
+		case OPT_PUSH_TIMEOUT:
+			if (parse_double(optarg, &pc->timeout_s) || pc->timeout_s < 0.1 ||
+			    pc->timeout_s > 3600) {
+				fprintf(stderr, "heapattach: --push-timeout wants seconds from 0.1 to 3600, "
+				        "not '%s'\n", optarg);
+				return -1;
+			}
+			push_options = 1;
+			break;
 		case 'o':
 			o->db = optarg;
 			break;
@@ -212,6 +298,8 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "heapattach: expected exactly one PID (try --help)\n");
 		return -1;
 	}
+	if (check_push(pc, push_options))
+		return -1;
 	char *end;
 	errno = 0;
 	long pid = strtol(argv[optind], &end, 10);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "push.h"
+
 struct options {
 	pid_t pid;
 	double duration_s;      /* 0 = until a signal or the target's exit */
@@ -24,6 +26,7 @@ struct options {
 	int rss;                /* --rss: page-fault sampling too */
 	int live;               /* --live: the full-screen view */
 	uint64_t rss_period;    /* --rss-period: faults per sample */
+	struct ha_push_conf push; /* --push and its options; nurls 0: none */
 };
 
 /* Parse argv into *o (whose defaults the caller set).  --help and

@@ -10,6 +10,8 @@
  *   heapdiff --heap-vs-rss DB [[A] B] per function: heap and mmap against
  *                                     resident and swapped memory
  *   heapdiff -f html -o FILE DB [A] B one page: chart, flame graphs, leaks
+ *   heapdiff --push URL DB [[A] B]    the snapshots A..B sent to a profile
+ *                                     store (src/push/push_batch.c)
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
@@ -29,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "push.h"
 #include "report.h"
 
 #ifndef HA_VERSION
@@ -54,6 +57,9 @@ struct options {
 	const char *output;
 	int leaks, peak, vs;
 	struct hd_filter flt;
+	struct ha_push_conf push;  /* --push and its options; nurls 0: none */
+	int push_options;          /* one of its options was given */
+	const char *report_opt;    /* an option of a report (refused with --push) */
 };
 
 static void usage(FILE *f)
@@ -101,12 +107,29 @@ static void usage(FILE *f)
 	        "      --all-frames      keep the allocator's and C++ runtime's frames\n"
 	        "                        (folded by default)\n"
 	        "      --bytes           exact byte counts instead of KiB/MiB/GiB\n"
+	        "      --push URL        instead of a report, send the snapshots from A to B\n"
+	        "                        (DB alone: first to last; DB B: B only; with --peak:\n"
+	        "                        the peak) as pprof heap profiles to the Pyroscope (or\n"
+	        "                        Alloy) at URL, as heapattach --push does; repeatable\n"
+	        "      --app NAME        the application name of the pushed profiles (default:\n"
+	        "                        the session's comm)\n"
+	        "      --label NAME=VALUE  a label of the pushed profiles, besides hostname,\n"
+	        "                        pid, comm and kind (a label of one of those names\n"
+	        "                        replaces it); repeatable\n"
+	        "      --push-header 'NAME: VALUE'  a header of every push request (e.g.\n"
+	        "                        X-Scope-OrgID: TENANT); repeatable; credentials come\n"
+	        "                        from $HEAPATTACH_PUSH_TOKEN, or $HEAPATTACH_PUSH_USER\n"
+	        "                        and $HEAPATTACH_PUSH_PASSWORD\n"
+	        "      --push-cacert FILE  verify https receivers with the CA certificates in\n"
+	        "                        FILE instead of the system's\n"
+	        "      --push-timeout SECS  longest one push request may take (default 10)\n"
 	        "  -h, --help            print this help\n"
 	        "  -V, --version         print the version\n"
 	        "\n"
 	        "Exit status: 0 ok; 1 the database or a snapshot cannot be read (missing,\n"
 	        "not a heapattach database, corrupt, other schema version, no such\n"
-	        "snapshot) or the output cannot be written; 2 usage error.\n");
+	        "snapshot) or the output cannot be written, or a receiver did not accept\n"
+	        "a profile (--push); 2 usage error.\n");
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
@@ -174,10 +197,37 @@ static int parse_kind(const char *s)
 	usage_error("bad --kind '%s' (heap, mmap, rss or swap)", s);
 }
 
+/* Adds the argument of --push, --label or --push-header. */
+static void add_arg(struct ha_push_conf *c, const char *opt, const char *s)
+{
+	char err[256];
+	if (ha_push_add(c, opt, s, err, sizeof err) < 0)
+		usage_error("%s", err);
+}
+
+/* --push and its options, each checked (src/push/push_url.c). */
+static void check_push(struct options *o)
+{
+	char err[512];
+	struct ha_push_conf *c = &o->push;
+	if (!c->nurls) {
+		if (o->push_options)
+			usage_error("--app, --label, --push-header, --push-cacert and --push-timeout are "
+			            "options of --push, which is not given");
+		return;
+	}
+	if (o->report_opt || o->leaks || o->vs)
+		usage_error("--push sends each snapshot's whole profile: it writes no report (%s)",
+		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->report_opt);
+	if (ha_push_check_conf(c, err, sizeof err) < 0)
+		usage_error("%s", err);
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
-	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES };
+	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES, O_PUSH, O_APP, O_LABEL, O_PUSH_HEADER,
+	       O_PUSH_CACERT, O_PUSH_TIMEOUT };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "format", required_argument, NULL, 'f' },
@@ -194,6 +244,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "min-bytes", required_argument, NULL, O_MIN_BYTES },
 		{ "all-frames", no_argument, NULL, O_ALL_FRAMES },
 		{ "bytes", no_argument, NULL, O_BYTES },
+		{ "push", required_argument, NULL, O_PUSH },
+		{ "app", required_argument, NULL, O_APP },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "push-header", required_argument, NULL, O_PUSH_HEADER },
+		{ "push-cacert", required_argument, NULL, O_PUSH_CACERT },
+		{ "push-timeout", required_argument, NULL, O_PUSH_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -201,8 +257,37 @@ static void parse_args(int argc, char **argv, struct options *o)
 	int c, nops;
 
 	opterr = 0; /* our own messages, with our name */
-	while ((c = getopt_long(argc, argv, ":f:o:n:hV", opts, NULL)) != -1) {
+	o->push.timeout_s = HA_PUSH_TIMEOUT_DEFAULT;
+	int li = -1;
+	static char opt_name[40];
+	while ((c = getopt_long(argc, argv, ":f:o:n:hV", opts, &li)) != -1) {
+		/* What makes a report, which --push does not write. */
+		if (c == 'f' || c == 'o' || c == 'n' || (c >= O_BY && c <= O_ALL_FRAMES && c != O_SESSION && c != O_PEAK)) {
+			if (c >= O_BY)
+				snprintf(opt_name, sizeof opt_name, "--%s", opts[li].name);
+			else
+				snprintf(opt_name, sizeof opt_name, "-%c", c);
+			o->report_opt = opt_name;
+		}
+		li = -1;
 		switch (c) {
+		case O_PUSH: add_arg(&o->push, "--push", optarg); break;
+		case O_APP: o->push.app = optarg; o->push_options = 1; break;
+		case O_LABEL: add_arg(&o->push, "--label", optarg); o->push_options = 1; break;
+		case O_PUSH_HEADER:
+			add_arg(&o->push, "--push-header", optarg);
+			o->push_options = 1;
+			break;
+		case O_PUSH_CACERT: o->push.cacert = optarg; o->push_options = 1; break;
+		case O_PUSH_TIMEOUT: {
+			char *end;
+			errno = 0;
+			o->push.timeout_s = strtod(optarg, &end);
+			if (!*optarg || *end || errno || !(o->push.timeout_s >= 0.1 && o->push.timeout_s <= 3600))
+				usage_error("bad --push-timeout '%s' (seconds from 0.1 to 3600)", optarg);
+			o->push_options = 1;
+			break;
+		}
 		case O_DB: o->db = optarg; break;
 		case 'f': o->format = parse_format(optarg); break;
 		case 'o':
@@ -238,6 +323,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	check_push(o);
 	if (o->leaks && o->peak)
 		usage_error("--leaks and --peak exclude each other");
 	if (o->leaks && o->format != HD_TEXT && o->format != HD_JSON)
@@ -387,6 +473,26 @@ static int heap_vs_rss(const struct options *o, struct hd_report *r, const struc
 	return rc;
 }
 
+/* --push: the snapshots a..b of b's file (b alone without a), the
+ * baselines left out (every value zero), sent in id order. */
+static int push_snapshots(const struct options *o, const struct hd_snap *a,
+                          const struct hd_snap *b, struct hd_source *src, int nsrc)
+{
+	size_t n;
+	if (a && a->src != b->src)
+		usage_error("--push sends the snapshots of one database, not of two");
+	int64_t *ids = hd_snapshot_ids(b->src, a ? a->id : b->id, b->id, &n);
+	if (n == 0)
+		hd_die("%s: no snapshot to push from %" PRId64 " to %" PRId64 " (a baseline at "
+		       "attach holds nothing and is not sent)", b->src->path, a ? a->id : b->id, b->id);
+	const char *path = b->src->path;
+	int rc = ha_push_batch(&o->push, path, ids, n) == 0 ? EXIT_OK : EXIT_ERROR;
+	free(ids);
+	for (int i = 0; i < nsrc; i++)
+		hd_source_close(&src[i]);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { .top = 10, .flt = { .kind = HD_KIND_ALLOC } };
@@ -452,12 +558,19 @@ int main(int argc, char **argv)
 				        a.id, b.id, a.session_id, b.session_id);
 		}
 	}
+	if (o.push.nurls)
+		return push_snapshots(&o, r.a, &b, src, nsrc);
 	if (o.vs)
 		return heap_vs_rss(&o, &r, &b, src, nsrc);
 	/* Only the formats that print it: it costs a scan of the session. */
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
 		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
 	r.b = &b;
+	/* A pprof profile of one snapshot has its period's allocations, as a
+	 * Go heap profile in a profile store (report_pprof.c). */
+	struct hd_snap prev;
+	if (o.format == HD_PPROF && !r.a && hd_prev_snapshot(&b, &prev))
+		r.alloc_from = &prev;
 	r.by_objects = o.by_objects;
 	r.exact_bytes = o.exact_bytes;
 	r.top = o.top;

@@ -1,11 +1,12 @@
 #!/bin/bash
-# t_db_upgrade: schema-version-1 to -4 databases (without the views added
+# t_db_upgrade: schema-version-1 to -5 databases (without the views added
 # in version 2, without the column snapshots.sample_interval added in version
 # 3, with the leak views of before version 4, which counted every snapshot,
-# without the kinds rss and swap and their columns of version 5)
+# without the kinds rss and swap and their columns of version 5, without
+# the column sessions.hostname of version 6)
 # are read by heapdiff as they are (byte-identical afterwards, and --leaks
 # works on them: it does not need the views), and upgraded in place by the
-# writer: version 5, the new views, kinds and columns, the data untouched, the schema
+# writer: version 6, the new views, kinds and columns, the data untouched, the schema
 # then identical to that of a new file.
 . "$(dirname "$0")/lib.sh"
 
@@ -16,12 +17,16 @@ FILL=$HA_BUILDDIR/tests/db_fill
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
-new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db
+new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
+# What a version-5 writer left: no sessions.hostname.
+cp "$new" "$v5"
+q "$v5" "ALTER TABLE sessions DROP COLUMN hostname;
+         UPDATE meta SET value = '5' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 # What a version-4 writer left: no kinds rss and swap, none of their
 # columns, the snapshot_totals that summed every kind.  Versions 1-3 are
 # made from it.
-cp "$new" "$v4"
+cp "$v5" "$v4"
 q "$v4" "DELETE FROM kinds WHERE id >= 2; DROP VIEW snapshot_totals;
          ALTER TABLE sessions DROP COLUMN rss_period;
          ALTER TABLE snapshots DROP COLUMN rss_anon_bytes; ALTER TABLE snapshots DROP COLUMN swap_bytes;
@@ -40,14 +45,16 @@ q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
 # a version-1 writer: no leak views either.
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm"
+rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm"
 cp "$v1" "$W/before.db"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
-"$HD" --bytes "$new" first last >"$W/d5" 2>&1 || fail "heapdiff on a version-5 file"
+"$HD" --bytes "$new" first last >"$W/d6" 2>&1 || fail "heapdiff on a version-6 file"
+"$HD" --bytes "$v5" first last >"$W/d5" 2>&1 || fail "heapdiff on a version-5 file: $(cat "$W/d5")"
 "$HD" --bytes "$v4" first last >"$W/d4" 2>&1 || fail "heapdiff on a version-4 file: $(cat "$W/d4")"
 "$HD" --bytes "$v3" first last >"$W/d3" 2>&1 || fail "heapdiff on a version-3 file: $(cat "$W/d3")"
 "$HD" --bytes "$v2" first last >"$W/d2" 2>&1 || fail "heapdiff on a version-2 file: $(cat "$W/d2")"
+cmp -s "$W/d5" "$W/d6" || fail "heapdiff reads version 5 and 6 differently"
 cmp -s "$W/d4" "$W/d5" || fail "heapdiff reads version 4 and 5 differently"
 cmp -s "$W/d1" "$W/d4" || fail "heapdiff reads version 1 and 4 differently"
 cmp -s "$W/d2" "$W/d4" || fail "heapdiff reads version 2 and 4 differently"
@@ -57,10 +64,10 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 5 ] || fail "version $v not upgraded to version 5"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 6 ] || fail "version $v not upgraded to version 6"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" "SELECT group_concat(name, ' ') FROM (SELECT name FROM kinds ORDER BY id)")" = "heap mmap rss swap" ] ||
 		fail "kinds after the upgrade from version $v: $(q "$f" 'SELECT * FROM kinds')"

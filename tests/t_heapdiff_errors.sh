@@ -84,15 +84,15 @@ both 'not a heapattach database: file is not a database$' "$W/text.db"
 echo "ok: random bytes"
 
 # ---- a heapattach database of another schema version
-cp "$good" "$W/v6.db"
-sqlite3 "$W/v6.db" "UPDATE meta SET value = '6' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version 6, this heapattach reads 1 to 5$' "$W/v6.db"
+cp "$good" "$W/v7.db"
+sqlite3 "$W/v7.db" "UPDATE meta SET value = '7' WHERE key = 'schema_version'" || fail "sqlite3 failed"
+both 'database schema version 7, this heapattach reads 1 to 6$' "$W/v7.db"
 cp "$good" "$W/v0.db"
 sqlite3 "$W/v0.db" "UPDATE meta SET value = '0' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version 0, this heapattach reads 1 to 5$' "$W/v0.db"
+both 'database schema version 0, this heapattach reads 1 to 6$' "$W/v0.db"
 cp "$good" "$W/vx.db"
 sqlite3 "$W/vx.db" "UPDATE meta SET value = 'x' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version x, this heapattach reads 1 to 5$' "$W/vx.db"
+both 'database schema version x, this heapattach reads 1 to 6$' "$W/vx.db"
 echo "ok: other schema version"
 
 # ---- corrupt databases.  Every page after the first overwritten: the check

@@ -117,9 +117,30 @@ hd -f pprof "$db" 1 >"$W/a.pb.gz"
 hd -f pprof "$db" 3 >"$W/b.pb.gz"
 top -diff_base "$W/a.pb.gz" "$W/b.pb.gz" >"$W/dtop"
 grep -Eq '^ +3000000B .* leak_grow' "$W/dtop" || fail "pprof -diff_base: no 3000000B leak_grow line: $(cat "$W/dtop")"
+# One snapshot: inuse_* at it, alloc_* over its period, since the snapshot
+# before it (2): leak_grow allocated 4500000 - 2000000 in it.
+top -sample_index=inuse_space "$W/b.pb.gz" | grep -Eq '^ +4000000B .* leak_grow' ||
+	fail "pprof of snapshot 3: leak_grow does not hold 4000000B"
+top -sample_index=alloc_space "$W/b.pb.gz" | grep -Eq '^ +2500000B .* leak_grow' ||
+	fail "pprof of snapshot 3: leak_grow did not allocate 2500000B in its period"
+# A call path that allocated and freed everything within the period is
+# there, with inuse 0 (db_fill --attacher: burst_fill between snapshots 4
+# and 5); the peak's period ends at the peak and starts at the snapshot
+# before it by time (4, at T0 + 180, though the peak's id is 8).
+"$FILL" --attacher "$W/att.db" >/dev/null || fail "db_fill --attacher failed"
+hd -f pprof -o "$W/s5.pb.gz" "$W/att.db" 5
+top -sample_index=alloc_space "$W/s5.pb.gz" | grep -Eq '^ +2000000B .* burst_fill' ||
+	fail "pprof of snapshot 5: burst_fill did not allocate 2000000B in its period"
+top -sample_index=inuse_space "$W/s5.pb.gz" | grep -q burst_fill &&
+	fail "pprof of snapshot 5: burst_fill holds memory (it freed all of it)"
+hd -f pprof -o "$W/s8.pb.gz" --peak "$W/att.db"
+top -nodefraction=0 -sample_index=alloc_space "$W/s8.pb.gz" | grep -Eq '^ +4000B .* leak_attach' ||
+	fail "pprof of the peak: leak_attach did not allocate 28000 - 24000 B in its period"
+go tool pprof -raw -symbolize=none "$W/s8.pb.gz" 2>&1 | grep -q '^Duration: 30s' ||
+	fail "pprof of the peak: its duration is not its period (30 s): $(go tool pprof -raw -symbolize=none "$W/s8.pb.gz" 2>&1 | head -n 5)"
 # Mappings with build-ids, functions with file and line.
 go tool pprof -raw -symbolize=none "$W/b.pb.gz" >"$W/raw" 2>&1 || fail "pprof -raw failed"
 grep -q '/opt/leaky/bin/leaky 5f3c9a0e1b2d4c6e8f90a1b2c3d4e5f60718293a' "$W/raw" || fail "pprof: no mapping with the build-id"
 grep -q 'leak_grow /src/leaky/leaky.c:42' "$W/raw" || fail "pprof: no leak_grow with file:line"
-echo "ok: pprof read by go tool pprof (-top, -sample_index, -diff_base, -raw)"
+echo "ok: pprof read by go tool pprof (-top, -sample_index, -diff_base, -raw; one snapshot's period)"
 echo ok

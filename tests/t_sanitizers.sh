@@ -1,8 +1,9 @@
 #!/bin/bash
 # t_sanitizers: the attacher, heapdiff and the ring protocol built with
 # ASan and UBSan (src/heapattach_san, src/heapdiff_san, tests/ring_check_san)
-# run a full profile session without a single sanitizer report, and a
-# session with --rss (page-fault samples, pagemap checks) too.  (The agent
+# run a full profile session without a single sanitizer report, a
+# session with --rss (page-fault samples, pagemap checks) and one with
+# --push (to a loopback receiver, a retry included) too.  (The agent
 # is never built with sanitizers: it runs inside someone else's process.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
@@ -57,4 +58,24 @@ grep -q '^heapattach: --rss: [0-9]* page-fault samples' "$HA_ERR" || fail "no --
 "$HA_BUILDDIR/src/heapdiff_san" --kind rss --bytes "$db" >"$W/rssdiff" 2>&1 || fail "heapdiff_san --kind rss: $(tail -n 20 "$W/rssdiff")"
 "$HA_BUILDDIR/src/heapdiff_san" --heap-vs-rss "$db" >"$W/vs" 2>&1 || fail "heapdiff_san --heap-vs-rss: $(tail -n 20 "$W/vs")"
 log "sanitized attacher with --rss: clean"
+
+# --push: the queue, its thread, libcurl and a retry (the receiver's first
+# answer is a 503), the profiles read through the push thread's own
+# connection; then heapdiff --push of the same file.
+if command -v python3 >/dev/null; then
+	. "$(dirname "$0")/push_lib.sh"
+	start_receiver r --fail-first 1
+	db=$W/push.db
+	start_profiled pushed leak_cmd -q -i 4096 -s 3600 -o "$db" --push "$RURL" --label team=san
+	target_cmd "leak 500 3000"
+	snapshot_now "$db"
+	detach_by_signal INT "$pid"
+	grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "sanitizer report from heapattach --push"
+	grep -Eq "^heapattach: --push $RURL: ([0-9]+) of \\1 profiles sent \\(1 retries\\)" "$HA_ERR" ||
+		fail "heapattach_san --push: $(grep -- --push "$HA_ERR")"
+	"$HA_BUILDDIR/src/heapdiff_san" --push "$RURL" "$db" >"$W/hdpush" 2>&1 || fail "heapdiff_san --push: $(tail -n 20 "$W/hdpush")"
+	log "sanitized attacher and heapdiff with --push: clean"
+else
+	log "python3 is not installed: --push not run under the sanitizers"
+fi
 echo ok

@@ -2,17 +2,13 @@
 # t_storm: attach/detach cycles on a 64-thread process that allocates every
 # way (malloc family, new/delete, mmap), forks and execs children and takes
 # signals (tests/targets/storm), with one attacher in three killed with
-# SIGKILL at a random moment while profiling (0-0.6 s after the agent is
-# ready).  The target's output is exactly what the work says (no pattern
-# mismatch, every child exec'ed), it exits 0, and every attach after a
-# killed one works.  STORM_CYCLES (default 12) cycles; bench/storm runs 100.
-#
-# Not here: SIGKILL during the injection itself.  It crashes the target
-# (found by this test): the hijacked thread is inside our call to dlopen or
-# to the agent's init, whose return address is 0 (the injector's end-of-
-# call stop); with the injector gone, the kernel delivers that SIGSEGV.
-# t_storm_inject shows it, skipped until the fix (a return through a
-# sigreturn frame of the thread's own context) lands -- issue 16.
+# SIGKILL: every other one of those 5-45 ms after it starts (during the
+# injection: the hijacked thread returns through its signal frame,
+# src/attach/inject_frame.c), the others at a random moment while profiling
+# (0-0.6 s after the agent is ready).  The target's output is exactly what
+# the work says (no pattern mismatch, every child exec'ed), it exits 0, and
+# every attach after a killed one works.  STORM_CYCLES (default 12) cycles;
+# bench/storm runs 100.
 . "$(dirname "$0")/lib.sh"
 require_all storm
 CYCLES=${STORM_CYCLES:-12}
@@ -22,13 +18,21 @@ start_cmd storm "$TARGETS/storm" $THREADS $ROUNDS
 pid=$TPID
 wait_line "$TOUT" '^ready pid=[0-9]+$' 30
 RANDOM=4242
-killed=0 clean=0
+killed=0 clean=0 early=0
 for ((i = 1; i <= CYCLES; i++)); do
 	is_alive "$pid" || fail "the target ended during cycle $i (rounds too few for $CYCLES cycles?)"
 	kill -USR1 "$pid"
 	wait_for 10 'tracer_free "$pid"' || fail "cycle $i: the target is still traced"
 	start_ha -q -s 0.3 -o "$W/s$i.db" "$pid"
-	if ((i % 3 == 0)); then
+	if ((i % 6 == 3)); then
+		# during the injection: 5-45 ms after heapattach starts
+		ms=$((5 + RANDOM % 40))
+		sleep "$(printf '0.%03d' "$ms")"
+		kill -KILL "$HAPID" 2>/dev/null
+		wait "$HAPID" 2>/dev/null
+		killed=$((killed + 1)) early=$((early + 1))
+		log "cycle $i: heapattach killed $ms ms after it started"
+	elif ((i % 3 == 0)); then
 		wait_ready "$pid" storm 30
 		ms=$((RANDOM % 600))
 		sleep "$(printf '0.%03d' "$ms")"
@@ -47,7 +51,7 @@ for ((i = 1; i <= CYCLES; i++)); do
 		clean=$((clean + 1))
 	fi
 done
-log "$CYCLES cycles: $clean detached, $killed killed"
+log "$CYCLES cycles: $clean detached, $killed killed ($early of them 5-45 ms after the start, during the injection)"
 wait_exit "$pid" 3600 || fail "the target did not finish"
 [ "$RC" = 0 ] || fail "the target exited $RC: $(tail -n 2 "$TOUT")"
 want="storm threads=$THREADS rounds=$ROUNDS blocks=$((THREADS * ROUNDS * 6)) forks=$((THREADS * (ROUNDS / 50))) mismatches=0"

@@ -343,7 +343,7 @@ int ha_elf_symbol(pid_t pid, const struct ha_map *mod, const char *sym, uint64_t
 static size_t alias_rank(const struct symtab *t, const struct sym *s)
 {
 	const char *name = t->str + s->name;
-	return (size_t)s->hidden * 1000000 + (name[0] == '_') * 100000 + strlen(name);
+	return (size_t)s->hidden * 1000000 + (size_t)(name[0] == '_') * 100000 + strlen(name);
 }
 
 /* Among the functions at the same address as t->v[i], the best name. */

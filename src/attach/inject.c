@@ -15,15 +15,17 @@
  *      syscall), take their stops as they come (with a timeout), unwind
  *      each, and use the first whose frames hold no lock that dlopen needs
  *      (see inject_safe.c); every other one is let go the moment it stops.
- *      A thread caught inside malloc & co. may be run to the return from
- *      the outermost such frame with a per-thread hardware breakpoint, then
- *      checked again.  We keep going round until the time budget is spent
+ *      A thread caught inside malloc & co. is tried again later.  We keep
+ *      going round until the time budget is spent
  *      (inject_pick.c);
- *   4. save its registers, FP/vector state and signal mask, block
- *      (asynchronous) signals (inject_state.c), and make calls on its
- *      stack: dlopen(agent), then heapattach_agent_init(&args).  A call
- *      "returns" to address 0: the SIGSEGV stop with rip == 0 is the end of
- *      the call (inject_call.c);
+ *   4. save its registers, FP/vector state and signal mask
+ *      (inject_state.c), push the agent's path and init arguments on its
+ *      stack and below them a signal frame of its saved context
+ *      (inject_frame.c), block (asynchronous) signals, and make calls:
+ *      dlopen(agent), then heapattach_agent_init(&args).  A call returns
+ *      into the frame's rt_sigreturn, whose syscall-entry stop is its end
+ *      (inject_call.c); should heapattach die at any moment, the thread
+ *      runs that rt_sigreturn and is back where it was;
  *   5. put everything back and detach (inject_state.c).  The kernel then
  *      restarts the system call the thread was in, as after any signal
  *      without a handler.
@@ -90,6 +92,16 @@ void inj_log(const struct injection *j, const char *fmt, ...)
 	        cpu.tv_sec * 1e3 + cpu.tv_nsec / 1e6, line);
 }
 
+int inj_test_die_at(struct injection *j, const char *point)
+{
+	if (!j->die_at[0] || strcmp(j->die_at, point) != 0 || --j->die_after > 0)
+		return 0;
+	inj_log(j, "HEAPATTACH_TEST_DIE_AT=%s: dying", point);
+	kill(getpid(), SIGKILL);
+	for (;;)
+		pause();
+}
+
 static double elapsed(const struct injection *j)
 {
 	return ha_now_ms() - j->t0;
@@ -127,7 +139,6 @@ static int check_moment(struct injection *j)
 static int inject_run(struct injection *j)
 {
 	struct hijack h;
-	uint64_t handle = 0;
 	double t1;
 	int rc = -1;
 
@@ -141,6 +152,8 @@ static int inject_run(struct injection *j)
 		return -1;
 	}
 	rc = -1;
+	if (inj_resolve_sigreturn(j) < 0)
+		goto out;
 	if (j->target->agent_loaded) {
 		if (inj_resolve_init(j, 0) < 0)
 			goto out;
@@ -160,10 +173,23 @@ static int inject_run(struct injection *j)
 	t1 = ha_now_ms();
 	if (inj_save_state(j, &h) < 0)
 		goto restore;
-	if (!j->target->agent_loaded &&
-	    (inj_load_agent(j, &h, &handle) < 0 || inj_resolve_init(j, handle) < 0))
-		goto restore;
-	if (inj_call_init(j, &h) < 0)
+	inj_test_die_at(j, "saved");
+	{
+		/* what the calls get, pushed above the frame they return through;
+		 * the agent writes its result into the copy of the arguments */
+		struct ha_init_args args = *j->o->args;
+		const char *path = j->target->agent_path;
+		uint64_t path_at = 0, args_at = 0;
+		args.result = -1;
+		if ((!j->target->agent_loaded && inj_push(j, &h, path, strlen(path) + 1, &path_at) < 0) ||
+		    inj_push(j, &h, &args, sizeof args, &args_at) < 0 || inj_write_frame(j, &h) < 0)
+			goto restore;
+		if (!j->target->agent_loaded && inj_load_agent(j, &h, path_at) < 0)
+			goto restore;
+		if (inj_call_init(j, &h, args_at) < 0)
+			goto restore;
+	}
+	if (inj_end_calls(j, &h) < 0)
 		goto restore;
 	rc = 0;
 restore:
@@ -177,7 +203,6 @@ restore:
 	}
 	inj_log(j, "thread %d stopped for %.3f ms in total", (int)h.tid, ha_now_ms() - t1);
 out:
-	inj_probes_finish(j);
 	free(h.fp);
 	ha_maps_free(&j->maps);
 	return rc;
@@ -282,6 +307,17 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 	j->errlen = errlen;
 	j->t0 = ha_now_ms();
 	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	{
+		const char *die = getenv("HEAPATTACH_TEST_DIE_AT");
+		if (die && *die) {
+			const char *colon = strchr(die, ':');
+			size_t len = colon ? (size_t)(colon - die) : strlen(die);
+			if (len < sizeof j->die_at) {
+				memcpy(j->die_at, die, len);
+				j->die_after = colon ? (int)strtol(colon + 1, NULL, 10) : 1;
+			}
+		}
+	}
 	j->deadline = j->t0 + j->timeout_ms;
 
 	/* All ptrace work runs on a helper thread (see the top of this file).

@@ -2,14 +2,22 @@
  * dlerror when it fails), then the agent's init.
  *
  * Contract: a call starts from the thread's saved registers (so fs, TLS and
- * the rest are its own) with the System V arguments set, on its own stack
- * below what we pushed there, and "returns" to address 0: the SIGSEGV stop
- * at rip 0 with the return address popped is its end.  Meanwhile every
- * other stop is handled as the kernel would have without us (see
- * wait_call); a fault inside the call is reported as a crash of it, and a
- * call that does not return within the budget is abandoned with the thread
- * stopped again, so that the caller can restore it either way.  Strings
- * read back from the target are bounded. */
+ * the rest are its own) with the System V arguments set, its rsp at the
+ * signal frame below what we pushed (inject_frame.c), whose first word is
+ * the return address: libc's rt_sigreturn sequence.  Its end is the
+ * syscall-entry stop of that rt_sigreturn, which we never let run: the next
+ * call starts from there, and inj_end_calls takes the thread to an
+ * interrupt stop for the exact restore.  Should heapattach die at any
+ * moment, the thread returns through the frame to where it was.  The price:
+ * a return value cannot be read (the sequence overwrites rax), so the agent
+ * writes its own into the arguments we pushed, and dlopen's success is told
+ * by the maps.  Only dlerror, called when dlopen failed, returns the old way
+ * (to address 0: the SIGSEGV stop at rip 0 is its end), for its text.
+ * Meanwhile every other stop is handled as the kernel would have without
+ * us (see wait_call); a fault inside the call is reported as a crash of
+ * it, and a call that does not return within the budget is abandoned with
+ * the thread stopped again, so that the caller can restore it either way.
+ * Strings read back from the target are bounded. */
 #define _GNU_SOURCE
 #include "inject_int.h"
 #include "ha_proto.h"
@@ -19,11 +27,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define CALL_MIN_MS      2000       /* a remote call always gets at least this */
 #define X86_EFLAGS_TF    0x100
 #define X86_EFLAGS_DF    0x400
+#define SIGRETURN_LEN    9          /* mov $15,%rax (7 bytes); syscall (2) */
 
 /* Read a NUL-terminated string of at most len-1 bytes from the target, page
  * by page so that a string near the end of a mapping still reads.  0 or
@@ -52,13 +62,17 @@ static int remote_read_string(pid_t pid, uint64_t addr, char *buf, size_t len)
 }
 
 /* Copy n bytes below the data already pushed on the thread's stack,
- * 16-byte aligned.  Address in *addr.  0 or -1 (j->err set). */
-static int remote_push(struct injection *j, struct hijack *h, const void *data, size_t n,
-                       uint64_t *addr)
+ * 16-byte aligned (before the frame is written: the calls' stack grows down
+ * from it).  Address in *addr.  0 or -1 (j->err set). */
+int inj_push(struct injection *j, struct hijack *h, const void *data, size_t n, uint64_t *addr)
 {
 	uint64_t a = (h->sp - n) & ~(uint64_t)15;
 	int rc;
 
+	if (h->frame) {
+		ha_err(j->err, j->errlen, "internal error: data pushed below the signal frame");
+		return -1;
+	}
 	if (n > PUSH_ROOM / 2 || h->regs.rsp - a > PUSH_ROOM) {
 		ha_err(j->err, j->errlen, "too much data to push on the stack of thread %d",
 		       (int)h->tid);
@@ -128,6 +142,12 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			break;
+		if (WIFSTOPPED(st) && (st >> 16) == 0 && WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			/* a syscall stop is no place to restore at (see
+			 * inj_end_calls): on to the interrupt stop */
+			PT(PTRACE_CONT, h->tid, 0, 0);
+			continue;
+		}
 		if (WIFSTOPPED(st)) {
 			ha_err(j->err, j->errlen, "%s did not return within %d ms in process %d "
 			       "(deadlock?); call abandoned, thread %d restored, the target may "
@@ -142,16 +162,19 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 	return -1;
 }
 
-/* Wait for the end of a call: the SIGSEGV stop at rip 0 with the return
- * address popped.  Other stops are handled as the kernel would have without
- * us: an interrupt or group stop resumes (the group stop is re-entered at
- * detach), a signal that got through the mask (SIGSTOP) is delivered, a
- * fault is a crash of the call. */
+/* Wait for the end of a call.  ret_sp 0: the syscall-entry stop of the
+ * frame's rt_sigreturn (rip right after its syscall instruction, rsp just
+ * above the popped return address); otherwise the SIGSEGV stop at rip 0
+ * with rsp == ret_sp, its return value in *ret.  Other stops are handled
+ * as the kernel would have without us: syscall stops and interrupts go on
+ * (a group stop is re-entered at detach), a signal that got through the
+ * mask (SIGSTOP) is delivered, a fault is a crash of the call. */
 static int wait_call(struct injection *j, struct hijack *h, const char *what, uint64_t ret_sp,
                      uint64_t *ret)
 {
 	int ms = j->timeout_ms > CALL_MIN_MS ? j->timeout_ms : CALL_MIN_MS;
 	double deadline = ha_now_ms() + ms;
+	unsigned nsys = 0;
 
 	for (;;) {
 		struct user_regs_struct regs;
@@ -178,7 +201,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			continue;
 		sig = WSTOPSIG(st);
 		if ((st >> 16) != 0) {          /* event stop: keep going */
-			PT(PTRACE_CONT, h->tid, 0, 0);
+			PT(PTRACE_SYSCALL, h->tid, 0, 0);
 			continue;
 		}
 		if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0) {
@@ -186,7 +209,23 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			       (int)h->tid, strerror(errno));
 			return -1;
 		}
-		if (sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
+		if (sig == (SIGTRAP | 0x80)) {  /* a syscall stop */
+			if (!ret_sp && regs.orig_rax == SYS_rt_sigreturn &&
+			    regs.rip == j->sigreturn_fn + SIGRETURN_LEN && regs.rsp == h->frame + 8) {
+				h->at_sigreturn = 1;
+				inj_log(j, "%s: %u syscall stops", what, nsys);
+				return 0;
+			}
+			nsys++;
+			if (j->die_at[0]) {
+				char pt[64];
+				snprintf(pt, sizeof pt, "syscall@%s", what);
+				inj_test_die_at(j, pt);
+			}
+			PT(PTRACE_SYSCALL, h->tid, 0, 0);
+			continue;
+		}
+		if (ret_sp && sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
 			*ret = regs.rax;
 			return 0;
 		}
@@ -199,27 +238,36 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			}
 		}
 		/* an asynchronous signal our mask cannot hold back */
-		PT(PTRACE_CONT, h->tid, 0, sig);
+		PT(PTRACE_SYSCALL, h->tid, 0, sig);
 	}
 }
 
-/* Call fn(args...) on the hijacked thread; its return value in *ret.
- * Starts from the saved registers so that fs (TLS) and the rest are the
- * thread's own. */
+/* Call fn(args...) on the hijacked thread.  Safe (legacy == 0): it returns
+ * through the signal frame, its return value lost.  Legacy: it returns to
+ * address 0, its return value in *ret (a window in which our death kills
+ * the target: see the top of this file).  Starts from the saved registers
+ * so that fs (TLS) and the rest are the thread's own. */
 static int remote_call(struct injection *j, struct hijack *h, const char *what, uint64_t fn,
-                       const uint64_t *args, int nargs, uint64_t *ret)
+                       const uint64_t *args, int nargs, int legacy, uint64_t *ret)
 {
 	struct user_regs_struct regs = h->regs;
-	uint64_t sp = (h->sp & ~(uint64_t)15) - 8;   /* (sp + 8) % 16 == 0 at entry */
-	uint64_t zero = 0;
+	uint64_t sp = h->frame;          /* its return address: rt_sigreturn */
 	double t1 = ha_now_ms();
 	int rc;
 
-	rc = ha_remote_write(j->pid, sp, &zero, sizeof zero);   /* return address */
-	if (rc < 0) {
-		ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
-		       (int)h->tid, strerror(-rc));
+	if (!h->frame) {
+		ha_err(j->err, j->errlen, "internal error: a call before the signal frame");
 		return -1;
+	}
+	if (legacy) {                    /* below the frame, also 8 mod 16 */
+		uint64_t zero = 0;
+		sp = h->frame - 16;
+		rc = ha_remote_write(j->pid, sp, &zero, sizeof zero);
+		if (rc < 0) {
+			ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
+			       (int)h->tid, strerror(-rc));
+			return -1;
+		}
 	}
 	regs.rdi = nargs > 0 ? args[0] : 0;
 	regs.rsi = nargs > 1 ? args[1] : 0;
@@ -230,38 +278,90 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 	regs.rax = 0;                   /* no vector args (for varargs callees) */
 	regs.rip = fn;
 	regs.rsp = sp;
-	regs.orig_rax = (uint64_t)-1;   /* not in a syscall: nothing to restart */
+	/* not in a syscall: nothing to restart; at the syscall-entry stop of
+	 * the last call's rt_sigreturn, that syscall is skipped */
+	regs.orig_rax = (uint64_t)-1;
 	regs.eflags &= ~(uint64_t)(X86_EFLAGS_DF | X86_EFLAGS_TF);
-	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0 ||
-	    PT(PTRACE_CONT, h->tid, 0, 0) < 0) {
+	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
 		       strerror(errno));
 		return -1;
 	}
-	rc = wait_call(j, h, what, sp + 8, ret);
+	h->at_sigreturn = 0;
+	if (!h->prepared) {             /* from now on the frame restores it all */
+		if (inj_prepare_calls(j, h) < 0)
+			return -1;
+		h->prepared = 1;
+	}
+	if (inj_test_die_at(j, what) || PT(PTRACE_SYSCALL, h->tid, 0, 0) < 0) {
+		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
+		       strerror(errno));
+		return -1;
+	}
+	rc = wait_call(j, h, what, legacy ? sp + 8 : 0, ret);
 	if (rc == 0)
-		inj_log(j, "%s returned 0x%llx in %.3f ms", what, (unsigned long long)*ret,
-		        ha_now_ms() - t1);
+		inj_log(j, "%s returned in %.3f ms", what, ha_now_ms() - t1);
 	return rc;
 }
 
-/* dlopen(agent_path) in the target; the handle in *handle. */
-int inj_load_agent(struct injection *j, struct hijack *h, uint64_t *handle)
+/* After the last call, from the syscall-entry stop of its rt_sigreturn, to
+ * a stop where the thread can be restored exactly: the interrupt stop of
+ * PTRACE_INTERRUPT, taken on its way out of that system call (skipped).
+ * Its rip goes back to the rt_sigreturn sequence: should we die in between,
+ * it runs it.  (Restoring right at the syscall stop would not do: the
+ * kernel restarts an interrupted system call only when it leaves through
+ * its signal code, as it does after an interrupt stop.)  0 or -1. */
+int inj_end_calls(struct injection *j, struct hijack *h)
 {
-	const char *path = j->target->agent_path;
-	uint64_t args[2], errp = 0;
-	char text[512];
+	double deadline = ha_now_ms() + ABORT_WAIT_MS;
+	struct user_regs_struct regs;
+	int st;
 
-	if (remote_push(j, h, path, strlen(path) + 1, &args[0]) < 0)
+	if (!h->at_sigreturn)
+		return 0;              /* at an interrupt or signal stop already */
+	if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0)
+		goto fail;
+	regs.rip = j->sigreturn_fn;
+	regs.orig_rax = (uint64_t)-1;
+	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0 || PT(PTRACE_INTERRUPT, h->tid, 0, 0) < 0 ||
+	    inj_test_die_at(j, "end") || PT(PTRACE_CONT, h->tid, 0, 0) < 0)
+		goto fail;
+	h->at_sigreturn = 0;
+	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			h->saved = 0;
+			ha_err(j->err, j->errlen, "process %d ended after the agent's init", (int)j->pid);
+			return -1;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		if ((st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		/* a signal our mask cannot hold back (SIGSTOP): delivered */
+		PT(PTRACE_CONT, h->tid, 0, (st >> 16) ? 0 : WSTOPSIG(st));
+	}
+fail:
+	ha_err(j->err, j->errlen, "cannot stop thread %d after the agent's init: %s", (int)h->tid,
+	       strerror(errno));
+	return -1;
+}
+
+/* dlopen(agent path pushed at `path`) in the target; then whether the agent
+ * is mapped tells its success (inj_resolve_init). */
+int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path)
+{
+	uint64_t args[2] = { path, (uint64_t)(uint32_t)j->dlopen_flags }, errp = 0;
+	char text[512], why[300];
+
+	if (remote_call(j, h, j->dlopen_name, j->dlopen_fn, args, 2, 0, NULL) < 0)
 		return -1;
-	args[1] = (uint64_t)(uint32_t)j->dlopen_flags;
-	if (remote_call(j, h, j->dlopen_name, j->dlopen_fn, args, 2, handle) < 0)
-		return -1;
-	if (*handle != 0)
+	if (inj_resolve_init(j, 1) == 0)
 		return 0;
+	snprintf(why, sizeof why, "%s", j->err);   /* the agent is not mapped: why? */
+	j->err[0] = '\0';
 
-	snprintf(text, sizeof text, "unknown reason (no dlerror in this glibc)");
-	if (j->dlerror_fn && remote_call(j, h, "dlerror", j->dlerror_fn, NULL, 0, &errp) == 0 &&
+	snprintf(text, sizeof text, "%s", why);
+	if (j->dlerror_fn && remote_call(j, h, "dlerror", j->dlerror_fn, NULL, 0, 1, &errp) == 0 &&
 	    errp && remote_read_string(j->pid, errp, text, sizeof text) < 0)
 		snprintf(text, sizeof text, "unknown reason (dlerror text unreadable)");
 	ha_err(j->err, j->errlen, "dlopen in target failed: %s%s", text,
@@ -269,22 +369,27 @@ int inj_load_agent(struct injection *j, struct hijack *h, uint64_t *handle)
 	return -1;
 }
 
-/* heapattach_agent_init(&o->args) in the target, the caller's o->watch and
- * o->step served meanwhile; its return value in j->r->init_ret. */
-int inj_call_init(struct injection *j, struct hijack *h)
+/* heapattach_agent_init(args pushed at `argp`) in the target, the caller's
+ * o->watch and o->step served meanwhile; the value the agent wrote into
+ * args->result in j->r->init_ret. */
+int inj_call_init(struct injection *j, struct hijack *h, uint64_t argp)
 {
-	uint64_t argp, ret;
-	int rc;
+	struct ha_init_args back;
+	int rc, e;
 
-	if (remote_push(j, h, j->o->args, sizeof *j->o->args, &argp) < 0)
-		return -1;
 	/* The agent connects and expects its CONFIG during this call. */
 	j->watching = j->o->watch && j->o->step;
 	j->r->t_init = ha_now_ms();
-	rc = remote_call(j, h, HA_AGENT_INIT_SYMBOL, j->init_fn, &argp, 1, &ret);
+	rc = remote_call(j, h, HA_AGENT_INIT_SYMBOL, j->init_fn, &argp, 1, 0, NULL);
 	j->watching = 0;
 	if (rc < 0)
 		return -1;
-	j->r->init_ret = (int)(uint32_t)ret;
+	e = ha_remote_read(j->pid, argp, &back, sizeof back);
+	if (e < 0) {
+		ha_err(j->err, j->errlen, "cannot read the result of %s: %s", HA_AGENT_INIT_SYMBOL,
+		       strerror(-e));
+		return -1;
+	}
+	j->r->init_ret = back.result;
 	return 0;
 }

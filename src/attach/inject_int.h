@@ -7,6 +7,7 @@
  *   inject_pick.c   choosing the thread to hijack ("probes")
  *   inject_sched.c  short time slices for the threads on the attach's path
  *   inject_state.c  saving and restoring the hijacked thread
+ *   inject_frame.c  the signal frame our calls return through
  *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
  *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
  *
@@ -48,20 +49,14 @@
 	ptrace((req), (tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
 
 /* A thread seized while looking for one to hijack (see inject_pick.c). */
-enum { PR_FREE, PR_WAIT, PR_ARMED };
+enum { PR_FREE, PR_WAIT };
 
 struct probe {
 	pid_t tid;
-	int state;               /* PR_WAIT: interrupted, its stop not seen yet;
-	                          * PR_ARMED: running to ex with a breakpoint */
-	int release;             /* armed: interrupted to be let go */
+	int state;               /* PR_WAIT: interrupted, its stop not seen yet */
 	int late;                /* did not stop within STOP_TIMEOUT_MS */
-	int hops;                /* times armed */
 	int rank;                /* see thread_rank */
-	double since;            /* interrupted / armed at */
-	double until;            /* armed: give up then */
-	struct ha_safe_exit ex;  /* where it is out of the allocator */
-	long dr0, dr6, dr7;      /* armed: debug registers to put back */
+	double since;            /* interrupted at */
 };
 
 /* The state of one injection (the target itself is o->target, as
@@ -82,9 +77,9 @@ struct injection {
 	const char *dlopen_name;
 	int dlopen_flags;
 	uint64_t init_fn;        /* heapattach_agent_init, once known */
+	uint64_t sigreturn_fn;   /* "mov $15,%rax; syscall" in libc (__restore_rt) */
 	struct probe probe[MAX_PROBES];
 	int nlive;               /* probes not PR_FREE */
-	struct probe *armed;     /* the one PR_ARMED probe, if any */
 	pid_t chosen;            /* the probe found at a safe point */
 	struct user_regs_struct chosen_regs;
 	int fatal;               /* stop looking (j->err set) */
@@ -94,6 +89,8 @@ struct injection {
 	size_t ntried;
 	int sigfd;               /* signalfd for SIGCHLD, or -1 (see inj_wait_event) */
 	int watching;            /* o->watch/o->step apply (the init call runs) */
+	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's point, "" if unset */
+	int die_after;           /* its N: hits left */
 };
 
 /* The hijacked thread and what must be put back. */
@@ -106,6 +103,9 @@ struct hijack {
 	int fptype;              /* NT_X86_XSTATE or NT_PRFPREG */
 	uint64_t sigmask;
 	uint64_t sp;             /* pushed data grows down from here */
+	uint64_t frame;          /* the signal frame (inject_frame.c), 0 before */
+	int prepared;            /* inj_prepare_calls done */
+	int at_sigreturn;        /* at the syscall-entry stop of the frame's rt_sigreturn */
 	uint64_t sched_old;      /* its time slice, while sched_set */
 	int sched_set;           /* inj_hijack_sched changed it */
 };
@@ -113,6 +113,10 @@ struct hijack {
 /* inject.c: a progress line on stderr when o->verbose. */
 void inj_log(const struct injection *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* inject.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
+ * kills heapattach (SIGKILL) the Nth time (default 1) the injection passes
+ * POINT.  Returns 0 otherwise. */
+int inj_test_die_at(struct injection *j, const char *point);
 
 /* inject_wait.c */
 void inj_wait_event(struct injection *j, double until);
@@ -121,26 +125,32 @@ int inj_wait_tid(struct injection *j, pid_t tid, int *st, double deadline);
 
 /* inject_resolve.c */
 int inj_resolve_dlopen(struct injection *j);
-int inj_resolve_init(struct injection *j, uint64_t handle);
+int inj_resolve_init(struct injection *j, int reread);
 void inj_warm_up(pid_t pid, const struct ha_maps *maps);
 
 /* inject_pick.c */
 int inj_pick_thread(struct injection *j, struct hijack *h);
 void inj_probe_event(struct injection *j, pid_t tid, int st);
-void inj_probes_expire(struct injection *j);
-double inj_probes_next_expiry(const struct injection *j, double limit);
-void inj_probes_finish(struct injection *j);
 
 /* inject_sched.c */
 void inj_sched_prefer(pid_t tid, int boost);
 void inj_hijack_sched(struct injection *j, struct hijack *h, int on);
 
+int inj_resolve_sigreturn(struct injection *j);
+
 /* inject_state.c */
 int inj_save_state(struct injection *j, struct hijack *h);
+int inj_prepare_calls(struct injection *j, struct hijack *h);
 int inj_restore_state(struct injection *j, struct hijack *h, int have_err);
 
+/* inject_frame.c */
+int inj_write_frame(struct injection *j, struct hijack *h);
+
 /* inject_call.c */
-int inj_load_agent(struct injection *j, struct hijack *h, uint64_t *handle);
-int inj_call_init(struct injection *j, struct hijack *h);
+int inj_push(struct injection *j, struct hijack *h, const void *data, size_t n,
+             uint64_t *addr);
+int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path);
+int inj_call_init(struct injection *j, struct hijack *h, uint64_t args);
+int inj_end_calls(struct injection *j, struct hijack *h);
 
 #endif

@@ -5,9 +5,8 @@
  * dlopen needs, see inject_safe.c; its stack is a real thread stack with
  * room for our calls), its registers in h->regs -- or -1 with j->err set.
  * Every other thread it seized ("probes") is let go the moment it stops,
- * with any signal it was to get and any breakpoint of ours removed; the
- * injector's waits keep doing that after the choice (inj_probe_event), and
- * inj_probes_finish, at the end, removes a breakpoint still armed.  A group
+ * with any signal it was to get; the injector's waits keep doing that
+ * after the choice (inj_probe_event).  A group
  * stop (job control) during the search is a refusal: the thread stays in
  * it.  Threads blocked in a system call are tried first, then running
  * ones, then those in uninterruptible sleep; the search goes round until
@@ -29,10 +28,6 @@
 #define STACK_MIN_ROOM   (64 << 10) /* what dlopen may need below rsp */
 #define STOP_TIMEOUT_MS  200        /* a thread that does not stop by then is skipped */
 #define QUIET_PROBES     2          /* of MAX_PROBES, threads blocked in a system call */
-#define RUN_TO_EXIT_MS   250        /* to leave malloc & co. */
-#define MAX_HOPS         2          /* run-to-exit attempts per thread */
-#define BKPT_WAIT_ROUNDS 10         /* x ABORT_WAIT_MS to stop a thread with a breakpoint */
-#define DR_OFFSET(i)     (offsetof(struct user, u_debugreg) + (i) * sizeof(long))
 
 enum { TRY_OK, TRY_NEXT, TRY_FATAL };
 
@@ -160,38 +155,31 @@ static int stack_usable(const struct injection *j, uint64_t rsp, char *why, size
  * their way to the stop when we finish are released by the kernel when the
  * helper thread exits (it cancels their pending interrupt).
  *
- * A probe caught inside malloc & co. can be run to the return from the
- * outermost such frame with a hardware breakpoint (debug registers are per
- * thread; an int3 in the shared code would trap every thread).  That is the
- * last resort, when no other probe is still on its way: the next stop is
- * usually sooner, and the first debug register write for a thread can take
- * ms (the kernel sets up a perf event).  One probe at a time, since each
- * must be stopped again to remove the breakpoint before it may be let go
- * (an untraced thread hitting it would die of SIGTRAP).
+ * A probe caught inside malloc & co. is let go and tried again in a later
+ * round.  (It used to be run to the return from the outermost allocator
+ * frame with a hardware breakpoint there; but a ptrace breakpoint outlives
+ * its tracer -- x86 drops it only at exec and exit -- so heapattach killed
+ * at that moment would leave the thread to die of SIGTRAP.  Nothing of
+ * ours that a thread may meet without us may be a trap; see
+ * inject_frame.c.)
  */
 
 /* Stopped probe p: read its registers and decide.  1 safe (registers in
- * *regs), 0 unsafe (p->ex: where it will be safe, if known), -1 unreadable.
- * quick: a first frame in the allocator is enough to say no. */
-static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_struct *regs,
-                         int quick)
+ * *regs), 0 unsafe, -1 unreadable. */
+static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_struct *regs)
 {
 	double ts = ha_now_ms();
 	char why[256];
 	int rc;
 
-	p->ex.ip = p->ex.sp = 0;
 	if (PT(PTRACE_GETREGS, p->tid, 0, regs) < 0) {
 		snprintf(why, sizeof why, "cannot read its registers: %s", strerror(errno));
 		rc = -1;
 	} else if (!stack_usable(j, regs->rsp, why, sizeof why)) {
 		rc = 0;
-	} else if (quick && ha_addr_is_safe(j->pid, &j->maps, regs->rip, why, sizeof why) == 0) {
-		rc = 0;
 	} else {
-		rc = ha_thread_is_safe_ex(j->pid, p->tid, &j->maps, &p->ex, why, sizeof why);
-		if (rc != 0)
-			p->ex.ip = p->ex.sp = 0;
+		struct ha_safe_exit ex;  /* where it would be safe: not used */
+		rc = ha_thread_is_safe_ex(j->pid, p->tid, &j->maps, &ex, why, sizeof why);
 	}
 	inj_log(j, "thread %d: %s (inspected in %.3f ms)", (int)p->tid, rc == 1 ? "safe" : why,
 	        ha_now_ms() - ts);
@@ -200,26 +188,9 @@ static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_
 	return rc;
 }
 
-static int set_dr(pid_t tid, int i, unsigned long v)
-{
-	return (int)PT(PTRACE_POKEUSER, tid, DR_OFFSET(i), v);
-}
-
-/* Put back the debug registers of an armed probe (stopped). */
-static void probe_disarm(struct injection *j, struct probe *p)
-{
-	set_dr(p->tid, 7, (unsigned long)p->dr7);
-	set_dr(p->tid, 0, (unsigned long)p->dr0);
-	set_dr(p->tid, 6, (unsigned long)p->dr6);
-	p->state = PR_WAIT;
-	j->armed = NULL;
-}
-
 /* Let probe p (stopped) go, delivering sig, and forget it. */
 static void probe_release(struct injection *j, struct probe *p, int sig)
 {
-	if (p->state == PR_ARMED)
-		probe_disarm(j, p);
 	PT(PTRACE_DETACH, p->tid, 0, sig);
 	p->state = PR_FREE;
 	j->nlive--;
@@ -229,44 +200,8 @@ static void probe_release(struct injection *j, struct probe *p, int sig)
 static void probe_forget(struct injection *j, struct probe *p)
 {
 	inj_log(j, "thread %d exited", (int)p->tid);
-	if (j->armed == p)
-		j->armed = NULL;
 	p->state = PR_FREE;
 	j->nlive--;
-}
-
-/* Let stopped probe p run to p->ex with a hardware breakpoint there.
- * 0, or -1 (p untouched, still stopped). */
-static int probe_arm(struct injection *j, struct probe *p)
-{
-	uint64_t mask;
-
-	/* With SIGTRAP blocked, the kernel would force it through and reset
-	 * the thread's SIGTRAP handler to SIG_DFL. */
-	if (PT(PTRACE_GETSIGMASK, p->tid, sizeof mask, &mask) < 0 ||
-	    ((mask >> (SIGTRAP - 1)) & 1))
-		return -1;
-	errno = 0;
-	p->dr0 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(0), 0);
-	p->dr6 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(6), 0);
-	p->dr7 = PT(PTRACE_PEEKUSER, p->tid, DR_OFFSET(7), 0);
-	if (errno || (p->dr7 & 0xff))  /* unreadable, or breakpoints in use */
-		return -1;
-	p->state = PR_ARMED;
-	j->armed = p;
-	/* DR7 = L0 only: execute breakpoint, length 1, on DR0 */
-	if (set_dr(p->tid, 0, p->ex.ip) < 0 || set_dr(p->tid, 7, 1) < 0 ||
-	    PT(PTRACE_CONT, p->tid, 0, 0) < 0) {
-		probe_disarm(j, p);
-		return -1;
-	}
-	p->release = 0;
-	p->hops++;
-	p->since = ha_now_ms();
-	p->until = p->since + RUN_TO_EXIT_MS;
-	if (p->until > j->deadline)
-		p->until = j->deadline;
-	return 0;
 }
 
 /* Stopped probe p is at a safe point: it is the one. */
@@ -276,7 +211,6 @@ static void probe_choose(struct injection *j, struct probe *p, const struct user
 	j->chosen_regs = *regs;
 	p->state = PR_FREE;     /* the hijack owns it from here */
 	j->nlive--;
-	inj_probes_expire(j);       /* an armed probe is not needed any more */
 }
 
 static int tried_before(const struct injection *j, pid_t tid)
@@ -295,60 +229,21 @@ static void probe_tried(struct injection *j, const struct probe *p)
 		j->tried[j->ntried++] = p->tid;
 }
 
-/* Probes other than p interrupted recently whose stop has not come yet. */
-static int probes_pending(const struct injection *j, const struct probe *p)
-{
-	double now = ha_now_ms();
-
-	for (size_t i = 0; i < MAX_PROBES; i++) {
-		const struct probe *q = &j->probe[i];
-		if (q != p && q->state == PR_WAIT && now < q->since + STOP_TIMEOUT_MS)
-			return 1;
-	}
-	return 0;
-}
-
-/* Probe p is stopped where we can look at it (its interrupt stop, or the
- * breakpoint at p->ex): use it, run it further, or let it go. */
+/* Probe p is stopped at its interrupt stop: use it or let it go. */
 static void probe_judge(struct injection *j, struct probe *p)
 {
 	struct user_regs_struct regs;
-	int rc;
 
-	if (j->chosen || j->fatal || (p->state == PR_ARMED && p->release)) {
-		probe_release(j, p, 0);   /* also discards a breakpoint SIGTRAP */
+	if (j->chosen || j->fatal) {
+		probe_release(j, p, 0);
 		return;
 	}
-	if (p->state == PR_ARMED) {
-		inj_log(j, "thread %d: ran to 0x%llx (%.3f ms)", (int)p->tid,
-		        (unsigned long long)p->ex.ip, ha_now_ms() - p->since);
-		probe_disarm(j, p);
-	}
-	/* Once another probe is running out of the allocator, this one is
-	 * only of use if it is safe already: a first look may do. */
-	rc = probe_inspect(j, p, &regs, j->armed != NULL);
-	if (rc == 1) {
+	if (probe_inspect(j, p, &regs) == 1) {
 		probe_choose(j, p, &regs);
 		return;
 	}
-	if (rc == 0 && p->ex.ip && !j->armed && p->hops < MAX_HOPS && !probes_pending(j, p) &&
-	    probe_arm(j, p) == 0)
-		return;
 	probe_tried(j, p);
 	probe_release(j, p, 0);
-}
-
-/* Is this SIGTRAP stop of armed probe p our breakpoint?  1 at p->ex, 2 at
- * p->ex.ip in another frame (recursion), 0 not ours. */
-static int probe_at_exit(struct probe *p)
-{
-	struct user_regs_struct regs;
-	siginfo_t si;
-
-	if (PT(PTRACE_GETSIGINFO, p->tid, 0, &si) < 0 || si.si_code != TRAP_HWBKPT ||
-	    PT(PTRACE_GETREGS, p->tid, 0, &regs) < 0 || regs.rip != p->ex.ip)
-		return 0;
-	return regs.rsp == p->ex.sp ? 1 : 2;
 }
 
 static struct probe *probe_find(struct injection *j, pid_t tid)
@@ -388,65 +283,24 @@ void inj_probe_event(struct injection *j, pid_t tid, int st)
 		return;
 	}
 	if (event == PTRACE_EVENT_STOP) {       /* our interrupt */
-		if (p->state == PR_ARMED)
-			probe_release(j, p, 0); /* interrupted to be let go */
-		else
-			probe_judge(j, p);
+		probe_judge(j, p);
 		return;
 	}
 	if (event != 0) {                       /* no other events asked for */
 		PT(PTRACE_CONT, tid, 0, 0);
 		return;
 	}
-	if (p->state == PR_ARMED && sig == SIGTRAP) {
-		int at = probe_at_exit(p);
-		if (at == 1) {
-			probe_judge(j, p);
-			return;
-		}
-		if (at == 2) {                  /* same code, deeper frame */
-			if (p->release)
-				probe_release(j, p, 0);
-			else
-				PT(PTRACE_CONT, tid, 0, 0);
-			return;
-		}
-	}
 	/* A signal for the program (signal-delivery-stop): deliver it as if
 	 * we were not there.  A probe we no longer need gets it with its
-	 * release; otherwise its interrupt stop or breakpoint comes later. */
-	if (j->chosen || j->fatal || p->release)
+	 * release; otherwise its interrupt stop comes later. */
+	if (j->chosen || j->fatal)
 		probe_release(j, p, sig);
 	else
 		PT(PTRACE_CONT, tid, 0, sig);
 }
 
-/* Ask the armed probe, if any, to stop for good when it has run out of time
- * or is not needed any more; its stop releases it. */
-void inj_probes_expire(struct injection *j)
-{
-	struct probe *p = j->armed;
-
-	if (!p || p->release)
-		return;
-	if (j->chosen || j->fatal || ha_now_ms() >= p->until) {
-		if (!j->chosen && !j->fatal)
-			snprintf(j->last, sizeof j->last, "thread %d did not leave the allocator "
-			         "within %d ms", (int)p->tid, RUN_TO_EXIT_MS);
-		p->release = 1;
-		PT(PTRACE_INTERRUPT, p->tid, 0, 0);
-	}
-}
-
-/* When the next probe deadline is, if before limit. */
-double inj_probes_next_expiry(const struct injection *j, double limit)
-{
-	const struct probe *p = j->armed;
-	return p && !p->release && p->until < limit ? p->until : limit;
-}
-
 /* Probes still expected to stop soon: interrupted less than STOP_TIMEOUT_MS
- * ago, or running to an exit.  The others (D state, vfork parent...) are
+ * ago.  The others (D state, vfork parent...) are
  * let go if they ever stop, and released by the kernel otherwise. */
 static int probes_waiting(struct injection *j)
 {
@@ -455,7 +309,7 @@ static int probes_waiting(struct injection *j)
 
 	for (size_t i = 0; i < MAX_PROBES; i++) {
 		struct probe *p = &j->probe[i];
-		if (p->state == PR_ARMED || (p->state == PR_WAIT && now < p->since + STOP_TIMEOUT_MS))
+		if (p->state == PR_WAIT && now < p->since + STOP_TIMEOUT_MS)
 			n++;
 		else if (p->state == PR_WAIT && !p->late) {
 			p->late = 1;
@@ -484,9 +338,9 @@ static int probe_add(struct injection *j, pid_t tid, int rank)
 		if (e == ESRCH)
 			return TRY_NEXT;
 		if (e == EPERM && ha_proc_status_field(j->pid, tid, "TracerPid", tracer,
-		                                       sizeof tracer) == 0 && atoi(tracer) != 0)
+		                                       sizeof tracer) == 0 && strtol(tracer, NULL, 10) != 0)
 			ha_err(j->err, j->errlen, "cannot ptrace thread %d: already traced by PID %d",
-			       (int)tid, atoi(tracer));
+			       (int)tid, (int)strtol(tracer, NULL, 10));
 		else
 			ha_err(j->err, j->errlen, "cannot ptrace thread %d: %s%s", (int)tid, strerror(e),
 			       e == EPERM ? " (other user, or kernel.yama.ptrace_scope?)" : "");
@@ -565,10 +419,9 @@ static void probes_run(struct injection *j)
 		rc = inj_drain_events(j, 0, &st);
 		if (rc < 0 && rc != -ECHILD)
 			break;
-		inj_probes_expire(j);
 		if (j->chosen || j->fatal || !probes_waiting(j) || ha_now_ms() >= j->deadline)
 			break;
-		inj_wait_event(j, inj_probes_next_expiry(j, j->deadline));
+		inj_wait_event(j, j->deadline);
 	}
 }
 
@@ -586,30 +439,6 @@ static void probes_idle(struct injection *j, double until)
 			return;
 		inj_wait_event(j, until);
 	}
-}
-
-/* Before the helper thread ends: stop every armed probe to remove its
- * breakpoint, waiting long if need be (see above).  Probes not stopped yet
- * are left to the kernel. */
-void inj_probes_finish(struct injection *j)
-{
-	double deadline = ha_now_ms() + BKPT_WAIT_ROUNDS * ABORT_WAIT_MS;
-	int st;
-
-	while (j->armed && ha_now_ms() < deadline) {
-		struct probe *p = j->armed;
-		if (!p->release) {
-			p->release = 1;
-			PT(PTRACE_INTERRUPT, p->tid, 0, 0);
-		}
-		if (inj_drain_events(j, 0, &st) < 0)
-			break;
-		if (j->armed)
-			inj_wait_event(j, deadline);
-	}
-	if (j->armed)
-		inj_log(j, "thread %d: cannot stop it to remove the breakpoint at 0x%llx",
-		        (int)j->armed->tid, (unsigned long long)j->armed->ex.ip);
 }
 
 /* Go round the threads until one is stopped at a safe point; it is left

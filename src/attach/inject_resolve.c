@@ -3,9 +3,9 @@
  * mapped.
  *
  * Contract: every address comes from the ELF files on disk (elfsym.c) and
- * the target's current /proc/PID/maps, never from the target's memory
- * except the load bias of a dlopen handle, which is checked against the
- * maps.  Only files and /proc are read: nothing needs to be stopped, and
+ * the target's current /proc/PID/maps, never from the target's data; the
+ * rt_sigreturn sequence our calls return through is looked for in libc's
+ * code as mapped (what will run).  Only files and /proc are read: nothing needs to be stopped, and
  * inj_warm_up loads ahead what the thread inspections will need, so that
  * they cost little while a thread is stopped. */
 #define _GNU_SOURCE
@@ -18,9 +18,63 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
+
+static const struct ha_map *find_libc(const struct ha_maps *maps)
+{
+	const struct ha_map *libc = ha_maps_find_module(maps, "libc.so.6");
+	return libc ? libc : ha_maps_find_module(maps, "libc-");
+}
+
+/* Where `mov $15,%rax; syscall` is in libc's code: __restore_rt, the
+ * return address glibc gives every signal handler, right after
+ * __libc_sigaction; else anywhere in libc's executable mappings. */
+int inj_resolve_sigreturn(struct injection *j)
+{
+	static const unsigned char seq[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	static unsigned char buf[64 << 10];   /* the helper thread's only: one injection at a time */
+	const struct ha_map *libc = find_libc(&j->maps);
+	uint64_t near = 0;
+
+	j->sigreturn_fn = 0;
+	if (!libc) {
+		ha_err(j->err, j->errlen, "no libc found in process %d "
+		       "(statically linked, or not a glibc program?)", (int)j->pid);
+		return -1;
+	}
+	if (ha_elf_symbol(j->pid, libc, "__libc_sigaction", &near) < 0)
+		ha_elf_symbol(j->pid, libc, "sigaction", &near);
+	for (size_t i = 0; i < j->maps.n && !j->sigreturn_fn; i++) {
+		const struct ha_map *m = &j->maps.v[i];
+		if (!(m->prot & PROT_EXEC) || m->inode != libc->inode || m->dev != libc->dev)
+			continue;
+		int around = near >= m->start + 4096 && near + 4096 <= m->end;
+		for (int pass = around ? 0 : 1; pass < 2 && !j->sigreturn_fn; pass++) {
+			/* first the 8 KiB around sigaction, then all of it */
+			uint64_t from = pass ? m->start : near - 4096;
+			uint64_t to = pass ? m->end : near + 4096;
+			for (uint64_t p = from; p < to && !j->sigreturn_fn; p += sizeof buf - sizeof seq) {
+				size_t n = to - p < sizeof buf ? to - p : sizeof buf;
+				void *hit;
+				if (n < sizeof seq || ha_remote_read(j->pid, p, buf, n) < 0)
+					break;
+				hit = memmem(buf, n, seq, sizeof seq);
+				if (hit)
+					j->sigreturn_fn = p + (uint64_t)((unsigned char *)hit - buf);
+			}
+		}
+	}
+	if (!j->sigreturn_fn) {
+		ha_err(j->err, j->errlen, "no rt_sigreturn sequence (__restore_rt) in %s of "
+		       "process %d", libc->path, (int)j->pid);
+		return -1;
+	}
+	inj_log(j, "rt_sigreturn sequence at 0x%llx", (unsigned long long)j->sigreturn_fn);
+	return 0;
+}
 
 /* Find how to call dlopen in the target: libc >= 2.34 exports dlopen and
  * dlerror; before that they live in libdl (if loaded) and libc only has
@@ -30,9 +84,7 @@ int inj_resolve_dlopen(struct injection *j)
 	const struct ha_map *libc, *libdl;
 	int rc;
 
-	libc = ha_maps_find_module(&j->maps, "libc.so.6");
-	if (!libc)
-		libc = ha_maps_find_module(&j->maps, "libc-");
+	libc = find_libc(&j->maps);
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
 		       "(statically linked, or not a glibc program?)", (int)j->pid);
@@ -69,21 +121,18 @@ int inj_resolve_dlopen(struct injection *j)
 	return 0;
 }
 
-/* The agent module in the current maps.  Through the dlopen handle when we
- * have one (glibc's handle is the struct link_map, whose first field l_addr
- * is the load bias: the offset-0 mapping starts there for a normal .so);
- * otherwise by name: the basename of agent_path, then the agent's soname. */
-static const struct ha_map *find_agent(struct injection *j, uint64_t handle)
+/* The agent module in the current maps: the offset-0 mapping of
+ * agent_path as the target opened it, else by name (its basename, then the
+ * agent's soname).  (Our calls cannot hand back dlopen's handle: see
+ * inject_frame.c.) */
+static const struct ha_map *find_agent(struct injection *j)
 {
 	const struct ha_map *m;
-	uint64_t l_addr;
 
-	if (handle && ha_remote_read(j->pid, handle, &l_addr, sizeof l_addr) == 0) {
-		for (size_t i = 0; i < j->maps.n; i++) {
-			m = &j->maps.v[i];
-			if (m->start == l_addr && m->offset == 0 && m->path[0] == '/')
-				return m;
-		}
+	for (size_t i = 0; i < j->maps.n && j->target->agent_path[0]; i++) {
+		m = &j->maps.v[i];
+		if (m->offset == 0 && !m->deleted && strcmp(m->path, j->target->agent_path) == 0)
+			return m;
 	}
 	m = NULL;
 	if (*ha_base_name(j->target->agent_path))
@@ -91,12 +140,12 @@ static const struct ha_map *find_agent(struct injection *j, uint64_t handle)
 	return m ? m : ha_maps_find_module(&j->maps, HA_AGENT_SONAME);
 }
 
-int inj_resolve_init(struct injection *j, uint64_t handle)
+int inj_resolve_init(struct injection *j, int reread)
 {
 	const struct ha_map *agent;
 	int rc;
 
-	if (handle) {   /* dlopen just mapped it: the maps we have predate it */
+	if (reread) {   /* dlopen just mapped it: the maps we have predate it */
 		ha_maps_free(&j->maps);
 		rc = ha_maps_read(j->pid, &j->maps);
 		if (rc < 0) {
@@ -105,7 +154,7 @@ int inj_resolve_init(struct injection *j, uint64_t handle)
 			return -1;
 		}
 	}
-	agent = find_agent(j, handle);
+	agent = find_agent(j);
 	if (!agent) {
 		ha_err(j->err, j->errlen, "the agent (%s) is not mapped in process %d",
 		       j->target->agent_path[0] ? j->target->agent_path : HA_AGENT_SONAME,

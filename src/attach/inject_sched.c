@@ -36,7 +36,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define HA_BOOST_NICE -10
+#define HA_BOOST_NICE (-10)
 
 /* The default slice: this process's, read before anything changed it. */
 static uint64_t default_slice;

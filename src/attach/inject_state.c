@@ -3,13 +3,17 @@
  * Contract: inj_save_state keeps everything of the stopped thread that our
  * calls may change -- registers (already in h->regs from the thread
  * search), FP/vector state (XSAVE layout, or FXSAVE where there is none),
- * signal mask, time slice -- and only then prepares it for calls:
- * asynchronous signals blocked (they stay pending and are delivered once
- * the mask is back), an ABI-default x87/SSE control state, room on its
- * stack below the red zone.  inj_restore_state puts all of it back and
- * detaches; a thread stopped in a system call then restarts that call, as
- * after any signal without a handler.  h->saved says whether there is
- * anything to restore. */
+ * signal mask, time slice -- and changes nothing but its time slice and
+ * its ptrace options.  inj_prepare_calls, once the first call is set up
+ * (its registers in place, so that from then on the signal frame puts the
+ * thread back should we die, see inject_frame.c), blocks asynchronous
+ * signals (they stay pending and are delivered once the mask is back) and
+ * gives the calls an ABI-default x87/SSE control state.  inj_restore_state
+ * puts all of it back and detaches; a thread stopped in a system call then
+ * restarts that call, as after any signal without a handler.  It restores
+ * the registers last: until then the thread is on its way into the frame's
+ * rt_sigreturn, which restores the rest too.  h->saved says whether there
+ * is anything to restore. */
 #define _GNU_SOURCE
 #include "inject_int.h"
 #include "util.h"
@@ -25,12 +29,10 @@
 #define FXSAVE_SIZE      512
 
 /* Save FP/vector state and the signal mask (registers are already in
- * h->regs), then prepare the thread for calls: asynchronous signals
- * blocked, an ABI-default x87/SSE control state. */
+ * h->regs); ask for syscall stops marked as such. */
 int inj_save_state(struct injection *j, struct hijack *h)
 {
 	struct iovec iov;
-	uint64_t mask;
 
 	h->fp = malloc(XSTATE_MAX);
 	if (!h->fp) {
@@ -61,9 +63,24 @@ int inj_save_state(struct injection *j, struct hijack *h)
 		       (int)h->tid, strerror(errno));
 		return -1;
 	}
+	/* syscall stops tell the end of a call (SIGTRAP | 0x80) */
+	if (PT(PTRACE_SETOPTIONS, h->tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
+		ha_err(j->err, j->errlen, "cannot set ptrace options of thread %d: %s",
+		       (int)h->tid, strerror(errno));
+		return -1;
+	}
 	h->saved = 1;
 	h->sp = h->regs.rsp - STACK_GAP;
 	inj_hijack_sched(j, h, 1);
+	return 0;
+}
+
+/* Once the first call's registers are set: block asynchronous signals and
+ * reset the x87/SSE control state for the calls. */
+int inj_prepare_calls(struct injection *j, struct hijack *h)
+{
+	struct iovec iov;
+	uint64_t mask;
 
 	/* Signals that arrive during the calls stay pending and are delivered
 	 * once the mask is back.  SIGKILL/SIGSTOP cannot be blocked. */
@@ -105,12 +122,21 @@ int inj_restore_state(struct injection *j, struct hijack *h, int have_err)
 	const char *what = NULL;
 	int e = 0;
 
-	if (PT(PTRACE_SETREGS, h->tid, 0, &h->regs) < 0)
-		what = "registers", e = errno;
-	if (PT(PTRACE_SETREGSET, h->tid, h->fptype, &iov) < 0 && !what)
+	if (h->at_sigreturn) {
+		/* stuck at the entry of the frame's rt_sigreturn (inj_end_calls
+		 * failed): let it run, it restores the thread (inject_frame.c) */
+		inj_hijack_sched(j, h, 0);
+		PT(PTRACE_DETACH, h->tid, 0, 0);
+		h->saved = 0;
+		return -1;
+	}
+	if (PT(PTRACE_SETREGSET, h->tid, h->fptype, &iov) < 0)
 		what = "FP state", e = errno;
 	if (PT(PTRACE_SETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) < 0 && !what)
 		what = "signal mask", e = errno;
+	inj_test_die_at(j, "restore");
+	if (PT(PTRACE_SETREGS, h->tid, 0, &h->regs) < 0 && !what)
+		what = "registers", e = errno;
 	inj_hijack_sched(j, h, 0);
 	if (PT(PTRACE_DETACH, h->tid, 0, 0) < 0 && !what)
 		what = "detach", e = errno;

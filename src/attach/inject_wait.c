@@ -99,9 +99,8 @@ int inj_wait_tid(struct injection *j, pid_t tid, int *st, double deadline)
 		int rc = inj_drain_events(j, tid, st);
 		if (rc != 0)
 			return rc;
-		inj_probes_expire(j);
 		if (ha_now_ms() >= deadline)
 			return 0;
-		inj_wait_event(j, inj_probes_next_expiry(j, deadline));
+		inj_wait_event(j, deadline);
 	}
 }

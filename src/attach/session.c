@@ -231,7 +231,7 @@ int ha_session_check_msg(struct ha_msg *m, long n, int truncated, uint16_t want,
 		m->u.error.text[sizeof m->u.error.text - 1] = '\0';
 		for (size_t i = 0; i < sizeof text; i++) {
 			unsigned char c = (unsigned char)m->u.error.text[i];
-			text[i] = c == '\0' || (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+			text[i] = (char)(c == '\0' || (c >= 0x20 && c < 0x7f) ? c : '?');
 		}
 		ha_err(err, errlen, "the agent failed: %s (%s)", text,
 		       strerror(m->u.error.code > 0 ? m->u.error.code : EIO));

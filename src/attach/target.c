@@ -122,7 +122,7 @@ static int check_permission(const struct ha_target *t, char *err, size_t errlen)
 		return -1;
 	}
 	ha_read_file("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof scope);
-	int yama = scope[0] ? atoi(scope) : 0;
+	int yama = scope[0] ? (int)strtol(scope, NULL, 10) : 0;
 	if (geteuid() != 0 && t->uid != geteuid())
 		ha_err(err, errlen, "permission denied: %d (%s) belongs to uid %u and you are uid %u; "
 		       "run heapattach as that user or as root (CAP_SYS_PTRACE)",
@@ -173,12 +173,12 @@ static int check_seccomp(struct ha_target *t, const char *status, char *err, siz
 	char buf[32];
 	if (ha_status_field(status, "Seccomp", buf, sizeof buf) != 0)
 		return 0;
-	if (atoi(buf) == 1) {
+	if (strtol(buf, NULL, 10) == 1) {
 		ha_err(err, errlen, "%d (%s) runs in seccomp strict mode: it may not open or map the "
 		       "agent", (int)t->pid, t->comm);
 		return -1;
 	}
-	t->seccomp_filter = atoi(buf) == 2;
+	t->seccomp_filter = strtol(buf, NULL, 10) == 2;
 	return 0;
 }
 
@@ -189,7 +189,7 @@ static int check_tracer(const struct ha_target *t, const char *status, char *err
 	char buf[32], comm[64];
 	if (ha_status_field(status, "TracerPid", buf, sizeof buf) != 0)
 		return 0;
-	pid_t tracer = (pid_t)atoi(buf);
+	pid_t tracer = (pid_t)strtol(buf, NULL, 10);
 	if (tracer == 0)
 		return 0;
 	read_comm(tracer, comm, sizeof comm);

@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include "proc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -57,13 +59,24 @@ int ha_proc_status_field(pid_t pid, pid_t tid, const char *name, char *out, size
 
 int ha_parse_stat(const char *line, char *state, unsigned long *flags)
 {
-	/* comm may hold anything, ')' and spaces too: parse after the last ')'. */
+	/* comm may hold anything, ')' and spaces too: parse after the last ')'.
+	 * The state, five numbers (ppid, pgrp, session, tty, tpgid), the flags:
+	 * what sscanf's " %c %d %d %d %d %d %lu" took, with strtol, whose
+	 * result is defined for a number out of range. */
 	const char *p = strrchr(line, ')');
-	char st;
-	unsigned long fl;
-	int ppid, pgrp, session, tty, tpgid;
-	if (!p || sscanf(p + 1, " %c %d %d %d %d %d %lu", &st, &ppid, &pgrp, &session, &tty,
-	                 &tpgid, &fl) != 7)
+	char *end;
+	if (!p)
+		return -EINVAL;
+	for (p++; isspace((unsigned char)*p); p++)
+		;
+	char st = *p++;
+	if (!st)
+		return -EINVAL;
+	for (int i = 0; i < 5; i++, p = end)
+		if (strtol(p, &end, 10) == 0 && end == p)
+			return -EINVAL;
+	unsigned long fl = strtoul(p, &end, 10);
+	if (end == p)
 		return -EINVAL;
 	if (state)
 		*state = st;

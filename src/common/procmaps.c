@@ -25,7 +25,7 @@ static const char DELETED_SUFFIX[] = " (deleted)";
  * report size 0, so grow as we go.  0 or -errno. */
 static int read_all(const char *path, char **out, size_t *outlen)
 {
-	size_t cap = 64 * 1024, len = 0;
+	size_t cap = (size_t)64 * 1024, len = 0;
 	char *buf = malloc(cap);
 	int fd;
 

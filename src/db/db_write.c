@@ -47,7 +47,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SEL_STACK_FRAMES] = "SELECT frame_id FROM stack_frames WHERE stack_id = ?1 ORDER BY pos",
 	[ST_INS_STACK_FRAME] = "INSERT INTO stack_frames (stack_id, pos, frame_id) VALUES (?1, ?2, ?3)",
 	[ST_INS_SESSION] = "INSERT INTO sessions (pid, comm, exe, sample_interval, start_time,"
-	                   " rss_period) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	                   " rss_period, hostname) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_END_SESSION] = "UPDATE sessions SET end_time = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
 	                    " unwind_failures, reason, sample_interval, rss_anon_bytes, swap_bytes,"
@@ -343,6 +343,7 @@ int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t
 	sqlite3_bind_int64(q, 4, (int64_t)s->interval);
 	sqlite3_bind_double(q, 5, s->start_time);
 	bind_u64(q, 6, s->rss_period);
+	bind_text(q, 7, s->hostname);
 	if (step_done(db, q, err, errlen, "recording the session") < 0)
 		return -1;
 	*session_id = sqlite3_last_insert_rowid(db->h);

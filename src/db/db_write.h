@@ -14,6 +14,7 @@ struct ha_db_session {
 	uint64_t interval;        /* mean sampling interval, bytes */
 	double start_time;        /* unix time, seconds */
 	uint64_t rss_period;      /* page faults per --rss sample; 0: no --rss */
+	const char *hostname;     /* the attacher's host (NULL: '') */
 };
 
 struct ha_db_frame {

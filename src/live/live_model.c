@@ -77,6 +77,7 @@ static int reserve(struct ha_live *l, uint32_t id)
 	struct value *m = realloc(l->mark, cap * sizeof *m);
 	if (m)
 		l->mark = m;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	struct ha_lmsg_stack **s = realloc(l->stacks, cap * sizeof *s);
 	if (s)
 		l->stacks = s;

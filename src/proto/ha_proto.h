@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 4u
+#define HA_PROTO_VERSION 5u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -31,11 +31,14 @@
 /* ------------------------------------------------------------------ */
 
 /* Exported by the agent with C linkage:
- *     int heapattach_agent_init(const struct ha_init_args *args);
+ *     int heapattach_agent_init(struct ha_init_args *args);
  * Called on a hijacked thread of the target.  It copies *args, connects,
  * sends HELLO and waits briefly for CONFIG: the attacher should answer while
  * the call runs, and then init completes the handshake (READY) itself;
- * otherwise the agent thread does.  Return values: */
+ * otherwise the agent thread does.  It returns one of these values and also
+ * writes it into args->result, which is where the attacher reads it (its
+ * calls return through a signal frame that overwrites rax; see
+ * src/attach/inject_frame.c): */
 #define HA_AGENT_INIT_SYMBOL "heapattach_agent_init"
 #define HA_INIT_STARTED   0   /* session under way (maybe READY already)  */
 #define HA_INIT_BUSY      1   /* an agent session is already active       */
@@ -56,7 +59,8 @@ struct ha_init_args {
 	uint32_t attacher_uid;
 	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
 	uint32_t flags;                     /* HA_INIT_SHORT_SLICES */
-	uint8_t  reserved[12];
+	int32_t  result;                    /* written by init: HA_INIT_* */
+	uint8_t  reserved[8];
 };
 
 /* ------------------------------------------------------------------ */

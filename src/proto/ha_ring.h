@@ -67,7 +67,7 @@ static inline void *ha_ring_reserve(struct ha_ring_hdr *h, uint64_t data_size, u
 		if (pos + len - cons > data_size) {
 			if (!block)
 				goto drop;
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			struct timespec ts = { 0, 10L * 1000 * 1000 };
 			__atomic_fetch_add(&h->producers_waiting, 1, __ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&h->cons, __ATOMIC_SEQ_CST) == cons)
 				ha_futex((uint32_t *)&h->cons, FUTEX_WAIT, (uint32_t)cons, &ts);

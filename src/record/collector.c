@@ -523,11 +523,13 @@ static size_t drain(struct ctx *x)
 
 static uint64_t target_rss(pid_t pid)
 {
-	char path[64], buf[256];
-	unsigned long long size, resident;
+	char path[64], buf[256], *p, *end;
 	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
-	if (ha_read_file(path, buf, sizeof buf) <= 0 ||
-	    sscanf(buf, "%llu %llu", &size, &resident) != 2)
+	/* "size resident ...", in pages: past size, resident. */
+	if (ha_read_file(path, buf, sizeof buf) <= 0 || (strtoull(buf, &p, 10) == 0 && p == buf))
+		return 0;
+	unsigned long long resident = strtoull(p, &end, 10);
+	if (end == p)
 		return 0;
 	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
@@ -730,7 +732,7 @@ static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
 	double rate = (double)bytes / ms;           /* bytes per ms */
 	/* Quick to rise, slower to fall. */
 	x->rate = rate > x->rate ? rate : (x->rate + rate) / 2;
-	double t = (double)(x->c->data_size / NAP_FILL_DIV) / (x->rate > 1 ? x->rate : 1);
+	double t = (double)x->c->data_size / NAP_FILL_DIV / (x->rate > 1 ? x->rate : 1);
 	return t >= RING_WAIT_MS ? RING_WAIT_MS : t <= 1 ? 1 : (int)t;
 }
 

@@ -44,7 +44,7 @@ static int path_for(char *out, size_t size, const char *dir, const unsigned char
 	if (n <= 0 || n > MAX_ID)
 		return -1;
 	for (int i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		snprintf(hex + 2 * (size_t)i, 3, "%02x", id[i]);
 	int k = snprintf(out, size, "%s/debug/%s.debug", dir, hex);
 	return k > 0 && (size_t)k < size ? 0 : -1;
 }
@@ -106,7 +106,8 @@ int ha_debugcache_open(const char *dir, const unsigned char *build_id, int id_le
 
 	if (path_for(p, sizeof p, dir, build_id, id_len) != 0)
 		return -1;
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	/* our own directory (0700); still, no symlink, FIFO or device */
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {

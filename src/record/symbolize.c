@@ -451,7 +451,7 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 	if (blen > 0 && blen <= 64) {
 		char hex[129];
 		for (int i = 0; i < blen; i++)
-			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+			snprintf(hex + 2 * (size_t)i, 3, "%02x", bid[i]);
 		f[0].build_id = ha_strpool_intern(&s->pool, hex);
 	}
 

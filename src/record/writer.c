@@ -62,6 +62,8 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 	else {
 		__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
+		if (w->on_snapshot)
+			w->on_snapshot(w->on_snapshot_arg, snap_id, m->info.reason);
 	}
 }
 
@@ -183,8 +185,10 @@ static void *writer_main(void *arg)
 	/* The profile is complete: only now the time to fill the cache. */
 	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);
-	ha_db_close(w->db);
-	w->db = NULL;
+	if (!w->keep_db) {
+		ha_db_close(w->db);
+		w->db = NULL;
+	}
 	return NULL;
 }
 

@@ -45,6 +45,16 @@ struct ha_writer {
 	int verbose;                  /* -v: what the debug info cache did */
 	struct ha_queue *to_live;     /* a live view: each new stack's text goes
 	                               * there (live_feed.h); NULL: none */
+	/* Told of each snapshot once it is committed, on the writer thread
+	 * (heapattach --push: ha_push_snapshot, which never blocks); NULL:
+	 * nobody. */
+	void (*on_snapshot)(void *arg, int64_t snapshot_id, const char *reason);
+	void *on_snapshot_arg;
+	int keep_db;                  /* leave db open at the end: after the join
+	                               * the caller owns it and closes it (with
+	                               * --push, after the push threads' readers,
+	                               * so that the last to close the WAL file,
+	                               * which removes it, is still the writer) */
 	int64_t session_id;
 	struct ha_queue inbox;
 	pthread_t thread;

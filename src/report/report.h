@@ -10,6 +10,7 @@
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ struct hd_source {
 	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
 	int index;                 /* 0 or 1: which operand opened it */
 	int has_rss;               /* the --rss columns of schema version 5 */
+	int has_host;              /* sessions.hostname, schema version 6 */
 };
 
 struct hd_snap {
@@ -52,6 +54,7 @@ struct hd_snap {
 	char reason[32];
 	int64_t pid;
 	char comm[64];
+	char host[256];            /* the session's host ('' if unknown) */
 };
 
 struct hd_frame {
@@ -105,6 +108,11 @@ struct hd_filter {
 struct hd_report {
 	const struct hd_snap *a;   /* NULL: the live heap at b */
 	const struct hd_snap *b;
+	const struct hd_snap *alloc_from; /* with a NULL: the alloc_* values over
+	                            * alloc_from -> b (the period of b), not
+	                            * since the session began (pprof of one
+	                            * snapshot); rows that only allocated and
+	                            * freed in it are kept */
 	struct hd_row *rows;       /* changed (or live) rows, sorted */
 	size_t n;
 	size_t nall;               /* rows matching the filters, changed or not */
@@ -117,6 +125,8 @@ struct hd_report {
 	const char *peak_note;     /* a line printed first, or NULL */
 	const char *fallen_note;   /* the session peaked far above b: a line
 	                            * printed after the header, or NULL */
+	struct hd_map *building;   /* the rows of an hd_build_rows in progress
+	                            * (an error can cut it short: hd_trap) */
 };
 
 /* ------------------------------------------------------------ util */
@@ -147,10 +157,18 @@ char *hd_xstrdup(const char *s);
 /* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1
  * (the line cleaned as hd_clean_text cleans a name). */
 void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-/* Tests only (tests/fuzz/fuzz_db.c, which runs every report in one
- * process): when set, hd_die gives it the line (without "heapdiff: ")
- * instead, and it must not return (it longjmps out). */
-extern void (*hd_die_hook)(const char *msg);
+/* A thread that must not end the process on such an error (heapattach's
+ * push threads read the database with this library) sets a trap: hd_die
+ * then writes its line (cleaned, as on stderr) into msg and longjmps to
+ * jb instead.  The caller
+ * then frees what it can reach (hd_free_rows, hd_source_close); a block
+ * being filled at that moment (a value array, a key) is not freed.  NULL:
+ * exit again.  Per thread. */
+struct hd_trap {
+	jmp_buf jb;
+	char msg[512];
+};
+void hd_trap_set(struct hd_trap *t);
 void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
 /* Prepare sql on s, or die.  Step q: 1 = a row, 0 = done; dies on errors. */
 struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
@@ -162,6 +180,10 @@ int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
 double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
 #define HD_MAX_VALUE 18446744073709551616.0 /* 2^64 */
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 if the
+ * bytes there are not one (overlong forms, surrogates, U+FFFE, U+FFFF and
+ * values past U+10FFFF are not). */
+int hd_utf8_len(const unsigned char *s);
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
 char *hd_clean_text(const unsigned char *s);
@@ -217,6 +239,13 @@ int hd_has_column(struct hd_source *s, const char *table, const char *column);
  * rows, sessions.rss_period > 0); else 0, with why it has none in why (a
  * buffer of len bytes; len 0: not said). */
 int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len);
+/* The snapshot before b in its session, by time (a peak snapshot is
+ * never one; b's own period starts there): 1 and *out, or 0 if b is the
+ * first. */
+int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out);
+/* The ids of the snapshots of s from id lo to hi, the baselines at attach
+ * (reason 'attach') left out; *n of them, malloc'ed. */
+int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *n);
 /* The latest session of s with snapshots, or the given one checked. */
 int64_t hd_session(struct hd_source *s, int64_t session);
 /* Every bucket of snap's session at snap; *n rows, malloc'ed. */
@@ -229,6 +258,7 @@ const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id);
 /* The rows of A -> B (a NULL: the live heap at b), folded, filtered and
  * merged; fills r->rows, n, nall, totals, sorted by r->by_objects. */
 void hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
+/* The rows, and those of an hd_build_rows an error cut short. */
 void hd_free_rows(struct hd_report *r);
 /* The frames of st as displayed (a view into st): the allocator and C++
  * runtime frames at the leaf end folded away unless all; *folded gets
@@ -252,6 +282,8 @@ void hd_json_snap(FILE *f, const struct hd_snap *s);
 void hd_json_frames(FILE *f, const struct hd_stack *st);
 void hd_write_svg(FILE *f, const struct hd_report *r);
 void hd_write_pprof(FILE *f, const struct hd_report *r);
+/* The same gzipped profile appended to out (heapattach --push). */
+void hd_pprof_encode(const struct hd_report *r, struct hd_buf *out);
 /* One self-contained HTML page (report_html.c): r is A -> B (or the live
  * heap at B); the page adds the session's chart, the live heap at the peak
  * and at B, and the leak suspects. */

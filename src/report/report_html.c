@@ -86,6 +86,7 @@ static size_t frame_index(struct frames *fs, const struct hd_frame *f)
 		return i - 1;
 	if (fs->n == fs->cap) {
 		fs->cap = fs->cap ? fs->cap * 2 : 256;
+		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 		fs->v = hd_xrealloc(fs->v, fs->cap * sizeof *fs->v);
 	}
 	fs->v[fs->n] = f;

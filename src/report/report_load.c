@@ -76,6 +76,7 @@ void hd_source_open(struct hd_source *s, const char *path, int index)
 	s->stacks = hd_map_new();
 	s->has_rss = hd_has_column(s, "snapshots", "rss_anon_bytes") &&
 	             hd_has_column(s, "sessions", "rss_period");
+	s->has_host = hd_has_column(s, "sessions", "hostname");
 }
 
 int hd_has_column(struct hd_source *s, const char *table, const char *column)
@@ -150,14 +151,18 @@ int64_t hd_session(struct hd_source *s, int64_t session)
 
 static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 {
-#define SNAP_SQL(rss)                                                                          \
+#define SNAP_SQL(rss, host)                                                                    \
 	"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures," \
-	"       s.reason, e.pid, e.comm, e.sample_interval, " rss                                 \
+	"       s.reason, e.pid, e.comm, e.sample_interval, " rss ", " host                       \
 	"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1"
-	/* The --rss columns came with schema version 5. */
-	sqlite3_stmt *q = hd_prepare(s, s->has_rss
-		? SNAP_SQL("s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, e.rss_period")
-		: SNAP_SQL("0, 0, 0, 0, 0"));
+#define RSS_COLS "s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, e.rss_period"
+	/* The --rss columns came with schema version 5, the host with 6. */
+	static const char *const sql[2][2] = {
+		{ SNAP_SQL("0, 0, 0, 0, 0", "''"), SNAP_SQL("0, 0, 0, 0, 0", "e.hostname") },
+		{ SNAP_SQL(RSS_COLS, "''"), SNAP_SQL(RSS_COLS, "e.hostname") },
+	};
+	sqlite3_stmt *q = hd_prepare(s, sql[s->has_rss != 0][s->has_host != 0]);
+#undef RSS_COLS
 #undef SNAP_SQL
 	int got = 0;
 	sqlite3_bind_int64(q, 1, id);
@@ -180,6 +185,7 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		out->rss_samples = sqlite3_column_int64(q, 13);
 		out->rss_lost = sqlite3_column_int64(q, 14);
 		out->rss_period = sqlite3_column_int64(q, 15);
+		col_str(q, 16, out->host, sizeof out->host);
 		got = 1;
 	}
 	sqlite3_finalize(q);
@@ -210,6 +216,42 @@ void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct h
 		hd_die("%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")", s->path,
 		       id, lo, hi);
 	}
+}
+
+int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out)
+{
+	struct hd_source *s = b->src;
+	sqlite3_stmt *q = hd_prepare(s,
+		"SELECT id FROM snapshots WHERE session_id = ?1 AND id <> ?2 AND reason <> 'peak'"
+		"   AND (time < ?3 OR (time = ?3 AND id < ?2)) ORDER BY time DESC, id DESC LIMIT 1");
+	int64_t id = 0;
+	sqlite3_bind_int64(q, 1, b->session_id);
+	sqlite3_bind_int64(q, 2, b->id);
+	sqlite3_bind_double(q, 3, b->time);
+	if (hd_step(s, q))
+		id = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return id > 0 && load_snap(s, id, out);
+}
+
+int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *nout)
+{
+	sqlite3_stmt *q = hd_prepare(s, "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
+	                                "   AND reason <> 'attach' ORDER BY id");
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_bind_int64(q, 1, lo);
+	sqlite3_bind_int64(q, 2, hi);
+	while (hd_step(s, q)) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = hd_xrealloc(v, cap * sizeof *v);
+		}
+		v[n++] = sqlite3_column_int64(q, 0);
+	}
+	sqlite3_finalize(q);
+	*nout = n;
+	return v;
 }
 
 /* ------------------------------------------------------------ values */

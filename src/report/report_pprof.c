@@ -10,7 +10,11 @@
  * resident_pages, resident_space (the default), or swapped_out_pages,
  * swapped_out_space, swapped_pages, swapped_space, pages of 4 KiB, the
  * period the page-fault sampling period (page_faults/count).  In a diff
- * each value is the change from A to B.  Modules become
+ * each value is the change from A to B.  Of one snapshot B, the inuse_*
+ * values are those at B and the alloc_* values those of B's period, since
+ * the snapshot before it (r->alloc_from), as a Go heap profile pushed to a
+ * continuous profiling store has them (heapattach --push sends exactly
+ * this profile); duration_nanos is that period.  Modules become
  * mappings (with their build-ids) at made-up, disjoint addresses: a
  * location's address is its mapping's start plus rel_pc.  The frames are
  * already symbolized (has_functions etc.), so pprof never looks for the
@@ -257,7 +261,7 @@ static void sample(struct pprof *p, const struct hd_row *row)
 
 /* ------------------------------------------------------------ gzip */
 
-static void write_gzip(FILE *f, const struct hd_buf *b)
+static void gzip_into(struct hd_buf *dst, const struct hd_buf *b)
 {
 	z_stream z;
 	unsigned char out[65536];
@@ -274,7 +278,7 @@ static void write_gzip(FILE *f, const struct hd_buf *b)
 		rc = deflate(&z, Z_FINISH);
 		if (rc == Z_STREAM_ERROR)
 			hd_die("zlib: compression failed");
-		fwrite(out, 1, sizeof out - z.avail_out, f);
+		hd_buf_add(dst, out, sizeof out - z.avail_out);
 	} while (rc != Z_STREAM_END);
 	deflateEnd(&z);
 }
@@ -298,7 +302,7 @@ static const struct types swap_types = {
 	{ "count", "bytes", "count", "bytes" }, "page_faults", "count",
 };
 
-void hd_write_pprof(FILE *f, const struct hd_report *r)
+void hd_pprof_encode(const struct hd_report *r, struct hd_buf *dst)
 {
 	struct pprof p = { .strings = hd_map_new(), .functions = hd_map_new(),
 	                   .locations = hd_map_new(), .mappings = hd_map_new() };
@@ -311,15 +315,20 @@ void hd_write_pprof(FILE *f, const struct hd_report *r)
 		value_type(&p, PROFILE_SAMPLE_TYPE, t->type[i], t->unit[i]);
 	for (size_t i = 0; i < r->n; i++)
 		sample(&p, &r->rows[i]);
+	const struct hd_snap *from = r->a ? r->a : r->alloc_from;
 	pb_int(&p.out, PROFILE_TIME_NANOS, round_i64(r->b->time * 1e9));
-	if (r->a)
-		pb_int(&p.out, PROFILE_DURATION_NANOS, round_i64((r->b->time - r->a->time) * 1e9));
+	if (from)
+		pb_int(&p.out, PROFILE_DURATION_NANOS, round_i64((r->b->time - from->time) * 1e9));
 	value_type(&p, PROFILE_PERIOD_TYPE, t->period_type, t->period_unit);
 	pb_int(&p.out, PROFILE_PERIOD, t == &alloc_types ? r->b->interval : r->b->rss_period);
 	if (r->a)
 		snprintf(comment, sizeof comment, "heapdiff: %sgrowth from snapshot %" PRId64 " (%s) to %"
 		         PRId64 " (%s)", t == &alloc_types ? "" : t == &rss_types ? "resident memory "
 		         : "swapped memory ", r->a->id, r->a->src->path, r->b->id, r->b->src->path);
+	else if (r->alloc_from)
+		snprintf(comment, sizeof comment, "heapdiff: %s at snapshot %" PRId64 " (%s), "
+		         "allocated since snapshot %" PRId64, hd_kind_title(r->kind), r->b->id,
+		         r->b->src->path, r->alloc_from->id);
 	else
 		snprintf(comment, sizeof comment, "heapdiff: %s at snapshot %" PRId64 " (%s)",
 		         hd_kind_title(r->kind), r->b->id, r->b->src->path);
@@ -327,10 +336,18 @@ void hd_write_pprof(FILE *f, const struct hd_report *r)
 	pb_int(&p.out, PROFILE_COMMENT, str_index(&p, c));
 	free(c);
 	pb_int(&p.out, PROFILE_DEFAULT_SAMPLE_TYPE, str_index(&p, t->type[3]));
-	write_gzip(f, &p.out);
+	gzip_into(dst, &p.out);
 	hd_buf_free(&p.out);
 	hd_map_free(p.strings, NULL);
 	hd_map_free(p.functions, NULL);
 	hd_map_free(p.locations, NULL);
 	hd_map_free(p.mappings, NULL);
+}
+
+void hd_write_pprof(FILE *f, const struct hd_report *r)
+{
+	struct hd_buf b = { 0 };
+	hd_pprof_encode(r, &b);
+	fwrite(b.p, 1, b.n, f);
+	hd_buf_free(&b);
 }

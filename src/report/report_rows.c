@@ -105,8 +105,10 @@ static void row_key(struct hd_buf *k, const struct hd_stack *v, int kind, int sy
 	hd_buf_addc(k, 0);
 }
 
-static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, int symbolic,
-                     const struct hd_filter *flt)
+/* Adds sign times the values at snap to the rows of m (with alloc_only,
+ * the alloc_* values only). */
+static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, int alloc_only,
+                     int symbolic, const struct hd_filter *flt)
 {
 	size_t n;
 	struct hd_value *v = hd_values_at(snap, &n);
@@ -136,8 +138,10 @@ static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, 
 				r->folded = folded;
 			}
 		}
-		r->bytes += sign * v[i].live_bytes;
-		r->objects += sign * v[i].live_count;
+		if (!alloc_only) {
+			r->bytes += sign * v[i].live_bytes;
+			r->objects += sign * v[i].live_count;
+		}
 		r->alloc_bytes += sign * v[i].alloc_bytes;
 		r->alloc_objects += sign * v[i].alloc_count;
 	}
@@ -145,7 +149,8 @@ static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, 
 	free(v);
 }
 
-static int g_by_objects;
+/* Per thread: heapattach's push threads build reports side by side. */
+static _Thread_local int g_by_objects;
 
 static int cmp_rows(const void *pa, const void *pb)
 {
@@ -166,7 +171,7 @@ struct collect {
 	const struct hd_filter *flt;
 	size_t cap;
 };
-static struct collect *g_collect;
+static _Thread_local struct collect *g_collect;
 
 static void collect_row(void *p)
 {
@@ -175,8 +180,9 @@ static void collect_row(void *p)
 	r->nall++;
 	r->total_bytes += row->bytes;
 	r->total_objects += row->objects;
-	if ((fabs(row->bytes) >= 0.5 || fabs(row->objects) >= 0.5) &&
-	    fabs(row->bytes) >= g_collect->flt->min_bytes) {
+	int changed = fabs(row->bytes) >= 0.5 || fabs(row->objects) >= 0.5 ||
+	              (r->alloc_from && (fabs(row->alloc_bytes) >= 0.5 || fabs(row->alloc_objects) >= 0.5));
+	if (changed && fabs(row->bytes) >= g_collect->flt->min_bytes) {
 		if (r->n == g_collect->cap) {
 			g_collect->cap = g_collect->cap ? g_collect->cap * 2 : 256;
 			r->rows = hd_xrealloc(r->rows, g_collect->cap * sizeof *r->rows);
@@ -188,7 +194,7 @@ static void collect_row(void *p)
 
 void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 {
-	struct hd_map *m = hd_map_new();
+	struct hd_map *m = r->building = hd_map_new();
 	struct collect c = { r, flt, 0 };
 	/* Frame ids are comparable only within one file. */
 	int symbolic = r->a && r->a->src != r->b->src;
@@ -197,10 +203,13 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	r->kind = flt->kind;
 	r->n = r->nall = 0;
 	r->total_bytes = r->total_objects = 0;
-	add_side(m, r->b, 1, symbolic, flt);
+	add_side(m, r->b, 1, 0, symbolic, flt);
 	if (r->a)
-		add_side(m, r->a, -1, symbolic, flt);
+		add_side(m, r->a, -1, 0, symbolic, flt);
+	else if (r->alloc_from)
+		add_side(m, r->alloc_from, -1, 1, symbolic, flt);
 	g_collect = &c;
+	r->building = NULL;
 	hd_map_free(m, collect_row);
 	g_collect = NULL;
 	g_by_objects = r->by_objects;
@@ -210,6 +219,8 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 
 void hd_free_rows(struct hd_report *r)
 {
+	hd_map_free(r->building, free);
+	r->building = NULL;
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;

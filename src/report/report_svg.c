@@ -167,9 +167,11 @@ static void emit(struct layout *L, struct node *n, double x, int depth)
 		nc++;
 	if (!nc)
 		return;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	struct node **v = hd_xmalloc(nc * sizeof *v);
 	for (struct node *c = n->child; c; c = c->next)
 		v[k++] = c;
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	qsort(v, nc, sizeof *v, cmp_node);
 	for (k = 0; k < nc; k++) {
 		emit(L, v[k], x, depth + 1);

@@ -14,9 +14,12 @@
 
 /* ------------------------------------------------------------ errors */
 
-void (*hd_die_hook)(const char *msg);
+static _Thread_local struct hd_trap *trap;
 
-static int utf8_len(const unsigned char *s);
+void hd_trap_set(struct hd_trap *t)
+{
+	trap = t;
+}
 
 /* src made safe to print as hd_clean_text makes it, into dst (cap bytes,
  * cut there), without allocating: hd_die's line ("out of memory" too). */
@@ -25,7 +28,7 @@ static void clean_line(char *dst, size_t cap, const char *src)
 	const unsigned char *s = (const unsigned char *)src;
 	size_t k = 0;
 	while (*s && k + 5 < cap) {
-		int n = utf8_len(s);
+		int n = hd_utf8_len(s);
 		if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f)) ||
 		    (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
 			dst[k++] = '?';
@@ -39,8 +42,9 @@ static void clean_line(char *dst, size_t cap, const char *src)
 	dst[k] = '\0';
 }
 
-/* The line is cleaned: it may quote the file (SQLite's message of a
- * malformed schema quotes the schema's SQL), which may be anything. */
+/* The line is cleaned, trapped or not: it may quote the file (SQLite's
+ * message of a malformed schema quotes the schema's SQL), which may be
+ * anything. */
 void hd_die(const char *fmt, ...)
 {
 	char msg[8192], line[8192];
@@ -48,10 +52,14 @@ void hd_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (trap) {
+		struct hd_trap *t = trap;
+		trap = NULL;
+		clean_line(t->msg, sizeof t->msg, msg);
+		longjmp(t->jb, 1);
+	}
 	clean_line(line, sizeof line, msg);
-	if (hd_die_hook)
-		hd_die_hook(line);
-	fflush(stdout);
+	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
 	fprintf(stderr, "heapdiff: %s\n", line);
 	exit(1);
 }
@@ -245,8 +253,7 @@ void hd_buf_free(struct hd_buf *b)
 
 /* ------------------------------------------------------------ text */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s)
+int hd_utf8_len(const unsigned char *s)
 {
 	int n;
 	uint32_t c;
@@ -279,7 +286,7 @@ char *hd_clean_text(const unsigned char *s)
 	if (!s)
 		s = (const unsigned char *)"";
 	while (*s && b.n < HD_MAX_TEXT) {
-		int n = utf8_len(s);
+		int n = hd_utf8_len(s);
 		if (n == 0) {
 			hd_buf_addc(&b, '?');
 			s++;

@@ -19,7 +19,8 @@
  * html; the live heap at B in text, json, svg and pprof; --peak (json);
  * --leaks (text and json); --heap-vs-rss (text and json) when B's session
  * has resident memory.  Each report is written to memory.  hd_die, which
- * exits heapdiff with its line, longjmps back here instead (hd_die_hook).
+ * exits heapdiff with its line, longjmps back here instead (hd_trap_set,
+ * as heapattach's push threads use it).
  *
  * Asserted, besides what the sanitizers check:
  *  - an error line is one line of printable text (check_text: no control
@@ -149,17 +150,24 @@ static void cleanup(void)
 
 /* ------------------------------------------------------------ dying */
 
-static jmp_buf *die_at;            /* the innermost place to come back to */
+static struct hd_trap *trap_now;   /* the innermost place to come back to */
 static int dies;
 
-static void on_die(const char *msg)
+/* Set t (NULL: none) as the place hd_die comes back to. */
+static void trap(struct hd_trap *t)
+{
+	trap_now = t;
+	hd_trap_set(t);
+}
+
+/* hd_die came back to t: its line checked (it goes to a terminal). */
+static void died(const struct hd_trap *t)
 {
 	size_t at;
-	const char *why = check_text(msg, strlen(msg), 1, &at);
-	FUZZ_CHECK(!why, "error line: %s at byte %zu: heapdiff: %s", why, at, msg);
-	FUZZ_CHECK(msg[0], "an empty error line");
+	const char *why = check_text(t->msg, strlen(t->msg), 1, &at);
+	FUZZ_CHECK(!why, "error line: %s at byte %zu: heapdiff: %s", why, at, t->msg);
+	FUZZ_CHECK(t->msg[0], "an empty error line");
 	dies++;
-	longjmp(*die_at, 1);
 }
 
 /* After a longjmp: what the report in progress left prepared. */
@@ -254,10 +262,10 @@ static void write_one(enum out kind, const char *what, struct hd_report *r,
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		abort();
-	jmp_buf here, *outer = die_at;
-	die_at = &here;
+	struct hd_trap here, *outer = trap_now;
+	trap(&here);
 	double t0 = cpu_s();
-	if (setjmp(here) == 0) {
+	if (setjmp(here.jb) == 0) {
 		if (vs)
 			kind == O_JSON ? hd_write_vs_json(f, r, vs) : hd_write_vs_text(f, r, vs);
 		else if (!r) {
@@ -279,9 +287,10 @@ static void write_one(enum out kind, const char *what, struct hd_report *r,
 		FUZZ_CHECK(cpu_s() - t0 < 5, "%s: %.1f s of CPU", label, cpu_s() - t0);
 		check(kind, label, buf, n);
 	} else {
+		died(&here);
 		fclose(f);
 	}
-	die_at = outer;
+	trap(outer);
 	free(buf);
 }
 
@@ -292,14 +301,15 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 	static struct hd_snap a, b;
 	static struct hd_report r;
 	static char note[256];
-	jmp_buf here, *outer = die_at;
-	die_at = &here;
-	if (setjmp(here) == 0) {
+	static struct hd_trap here;
+	struct hd_trap *outer = trap_now;
+	memset(&r, 0, sizeof r);
+	trap(&here);
+	if (setjmp(here.jb) == 0) {
 		hd_source_open(&src, dbpath, 0);
 		if (!live)
 			hd_resolve(&src, o->spec[0], o->session, &a);
 		hd_resolve(&src, o->spec[1], o->session, &b);
-		memset(&r, 0, sizeof r);
 		r.a = live ? NULL : &a;
 		if ((mask & (1u << O_TEXT | 1u << O_HTML)))
 			r.fallen_note = fallen_note(&b, o->flt.kind, o->exact, note, sizeof note);
@@ -312,8 +322,11 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 			if (mask & (1u << k))
 				write_one((enum out)k, live ? "live" : "diff", &r, &o->flt, NULL, &src, 0, o);
 		hd_free_rows(&r);
+	} else {
+		died(&here);
+		hd_free_rows(&r);
 	}
-	die_at = outer;
+	trap(outer);
 	close_source(&src);
 }
 
@@ -324,17 +337,22 @@ static void other_reports(const struct opts *o)
 	static struct hd_snap b;
 	static struct hd_report r;
 	static struct hd_vs vs;
-	jmp_buf here, *outer = die_at;
-	die_at = &here;
-	if (setjmp(here) == 0) {
+	static struct hd_trap here;
+	struct hd_trap *outer = trap_now;
+	memset(&r, 0, sizeof r);
+	trap(&here);
+	if (setjmp(here.jb) == 0) {
 		hd_source_open(&src, dbpath, 0);
 		int64_t session = hd_session(&src, o->session), nsnaps, id;
 		double live;
 		char idbuf[32];
 		write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
 		write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
-		if (setjmp(here) != 0)
+		if (setjmp(here.jb) != 0) {
+			died(&here);
+			hd_free_rows(&r);
 			goto out;
+		}
 		id = hd_peak(&src, session, o->flt.kind, &live, &nsnaps);
 		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
 		hd_resolve(&src, idbuf, session, &b);
@@ -361,7 +379,7 @@ static void other_reports(const struct opts *o)
 		hd_vs_free(&vs);
 	}
 out:
-	die_at = outer;
+	trap(outer);
 	close_source(&src);
 }
 
@@ -421,7 +439,6 @@ static void setup(void)
 	FUZZ_CHECK(mkdtemp(dir) != NULL, "cannot make %s", dir);
 	snprintf(dbpath, sizeof dbpath, "%s/profile.db", dir);
 	atexit(cleanup);
-	hd_die_hook = on_die;
 	make_base(seed);
 	/* The clean page's tags, and the seed through every report (which
 	 * must not die). */

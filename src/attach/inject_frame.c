@@ -1,0 +1,206 @@
+/* inject_frame.c -- the signal frame our calls on the hijacked thread
+ * return through, so that the thread is whole again even if heapattach dies
+ * in the middle (SIGKILL, OOM killer, a crash).
+ *
+ * Why.  When the tracer dies, the kernel detaches its tracees and they run
+ * on from wherever they are.  A call that "returned" to address 0 (the old
+ * way: the SIGSEGV stop at rip 0 was the end of the call) then kills the
+ * target with that SIGSEGV; a hardware breakpoint of ours outlives the
+ * tracer too (x86 drops ptrace breakpoints only at exec and exit) and kills
+ * it with SIGTRAP.  Every way the end of a call is noticed must be harmless
+ * without us.
+ *
+ * How.  Below the data we pushed, inj_write_frame lays out what the kernel
+ * itself would push to deliver a signal (struct rt_sigframe): the return
+ * address, a ucontext holding the thread's saved registers, signal mask and
+ * XSAVE state, and room for a siginfo.  The return address is libc's
+ * __restore_rt (`mov $15,%rax; syscall`, found by inj_resolve_sigreturn).
+ * Each call starts with rsp at the frame, as if the frame's return address
+ * had been pushed by a call instruction; when the function returns, the
+ * thread runs rt_sigreturn and the kernel puts back the saved context --
+ * exactly what happens after a signal handler.  While we live, we stop the
+ * thread at the entry of that rt_sigreturn (PTRACE_SYSCALL stops, harmless
+ * without us) and never let it run: the next call starts from there, and the
+ * last one ends with the exact restore of inject_state.c.
+ *
+ * What the frame cannot do exactly, and only matters if we died:
+ *   - a thread stopped inside a system call: the frame resumes it at the
+ *     syscall instruction (rip - 2) with rax = the call number, which
+ *     restarts it, as the kernel does for -ERESTARTSYS & co. without a
+ *     handler.  For -ERESTART_RESTARTBLOCK (nanosleep, poll, futex with a
+ *     timeout) the call restarts with its original arguments: a relative
+ *     timeout starts again (rt_sigreturn resets the restart block, so
+ *     restart_syscall would make it fail with EINTR, which is worse);
+ *   - the alternate signal stack: rt_sigreturn sets it from uc_stack, and
+ *     ptrace cannot read it.  uc_stack holds an invalid ss_flags, so that
+ *     the kernel's sigaltstack() refuses it with EINVAL -- and
+ *     restore_altstack ignores that error ("squash all but EFAULT") -- so
+ *     the thread's own stays as it is.
+ * The layout is the kernel's x86_64 ABI (arch/x86/include/asm/sigframe.h,
+ * uapi ucontext and sigcontext), spelled out here with size checks rather
+ * than taken from headers that clash with glibc's. */
+#define _GNU_SOURCE
+#include "inject_int.h"
+#include "util.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XSTATE_MAGIC1       0x46505853u  /* FP_XSTATE_MAGIC1 of asm/sigcontext.h */
+#define XSTATE_MAGIC2       0x46505845u
+#define UC_FP_XSTATE        0x1
+#define UC_SIGCONTEXT_SS    0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define SW_BYTES_OFFSET     464   /* struct _fpx_sw_bytes in the FXSAVE area */
+#define FXSAVE_SIZE         512
+#define XSAVE_MIN           576   /* FXSAVE area + XSAVE header */
+#define ALTSTACK_INVALID    3     /* not 0, SS_ONSTACK or SS_DISABLE: EINVAL */
+
+#define ERESTARTSYS           512
+#define ERESTARTNOINTR        513
+#define ERESTARTNOHAND        514
+#define ERESTART_RESTARTBLOCK 516
+
+struct k_sigcontext {            /* struct sigcontext, x86_64 */
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2;
+	uint64_t fpstate;            /* user address of the FXSAVE/XSAVE area */
+	uint64_t reserved1[8];
+};
+
+struct k_stack {                 /* stack_t */
+	uint64_t ss_sp;
+	int32_t ss_flags;
+	int32_t pad;
+	uint64_t ss_size;
+};
+
+struct k_ucontext {              /* the kernel's struct ucontext */
+	uint64_t uc_flags;
+	uint64_t uc_link;
+	struct k_stack uc_stack;
+	struct k_sigcontext uc_mcontext;
+	uint64_t uc_sigmask;         /* the kernel's sigset_t: 64 signals */
+};
+
+struct k_rt_sigframe {
+	uint64_t pretcode;           /* where the "handler" returns: __restore_rt */
+	struct k_ucontext uc;
+	unsigned char info[128];     /* siginfo: unused by rt_sigreturn */
+};
+
+_Static_assert(sizeof(struct k_sigcontext) == 256, "sigcontext layout");
+_Static_assert(offsetof(struct k_ucontext, uc_mcontext) == 40, "ucontext layout");
+_Static_assert(offsetof(struct k_ucontext, uc_sigmask) == 296, "ucontext layout");
+_Static_assert(sizeof(struct k_rt_sigframe) == 440, "rt_sigframe layout");
+
+/* The context the thread is to resume in if it returns through the frame:
+ * its saved registers, with a system call it was stopped in set up to be
+ * made again (see the top of this file). */
+static void frame_regs(const struct user_regs_struct *r, struct k_sigcontext *sc)
+{
+	uint64_t rax = r->rax, rip = r->rip;
+
+	if ((int64_t)r->orig_rax >= 0) {
+		switch (-(int64_t)rax) {
+		case ERESTARTSYS: case ERESTARTNOINTR: case ERESTARTNOHAND:
+		case ERESTART_RESTARTBLOCK:
+			rax = r->orig_rax;
+			rip -= 2;        /* back onto the 2-byte syscall instruction */
+			break;
+		default:
+			break;
+		}
+	}
+	sc->r8 = r->r8; sc->r9 = r->r9; sc->r10 = r->r10; sc->r11 = r->r11;
+	sc->r12 = r->r12; sc->r13 = r->r13; sc->r14 = r->r14; sc->r15 = r->r15;
+	sc->rdi = r->rdi; sc->rsi = r->rsi; sc->rbp = r->rbp; sc->rbx = r->rbx;
+	sc->rdx = r->rdx; sc->rax = rax; sc->rcx = r->rcx; sc->rsp = r->rsp;
+	sc->rip = rip; sc->eflags = r->eflags;
+	sc->cs = (uint16_t)r->cs;
+	sc->ss = (uint16_t)r->ss;
+}
+
+/* Lay out the frame below the data already pushed (nothing may be pushed
+ * after it: the calls' own stack grows down from it) and write it with one
+ * remote write.  h->frame is its address, where every call's rsp starts.
+ * 0 or -1 (j->err set). */
+int inj_write_frame(struct injection *j, struct hijack *h)
+{
+	size_t fpsize = h->fplen, total;
+	uint64_t fpaddr, frame;
+	struct k_rt_sigframe f;
+	unsigned char *buf;
+	int xstate = 0, rc;
+
+	if (!j->sigreturn_fn) {
+		ha_err(j->err, j->errlen, "no rt_sigreturn sequence found in the target's libc");
+		return -1;
+	}
+	/* The XSAVE regset ptrace gave us is the standard layout a signal frame
+	 * holds too; its software bytes hold XCR0 (the gdb convention), where
+	 * a frame wants the struct _fpx_sw_bytes, written below. */
+	if (h->fptype == NT_X86_XSTATE && h->fplen >= XSAVE_MIN) {
+		xstate = 1;
+		fpsize = h->fplen + sizeof(uint32_t);       /* + MAGIC2 */
+	}
+	if (!xstate)
+		fpsize = FXSAVE_SIZE;
+	/* XRSTOR wants 64-byte alignment; the frame sits below it at an
+	 * address that is 8 mod 16, as rsp is at a function's entry */
+	fpaddr = (h->sp - fpsize) & ~(uint64_t)63;
+	frame = ((fpaddr - sizeof f) & ~(uint64_t)15) - 8;
+	total = h->sp - frame;
+	if (h->regs.rsp - frame > PUSH_ROOM) {
+		ha_err(j->err, j->errlen, "no room for the signal frame on the stack of thread %d",
+		       (int)h->tid);
+		return -1;
+	}
+
+	memset(&f, 0, sizeof f);
+	f.pretcode = j->sigreturn_fn;
+	f.uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS | (xstate ? UC_FP_XSTATE : 0);
+	f.uc.uc_stack.ss_flags = ALTSTACK_INVALID;
+	f.uc.uc_sigmask = h->sigmask;
+	frame_regs(&h->regs, &f.uc.uc_mcontext);
+	f.uc.uc_mcontext.fpstate = fpaddr;
+
+	buf = calloc(1, total);
+	if (!buf) {
+		ha_err(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	memcpy(buf, &f, sizeof f);
+	memcpy(buf + (fpaddr - frame), h->fp, xstate ? h->fplen : FXSAVE_SIZE);
+	if (xstate) {
+		/* struct _fpx_sw_bytes: magic1, extended_size, xfeatures,
+		 * xstate_size; MAGIC2 right after the XSAVE area */
+		unsigned char *sw = buf + (fpaddr - frame) + SW_BYTES_OFFSET;
+		uint32_t magic1 = XSTATE_MAGIC1, ext = (uint32_t)fpsize, xsize = (uint32_t)h->fplen;
+		uint32_t magic2 = XSTATE_MAGIC2;
+		uint64_t xcr0;
+		memcpy(&xcr0, h->fp + SW_BYTES_OFFSET, sizeof xcr0);
+		memset(sw, 0, FXSAVE_SIZE - SW_BYTES_OFFSET);
+		memcpy(sw, &magic1, 4);
+		memcpy(sw + 4, &ext, 4);
+		memcpy(sw + 8, &xcr0, 8);
+		memcpy(sw + 16, &xsize, 4);
+		memcpy(buf + (fpaddr - frame) + h->fplen, &magic2, sizeof magic2);
+	}
+	rc = ha_remote_write(j->pid, frame, buf, total);
+	free(buf);
+	if (rc < 0) {
+		ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
+		       (int)h->tid, strerror(-rc));
+		return -1;
+	}
+	h->frame = frame;
+	h->sp = frame;
+	inj_log(j, "signal frame at 0x%llx (%zu bytes, %s)", (unsigned long long)frame, total,
+	        xstate ? "XSAVE" : "FXSAVE");
+	return 0;
+}
