@@ -115,7 +115,7 @@ static void write_db(const uint8_t *d, size_t n)
 	           dbpath);
 }
 
-/* The directories of harnesses that died (an abort skips atexit). */
+/* The directories of harnesses that died in the middle of an input. */
 static void remove_stale(const char *parent)
 {
 	DIR *d = opendir(parent);
@@ -449,20 +449,24 @@ static void setup(void)
 	dies = 0;
 	all_reports(&o);
 	FUZZ_CHECK(dies == 0 && clean_tags[0], "the seed did not go through every report");
+	cleanup();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
 	if (!base)
 		setup();
+	if (n < 5)
+		return 0;
+	/* The directory only lives while an input runs: libFuzzer's end
+	 * (and a crash's) skips atexit. */
+	FUZZ_CHECK(mkdir(dir, 0700) == 0, "cannot make %s", dir);
 	struct opts o;
 	if (n >= 16 && memcmp(d, "SQLite format 3", 16) == 0) {
 		uint8_t zero[5] = { 0 };
 		parse_opts(zero, &o);
 		write_db(d, n);
 	} else {
-		if (n < 5)
-			return 0;
 		parse_opts(d, &o);
 		write_db(base, nbase);
 		sqlite3 *h;
@@ -471,5 +475,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		sqlite3_close(h);
 	}
 	all_reports(&o);
+	cleanup();
 	return 0;
 }
