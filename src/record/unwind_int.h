@@ -153,8 +153,11 @@ int uw_load_maps(struct ha_unwinder *u);
 int uw_refresh(struct ha_unwinder *u);
 /* What backs mapping m, decided once per maps generation. */
 struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m);
-/* runtime = vaddr + *bias for the module im mapped by m, from the PT_LOAD
- * holding ip's file offset.  0 if there is none (or im is not usable). */
+/* runtime = vaddr + *bias for the module im mapped by the executable
+ * mapping m, from the executable PT_LOAD holding ip's file offset.  1; 0
+ * if ip is in none (a pc past the segment's bytes, in the mapping's last
+ * page: it says nothing about the rest of the mapping, so nothing may be
+ * concluded for the mapping from it); -1 if im is not usable at all. */
 int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_t *bias);
 /* libdw's CFI of an image (.eh_frame), opened once; NULL if none. */
 Dwarf_CFI *uw_image_cfi(struct image *im);

@@ -53,7 +53,7 @@ static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, 
 		return &e->r;
 	}
 	if (mi->bias_state == 0)
-		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias) ? 1 : -1;
+		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias); /* 0: ask again */
 	if (mi->bias_state == 1 && uw_image_cfi(mi->img))
 		ha_cfi_rule(mi->img->cfi, addr - mi->bias, &e->r);
 	else if (mi->bias_state == 1)
