@@ -229,7 +229,9 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 
 	c->last = NULL;
 	c->unknown_ip = 0;
-	if (!u->fast_off && !u->rc)
+	/* The rule cache also counts libunwind's frame-pointer frames
+	 * (count_fp), with the fast walk off too. */
+	if (!u->rc)
 		u->rc = calloc(RC_SIZE, sizeof *u->rc);
 	if (!u->fast_off && u->rc) {
 		uint64_t fp0 = u->fp_frames;
