@@ -3,24 +3,29 @@
  * simply corrupt, and every report heapdiff writes from it must be well
  * formed, or heapdiff must stop with one clear line.
  *
- * Input, two modes:
+ * Input: OPTIONS (5 bytes: the session, --kind, by objects / all frames /
+ * exact bytes / --top, --min-bytes, the two snapshots and, in the top 5
+ * bits of the last, the report), then one of two modes:
  *  - a whole SQLite file ("SQLite format 3" first): byte-level corruption;
  *    the seed is corpus/db/seed.db, written by tests/db_fill (--rss, then
  *    --series, then --attacher: three sessions, every kind, a peak
  *    snapshot, a series for --leaks) through the attacher's own database
- *    code;
- *  - anything else: OPTIONS (5 bytes: the session, --kind, by objects /
- *    all frames / exact bytes / --top, --min-bytes, the two snapshots),
- *    then hostile SQL edits of that seed (db_hostile.h).
+ *    code.  A file with no OPTIONS before it (seed.db itself) has them
+ *    all zero;
+ *  - anything else: hostile SQL edits of that seed (db_hostile.h), made
+ *    in memory (SQLite's memdb: sqlite3_deserialize, sqlite3_serialize).
  * The file goes to a private directory (under /dev/shm when there is
  * one) and heapdiff's code runs on it in-process, through the functions
  * heapdiff.c's main calls: hd_source_open, hd_resolve, hd_build_rows and
- * the writer of each format: A -> B in text, folded, json, svg, pprof and
- * html; the live heap at B in text, json, svg and pprof; --peak (json);
- * --leaks (text and json); --heap-vs-rss (text and json) when B's session
- * has resident memory.  Each report is written to memory.  hd_die, which
- * exits heapdiff with its line, longjmps back here instead (hd_trap_set,
- * as heapattach's push threads use it).
+ * the writer of ONE report (the input's choice; libFuzzer covers them all
+ * over a run, each execution is about 15 times cheaper than all of them):
+ * A -> B in text, folded, json, svg, pprof or html; the live heap at B in
+ * text, json, svg or pprof; --peak (json); --leaks (text or json);
+ * --heap-vs-rss (text or json) when B's session has resident memory.  At
+ * its start the harness runs the seed through every one of them (none may
+ * fail).  Each report is written to memory.  hd_die, which exits heapdiff
+ * with its line, longjmps back here instead (hd_trap_set, as heapattach's
+ * push threads use it).
  *
  * Asserted, besides what the sanitizers check:
  *  - an error line is one line of printable text (check_text: no control
@@ -222,12 +227,17 @@ static double cpu_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The reports, one per execution (the input's choice: libFuzzer covers
+ * them all over a run), or all of them (ALL_REPORTS). */
+enum { NREPORTS = 15, ALL_REPORTS = -1 };
+
 struct opts {
 	int64_t session;
 	struct hd_filter flt;
 	int by_objects, exact;
 	long top;
 	const char *spec[2];
+	int which;                   /* the report: 0..NREPORTS - 1 */
 };
 
 /* heapdiff.c's fallen_note (static there), the same way. */
@@ -330,8 +340,10 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 	close_source(&src);
 }
 
-/* --peak, --leaks and --heap-vs-rss. */
-static void other_reports(const struct opts *o)
+/* --leaks (text, json), --peak (json) and --heap-vs-rss (text, json): the
+ * reports of mask (OR_*). */
+enum { OR_LEAKS_TEXT = 1, OR_LEAKS_JSON = 2, OR_PEAK = 4, OR_VS_TEXT = 8, OR_VS_JSON = 16 };
+static void other_reports(const struct opts *o, unsigned mask)
 {
 	static struct hd_source src;
 	static struct hd_snap b;
@@ -346,8 +358,12 @@ static void other_reports(const struct opts *o)
 		int64_t session = hd_session(&src, o->session), nsnaps, id;
 		double live;
 		char idbuf[32];
-		write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
-		write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
+		if (mask & OR_LEAKS_TEXT)
+			write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
+		if (mask & OR_LEAKS_JSON)
+			write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
+		if (!(mask & (OR_PEAK | OR_VS_TEXT | OR_VS_JSON)))
+			goto out;
 		if (setjmp(here.jb) != 0) {
 			died(&here);
 			hd_free_rows(&r);
@@ -362,9 +378,10 @@ static void other_reports(const struct opts *o)
 		r.by_objects = o->by_objects;
 		r.top = o->top;
 		hd_build_rows(&r, &o->flt);
-		write_one(O_JSON, "peak", &r, &o->flt, NULL, &src, 0, o);
+		if (mask & OR_PEAK)
+			write_one(O_JSON, "peak", &r, &o->flt, NULL, &src, 0, o);
 		hd_free_rows(&r);
-		if (!hd_session_rss(&src, b.session_id, NULL, 0))
+		if (!(mask & (OR_VS_TEXT | OR_VS_JSON)) || !hd_session_rss(&src, b.session_id, NULL, 0))
 			goto out;
 		struct hd_filter vf = o->flt;
 		vf.kind = HD_KIND_ALLOC;
@@ -374,8 +391,10 @@ static void other_reports(const struct opts *o)
 		r.exact_bytes = o->exact;
 		memset(&vs, 0, sizeof vs);
 		hd_vs_build(&r, &vf, &vs);
-		write_one(O_TEXT, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
-		write_one(O_JSON, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+		if (mask & OR_VS_TEXT)
+			write_one(O_TEXT, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+		if (mask & OR_VS_JSON)
+			write_one(O_JSON, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
 		hd_vs_free(&vs);
 	}
 out:
@@ -383,11 +402,23 @@ out:
 	close_source(&src);
 }
 
-static void all_reports(const struct opts *o)
+/* which: 0-5 A -> B in text, folded, json, svg, pprof, html; 6-9 the live
+ * heap at B in text, json, svg, pprof; 10, 11 --leaks in text, json; 12
+ * --peak in json; 13, 14 --heap-vs-rss in text, json. */
+static void reports(const struct opts *o, int which)
 {
-	diff_reports(o, 0, 0x3f);
-	diff_reports(o, 1, 1u << O_TEXT | 1u << O_JSON | 1u << O_SVG | 1u << O_PPROF);
-	other_reports(o);
+	static const enum out live[] = { O_TEXT, O_JSON, O_SVG, O_PPROF };
+	if (which == ALL_REPORTS) {
+		diff_reports(o, 0, 0x3f);
+		diff_reports(o, 1, 1u << O_TEXT | 1u << O_JSON | 1u << O_SVG | 1u << O_PPROF);
+		other_reports(o, 0x1f);
+	} else if (which < 6) {
+		diff_reports(o, 0, 1u << which);
+	} else if (which < 10) {
+		diff_reports(o, 1, 1u << live[which - 6]);
+	} else {
+		other_reports(o, 1u << (which - 10));
+	}
 }
 
 /* ------------------------------------------------------------ input */
@@ -411,6 +442,36 @@ static void parse_opts(const uint8_t *d, struct opts *o)
 	o->flt.min_bytes = mins[d[3] % 4];
 	o->spec[0] = specs[d[4] % 8][0];
 	o->spec[1] = specs[d[4] % 8][1];
+	o->which = (d[4] >> 3) % NREPORTS;
+}
+
+/* A database image (n bytes at img) in memory, SQLite's memdb: edited
+ * there, no file, no journal. */
+static sqlite3 *mem_open(const uint8_t *img, size_t n)
+{
+	sqlite3 *h;
+	unsigned char *p = sqlite3_malloc64(n);
+	FUZZ_CHECK(p && sqlite3_open(":memory:", &h) == SQLITE_OK, "cannot open a memdb");
+	memcpy(p, img, n);
+	p[18] = p[19] = 1;  /* the file format versions: memdb has no WAL */
+	FUZZ_CHECK(sqlite3_deserialize(h, "main", p, (sqlite3_int64)n, (sqlite3_int64)n,
+	                               SQLITE_DESERIALIZE_FREEONCLOSE |
+	                               SQLITE_DESERIALIZE_RESIZEABLE) == SQLITE_OK,
+	           "sqlite3_deserialize: %s", sqlite3_errmsg(h));
+	return h;
+}
+
+/* The image of h, back in WAL mode as heapattach writes its files, then h
+ * closed; the caller frees it with sqlite3_free. */
+static uint8_t *mem_close(sqlite3 *h, size_t *n)
+{
+	sqlite3_int64 sz;
+	unsigned char *p = sqlite3_serialize(h, "main", &sz, 0);
+	FUZZ_CHECK(p && sz >= 100, "sqlite3_serialize: %s", sqlite3_errmsg(h));
+	p[18] = p[19] = 2;
+	sqlite3_close(h);
+	*n = (size_t)sz;
+	return p;
 }
 
 /* The seed, its NOT NULL constraints relaxed (db_hostile.h), in base. */
@@ -418,13 +479,10 @@ static void make_base(const char *seed)
 {
 	size_t n;
 	uint8_t *b = read_all(seed, &n);
-	write_db(b, n);
+	sqlite3 *h = mem_open(b, n);
 	free(b);
-	sqlite3 *h;
-	FUZZ_CHECK(sqlite3_open(dbpath, &h) == SQLITE_OK, "cannot open %s", dbpath);
 	db_relax(h);
-	FUZZ_CHECK(sqlite3_close(h) == SQLITE_OK, "cannot close %s", dbpath);
-	base = read_all(dbpath, &nbase);
+	base = mem_close(h, &nbase);
 }
 
 static void setup(void)
@@ -447,7 +505,7 @@ static void setup(void)
 	parse_opts(zero, &o);
 	write_db(base, nbase);
 	dies = 0;
-	all_reports(&o);
+	reports(&o, ALL_REPORTS);
 	FUZZ_CHECK(dies == 0 && clean_tags[0], "the seed did not go through every report");
 	cleanup();
 }
@@ -462,19 +520,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	 * (and a crash's) skips atexit. */
 	FUZZ_CHECK(mkdir(dir, 0700) == 0, "cannot make %s", dir);
 	struct opts o;
-	if (n >= 16 && memcmp(d, "SQLite format 3", 16) == 0) {
+	static const char magic[16] = "SQLite format 3";
+	if (n >= 16 && memcmp(d, magic, 16) == 0) {
 		uint8_t zero[5] = { 0 };
 		parse_opts(zero, &o);
 		write_db(d, n);
+	} else if (n >= 5 + 16 && memcmp(d + 5, magic, 16) == 0) {
+		parse_opts(d, &o);
+		write_db(d + 5, n - 5);
 	} else {
 		parse_opts(d, &o);
-		write_db(base, nbase);
-		sqlite3 *h;
-		FUZZ_CHECK(sqlite3_open(dbpath, &h) == SQLITE_OK, "cannot open %s", dbpath);
+		sqlite3 *h = mem_open(base, nbase);
 		db_apply(h, d + 5, d + n);
-		sqlite3_close(h);
+		size_t ni;
+		uint8_t *img = mem_close(h, &ni);
+		write_db(img, ni);
+		sqlite3_free(img);
 	}
-	all_reports(&o);
+	reports(&o, o.which);
 	cleanup();
 	return 0;
 }
