@@ -215,7 +215,10 @@ void uw_sc_free(struct ha_unwinder *u);
  * So an entry holds the checks (offset, expected value; a base relative to
  * rsp) and the pcs; a hit is the checks holding, word by word (untrusted
  * input costs a miss, never a wrong answer).  Only fast walks that read
- * their checks from the copy and ended cleanly are stored.
+ * their checks from the copy and ended cleanly are stored.  The one
+ * absolute property a walk tests is the frame-pointer rule's rbp 8-aligned
+ * (unwind_fp.c): a walk through it also holds only for an rsp of the same
+ * alignment.
  *
  * The set is picked by rip, length and the words at the return-address
  * offsets of a recent walk with the same rip and length (its template):
@@ -243,6 +246,7 @@ struct sc_ent {
 	unsigned gen;            /* maps_gen when stored; 0 = empty */
 	int max, n, nchk, uses_rbp;
 	int nfp;                 /* frames of it found by frame pointer */
+	int rsp_low;             /* rsp & 7 when stored (checked if nfp) */
 	uint32_t user[2];        /* the caller's, see ha_unwind_user */
 	size_t cap;              /* bytes allocated */
 	struct sc_chk chk[];     /* chk[nchk], then pcs[n] */
@@ -342,6 +346,8 @@ static inline int sc_holds(const struct ha_unwinder *u, const struct sc_ent *e,
 	if (e->gen != u->maps_gen || e->rip != regs->rip || e->len != len || e->max != max)
 		return 0;
 	if (e->uses_rbp && regs->rbp - regs->rsp != e->rbp_rel)
+		return 0;
+	if (e->nfp && (int)(regs->rsp & 7) != e->rsp_low)
 		return 0;
 	const struct sc_chk *chk = e->chk;
 	for (int k = 0; k < e->nchk; k++) {
