@@ -255,11 +255,19 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 		ha_err(err, errlen, "cannot read from the agent: %s", strerror(errno));
 		return -1;
 	}
-	if (!ha_msg_valid(m, n) || (mh.msg_flags & MSG_TRUNC)) {
-		ha_err(err, errlen, "malformed message from the agent (%zd bytes)", n);
+	return ha_session_check_msg(m, n, (mh.msg_flags & MSG_TRUNC) != 0, want, err, errlen);
+}
+
+int ha_session_check_msg(struct ha_msg *m, long n, int truncated, uint16_t want, char *err,
+                         size_t errlen)
+{
+	if (!ha_msg_valid(m, n) || truncated) {
+		ha_err(err, errlen, "malformed message from the agent (%ld bytes)", n);
 		return -1;
 	}
 	if (m->type == HA_MSG_ERROR) {
+		/* The text is the target's bytes: ha_err cleans the line for
+		 * the terminal (no control characters, valid UTF-8 only). */
 		m->u.error.text[sizeof m->u.error.text - 1] = '\0';
 		ha_err(err, errlen, "the agent failed: %s (%s)", m->u.error.text,
 		       strerror(m->u.error.code > 0 ? m->u.error.code : EIO));

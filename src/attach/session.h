@@ -65,6 +65,16 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
  * ring).  1 with that ERROR's text (cleaned) in err, else 0. */
 int ha_session_last_word(struct ha_session *s, char *err, size_t errlen);
 
+/* What the attacher does with a message of n bytes it received from the
+ * agent (truncated: the kernel cut it, MSG_TRUNC), which must be one of
+ * type want: 0 if it is; -1 with one line in err if it is malformed (not
+ * exactly sizeof *m bytes, another magic or version), an ERROR (the line
+ * then holds the agent's text, cleaned as ha_clean_line cleans a line,
+ * and its code) or of another type.  The agent is inside the target:
+ * every byte of m is untrusted. */
+int ha_session_check_msg(struct ha_msg *m, long n, int truncated, uint16_t want, char *err,
+                         size_t errlen);
+
 /* Close everything and remove the socket and its directory.  Idempotent. */
 void ha_session_close(struct ha_session *s);
 

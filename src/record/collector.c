@@ -33,6 +33,7 @@
 #include "pf_events.h"
 #include "proc.h"
 #include "procmaps.h"
+#include "rec_check.h"
 #include "ring_heal.h"
 #include "rss_pages.h"
 #include "unwind.h"
@@ -171,34 +172,11 @@ static double weight_of(struct ctx *x, uint64_t size, uint64_t interval)
 }
 
 /* Copy out and check the record h of len bytes (len already checked
- * against the ring). */
+ * against the ring): rec_check.h. */
 static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr *h, uint32_t len)
 {
-	it->type = __atomic_load_n(&h->type, __ATOMIC_RELAXED);
-	it->ok = 0;
 	it->n = 0;
-	switch (it->type) {
-	case HA_REC_SAMPLE:
-		if (len < sizeof it->s)
-			break;
-		memcpy(&it->s, h, sizeof it->s);
-		if (it->s.stack_len > len - sizeof it->s ||
-		    (it->s.kind != HA_REC_KIND_HEAP && it->s.kind != HA_REC_KIND_MMAP))
-			break;
-		it->stack = (const uint8_t *)h + sizeof it->s;
-		it->ok = 1;
-		break;
-	case HA_REC_FREE:
-		if (len < sizeof(struct ha_rec_free))
-			break;
-		it->addr = __atomic_load_n(&((const struct ha_rec_free *)h)->addr, __ATOMIC_RELAXED);
-		it->ok = 1;
-		break;
-	case HA_REC_MODULES:
-	case HA_REC_PAD:
-		it->ok = 1;
-		break;
-	}
+	it->ok = ha_rec_take(h, len, &it->type, &it->s, &it->stack, &it->addr);
 	if (!it->ok)
 		x->st.corrupt_records++;
 }

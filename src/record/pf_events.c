@@ -475,28 +475,32 @@ static int parse_sample(const char *rec, size_t len, uint64_t *id, struct ha_pf_
 	return 1;
 }
 
-/* Copy the record at the ring's tail into pf->rec.  Its length, or 0 when
- * the ring is empty; (uint64_t)-1 when the ring cannot be trusted (it is
- * then emptied). */
-static uint64_t take_record(struct ha_pf *pf, struct ring *r)
+uint64_t ha_pf_ring_take(struct perf_event_mmap_page *meta, const char *data, uint64_t size,
+                         char *rec)
 {
-	uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->meta->data_tail;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
 	if (head == tail)
 		return 0;
 	struct perf_event_header h;
-	uint64_t off = tail & (r->size - 1);
-	/* Headers are 8-aligned and the ring a power of two: never split. */
-	memcpy(&h, r->data + off, sizeof h);
-	if (h.size < sizeof h || h.size % 8 || h.size > head - tail || head - tail > r->size) {
-		__atomic_store_n(&r->meta->data_tail, head, __ATOMIC_RELEASE);
-		return (uint64_t)-1;
-	}
-	uint64_t first = r->size - off < h.size ? r->size - off : h.size;
-	memcpy(pf->rec, r->data + off, first);
-	memcpy(pf->rec + first, r->data, h.size - first);
-	__atomic_store_n(&r->meta->data_tail, tail + h.size, __ATOMIC_RELEASE);
+	uint64_t off = tail & (size - 1);
+	/* Headers are 8-aligned and the ring a power of two: never split
+	 * (tail is ours and only ever moves by a record's size, a multiple
+	 * of 8; one that is not cannot be trusted either, and its header
+	 * would run past the end of the ring). */
+	if (tail % 8 || head - tail > size)
+		goto reset;
+	memcpy(&h, data + off, sizeof h);
+	if (h.size < sizeof h || h.size % 8 || h.size > head - tail)
+		goto reset;
+	uint64_t first = size - off < h.size ? size - off : h.size;
+	memcpy(rec, data + off, first);
+	memcpy(rec + first, data, h.size - first);
+	__atomic_store_n(&meta->data_tail, tail + h.size, __ATOMIC_RELEASE);
 	return h.size;
+reset:
+	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+	return (uint64_t)-1;
 }
 
 int ha_pf_parse_record(const void *rec, size_t len, uint64_t *id, struct ha_pf_sample *s,
@@ -523,7 +527,7 @@ int ha_pf_next(struct ha_pf *pf, struct ha_pf_sample *s)
 {
 	for (int tried = 0; tried < pf->ncpu;) {
 		struct ring *r = &pf->rings[pf->next_ring];
-		uint64_t len = r->fd >= 0 ? take_record(pf, r) : 0;
+		uint64_t len = r->fd >= 0 ? ha_pf_ring_take(r->meta, r->data, r->size, pf->rec) : 0;
 		if (len == 0) {
 			pf->next_ring = (pf->next_ring + 1) % pf->ncpu;
 			tried++;

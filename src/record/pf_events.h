@@ -71,6 +71,18 @@ enum { HA_PF_REC_OTHER, HA_PF_REC_SAMPLE, HA_PF_REC_LOST, HA_PF_REC_BAD };
 int ha_pf_parse_record(const void *rec, size_t len, uint64_t *id, struct ha_pf_sample *s,
                        uint64_t *lost);
 
+/* The framing of a perf ring, what ha_pf_next runs on each CPU's ring:
+ * meta its control page, data its size bytes (a power of two).  Copies
+ * the record at data_tail into rec (RECORD_MAX, 64 KiB: a record's size
+ * is 16 bits), joined when it wraps, and moves data_tail past it.  Returns its size (a multiple of 8, at least a header, at most
+ * head - tail); 0 when the ring is empty (head == tail); (uint64_t)-1 when
+ * the ring cannot be trusted (a record size that is not one, head more
+ * than the ring ahead of tail or behind it, an unaligned tail): data_tail
+ * is then set to head, dropping what the ring held. */
+struct perf_event_mmap_page;
+uint64_t ha_pf_ring_take(struct perf_event_mmap_page *meta, const char *data, uint64_t size,
+                         char *rec);
+
 /* Samples read, lost by the kernel (a full ring), records that did not
  * parse. */
 void ha_pf_counts(const struct ha_pf *pf, uint64_t *samples, uint64_t *lost, uint64_t *bad);

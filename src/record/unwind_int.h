@@ -153,8 +153,11 @@ int uw_load_maps(struct ha_unwinder *u);
 int uw_refresh(struct ha_unwinder *u);
 /* What backs mapping m, decided once per maps generation. */
 struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m);
-/* runtime = vaddr + *bias for the module im mapped by m, from the PT_LOAD
- * holding ip's file offset.  0 if there is none (or im is not usable). */
+/* runtime = vaddr + *bias for the module im mapped by the executable
+ * mapping m, from the executable PT_LOAD holding ip's file offset.  1; 0
+ * if ip is in none (a pc past the segment's bytes, in the mapping's last
+ * page: it says nothing about the rest of the mapping, so nothing may be
+ * concluded for the mapping from it); -1 if im is not usable at all. */
 int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_t *bias);
 /* libdw's CFI of an image (.eh_frame), opened once; NULL if none. */
 Dwarf_CFI *uw_image_cfi(struct image *im);
@@ -212,7 +215,10 @@ void uw_sc_free(struct ha_unwinder *u);
  * So an entry holds the checks (offset, expected value; a base relative to
  * rsp) and the pcs; a hit is the checks holding, word by word (untrusted
  * input costs a miss, never a wrong answer).  Only fast walks that read
- * their checks from the copy and ended cleanly are stored.
+ * their checks from the copy and ended cleanly are stored.  The one
+ * absolute property a walk tests is the frame-pointer rule's rbp 8-aligned
+ * (unwind_fp.c): a walk through it also holds only for an rsp of the same
+ * alignment.
  *
  * The set is picked by rip, length and the words at the return-address
  * offsets of a recent walk with the same rip and length (its template):
@@ -240,6 +246,7 @@ struct sc_ent {
 	unsigned gen;            /* maps_gen when stored; 0 = empty */
 	int max, n, nchk, uses_rbp;
 	int nfp;                 /* frames of it found by frame pointer */
+	int rsp_low;             /* rsp & 7 when stored (checked if nfp) */
 	uint32_t user[2];        /* the caller's, see ha_unwind_user */
 	size_t cap;              /* bytes allocated */
 	struct sc_chk chk[];     /* chk[nchk], then pcs[n] */
@@ -339,6 +346,8 @@ static inline int sc_holds(const struct ha_unwinder *u, const struct sc_ent *e,
 	if (e->gen != u->maps_gen || e->rip != regs->rip || e->len != len || e->max != max)
 		return 0;
 	if (e->uses_rbp && regs->rbp - regs->rsp != e->rbp_rel)
+		return 0;
+	if (e->nfp && (int)(regs->rsp & 7) != e->rsp_low)
 		return 0;
 	const struct sc_chk *chk = e->chk;
 	for (int k = 0; k < e->nchk; k++) {

@@ -234,18 +234,23 @@ static int image_parse(struct image *im)
 	return 1;
 }
 
-/* runtime = vaddr + *bias for the module im mapped by m, from the PT_LOAD
- * holding ip's file offset.  0 if there is none (or im is not usable). */
+/* runtime = vaddr + *bias for the module im mapped by the executable
+ * mapping m, from the executable PT_LOAD holding ip's file offset.  1; 0 if
+ * ip is in none (the rest of the mapping may well be); -1 if im is not
+ * usable at all. */
 int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_t *bias)
 {
 	uint64_t fofs = (im->is_vdso ? 0 : m->offset) + (ip - m->start);
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
 
 	if (image_parse(im) != 1)
-		return 0;
+		return -1;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
-		if (q->p_type != PT_LOAD || fofs < q->p_offset || fofs - q->p_offset >= q->p_filesz)
+		/* Executable only: the last page of a text mapping may hold the
+		 * start of the next segment, whose bias can differ. */
+		if (q->p_type != PT_LOAD || !(q->p_flags & PF_X) || fofs < q->p_offset ||
+		    fofs - q->p_offset >= q->p_filesz)
 			continue;
 		*bias = m->start - (im->is_vdso ? 0 : m->offset) + q->p_offset - q->p_vaddr;
 		return 1;

@@ -72,6 +72,7 @@ void uw_sc_store(struct ha_unwinder *u, const struct ha_regs *regs, uint64_t len
 	e->len = len;
 	e->uses_rbp = rec->uses_rbp;
 	e->nfp = rec->nfp;
+	e->rsp_low = (int)(regs->rsp & 7);
 	e->rbp_rel = regs->rbp - regs->rsp;
 	e->max = max;
 	e->n = n;

@@ -53,7 +53,7 @@ static const struct ha_cfi_rule *rule_of(struct ha_unwinder *u, struct uctx *c, 
 		return &e->r;
 	}
 	if (mi->bias_state == 0)
-		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias) ? 1 : -1;
+		mi->bias_state = uw_image_bias(mi->img, m, addr, &mi->bias); /* 0: ask again */
 	if (mi->bias_state == 1 && uw_image_cfi(mi->img))
 		ha_cfi_rule(mi->img->cfi, addr - mi->bias, &e->r);
 	else if (mi->bias_state == 1)
@@ -229,7 +229,9 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 
 	c->last = NULL;
 	c->unknown_ip = 0;
-	if (!u->fast_off && !u->rc)
+	/* The rule cache also counts libunwind's frame-pointer frames
+	 * (count_fp), with the fast walk off too. */
+	if (!u->rc)
 		u->rc = calloc(RC_SIZE, sizeof *u->rc);
 	if (!u->fast_off && u->rc) {
 		uint64_t fp0 = u->fp_frames;

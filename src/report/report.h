@@ -154,11 +154,13 @@ void *hd_xcalloc(size_t n, size_t size);
 void *hd_xrealloc(void *p, size_t n);
 char *hd_xstrdup(const char *s);
 
-/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1. */
+/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1
+ * (the line cleaned as hd_clean_text cleans a name). */
 void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* A thread that must not end the process on such an error (heapattach's
  * push threads read the database with this library) sets a trap: hd_die
- * then writes its line into msg and longjmps to jb instead.  The caller
+ * then writes its line (cleaned, as on stderr) into msg and longjmps to
+ * jb instead.  The caller
  * then frees what it can reach (hd_free_rows, hd_source_close); a block
  * being filled at that moment (a value array, a key) is not freed.  NULL:
  * exit again.  Per thread. */
@@ -172,8 +174,11 @@ void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
 struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
 int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
 /* Column i of q as a REAL that must be a finite number (NULL: 0); a corrupt
- * file may hold text, blobs or NaN there: one line and exit 1. */
+ * file may hold text, blobs or NaN there: one line and exit 1.  A value
+ * beyond +-HD_MAX_VALUE is taken as that: no memory (bytes, objects, pages)
+ * or clock reaches it, and sums of such values stay finite. */
 double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
+#define HD_MAX_VALUE 18446744073709551616.0 /* 2^64 */
 
 /* Text of a DB value made safe to print: valid UTF-8 (bad bytes become '?'),
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
@@ -185,6 +190,10 @@ void hd_json_str(FILE *f, const char *s);
  * \u003c, \u003e, \u0026, so that no name can close the element. */
 void hd_json_html_str(FILE *f, const char *s);
 void hd_xml_str(FILE *f, const char *s);
+
+/* a - b, held at INT64_MIN or INT64_MAX where it would overflow: the
+ * difference of two counters read from the file (any values). */
+int64_t hd_sub_i64(int64_t a, int64_t b);
 
 /* "1.23 MiB" (or the exact number with exact); sign: "+" on growth. */
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact);

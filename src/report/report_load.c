@@ -46,7 +46,10 @@ double hd_col_real(struct hd_source *s, sqlite3_stmt *q, int i)
 	v = sqlite3_column_double(q, i);
 	if (!isfinite(v))
 		hd_die("%s: corrupt database: a value is not finite", s->path);
-	return v;
+	/* Past what any memory, count or clock can reach: kept, but at the
+	 * cap, so that sums, differences and squares of such values stay
+	 * finite (JSON has no inf). */
+	return v > HD_MAX_VALUE ? HD_MAX_VALUE : v < -HD_MAX_VALUE ? -HD_MAX_VALUE : v;
 }
 
 static void col_str(sqlite3_stmt *q, int i, char *buf, size_t len)

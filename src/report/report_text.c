@@ -58,7 +58,8 @@ static void print_snap_line(FILE *f, const char *label, const struct hd_snap *s,
  * the attach). */
 static void print_fault_line(FILE *f, const struct hd_snap *e, const struct hd_snap *l)
 {
-	int64_t taken = l->rss_samples - (e ? e->rss_samples : 0), lost = l->rss_lost - (e ? e->rss_lost : 0);
+	int64_t taken = hd_sub_i64(l->rss_samples, e ? e->rss_samples : 0);
+	int64_t lost = hd_sub_i64(l->rss_lost, e ? e->rss_lost : 0);
 	fprintf(f, "page faults: %" PRId64 " sampled (1 in %" PRId64 "), %" PRId64 " lost\n", taken,
 	        l->rss_period, lost);
 	if (lost > 0)
@@ -95,8 +96,8 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 			 * to the later one, whichever is A. */
 			const struct hd_snap *e = a->id < b->id ? a : b, *l = a->id < b->id ? b : a;
 			fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
-			        l->samples - e->samples, l->drops - e->drops,
-			        l->unwind_failures - e->unwind_failures);
+			        hd_sub_i64(l->samples, e->samples), hd_sub_i64(l->drops, e->drops),
+			        hd_sub_i64(l->unwind_failures, e->unwind_failures));
 			if (l->drops > e->drops)
 				fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
 			if (faults)

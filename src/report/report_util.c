@@ -22,23 +22,46 @@ void hd_trap_set(struct hd_trap *t)
 	trap = t;
 }
 
+/* src made safe to print as hd_clean_text makes it, into dst (cap bytes,
+ * cut there), without allocating: hd_die's line ("out of memory" too). */
+static void clean_line(char *dst, size_t cap, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t k = 0;
+	while (*s && k + 5 < cap) {
+		int n = ha_utf8_len(s);
+		if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f)) ||
+		    (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
+			dst[k++] = '?';
+			s += n ? n : 1;
+		} else {
+			memcpy(dst + k, s, (size_t)n);
+			k += (size_t)n;
+			s += n;
+		}
+	}
+	dst[k] = '\0';
+}
+
+/* The line is cleaned, trapped or not: it may quote the file (SQLite's
+ * message of a malformed schema quotes the schema's SQL), which may be
+ * anything. */
 void hd_die(const char *fmt, ...)
 {
+	char msg[8192], line[8192];
 	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
 	if (trap) {
 		struct hd_trap *t = trap;
 		trap = NULL;
-		va_start(ap, fmt);
-		vsnprintf(t->msg, sizeof t->msg, fmt, ap);
-		va_end(ap);
+		clean_line(t->msg, sizeof t->msg, msg);
 		longjmp(t->jb, 1);
 	}
+	clean_line(line, sizeof line, msg);
 	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
-	fputs("heapdiff: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "heapdiff: %s\n", line);
 	exit(1);
 }
 
@@ -306,6 +329,14 @@ void hd_xml_str(FILE *f, const char *s)
 
 /* ------------------------------------------------------------ numbers */
 
+int64_t hd_sub_i64(int64_t a, int64_t b)
+{
+	int64_t d;
+	if (__builtin_sub_overflow(a, b, &d))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return d;
+}
+
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
@@ -336,9 +367,11 @@ const char *hd_fmt_count(char *buf, size_t len, double v, int sign)
 
 const char *hd_fmt_time(char *buf, size_t len, double t)
 {
-	time_t tt = (time_t)t;
 	struct tm tm;
-	if (!isfinite(t) || !localtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+	/* A time from the file: past time_t (and any calendar) it is a number. */
+	time_t tt = fabs(t) < 1e15 ? (time_t)t : 0;
+	if (!(fabs(t) < 1e15) || !localtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
 		snprintf(buf, len, "%.0f", isfinite(t) ? t : 0.0);
 	return buf;
 }

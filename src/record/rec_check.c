@@ -1,0 +1,33 @@
+/* rec_check.c -- the checks of one framed ring record (rec_check.h).
+ * What the target wrote is untrusted: each record's type, length and
+ * stack length are checked against what the record holds before anything
+ * is used, and only copies are checked and used. */
+#include "rec_check.h"
+
+#include <string.h>
+
+int ha_rec_take(const struct ha_rec_hdr *h, uint32_t len, uint16_t *type,
+                struct ha_rec_sample *s, const uint8_t **stack, uint64_t *addr)
+{
+	*type = __atomic_load_n(&h->type, __ATOMIC_RELAXED);
+	switch (*type) {
+	case HA_REC_SAMPLE:
+		if (len < sizeof *s)
+			return 0;
+		memcpy(s, h, sizeof *s);
+		if (s->stack_len > len - sizeof *s ||
+		    (s->kind != HA_REC_KIND_HEAP && s->kind != HA_REC_KIND_MMAP))
+			return 0;
+		*stack = (const uint8_t *)h + sizeof *s;
+		return 1;
+	case HA_REC_FREE:
+		if (len < sizeof(struct ha_rec_free))
+			return 0;
+		*addr = __atomic_load_n(&((const struct ha_rec_free *)h)->addr, __ATOMIC_RELAXED);
+		return 1;
+	case HA_REC_MODULES:
+	case HA_REC_PAD:
+		return 1;
+	}
+	return 0;
+}

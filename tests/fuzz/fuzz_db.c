@@ -1,0 +1,543 @@
+/* fuzz_db -- libFuzzer harness for heapdiff reading a database: the file
+ * is the profiled side's (its names come from the target's binaries) or
+ * simply corrupt, and every report heapdiff writes from it must be well
+ * formed, or heapdiff must stop with one clear line.
+ *
+ * Input: OPTIONS (5 bytes: the session, --kind, by objects / all frames /
+ * exact bytes / --top, --min-bytes, the two snapshots and, in the top 5
+ * bits of the last, the report), then one of two modes:
+ *  - a whole SQLite file ("SQLite format 3" first): byte-level corruption;
+ *    the seed is corpus/db/seed.db, written by tests/db_fill (--rss, then
+ *    --series, then --attacher: three sessions, every kind, a peak
+ *    snapshot, a series for --leaks) through the attacher's own database
+ *    code.  A file with no OPTIONS before it (seed.db itself) has them
+ *    all zero;
+ *  - anything else: hostile SQL edits of that seed (db_hostile.h), made
+ *    in memory (SQLite's memdb: sqlite3_deserialize, sqlite3_serialize).
+ * The file goes to a private directory (under /dev/shm when there is
+ * one) and heapdiff's code runs on it in-process, through the functions
+ * heapdiff.c's main calls: hd_source_open, hd_resolve, hd_build_rows and
+ * the writer of ONE report (the input's choice; libFuzzer covers them all
+ * over a run, each execution is about 15 times cheaper than all of them):
+ * A -> B in text, folded, json, svg, pprof or html; the live heap at B in
+ * text, json, svg or pprof; --peak (json); --leaks (text or json);
+ * --heap-vs-rss (text or json) when B's session has resident memory.  At
+ * its start the harness runs the seed through every one of them (none may
+ * fail).  Each report is written to memory.  hd_die, which exits heapdiff
+ * with its line, longjmps back here instead (hd_trap_set, as heapattach's
+ * push threads use it).
+ *
+ * Asserted, besides what the sanitizers check:
+ *  - an error line is one line of printable text (check_text: no control
+ *    or C1 character, valid UTF-8);
+ *  - text reports (text, --leaks, --heap-vs-rss) pass check_text; folded
+ *    passes check_folded; json is valid JSON (check_json: no NaN or inf
+ *    either); svg is well-formed XML (check_xml); pprof is a profile Go's
+ *    pprof reads (check_pprof); html passes check_html, its hd-data JSON
+ *    is valid, and its tags are exactly those of the page of the seed (no
+ *    name adds or ends an element);
+ *  - each report is written within a few seconds (the 10 s of
+ *    tests/fuzz/run catches a report that never ends).
+ * Leaks are not checked (fuzz-flags below): heapdiff exits on hd_die, and
+ * its longjmp here leaves what the report in progress held.
+ *
+ * fuzz-sources: src/report/report_util.c src/report/report_load.c src/report/report_rows.c
+ * fuzz-sources: src/report/report_text.c src/report/report_folded.c src/report/report_json.c
+ * fuzz-sources: src/report/report_svg.c src/report/report_pprof.c src/report/report_html.c
+ * fuzz-sources: src/report/leaks.c src/report/heap_vs_rss.c src/db/db_open.c
+ * fuzz-sources: src/common/util.c
+ * fuzz-generated: src/report/report_html_assets.c src/db/schema_sql.c
+ * fuzz-libs: -lsqlite3 -lz
+ * fuzz-flags: -detect_leaks=0
+ */
+#define _GNU_SOURCE
+#include "fuzz.h"
+#include "check_json.h"
+#include "check_markup.h"
+#include "check_pprof.h"
+#include "check_text.h"
+#include "db_hostile.h"
+#include "report.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SEED "corpus/db/seed.db"
+
+static char dir[64], dbpath[128];
+static uint8_t *base;             /* the seed, relaxed (db_hostile.h) */
+static size_t nbase;
+static char clean_tags[4096];     /* the tags of the seed's html page */
+
+/* No leak check at exit either (see the top); SQLite allocates much: no
+ * fill of each new block, a smaller quarantine. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0:max_malloc_fill_size=0:quarantine_size_mb=64";
+}
+
+/* ------------------------------------------------------------ files */
+
+static uint8_t *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	FUZZ_CHECK(f != NULL, "cannot open %s", path);
+	uint8_t *b = NULL;
+	size_t cap = 0;
+	*n = 0;
+	for (;;) {
+		if (*n == cap && !(b = realloc(b, cap = cap ? cap * 2 : 65536)))
+			abort();
+		size_t k = fread(b + *n, 1, cap - *n, f);
+		if (k == 0)
+			break;
+		*n += k;
+	}
+	fclose(f);
+	return b;
+}
+
+/* The database file: exactly these bytes, no -wal or -shm left over. */
+static void write_db(const uint8_t *d, size_t n)
+{
+	char side[160];
+	for (int i = 0; i < 2; i++) {
+		snprintf(side, sizeof side, "%s%s", dbpath, i ? "-shm" : "-wal");
+		unlink(side);
+	}
+	int fd = open(dbpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FUZZ_CHECK(fd >= 0 && write(fd, d, n) == (ssize_t)n && close(fd) == 0, "cannot write %s",
+	           dbpath);
+}
+
+/* The directories of harnesses that died in the middle of an input. */
+static void remove_stale(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *de;
+	char path[4200], side[4300];
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		int pid;
+		if (sscanf(de->d_name, "fuzz_db.%d.", &pid) != 1 || pid == getpid() ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", parent, de->d_name);
+		for (int i = 0; i < 3; i++) {
+			snprintf(side, sizeof side, "%s/profile.db%s", path, i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+			unlink(side);
+		}
+		rmdir(path);
+	}
+	closedir(d);
+}
+
+static void cleanup(void)
+{
+	char side[160];
+	for (int i = 0; i < 3; i++) {
+		snprintf(side, sizeof side, "%s%s", dbpath, i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+		unlink(side);
+	}
+	rmdir(dir);
+}
+
+/* ------------------------------------------------------------ dying */
+
+static struct hd_trap *trap_now;   /* the innermost place to come back to */
+static int dies;
+
+/* Set t (NULL: none) as the place hd_die comes back to. */
+static void trap(struct hd_trap *t)
+{
+	trap_now = t;
+	hd_trap_set(t);
+}
+
+/* hd_die came back to t: its line checked (it goes to a terminal). */
+static void died(const struct hd_trap *t)
+{
+	size_t at;
+	const char *why = check_text(t->msg, strlen(t->msg), 1, &at);
+	FUZZ_CHECK(!why, "error line: %s at byte %zu: heapdiff: %s", why, at, t->msg);
+	FUZZ_CHECK(t->msg[0], "an empty error line");
+	dies++;
+}
+
+/* After a longjmp: what the report in progress left prepared. */
+static void close_source(struct hd_source *s)
+{
+	if (!s->db)
+		return;
+	for (sqlite3_stmt *q; (q = sqlite3_next_stmt(s->h, NULL)) != NULL;)
+		sqlite3_finalize(q);
+	hd_source_close(s);
+}
+
+/* ------------------------------------------------------------ checks */
+
+enum out { O_TEXT, O_FOLDED, O_JSON, O_SVG, O_PPROF, O_HTML };
+
+static void check(enum out kind, const char *what, const char *s, size_t n)
+{
+	size_t at = 0;
+	const char *why = NULL;
+	char tags[sizeof clean_tags];
+	switch (kind) {
+	case O_TEXT: why = check_text(s, n, 0, &at); break;
+	case O_FOLDED: why = check_folded(s, n, &at); break;
+	case O_JSON: why = check_json(s, n, &at); break;
+	case O_SVG: why = check_xml(s, n, &at); break;
+	case O_PPROF: why = check_pprof(s, n); break;
+	case O_HTML:
+		why = check_html(s, n, tags, sizeof tags, &at);
+		if (!why && clean_tags[0] && strcmp(tags, clean_tags) != 0) {
+			fprintf(stderr, "tags: %s\nclean page's: %s\n", tags, clean_tags);
+			why = "not the tags of the clean page";
+		}
+		if (!why && !clean_tags[0])
+			snprintf(clean_tags, sizeof clean_tags, "%s", tags);
+		break;
+	}
+	if (!why)
+		return;
+	size_t from = at > 80 ? at - 80 : 0, to = at + 80 < n ? at + 80 : n;
+	fprintf(stderr, "%s: %s at byte %zu of %zu; around it:\n%.*s\n", what, why, at, n,
+	        (int)(to - from), s + from);
+	FUZZ_CHECK(0, "%s: %s", what, why);
+}
+
+/* ------------------------------------------------------------ reports */
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The reports, one per execution (the input's choice: libFuzzer covers
+ * them all over a run), or all of them (ALL_REPORTS). */
+enum { NREPORTS = 15, ALL_REPORTS = -1 };
+
+struct opts {
+	int64_t session;
+	struct hd_filter flt;
+	int by_objects, exact;
+	long top;
+	const char *spec[2];
+	int which;                   /* the report: 0..NREPORTS - 1 */
+};
+
+/* heapdiff.c's fallen_note (static there), the same way. */
+static const char *fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len)
+{
+	char p1[64], p2[64];
+	struct hd_snap l;
+	int64_t nsnaps;
+	double peak, now;
+	hd_resolve(b->src, "last", b->session_id, &l);
+	if (l.id != b->id)
+		return NULL;
+	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
+	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
+		return NULL;
+	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
+	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak", hd_kind_what(kind),
+	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id,
+	         hd_fmt_bytes(p2, sizeof p2, now, 0, exact), b->id);
+	return buf;
+}
+
+static const char *const out_name[] = { "text", "folded", "json", "svg", "pprof", "html" };
+
+/* One writer into memory, checked; a die in it is a clean stop. */
+static void write_one(enum out kind, const char *what, struct hd_report *r,
+                      const struct hd_filter *flt, const struct hd_vs *vs, struct hd_source *s,
+                      int64_t session, const struct opts *o)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (!f)
+		abort();
+	struct hd_trap here, *outer = trap_now;
+	trap(&here);
+	double t0 = cpu_s();
+	if (setjmp(here.jb) == 0) {
+		if (vs)
+			kind == O_JSON ? hd_write_vs_json(f, r, vs) : hd_write_vs_text(f, r, vs);
+		else if (!r) {
+			struct hd_leak_opts lo = { kind == O_JSON ? HD_JSON : HD_TEXT, o->exact, o->top, flt };
+			hd_leaks(f, s, session, &lo);
+		} else {
+			switch (kind) {
+			case O_TEXT: hd_write_text(f, r); break;
+			case O_FOLDED: hd_write_folded(f, r); break;
+			case O_JSON: hd_write_json(f, r); break;
+			case O_SVG: hd_write_svg(f, r); break;
+			case O_PPROF: hd_write_pprof(f, r); break;
+			case O_HTML: hd_write_html(f, r, flt); break;
+			}
+		}
+		fclose(f);
+		char label[64];
+		snprintf(label, sizeof label, "%s, %s", what, out_name[kind]);
+		FUZZ_CHECK(cpu_s() - t0 < 5, "%s: %.1f s of CPU", label, cpu_s() - t0);
+		check(kind, label, buf, n);
+	} else {
+		died(&here);
+		fclose(f);
+	}
+	trap(outer);
+	free(buf);
+}
+
+/* A -> B (A NULL: the live heap at B) in the formats of mask. */
+static void diff_reports(const struct opts *o, int live, unsigned mask)
+{
+	static struct hd_source src;
+	static struct hd_snap a, b;
+	static struct hd_report r;
+	static char note[256];
+	static struct hd_trap here;
+	struct hd_trap *outer = trap_now;
+	memset(&r, 0, sizeof r);
+	trap(&here);
+	if (setjmp(here.jb) == 0) {
+		hd_source_open(&src, dbpath, 0);
+		if (!live)
+			hd_resolve(&src, o->spec[0], o->session, &a);
+		hd_resolve(&src, o->spec[1], o->session, &b);
+		r.a = live ? NULL : &a;
+		if ((mask & (1u << O_TEXT | 1u << O_HTML)))
+			r.fallen_note = fallen_note(&b, o->flt.kind, o->exact, note, sizeof note);
+		r.b = &b;
+		r.by_objects = o->by_objects;
+		r.exact_bytes = o->exact;
+		r.top = o->top;
+		hd_build_rows(&r, &o->flt);
+		for (int k = O_TEXT; k <= O_HTML; k++)
+			if (mask & (1u << k))
+				write_one((enum out)k, live ? "live" : "diff", &r, &o->flt, NULL, &src, 0, o);
+		hd_free_rows(&r);
+	} else {
+		died(&here);
+		hd_free_rows(&r);
+	}
+	trap(outer);
+	close_source(&src);
+}
+
+/* --leaks (text, json), --peak (json) and --heap-vs-rss (text, json): the
+ * reports of mask (OR_*). */
+enum { OR_LEAKS_TEXT = 1, OR_LEAKS_JSON = 2, OR_PEAK = 4, OR_VS_TEXT = 8, OR_VS_JSON = 16 };
+static void other_reports(const struct opts *o, unsigned mask)
+{
+	static struct hd_source src;
+	static struct hd_snap b;
+	static struct hd_report r;
+	static struct hd_vs vs;
+	static struct hd_trap here;
+	struct hd_trap *outer = trap_now;
+	memset(&r, 0, sizeof r);
+	trap(&here);
+	if (setjmp(here.jb) == 0) {
+		hd_source_open(&src, dbpath, 0);
+		int64_t session = hd_session(&src, o->session), nsnaps, id;
+		double live;
+		char idbuf[32];
+		if (mask & OR_LEAKS_TEXT)
+			write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
+		if (mask & OR_LEAKS_JSON)
+			write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
+		if (!(mask & (OR_PEAK | OR_VS_TEXT | OR_VS_JSON)))
+			goto out;
+		if (setjmp(here.jb) != 0) {
+			died(&here);
+			hd_free_rows(&r);
+			goto out;
+		}
+		id = hd_peak(&src, session, o->flt.kind, &live, &nsnaps);
+		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
+		hd_resolve(&src, idbuf, session, &b);
+		memset(&r, 0, sizeof r);
+		r.b = &b;
+		r.peak_note = "peak: a note";
+		r.by_objects = o->by_objects;
+		r.top = o->top;
+		hd_build_rows(&r, &o->flt);
+		if (mask & OR_PEAK)
+			write_one(O_JSON, "peak", &r, &o->flt, NULL, &src, 0, o);
+		hd_free_rows(&r);
+		if (!(mask & (OR_VS_TEXT | OR_VS_JSON)) || !hd_session_rss(&src, b.session_id, NULL, 0))
+			goto out;
+		struct hd_filter vf = o->flt;
+		vf.kind = HD_KIND_ALLOC;
+		memset(&r, 0, sizeof r);
+		r.b = &b;
+		r.top = o->top;
+		r.exact_bytes = o->exact;
+		memset(&vs, 0, sizeof vs);
+		hd_vs_build(&r, &vf, &vs);
+		if (mask & OR_VS_TEXT)
+			write_one(O_TEXT, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+		if (mask & OR_VS_JSON)
+			write_one(O_JSON, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+		hd_vs_free(&vs);
+	}
+out:
+	trap(outer);
+	close_source(&src);
+}
+
+/* which: 0-5 A -> B in text, folded, json, svg, pprof, html; 6-9 the live
+ * heap at B in text, json, svg, pprof; 10, 11 --leaks in text, json; 12
+ * --peak in json; 13, 14 --heap-vs-rss in text, json. */
+static void reports(const struct opts *o, int which)
+{
+	static const enum out live[] = { O_TEXT, O_JSON, O_SVG, O_PPROF };
+	if (which == ALL_REPORTS) {
+		diff_reports(o, 0, 0x3f);
+		diff_reports(o, 1, 1u << O_TEXT | 1u << O_JSON | 1u << O_SVG | 1u << O_PPROF);
+		other_reports(o, 0x1f);
+	} else if (which < 6) {
+		diff_reports(o, 0, 1u << which);
+	} else if (which < 10) {
+		diff_reports(o, 1, 1u << live[which - 6]);
+	} else {
+		other_reports(o, 1u << (which - 10));
+	}
+}
+
+/* ------------------------------------------------------------ input */
+
+static void parse_opts(const uint8_t *d, struct opts *o)
+{
+	static const int kinds[] = { HD_KIND_ALLOC, HA_KIND_HEAP, HA_KIND_MMAP, HA_KIND_RSS, HA_KIND_SWAP };
+	static const long tops[] = { 10, 0, 1, 3 };
+	static const double mins[] = { 0, 1, 1000, 1e6 };
+	static const char *const specs[][2] = {
+		{ "first", "last" }, { "last", "first" }, { "peak", "last" }, { "1", "23" },
+		{ "first", "peak" }, { "5", "14" }, { "15", "4" }, { "last", "last" },
+	};
+	memset(o, 0, sizeof *o);
+	o->session = d[0] % 5;           /* 0: the latest; 4: none such */
+	o->flt.kind = kinds[d[1] % 5];
+	o->by_objects = d[2] & 1;
+	o->flt.all_frames = (d[2] >> 1) & 1;
+	o->exact = (d[2] >> 2) & 1;
+	o->top = tops[(d[2] >> 3) & 3];
+	o->flt.min_bytes = mins[d[3] % 4];
+	o->spec[0] = specs[d[4] % 8][0];
+	o->spec[1] = specs[d[4] % 8][1];
+	o->which = (d[4] >> 3) % NREPORTS;
+}
+
+/* A database image (n bytes at img) in memory, SQLite's memdb: edited
+ * there, no file, no journal. */
+static sqlite3 *mem_open(const uint8_t *img, size_t n)
+{
+	sqlite3 *h;
+	unsigned char *p = sqlite3_malloc64(n);
+	FUZZ_CHECK(p && sqlite3_open(":memory:", &h) == SQLITE_OK, "cannot open a memdb");
+	memcpy(p, img, n);
+	p[18] = p[19] = 1;  /* the file format versions: memdb has no WAL */
+	FUZZ_CHECK(sqlite3_deserialize(h, "main", p, (sqlite3_int64)n, (sqlite3_int64)n,
+	                               SQLITE_DESERIALIZE_FREEONCLOSE |
+	                               SQLITE_DESERIALIZE_RESIZEABLE) == SQLITE_OK,
+	           "sqlite3_deserialize: %s", sqlite3_errmsg(h));
+	return h;
+}
+
+/* The image of h, back in WAL mode as heapattach writes its files, then h
+ * closed; the caller frees it with sqlite3_free. */
+static uint8_t *mem_close(sqlite3 *h, size_t *n)
+{
+	sqlite3_int64 sz;
+	unsigned char *p = sqlite3_serialize(h, "main", &sz, 0);
+	FUZZ_CHECK(p && sz >= 100, "sqlite3_serialize: %s", sqlite3_errmsg(h));
+	p[18] = p[19] = 2;
+	sqlite3_close(h);
+	*n = (size_t)sz;
+	return p;
+}
+
+/* The seed, its NOT NULL constraints relaxed (db_hostile.h), in base. */
+static void make_base(const char *seed)
+{
+	size_t n;
+	uint8_t *b = read_all(seed, &n);
+	sqlite3 *h = mem_open(b, n);
+	free(b);
+	db_relax(h);
+	base = mem_close(h, &nbase);
+}
+
+static void setup(void)
+{
+	char here[4096], seed[4200];
+	snprintf(here, sizeof here, "%s", __FILE__);
+	snprintf(seed, sizeof seed, "%s/" SEED, dirname(here));
+	struct stat st;
+	const char *parent = stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/tmp";
+	remove_stale(parent);
+	snprintf(dir, sizeof dir, "%s/fuzz_db.%d.XXXXXX", parent, (int)getpid());
+	FUZZ_CHECK(mkdtemp(dir) != NULL, "cannot make %s", dir);
+	snprintf(dbpath, sizeof dbpath, "%s/profile.db", dir);
+	atexit(cleanup);
+	make_base(seed);
+	/* The clean page's tags, and the seed through every report (which
+	 * must not die). */
+	struct opts o;
+	uint8_t zero[5] = { 0 };
+	parse_opts(zero, &o);
+	write_db(base, nbase);
+	dies = 0;
+	reports(&o, ALL_REPORTS);
+	FUZZ_CHECK(dies == 0 && clean_tags[0], "the seed did not go through every report");
+	cleanup();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+	if (!base)
+		setup();
+	if (n < 5)
+		return 0;
+	/* The directory only lives while an input runs: libFuzzer's end
+	 * (and a crash's) skips atexit. */
+	FUZZ_CHECK(mkdir(dir, 0700) == 0, "cannot make %s", dir);
+	struct opts o;
+	static const char magic[16] = "SQLite format 3";
+	if (n >= 16 && memcmp(d, magic, 16) == 0) {
+		uint8_t zero[5] = { 0 };
+		parse_opts(zero, &o);
+		write_db(d, n);
+	} else if (n >= 5 + 16 && memcmp(d + 5, magic, 16) == 0) {
+		parse_opts(d, &o);
+		write_db(d + 5, n - 5);
+	} else {
+		parse_opts(d, &o);
+		sqlite3 *h = mem_open(base, nbase);
+		db_apply(h, d + 5, d + n);
+		size_t ni;
+		uint8_t *img = mem_close(h, &ni);
+		write_db(img, ni);
+		sqlite3_free(img);
+	}
+	reports(&o, o.which);
+	cleanup();
+	return 0;
+}
