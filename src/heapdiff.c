@@ -418,31 +418,6 @@ static int close_output(FILE *f, const struct options *o)
 	return EXIT_OK;
 }
 
-/* When b is the last snapshot of its session and holds less than half of
- * the session's peak, one line that says so (everything the session was
- * attached for may be gone by then: an interpreter frees it all at exit);
- * else NULL. */
-static const char *fallen_note(const struct hd_snap *b, int kind, int exact, char *buf,
-                               size_t len)
-{
-	char p1[64], p2[64];
-	struct hd_snap l;
-	int64_t nsnaps;
-	double peak, now;
-	hd_resolve(b->src, "last", b->session_id, &l);
-	if (l.id != b->id)
-		return NULL;
-	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
-	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
-		return NULL;
-	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
-	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
-	         hd_kind_what(kind),
-	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
-	         b->id);
-	return buf;
-}
-
 /* --heap-vs-rss: refused (exit 1, one line) unless every session read has
  * resident memory. */
 static int heap_vs_rss(const struct options *o, struct hd_report *r, const struct hd_snap *b,
@@ -564,7 +539,7 @@ int main(int argc, char **argv)
 		return heap_vs_rss(&o, &r, &b, src, nsrc);
 	/* Only the formats that print it: it costs a scan of the session. */
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
-		r.fallen_note = fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
+		r.fallen_note = hd_fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
 	r.b = &b;
 	/* A pprof profile of one snapshot has its period's allocations, as a
 	 * Go heap profile in a profile store (report_pprof.c). */

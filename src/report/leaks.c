@@ -530,3 +530,26 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	}
 	hd_leak_free(&ls);
 }
+
+/* hd_fallen_note (report.h): heapdiff's note under a last snapshot that
+ * holds less than half of the session's peak (everything the session was
+ * attached for may be gone by then: an interpreter frees it all at exit). */
+const char *hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len)
+{
+	char p1[64], p2[64];
+	struct hd_snap l;
+	int64_t nsnaps;
+	double peak, now;
+	hd_resolve(b->src, "last", b->session_id, &l);
+	if (l.id != b->id)
+		return NULL;
+	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
+	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
+		return NULL;
+	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
+	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
+	         hd_kind_what(kind),
+	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
+	         b->id);
+	return buf;
+}

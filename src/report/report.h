@@ -357,6 +357,11 @@ void hd_leak_free(struct hd_leak_set *ls);
  * gets that estimate. */
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);
 
+/* When b is the last snapshot of its session and holds less than half of
+ * the session's peak, the one note line that says so, in buf (the text
+ * report's header); else NULL. */
+const char *hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len);
+
 /* Every snapshot of a session (reason 'peak' included), in id order, with
  * the estimated live bytes by kind (for the chart of report_html.c). */
 struct hd_snap_total {

@@ -240,26 +240,6 @@ struct opts {
 	int which;                   /* the report: 0..NREPORTS - 1 */
 };
 
-/* heapdiff.c's fallen_note (static there), the same way. */
-static const char *fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len)
-{
-	char p1[64], p2[64];
-	struct hd_snap l;
-	int64_t nsnaps;
-	double peak, now;
-	hd_resolve(b->src, "last", b->session_id, &l);
-	if (l.id != b->id)
-		return NULL;
-	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
-	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
-		return NULL;
-	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
-	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak", hd_kind_what(kind),
-	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id,
-	         hd_fmt_bytes(p2, sizeof p2, now, 0, exact), b->id);
-	return buf;
-}
-
 static const char *const out_name[] = { "text", "folded", "json", "svg", "pprof", "html" };
 
 /* One writer into memory, checked; a die in it is a clean stop. */
@@ -322,7 +302,7 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 		hd_resolve(&src, o->spec[1], o->session, &b);
 		r.a = live ? NULL : &a;
 		if ((mask & (1u << O_TEXT | 1u << O_HTML)))
-			r.fallen_note = fallen_note(&b, o->flt.kind, o->exact, note, sizeof note);
+			r.fallen_note = hd_fallen_note(&b, o->flt.kind, o->exact, note, sizeof note);
 		r.b = &b;
 		r.by_objects = o->by_objects;
 		r.exact_bytes = o->exact;
