@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -289,6 +290,49 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
 	return got > 0 ? (uint64_t)got & ~7ull : 0;
 }
 
+/* Where a record goes: the ring, or (HA_BENCH_PRIVATE_BUF, bench/run's
+ * "private buffer" agent only, never installed) a buffer of the writing
+ * thread's own that nobody reads, L2-sized and reused at once: what the
+ * records would cost if their lines never left the writing core.  Taken
+ * apart from the shared ring in bench/run's breakdown of the sampling's
+ * cost; the attacher then sees no records but the first. */
+#ifdef HA_BENCH_PRIVATE_BUF
+#define PRIVATE_BUF_BYTES (256u << 10)
+static __thread char *private_buf;
+static __thread uint64_t private_pos;
+static void *record_reserve(uint32_t len, uint64_t *at)
+{
+	if (!private_buf) {
+		void *b = mmap(NULL, PRIVATE_BUF_BYTES + 65536, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			return NULL;
+		private_buf = b;
+	}
+	*at = private_pos;
+	private_pos += len;
+	return private_buf + (*at & (PRIVATE_BUF_BYTES - 1));
+}
+static void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t type, uint16_t flags)
+{
+	struct ha_rec_hdr *r = rec;
+	r->len = len;
+	r->type = type;
+	r->flags = flags;
+	__atomic_store_n(&r->stamp, ha_ring_stamp(at), __ATOMIC_RELEASE);
+}
+#else
+static inline void *record_reserve(uint32_t len, uint64_t *at)
+{
+	return ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, at, cons_seen());
+}
+static inline void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t type,
+                                  uint16_t flags)
+{
+	ha_ring_publish(cfg.ring, rec, at, len, type, flags);
+}
+#endif
+
 /* Ask for the lines a record will probably take (the ring's next
  * position: another thread may reserve it first) for writing, before the
  * live-set work of the sample, so that taking them from the consumer's
@@ -329,13 +373,16 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 	 * faulting. */
 	int own_stack = lo >= ha_ts.stack_lo && lo < ha_ts.stack_hi;
 	len = own_stack ? (ha_ts.stack_hi - lo) & ~7ull : cfg.stack_bytes & ~7u;
+#ifdef HA_BENCH_NO_STACK
+	len = 0; /* bench/run's "no stack copy" agent only: records without stacks */
+#endif
 	if (len > cfg.stack_bytes) {
 		len = cfg.stack_bytes & ~7u;
 		flags |= HA_REC_F_TRUNCATED;
 	}
 	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) + len));
 	uint64_t at;
-	char *rec = ha_ring_reserve(cfg.ring, cfg.data_size, rec_len, cfg.block, &at, cons_seen());
+	char *rec = record_reserve(rec_len, &at);
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
@@ -370,7 +417,7 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 		len = copy_unknown_stack(dst, lo, len);
 	}
 	s->stack_len = (uint32_t)len;
-	ha_ring_publish(cfg.ring, rec, at, rec_len, HA_REC_SAMPLE, flags);
+	record_publish(rec, at, rec_len, HA_REC_SAMPLE, flags);
 	ha_ts.samples++;
 	flush_counts(s_time);
 }
@@ -411,7 +458,13 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 	}
 	uint64_t drawn_with = ha_ts.interval, next = cfg.interval;
 	struct inflight_slot *slot = my_slot();
+#ifdef HA_BENCH_DECIDE_ONLY
+	/* bench/run's "decisions only" agent: the countdown runs out and is
+	 * drawn again, nothing is recorded (no live set, no ring, no frees). */
+	if (0) {
+#else
 	if (ring_enter(slot)) {
+#endif
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
 		prefetch_record();
@@ -442,7 +495,7 @@ void ha_sample_free(void *p)
 	if (ha_ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
 		uint64_t at;
-		struct ha_rec_free *f = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at, cons_seen());
+		struct ha_rec_free *f = record_reserve(len, &at);
 		if (f) {
 			uint64_t t = now_ns();
 			f->seq = ha_ts.seq++;
@@ -450,7 +503,7 @@ void ha_sample_free(void *p)
 			f->addr = (uint64_t)(uintptr_t)p;
 			f->tid = ha_ts.tid;
 			f->pad = 0;
-			ha_ring_publish(cfg.ring, f, at, len, HA_REC_FREE, 0);
+			record_publish(f, at, len, HA_REC_FREE, 0);
 			ha_ts.frees++;
 			flush_counts(t);
 		}
