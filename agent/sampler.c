@@ -7,7 +7,10 @@
  * the raw stack from the captured sp upward (capped), which the attacher
  * unwinds out of process.  On the thread's own stack (bounds known) the
  * copy is libc's memcpy; anywhere else it goes through process_vm_readv,
- * which stops at the first unmapped page instead of faulting.
+ * which stops at the first unmapped page instead of faulting.  A whole
+ * copy of the thread's own stack is left out when an entry the attacher
+ * published in the ring's table (a stack reference, struct ha_sref) holds
+ * for the live stack: the record then names that entry instead.
  */
 #define _GNU_SOURCE
 #include "sampler.h"
@@ -333,22 +336,81 @@ static inline void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t
 }
 #endif
 
-/* Ask for the lines a record will probably take (the ring's next
+/* Ask for the lines a record of bytes (0: one with the whole stack) will
+ * probably take (the ring's next
  * position: another thread may reserve it first) for writing, before the
  * live-set work of the sample, so that taking them from the consumer's
  * cache overlaps it instead of stalling the record's stores.  A prefetch
  * never faults; only while in flight (the ring stays mapped). */
-static void prefetch_record(void)
+static void prefetch_record(uint64_t bytes)
 {
 	enum { MAX_LINES = 16 };
 	uint64_t pos = __atomic_load_n(&cfg.ring->prod, __ATOMIC_RELAXED);
 	uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-	uint64_t bytes = sizeof(struct ha_rec_sample) +
-	                 (sp >= ha_ts.stack_lo && sp < ha_ts.stack_hi ? ha_ts.stack_hi - sp : 0);
+	if (!bytes)
+		bytes = sizeof(struct ha_rec_sample) +
+		        (sp >= ha_ts.stack_lo && sp < ha_ts.stack_hi ? ha_ts.stack_hi - sp : 0);
 	uint64_t lines = bytes / 64 + 1;
 	const char *d = ha_ring_data(cfg.ring);
 	for (uint64_t i = 0; i < lines && i < MAX_LINES; i++)
 		__asm__ volatile("prefetchw %0" : : "m"(d[(pos + 64 * i) & (cfg.data_size - 1)]));
+}
+
+/* A published stack reference that holds for this thread's stack at lo
+ * (len bytes up to its outermost frame, the frame pointer rbp): its slot
+ * and seq, or 0 (see struct ha_sref: the entry is the attacher's, read as
+ * a seqlock, and bounded here before any word of the stack is read).
+ * Only while in flight: the table lives in the ring's mapping. */
+static int sref_find(uint64_t lo, uint64_t len, uint64_t rbp, struct ha_rec_sref *out)
+{
+	const struct ha_sref *tab = (const struct ha_sref *)((const char *)cfg.ring + HA_SREF_OFF);
+	uint16_t gen = (uint16_t)__atomic_load_n(&cfg.ring->modules_gen, __ATOMIC_RELAXED);
+	uint32_t group = ha_sref_group(len);
+	for (uint32_t slot = group; slot < group + HA_SREF_WAYS; slot++) {
+		const struct ha_sref *e = &tab[slot];
+		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (!seq || (seq & 1) || __atomic_load_n(&e->len, __ATOMIC_RELAXED) != len ||
+		    __atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+			continue;
+		uint32_t n = __atomic_load_n(&e->nchk, __ATOMIC_RELAXED);
+		uint8_t low = __atomic_load_n(&e->rsp_low, __ATOMIC_RELAXED);
+		if (n > HA_SREF_CHECKS || len < 8 || (low != 0xff && (lo & 7) != low) ||
+		    (__atomic_load_n(&e->uses_rbp, __ATOMIC_RELAXED) &&
+		     rbp - lo != __atomic_load_n(&e->rbp_rel, __ATOMIC_RELAXED)))
+			continue;
+		uint32_t k;
+		for (k = 0; k < n; k++) {
+			uint32_t off = __atomic_load_n(&e->chk[k].off, __ATOMIC_RELAXED);
+			if (off > len - 8)
+				break;
+			uint64_t w;
+			memcpy(&w, (const char *)(uintptr_t)lo + off, sizeof w);
+			if (__atomic_load_n(&e->chk[k].rel, __ATOMIC_RELAXED))
+				w -= lo;
+			if (w != __atomic_load_n(&e->chk[k].val, __ATOMIC_RELAXED))
+				break;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (k == n && __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq) {
+			out->slot = slot;
+			out->seq = seq;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Can this sample name its stack instead of copying it (ref filled)?  Only
+ * a whole copy of the thread's own stack has entries.  Inlined into
+ * ha_sample_alloc like write_sample: the same rsp, the same rbp. */
+__attribute__((always_inline)) static inline int sample_by_ref(struct ha_rec_sref *ref)
+{
+	uint64_t lo, rbp;
+	__asm__ volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(lo), "=r"(rbp));
+	if (!(lo >= ha_ts.stack_lo && lo < ha_ts.stack_hi))
+		return 0;
+	uint64_t len = (ha_ts.stack_hi - lo) & ~7ull;
+	return len <= cfg.stack_bytes && sref_find(lo, len, rbp, ref);
 }
 
 /* Capture the registers and copy the stack into a new record.  Inlined
@@ -357,7 +419,8 @@ static void prefetch_record(void)
  * any instruction) and then skips as the agent's own; one frame fewer of
  * ours in every stack copy. */
 __attribute__((always_inline)) static inline void write_sample(void *p, size_t size, enum ha_alloc_func fn,
-                                                  unsigned kind, uint64_t interval)
+                                                  unsigned kind, uint64_t interval,
+                                                  const struct ha_rec_sref *ref)
 {
 	/* rsp first (it is back where it was whenever the record is filled: no
 	 * alloca, and the pushes of a call with stack arguments are popped), the
@@ -380,7 +443,10 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 		len = cfg.stack_bytes & ~7u;
 		flags |= HA_REC_F_TRUNCATED;
 	}
-	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) + len));
+	if (ref)
+		flags |= HA_REC_F_SREF;
+	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) +
+	                                            (ref ? sizeof *ref : len)));
 	uint64_t at;
 	char *rec = record_reserve(rec_len, &at);
 	if (!rec)
@@ -409,7 +475,10 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 	                 : "r"(&s->regs)
 	                 : "rax", "memory");
 	uint64_t *dst = (uint64_t *)(s + 1);
-	if (own_stack) {
+	if (ref) {
+		memcpy(dst, ref, sizeof *ref);
+		len = 0;
+	} else if (own_stack) {
 		/* libc's memcpy: wide stores, a quarter of the store-buffer
 		 * entries of a word loop for lines that are not ours yet. */
 		memcpy(dst, (const void *)(uintptr_t)lo, len);
@@ -467,12 +536,14 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 #endif
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
-		prefetch_record();
+		struct ha_rec_sref ref;
+		int by_ref = sample_by_ref(&ref);
+		prefetch_record(by_ref ? sizeof(struct ha_rec_sample) + sizeof ref : 0);
 		int tracked = p && ha_ls_insert(p);
 		if (tracked) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
 				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
-			write_sample(p, size, fn, kind, drawn_with);
+			write_sample(p, size, fn, kind, drawn_with, by_ref ? &ref : NULL);
 		} else if (p) {
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
 		}
@@ -520,9 +591,12 @@ void ha_sampler_note_modules(void)
 	if (ring_enter(slot)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
 		uint64_t at;
+		/* Stack references of the old modules no longer hold (see struct
+		 * ha_sref); the record tells the attacher which generation is new. */
+		uint32_t gen = __atomic_add_fetch(&cfg.ring->modules_gen, 1, __ATOMIC_SEQ_CST);
 		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at, cons_seen());
 		if (r)
-			ha_ring_publish(cfg.ring, r, at, len, HA_REC_MODULES, 0);
+			ha_ring_publish(cfg.ring, r, at, len, HA_REC_MODULES, (uint16_t)gen);
 		ring_leave(slot);
 	}
 	errno = saved_errno;

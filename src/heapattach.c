@@ -663,6 +663,11 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		        "%llu frees of sampled blocks\n", st.unwind_ns / 1e3 / (double)st.samples,
 		        st.unwind_ns ? 1e9 * (double)st.samples / (double)st.unwind_ns : 0,
 		        (double)st.ring_bytes / (double)st.records, (unsigned long long)st.frees);
+	if (o->verbose && (st.sref_published || st.sref_stale))
+		fprintf(stderr, "heapattach: %llu samples named their stack instead of copying it "
+		        "(%llu stack references published, %llu references to nothing published)\n",
+		        (unsigned long long)st.sref_hits, (unsigned long long)st.sref_published,
+		        (unsigned long long)st.sref_stale);
 	if (o->verbose && st.samples) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
@@ -803,6 +808,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	coll.data_size = s->ring_data_size;
 	coll.interval = o->interval;
 	coll.adaptive = !o->block;
+	coll.no_stack_refs = o->no_stack_refs;
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;
 	if (ha_collector_start(&coll)) {

@@ -43,6 +43,8 @@ static void usage(FILE *f)
 	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
 	        "      --block           when the ring is full, make the target wait instead of\n"
 	        "                        dropping samples (drops are counted either way)\n"
+	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
+	        "                        attacher has unwound before is named, not copied\n"
 	        "  -q, --quiet           no status line\n"
 	        "  -v, --verbose         progress and timings on stderr\n"
 	        "      --agent PATH      the agent shared object to inject (default:\n"
@@ -139,7 +141,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
 	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
@@ -147,6 +149,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "snapshot-every", required_argument, NULL, 's' },
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "block", no_argument, NULL, OPT_BLOCK },
+		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -233,6 +236,9 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_BLOCK:
 			o->block = 1;
+			break;
+		case OPT_NO_SREFS:
+			o->no_stack_refs = 1;
 			break;
 		case 'q':
 			o->quiet = 1;

@@ -19,6 +19,7 @@ struct options {
 	uint64_t interval;
 	uint64_t stack_bytes;
 	int block;
+	int no_stack_refs;      /* --no-stack-refs */
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;
 	int quiet;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 5u
+#define HA_PROTO_VERSION 6u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -181,7 +181,10 @@ struct ha_msg {
  * never has to write to the data area (it used to zero every byte it
  * consumed: memory traffic on both sides). */
 #define HA_RING_MAGIC    0x48415247u /* "HARG" */
-#define HA_RING_HDR_SIZE 4096u
+/* The header page, then the table of stack references (struct ha_sref). */
+#define HA_SREF_OFF      4096u
+#define HA_SREF_SLOTS    64u
+#define HA_RING_HDR_SIZE (HA_SREF_OFF + HA_SREF_SLOTS * 512u)
 #define HA_RING_ALIGN    8u          /* every record length is a multiple */
 
 struct ha_ring_hdr {
@@ -193,7 +196,10 @@ struct ha_ring_hdr {
 	                          * the ring overflows, see collector.c), read by
 	                          * the producers whenever they draw a countdown;
 	                          * 0 = the configured interval */
-	uint8_t  pad0[40];
+	uint32_t modules_gen;    /* the agent's: bumped before every modules
+	                          * record, which carries it (low 16 bits, in
+	                          * h.flags); see struct ha_sref */
+	uint8_t  pad0[36];
 	uint64_t prod;           /* producers: next free position (CAS)  */
 	uint8_t  pad1[56];
 	uint64_t cons;           /* consumer: first unconsumed position  */
@@ -233,6 +239,60 @@ enum ha_rec_type {
 
 /* ha_rec_hdr.flags */
 #define HA_REC_F_TRUNCATED 0x1u  /* the stack copy was cut at stack_bytes */
+#define HA_REC_F_SREF      0x2u  /* no copy: struct ha_rec_sref names the stack */
+
+/* Stack references: the attacher's whole-stack cache entries
+ * (src/record/unwind_int.h), published for the agent.  An entry says: a
+ * stack copy of len bytes taken at rsp unwinds to the pcs the attacher
+ * keeps for (slot, seq) if every check holds -- the word at rsp + off
+ * (minus rsp if rel) is val; rbp - rsp is rbp_rel if uses_rbp; rsp & 7 is
+ * rsp_low unless that is 0xff.  The agent checks its live stack against
+ * the entry for its length and, when it holds, writes a sample with
+ * HA_REC_F_SREF and struct ha_rec_sref instead of the copy: a few loads
+ * instead of a kilobyte or more written to the ring (doc/design.md, "The
+ * sampling path's cost").
+ *
+ * Written by the attacher only, as a seqlock: seq odd while it writes,
+ * then a new even value (never 0: 0 is an empty slot); the agent reads
+ * seq (acquire), the entry, a fence, seq again, and uses the entry only
+ * if seq was even, non-zero and unchanged.  gen is the modules generation
+ * the entry holds for: the agent bumps ha_ring_hdr.modules_gen when
+ * modules come or go and ignores entries of another one until the
+ * attacher, having read the modules record, publishes new ones.  Nothing
+ * the agent reads here is trusted to stay in bounds: offsets beyond the
+ * copy's length, or more than HA_SREF_CHECKS checks, mean no hit. */
+#define HA_SREF_CHECKS 30u
+struct ha_sref_chk {
+	uint32_t off;            /* offset of the word from rsp */
+	uint32_t rel;            /* 1: compare word - rsp, 0: the word */
+	uint64_t val;
+};
+struct ha_sref {
+	uint32_t seq;
+	uint16_t gen;            /* ha_ring_hdr.modules_gen, low 16 bits */
+	uint8_t  uses_rbp;
+	uint8_t  rsp_low;        /* 0xff: any */
+	uint32_t len;            /* the stack copy's length */
+	uint32_t nchk;
+	uint64_t rip;            /* the capture pc (checked by the attacher) */
+	uint64_t rbp_rel;
+	struct ha_sref_chk chk[HA_SREF_CHECKS];
+};
+
+/* The first of the HA_SREF_WAYS slots an entry for a stack length may
+ * take (call paths of the same length share them). */
+#define HA_SREF_WAYS 4u
+static inline uint32_t ha_sref_group(uint64_t len)
+{
+	return (uint32_t)(((len >> 3) * 0x9E3779B97F4A7C15ull) >> 58) % HA_SREF_SLOTS &
+	       ~(HA_SREF_WAYS - 1);
+}
+
+/* Follows a sample record with HA_REC_F_SREF (its stack_len is 0). */
+struct ha_rec_sref {
+	uint32_t slot;
+	uint32_t seq;
+};
 
 /* Which call made the allocation (ha_rec_sample.func). */
 enum ha_alloc_func {
@@ -297,6 +357,8 @@ _Static_assert(sizeof(struct ha_rec_hdr) == 16, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");
 _Static_assert(sizeof(struct ha_rec_sample) == 16 + 56 + 64, "sample record layout");
 _Static_assert(sizeof(struct ha_rec_free) == 16 + 32, "free record layout");
+_Static_assert(sizeof(struct ha_sref) == 512, "stack reference layout");
+_Static_assert(HA_RING_HDR_SIZE % 4096 == 0, "the data area starts on a page");
 
 /* Fill the fixed part of a message. */
 static inline void ha_msg_init(struct ha_msg *m, uint16_t type)

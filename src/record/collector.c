@@ -36,6 +36,7 @@
 #include "rec_check.h"
 #include "ring_heal.h"
 #include "rss_pages.h"
+#include "sref.h"
 #include "unwind.h"
 #include "util.h"
 #include "writer.h"
@@ -65,7 +66,10 @@ struct item {
 	int n;                        /* samples: pcs unwound (0: failure) */
 	uint64_t ref;                 /* samples: the unwinder's cache entry (ha_unwind_ref) */
 	uint32_t id;                  /* samples: bucket id (0: none) */
-	const uint8_t *stack;         /* samples: the stack copy, in the ring */
+	const uint8_t *stack;         /* samples: the stack copy, in the ring (with
+	                               * HA_REC_F_SREF: the struct ha_rec_sref) */
+	uint32_t *ids;                /* samples by reference: the entry's words (sref.h) */
+	uint16_t flags;               /* the record header's (modules: the generation) */
 	uint64_t addr;                /* frees: the block */
 	struct ha_rec_sample s;       /* samples: the fixed part */
 };
@@ -74,6 +78,7 @@ struct ctx {
 	struct ha_collector *c;
 	struct ha_book *book;
 	struct ha_unwinder *unw;
+	struct ha_srefs *srefs;       /* stack references published (NULL: none) */
 	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
 	uint64_t pos;                 /* consumed up to here (what cons is set to) */
 	uint64_t rpos;                /* read up to here; [pos, rpos) awaits consume */
@@ -176,6 +181,8 @@ static double weight_of(struct ctx *x, uint64_t size, uint64_t interval)
 static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr *h, uint32_t len)
 {
 	it->n = 0;
+	it->ids = NULL;
+	it->flags = __atomic_load_n(&h->flags, __ATOMIC_RELAXED);
 	it->ok = ha_rec_take(h, len, &it->type, &it->s, &it->stack, &it->addr);
 	if (!it->ok)
 		x->st.corrupt_records++;
@@ -322,22 +329,36 @@ static void unwind_batch(struct ctx *x, int k)
 	for (int stage = 0; stage < 2; stage++)
 		for (int i = 0; i < k; i++) {
 			const struct item *it = &x->batch[i];
-			if (it->type == HA_REC_SAMPLE && it->ok)
+			if (it->type == HA_REC_SAMPLE && it->ok && !(it->s.h.flags & HA_REC_F_SREF))
 				ha_unwind_prefetch(x->unw, &it->s.regs, it->stack, it->s.stack_len, stage);
 		}
 	for (int i = 0; i < k; i++) {
 		struct item *it = &x->batch[i];
 		if (it->type != HA_REC_SAMPLE || !it->ok)
 			continue;
-		int n = x->unw ? ha_unwind(x->unw, &it->s.regs, it->stack, it->s.stack_len,
-		                           x->pcs[i], MAX_PCS)
-		               : -1;
+		int n;
+		if (it->s.h.flags & HA_REC_F_SREF) {
+			/* The agent found its stack in the table: the pcs kept
+			 * with what was published there. */
+			struct ha_rec_sref ref;
+			memcpy(&ref, it->stack, sizeof ref);
+			n = ha_srefs_resolve(x->srefs, &ref, it->s.regs.rip, x->pcs[i], MAX_PCS, &it->ids);
+			it->ref = 0;
+		} else {
+			n = x->unw ? ha_unwind(x->unw, &it->s.regs, it->stack, it->s.stack_len, x->pcs[i],
+			                       MAX_PCS)
+			           : -1;
+			it->ref = n > 0 ? ha_unwind_ref(x->unw) : 0;
+			/* Not with maps older than the newest modules record: the
+			 * entry must hold for the modules the agent has now. */
+			if (it->ref && !x->maps_pending)
+				ha_srefs_offer(x->srefs, x->unw, it->ref, it->s.stack_len, MAX_PCS);
+		}
 		if (n <= 0) {
 			x->st.unwind_failures++;
 			n = 0;
 		}
 		it->n = n;
-		it->ref = n ? ha_unwind_ref(x->unw) : 0;
 	}
 	x->st.unwind_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
 }
@@ -380,7 +401,8 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
 	/* The same pcs as a stack booked before: its id, kept by the unwinder's
 	 * cache entry (the agent range, hence the pcs kept, never changes). */
-	return intern(x, pcs, it->n, kind, it->ref ? ha_unwind_user(x->unw, it->ref) : NULL);
+	uint32_t *ids = it->ids ? it->ids : it->ref ? ha_unwind_user(x->unw, it->ref) : NULL;
+	return intern(x, pcs, it->n, kind, ids);
 }
 
 /* ---------------------------------------------------------------- --rss */
@@ -463,6 +485,10 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
 	s->unwind_failures = x->st.unwind_failures;
 	ha_unwinder_fp_stats(x->unw, &s->fp_frames, &s->frames);
+	struct ha_srefs_stats rs;
+	ha_srefs_stats(x->srefs, &rs);
+	s->fp_frames += rs.fp_frames;
+	s->frames += rs.frames;
 	if (x->c->pf) {
 		s->rss_anon_bytes = status_bytes(x->c->pid, "RssAnon");
 		s->swap_bytes = status_bytes(x->c->pid, "VmSwap");
@@ -517,6 +543,7 @@ static void apply_batch(struct ctx *x, int k)
 			break;
 		case HA_REC_MODULES:
 			maps_changed(x, ha_now_ms());
+			ha_srefs_modules(x->srefs, it->flags);
 			break;
 		}
 	}
@@ -804,6 +831,8 @@ static void *collector_main(void *arg)
 	x->c = c;
 	x->book = ha_book_new();
 	x->unw = ha_unwinder_new(c->pid, err, sizeof err);
+	if (x->unw && !c->no_stack_refs)
+		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
 	if (c->pf && x->book)
 		x->rss = ha_rss_pages_new(c->pid, x->book, swap_bucket, x);
 	find_agent_range(x);
@@ -843,6 +872,13 @@ static void *collector_main(void *arg)
 	ha_unwinder_cache_stats(x->unw, &hits, &misses);
 	x->st.unwind_cached += hits;
 	ha_unwinder_fp_stats(x->unw, &x->st.fp_frames, &x->st.frames);
+	struct ha_srefs_stats rs;
+	ha_srefs_stats(x->srefs, &rs);
+	x->st.sref_published = rs.published;
+	x->st.sref_hits = rs.hits;
+	x->st.sref_stale = rs.stale;
+	x->st.frames += rs.frames;
+	x->st.fp_frames += rs.fp_frames;
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		x->st.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -850,6 +886,7 @@ static void *collector_main(void *arg)
 	ha_pf_close(c->pf);
 	c->pf = NULL;
 	ha_rss_pages_free(x->rss);
+	ha_srefs_free(x->srefs);
 	ha_unwinder_free(x->unw);
 	ha_book_free(x->book);
 	free(x);

@@ -45,6 +45,10 @@ struct ha_collector_stats {
 	uint64_t rss_check_ns;  /* time spent reading pagemap */
 	uint64_t live_frames;   /* frames sent to a live view */
 	uint64_t live_ns;       /* ...and the time their copies took */
+	/* stack references (sref.h) */
+	uint64_t sref_published; /* entries published for the agent */
+	uint64_t sref_hits;     /* samples that named their stack */
+	uint64_t sref_stale;    /* ...naming nothing published (unwind failures) */
 };
 
 struct ha_collector {
@@ -56,6 +60,7 @@ struct ha_collector {
 	int adaptive;               /* raise the interval while the ring overflows
 	                             * (not with --block) */
 	int verbose;                /* say every change of the interval */
+	int no_stack_refs;          /* publish no stack references (sref.h) */
 	struct ha_queue *to_writer;
 	struct ha_pf *pf;           /* --rss: the page-fault events (pf_events.h),
 	                             * owned and closed by the collector; NULL: none */

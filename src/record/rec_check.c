@@ -15,6 +15,14 @@ int ha_rec_take(const struct ha_rec_hdr *h, uint32_t len, uint16_t *type,
 		if (len < sizeof *s)
 			return 0;
 		memcpy(s, h, sizeof *s);
+		if (s->h.flags & HA_REC_F_SREF) {
+			/* no copy: the reference that follows names the stack */
+			if (s->stack_len || len - sizeof *s < sizeof(struct ha_rec_sref) ||
+			    (s->kind != HA_REC_KIND_HEAP && s->kind != HA_REC_KIND_MMAP))
+				return 0;
+			*stack = (const uint8_t *)h + sizeof *s;
+			return 1;
+		}
 		if (s->stack_len > len - sizeof *s ||
 		    (s->kind != HA_REC_KIND_HEAP && s->kind != HA_REC_KIND_MMAP))
 			return 0;

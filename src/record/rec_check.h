@@ -15,7 +15,9 @@
  * 1 if the record is usable:
  *  - HA_REC_SAMPLE: *s is the fixed part (len >= sizeof *s), its stack_len
  *    fits in the len - sizeof *s bytes that follow, its kind is
- *    HA_REC_KIND_HEAP or HA_REC_KIND_MMAP; *stack = the bytes after it;
+ *    HA_REC_KIND_HEAP or HA_REC_KIND_MMAP; *stack = the bytes after it
+ *    (with HA_REC_F_SREF: stack_len is 0 and a struct ha_rec_sref follows,
+ *    *stack points at it);
  *  - HA_REC_FREE: len >= sizeof(struct ha_rec_free); *addr the block;
  *  - HA_REC_MODULES, HA_REC_PAD: nothing more to check.
  * 0 for anything else (an unknown type, a record too short for its type, a

@@ -46,6 +46,15 @@ void ha_unwind_prefetch(const struct ha_unwinder *u, const struct ha_regs *regs,
 uint64_t ha_unwind_ref(const struct ha_unwinder *u);
 uint32_t *ha_unwind_user(struct ha_unwinder *u, uint64_t ref);
 
+/* The cache entry ref, walked with at most max pcs, as a stack reference
+ * for the agent (struct ha_sref: its key and checks; seq and gen left to
+ * the caller), its pcs (room for cap) and in *nfp how many of them the
+ * frame-pointer rule found.  Returns their number, or 0 when
+ * it cannot be one: gone, stored under older maps, walked with another
+ * max, more than cap pcs, or more checks than an entry holds. */
+int ha_unwind_export(const struct ha_unwinder *u, uint64_t ref, struct ha_sref *out,
+                     uint64_t *pcs, int max, int cap, int *nfp);
+
 /* Whole-stack cache: unwinds answered from it, and walked. */
 /* Turn the whole-stack cache off (0) or on (1, the default). */
 void ha_unwinder_set_stack_cache(struct ha_unwinder *u, int on);

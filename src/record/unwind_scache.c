@@ -99,6 +99,31 @@ uint32_t *ha_unwind_user(struct ha_unwinder *u, uint64_t ref)
 	return e && e->stamp == ref >> SC_WAY_BITS ? e->user : NULL;
 }
 
+int ha_unwind_export(const struct ha_unwinder *u, uint64_t ref, struct ha_sref *out,
+                     uint64_t *pcs, int max, int cap, int *nfp)
+{
+	if (!u || !u->sc || !ref)
+		return 0;
+	uint64_t i = ref & ((1u << SC_WAY_BITS) - 1);
+	const struct sc_ent *e = u->sc->s[i / SC_WAYS].e[i % SC_WAYS];
+	if (!e || e->stamp != ref >> SC_WAY_BITS || e->gen != u->maps_gen || e->max != max ||
+	    e->n < 1 || e->n > max || e->n > cap || e->nchk < 0 || (unsigned)e->nchk > HA_SREF_CHECKS ||
+	    e->len > UINT32_MAX)
+		return 0;
+	memset(out, 0, sizeof *out);
+	out->len = (uint32_t)e->len;
+	out->rip = e->rip;
+	out->uses_rbp = e->uses_rbp != 0;
+	out->rbp_rel = e->rbp_rel;
+	out->rsp_low = e->nfp ? (uint8_t)e->rsp_low : 0xff;
+	out->nchk = (uint32_t)e->nchk;
+	for (int k = 0; k < e->nchk; k++)
+		out->chk[k] = (struct ha_sref_chk){ e->chk[k].off, e->chk[k].rel, e->chk[k].val };
+	memcpy(pcs, SC_PCS(e), (size_t)e->n * sizeof *pcs);
+	*nfp = e->nfp;
+	return e->n;
+}
+
 /* Ask for the lines a cache lookup of this stack will read: stage 0 the
  * entries of its set, stage 1 (after stage 0 for the whole batch) the
  * checks and pcs of those entries. */

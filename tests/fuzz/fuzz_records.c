@@ -13,8 +13,10 @@
  * sanitizers check:
  *  - the type given back is the header's; a sample is accepted only if it
  *    holds its fixed part, its kind is heap or mmap and its stack_len fits
- *    in the record, and then the copy is the record's bytes and the stack
- *    pointer is right after the fixed part (every stack byte is read); a
+ *    in the record (with HA_REC_F_SREF: stack_len is 0 and a stack
+ *    reference follows), and then the copy is the record's bytes and the
+ *    stack pointer is right after the fixed part (every stack byte, or the
+ *    reference, is read); a
  *    free only if it holds a struct ha_rec_free, with its addr; modules
  *    and pad records always; any other type never;
  *  - an accepted sample's weight is finite and at least 1, and so is the
@@ -56,7 +58,12 @@ static void one_record(struct ha_book *b, const uint8_t *d, uint32_t len)
 		int fits = len >= sizeof want;
 		if (fits)
 			memcpy(&want, rec, sizeof want);
-		int good = fits && want.stack_len <= len - sizeof want &&
+		/* With HA_REC_F_SREF no copy: stack_len 0, a struct ha_rec_sref
+		 * after the fixed part. */
+		int by_ref = fits && (want.h.flags & HA_REC_F_SREF);
+		int good = fits &&
+		           (by_ref ? want.stack_len == 0 && len - sizeof want >= sizeof(struct ha_rec_sref)
+		                   : want.stack_len <= len - sizeof want) &&
 		           (want.kind == HA_REC_KIND_HEAP || want.kind == HA_REC_KIND_MMAP);
 		FUZZ_CHECK(ok == good, "sample of %u bytes (stack_len %u, kind %u): ok %d", len,
 		           fits ? want.stack_len : 0, fits ? want.kind : 0, ok);
@@ -65,7 +72,7 @@ static void one_record(struct ha_book *b, const uint8_t *d, uint32_t len)
 		FUZZ_CHECK(memcmp(&s, &want, sizeof s) == 0, "the copy is not the record");
 		FUZZ_CHECK(stack == rec + sizeof s, "stack not after the fixed part");
 		volatile unsigned sum = 0;
-		for (uint32_t i = 0; i < s.stack_len; i++)
+		for (uint32_t i = 0; i < (by_ref ? sizeof(struct ha_rec_sref) : s.stack_len); i++)
 			sum += stack[i];
 		(void)sum;
 		double w = ha_sample_weight(s.size, s.interval);

@@ -1,0 +1,174 @@
+/* sref.c -- stack references, the attacher's side (sref.h).
+ *
+ * The reader is behind the agent: by the time it reads a sample naming
+ * (slot, seq), it may have republished that slot several times for the
+ * copies it read before that sample.  So what was published is kept by
+ * seq, in a history of the last HIST publications (seqs grow by 2 for
+ * each), not by slot; the slots only decide what the agent sees. */
+#include "sref.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SREF_PCS 64          /* deeper stacks are not published (the cache's SC_FRAMES) */
+#define HIST 1024            /* publications remembered */
+#define SREF_PATIENCE 16     /* copies of a group's length before one of its entries goes */
+
+/* One publication, as published (the table itself is never read back). */
+struct pub {
+	uint32_t seq;            /* 0: nothing */
+	int n, nfp;              /* pcs, of which found by frame pointer */
+	uint64_t rip;            /* the capture pc */
+	uint32_t ids[2];
+	uint64_t pcs[SREF_PCS];
+};
+
+/* What a slot shows the agent now. */
+struct slot {
+	uint32_t seq;            /* 0: nothing */
+	uint32_t offers;         /* (a group's first slot) copies since the last change */
+	uint64_t src;            /* the cache entry it came from */
+	uint64_t hits;           /* since published, halved at each change in its group */
+};
+
+struct ha_srefs {
+	struct ha_sref *table;
+	uint16_t gen;
+	uint32_t last_seq;
+	struct slot slot[HA_SREF_SLOTS];
+	struct pub hist[HIST];
+	struct ha_srefs_stats st;
+};
+
+static struct pub *hist_of(struct ha_srefs *r, uint32_t seq)
+{
+	return &r->hist[(seq >> 1) % HIST];
+}
+
+struct ha_srefs *ha_srefs_new(struct ha_sref *table)
+{
+	if (!table)
+		return NULL;
+	struct ha_srefs *r = calloc(1, sizeof *r);
+	if (r)
+		r->table = table;
+	return r;
+}
+
+void ha_srefs_free(struct ha_srefs *r)
+{
+	free(r);
+}
+
+/* A new even seq, never 0 (they grow: one a slot had never comes back
+ * within 2^31 publications). */
+static uint32_t next_seq(struct ha_srefs *r)
+{
+	r->last_seq += 2;
+	if (!r->last_seq)
+		r->last_seq = 2;
+	return r->last_seq;
+}
+
+/* Write e into slot t as the seqlock wants it (ha_proto.h). */
+static void write_slot(struct ha_srefs *r, uint32_t t, const struct ha_sref *e)
+{
+	struct ha_sref *d = &r->table[t];
+	__atomic_store_n(&d->seq, e->seq - 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((char *)d + offsetof(struct ha_sref, gen), (const char *)e + offsetof(struct ha_sref, gen),
+	       sizeof *e - offsetof(struct ha_sref, gen));
+	__atomic_store_n(&d->seq, e->seq, __ATOMIC_RELEASE);
+}
+
+void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uint64_t len, int max)
+{
+	if (!r || !ref)
+		return;
+	uint32_t g = ha_sref_group(len), t = HA_SREF_SLOTS;
+	for (uint32_t i = g; i < g + HA_SREF_WAYS; i++) {
+		if (r->slot[i].seq && r->slot[i].src == ref)
+			return; /* published already (the sample was in flight before it was) */
+		if (!r->slot[i].seq && t == HA_SREF_SLOTS)
+			t = i;
+	}
+	if (t == HA_SREF_SLOTS) {
+		/* All taken by other paths of this length: after enough copies,
+		 * the least used entry of the group goes. */
+		if (++r->slot[g].offers < SREF_PATIENCE)
+			return;
+		t = g;
+		for (uint32_t i = g + 1; i < g + HA_SREF_WAYS; i++)
+			if (r->slot[i].hits < r->slot[t].hits)
+				t = i;
+	}
+	struct ha_sref e;
+	uint64_t pcs[SREF_PCS];
+	int nfp = 0;
+	int n = ha_unwind_export(u, ref, &e, pcs, max, SREF_PCS, &nfp);
+	if (n <= 0 || e.len != len)
+		return;
+	e.seq = next_seq(r);
+	e.gen = r->gen;
+	struct pub *p = hist_of(r, e.seq);
+	memset(p, 0, offsetof(struct pub, pcs));
+	p->seq = e.seq;
+	p->rip = e.rip;
+	p->n = n;
+	p->nfp = nfp;
+	memcpy(p->pcs, pcs, (size_t)n * sizeof *pcs);
+	r->slot[g].offers = 0;
+	for (uint32_t i = g; i < g + HA_SREF_WAYS; i++)
+		r->slot[i].hits /= 2;
+	r->slot[t].seq = e.seq;
+	r->slot[t].src = ref;
+	r->slot[t].hits = 0;
+	write_slot(r, t, &e);
+	r->st.published++;
+}
+
+int ha_srefs_resolve(struct ha_srefs *r, const struct ha_rec_sref *ref, uint64_t rip,
+                     uint64_t *pcs, int max, uint32_t **ids)
+{
+	*ids = NULL;
+	if (!r || ref->slot >= HA_SREF_SLOTS || !ref->seq || (ref->seq & 1))
+		goto stale;
+	struct pub *p = hist_of(r, ref->seq);
+	if (p->seq != ref->seq || p->rip != rip || p->n <= 0 || p->n > max)
+		goto stale;
+	memcpy(pcs, p->pcs, (size_t)p->n * sizeof *pcs);
+	*ids = p->ids;
+	if (r->slot[ref->slot].seq == ref->seq)
+		r->slot[ref->slot].hits++;
+	r->st.hits++;
+	r->st.frames += (uint64_t)p->n;
+	r->st.fp_frames += (uint64_t)p->nfp;
+	return p->n;
+stale:
+	if (r)
+		r->st.stale++;
+	return 0;
+}
+
+void ha_srefs_modules(struct ha_srefs *r, uint16_t gen)
+{
+	if (!r)
+		return;
+	/* The table's entries keep their old gen, which the agent no longer
+	 * takes: their slots are free for entries of the new one.  (What was
+	 * published stays resolvable: samples read after this record that
+	 * name an older entry were verified against it before the modules
+	 * changed, by a thread that had not seen the change.) */
+	r->gen = gen;
+	for (uint32_t i = 0; i < HA_SREF_SLOTS; i++)
+		r->slot[i] = (struct slot){ 0 };
+}
+
+void ha_srefs_stats(const struct ha_srefs *r, struct ha_srefs_stats *st)
+{
+	if (r)
+		*st = r->st;
+	else
+		memset(st, 0, sizeof *st);
+}
