@@ -50,6 +50,11 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define BATCH 64              /* records framed, then unwound, then booked */
 #define CONSUME_DIV 16        /* hand space back every 1/16 of the ring, not per record */
 #define ABANDONED_MS 1000     /* a record unpublished this long, with later ones published, is skipped */
+/* ...and once the program has written over its ring: a stamp it wrote
+ * over reads as a record never published, and waiting a second for each
+ * (small records, stack references, put many in reach of a stray write)
+ * stalled a --block target for a minute.  A record it costs is counted. */
+#define ABANDONED_HOSTILE_MS 100
 #define WCACHE 2048           /* sample weights by size (direct-mapped) */
 #define RING_PREFETCH 8192    /* published bytes asked for ahead of the reader */
 #define RAISE_GAP_MS 50       /* adaptive interval: at most one doubling per 50 ms */
@@ -68,7 +73,7 @@ struct item {
 	uint32_t id;                  /* samples: bucket id (0: none) */
 	const uint8_t *stack;         /* samples: the stack copy, in the ring (with
 	                               * HA_REC_F_SREF: the struct ha_rec_sref) */
-	uint32_t *ids;                /* samples by reference: the entry's words (sref.h) */
+	uint32_t sref_seq;            /* samples by reference: the publication (sref.h) */
 	uint16_t flags;               /* the record header's (modules: the generation) */
 	uint64_t addr;                /* frees: the block */
 	struct ha_rec_sample s;       /* samples: the fixed part */
@@ -181,7 +186,7 @@ static double weight_of(struct ctx *x, uint64_t size, uint64_t interval)
 static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr *h, uint32_t len)
 {
 	it->n = 0;
-	it->ids = NULL;
+	it->sref_seq = 0;
 	it->flags = __atomic_load_n(&h->flags, __ATOMIC_RELAXED);
 	it->ok = ha_rec_take(h, len, &it->type, &it->s, &it->stack, &it->addr);
 	if (!it->ok)
@@ -238,7 +243,8 @@ static int skip_abandoned(struct ctx *x)
 		x->stuck_since = now;
 		return 0;
 	}
-	if (now - x->stuck_since < ABANDONED_MS)
+	int hostile = x->heal.corrupt || x->heal.repairs || x->st.corrupt_records;
+	if (now - x->stuck_since < (hostile ? ABANDONED_HOSTILE_MS : ABANDONED_MS))
 		return 0;
 	return skip_to_next(x);
 }
@@ -319,6 +325,11 @@ static void maps_changed(struct ctx *x, double now)
 /* Unwind the batch's samples, timed as a whole. */
 static void unwind_batch(struct ctx *x, int k)
 {
+	/* A modules generation the ring header shows and no record brought
+	 * (the ring had no room for it): the same as its record. */
+	uint16_t gen = (uint16_t)__atomic_load_n(&x->c->ring->modules_gen, __ATOMIC_ACQUIRE);
+	if (ha_srefs_modules(x->srefs, gen))
+		maps_changed(x, ha_now_ms());
 	if (x->maps_pending)
 		maps_changed(x, ha_now_ms());
 	if (!x->book)
@@ -342,7 +353,8 @@ static void unwind_batch(struct ctx *x, int k)
 			 * with what was published there. */
 			struct ha_rec_sref ref;
 			memcpy(&ref, it->stack, sizeof ref);
-			n = ha_srefs_resolve(x->srefs, &ref, it->s.regs.rip, x->pcs[i], MAX_PCS, &it->ids);
+			n = ha_srefs_resolve(x->srefs, &ref, it->s.regs.rip, x->pcs[i], MAX_PCS);
+			it->sref_seq = n > 0 ? ref.seq : 0;
 			it->ref = 0;
 		} else {
 			n = x->unw ? ha_unwind(x->unw, &it->s.regs, it->stack, it->s.stack_len, x->pcs[i],
@@ -401,7 +413,9 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
 	/* The same pcs as a stack booked before: its id, kept by the unwinder's
 	 * cache entry (the agent range, hence the pcs kept, never changes). */
-	uint32_t *ids = it->ids ? it->ids : it->ref ? ha_unwind_user(x->unw, it->ref) : NULL;
+	uint32_t *ids = it->sref_seq ? ha_srefs_ids(x->srefs, it->sref_seq)
+	                : it->ref    ? ha_unwind_user(x->unw, it->ref)
+	                             : NULL;
 	return intern(x, pcs, it->n, kind, ids);
 }
 

@@ -4,7 +4,10 @@
  * (slot, seq), it may have republished that slot several times for the
  * copies it read before that sample.  So what was published is kept by
  * seq, in a history of the last HIST publications (seqs grow by 2 for
- * each), not by slot; the slots only decide what the agent sees. */
+ * each), not by slot; the slots only decide what the agent sees.  A
+ * history entry is reused for a newer publication while samples naming
+ * the old one may still wait in a batch: the words kept with it are
+ * handed out by seq (ha_srefs_ids), never by a pointer kept across. */
 #include "sref.h"
 
 #include <stddef.h>
@@ -12,7 +15,7 @@
 #include <string.h>
 
 #define SREF_PCS 64          /* deeper stacks are not published (the cache's SC_FRAMES) */
-#define HIST 1024            /* publications remembered */
+#define HIST 4096            /* publications remembered */
 #define SREF_PATIENCE 16     /* copies of a group's length before one of its entries goes */
 
 /* One publication, as published (the table itself is never read back). */
@@ -129,16 +132,14 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 }
 
 int ha_srefs_resolve(struct ha_srefs *r, const struct ha_rec_sref *ref, uint64_t rip,
-                     uint64_t *pcs, int max, uint32_t **ids)
+                     uint64_t *pcs, int max)
 {
-	*ids = NULL;
 	if (!r || ref->slot >= HA_SREF_SLOTS || !ref->seq || (ref->seq & 1))
 		goto stale;
 	struct pub *p = hist_of(r, ref->seq);
 	if (p->seq != ref->seq || p->rip != rip || p->n <= 0 || p->n > max)
 		goto stale;
 	memcpy(pcs, p->pcs, (size_t)p->n * sizeof *pcs);
-	*ids = p->ids;
 	if (r->slot[ref->slot].seq == ref->seq)
 		r->slot[ref->slot].hits++;
 	r->st.hits++;
@@ -151,18 +152,32 @@ stale:
 	return 0;
 }
 
-void ha_srefs_modules(struct ha_srefs *r, uint16_t gen)
+uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t seq)
 {
-	if (!r)
-		return;
-	/* The table's entries keep their old gen, which the agent no longer
-	 * takes: their slots are free for entries of the new one.  (What was
-	 * published stays resolvable: samples read after this record that
-	 * name an older entry were verified against it before the modules
-	 * changed, by a thread that had not seen the change.) */
+	if (!r || !seq || (seq & 1))
+		return NULL;
+	struct pub *p = hist_of(r, seq);
+	return p->seq == seq ? p->ids : NULL;
+}
+
+int ha_srefs_modules(struct ha_srefs *r, uint16_t gen)
+{
+	/* Forward only: two modules records can reach the ring in the other
+	 * order than their generations were drawn (and a record the ring had
+	 * no room for is seen in the header instead, see sref.h). */
+	if (!r || (int16_t)(gen - r->gen) <= 0)
+		return 0;
 	r->gen = gen;
-	for (uint32_t i = 0; i < HA_SREF_SLOTS; i++)
+	/* Empty every slot: entries of the old generation would hold again
+	 * once the 16-bit generation wraps.  A thread in the middle of a
+	 * check sees its seq change and takes nothing.  (What was published
+	 * stays resolvable: samples read after this that name an older entry
+	 * were checked against it by a thread that had not seen the change.) */
+	for (uint32_t i = 0; i < HA_SREF_SLOTS; i++) {
 		r->slot[i] = (struct slot){ 0 };
+		__atomic_store_n(&r->table[i].seq, 0, __ATOMIC_RELEASE);
+	}
+	return 1;
 }
 
 void ha_srefs_stats(const struct ha_srefs *r, struct ha_srefs_stats *st)

@@ -44,15 +44,20 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
                     int max);
 
 /* The pcs (at most max) of the stack a sample names, captured at rip; 0 if
- * it names nothing published (stale, or forged).  *ids: two words kept
- * with the entry for the collector (the callstack ids of those pcs, as
- * ha_unwind_user), zero when published. */
+ * it names nothing published (stale, or forged). */
 int ha_srefs_resolve(struct ha_srefs *r, const struct ha_rec_sref *ref, uint64_t rip,
-                     uint64_t *pcs, int max, uint32_t **ids);
+                     uint64_t *pcs, int max);
 
-/* A modules record of generation gen was read: entries published from
- * now on hold for it; the earlier ones are forgotten. */
-void ha_srefs_modules(struct ha_srefs *r, uint16_t gen);
+/* Two words kept with publication seq for the collector (the callstack
+ * ids of its pcs, as ha_unwind_user; zero when published), or NULL once
+ * that publication is forgotten.  Ask again for each use. */
+uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t seq);
+
+/* The modules changed: a modules record of generation gen was read, or
+ * the ring header shows gen (the record may have been dropped).  Entries
+ * published from now on hold for gen, the table is emptied.  Returns 1 if
+ * gen is newer than the one in effect (else nothing changes). */
+int ha_srefs_modules(struct ha_srefs *r, uint16_t gen);
 
 void ha_srefs_stats(const struct ha_srefs *r, struct ha_srefs_stats *st);
 
