@@ -6,7 +6,7 @@
  *
  * The path that does not sample: bump a per-thread call counter, subtract
  * the size from the per-thread sampling countdown (or, for a free, look the
- * address up in the live set's occupancy filter), then jump to the real
+ * address's page up in the live set's filter), then jump to the real
  * function: a tail call, no frame of ours while the allocator runs.  Only
  * when the countdown runs out does an out-of-line slow path call the real
  * function itself and have sampler.c capture a stack and write to the ring;
@@ -36,7 +36,7 @@
  * whose START lies in [addr, addr + len): a partial munmap that leaves the
  * start mapped keeps the whole mapping live, one that removes the start
  * frees all of it (documented choice: a mapping is counted whole, as it was
- * sampled).  The scan looks at one live-set bucket per page, for at most
+ * sampled).  The scan looks at the filter's count of each page, for at most
  * HA_UNMAP_SCAN_PAGES pages (and only once a mapping was sampled in the
  * session); the first page is always looked at.  MAP_FIXED over existing
  * pages unmaps them first, the same way.  mremap is treated like realloc:

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-uint64_t ha_ls_filter[HA_LS_FILTER_WORDS] __attribute__((aligned(64)));
+uint8_t ha_ls_filter[HA_LS_PAGE_SLOTS] __attribute__((aligned(4096)));
 uint64_t *ha_ls_table;
 
 static size_t ls_bytes(void)
@@ -33,6 +33,9 @@ void ha_ls_clear(void)
 {
 	if (ha_ls_table) {
 		madvise(ha_ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
-		memset(ha_ls_filter, 0, sizeof ha_ls_filter);
+		/* Anonymous pages of the .bss (page-aligned, beyond the file's
+		 * data): given back, they read as zeros again, and the pages a
+		 * session never wrote stay the zero page. */
+		madvise(ha_ls_filter, sizeof ha_ls_filter, MADV_DONTNEED);
 	}
 }

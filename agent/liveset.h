@@ -3,37 +3,52 @@
  * (liveset.c holds the storage).
  *
  * The set answers one question on every free: "could this address be a
- * sampled block?".  The filter gives the cheap negative answer (one hash,
- * one load); only when it says maybe does the free look at the set itself.
+ * sampled block?".  The filter gives the cheap negative answer (a shift, a
+ * mask, one load); only when it says maybe does the free look at the set itself.
  * Nothing here locks or allocates; the functions below are inline because
  * the sampler's record path and the free hook use them (sampler.c,
  * hooks.c): keep their inlining as it is.
  *
- * The free filter: one bit per live-set bucket, set while a sampled block
- * may hash there.  A bit per bucket keeps the lines a heap's frees look at
- * in the L1 cache next to the allocator's own data (a byte per bucket, four
- * times as many lines, made the filter load the costliest instruction of
- * the free hook).  Each 64-bit word holds 32 buckets' bits in its low half
- * and a version in its high half that every change bumps, so that clearing
- * a bit can never undo a concurrent set (see ha_ls_filter_clear_if_empty).
+ * The free filter: a byte per 4 KiB page of address space (modulo 512
+ * MiB: HA_LS_PAGE_SLOTS of them), the number of live sampled blocks that
+ * start in the pages it stands for.  The free hook's test is then a shift,
+ * a mask and a byte load (8 instructions with the jump on; the hashed
+ * filter of one bit per bucket it replaced took 14, and cost the hooks 4
+ * points of the unhooked speed more in bench/run's in-process A/B: 0.887
+ * against 0.924, the floor being 0.936).  A thread's frees touch the bytes
+ * of the pages its blocks are on, a line per 256 KiB of heap, and glibc's
+ * per-thread arenas, 64 MiB apart, fall on different lines for up to 8 of
+ * them (512 MiB), so that a sample's write to the filter does not take away
+ * a line another core's frees keep reading.
  *
- * The buckets come in 2^HA_LS_SEG_BITS segments of 16384, one per 64 MiB of
- * address space (modulo their number): glibc gives each thread an arena of
- * its own (until there are 8 per core) made of 64 MiB-aligned heaps, so the
- * blocks of different threads tend to hash into different segments.  A
- * sample's write to the filter then does not take away the line another
- * core's frees keep reading (at 64 KiB intervals that miss cost more than
- * the rest of the sampling), and a thread's frees look at 64 lines of the
- * filter, not all.  The live set's table is 8 MiB of address space, of
- * which a session touches a page per bucket it uses.
+ * False positives: a free of an unsampled block on a page where a sampled
+ * one starts.  Where the heap is many small blocks, each sampled with
+ * probability size/interval, a page holds a sampled block with
+ * probability 1 - exp(-4096/interval): 0.8% at the default 512 KiB, 6% at
+ * 64 KiB, about what the hashed filter gave at the same densities
+ * (tests/liveset_check.c measures both, for every stride).  Denser sampling
+ * (intervals of a few KiB) marks most pages, and most frees then look at
+ * the set itself: a cache line.
+ *
+ * A count, not a bit, so that a remove knows when the page has no sampled
+ * block left without looking at the set; the count saturates at 255 and
+ * then stays (more than 255 live samples on one page, only at intervals of
+ * a few bytes): a false positive for the rest of the session, never a
+ * false negative.  A free never misses a sampled block: the insert counts
+ * before malloc returns the block to the program, and only the free of a
+ * counted block uncounts it.
  *
  * A bucket is one cache line of HA_LS_WAYS words: words 1.. hold the
  * addresses (word 0 is unused: it counted the entries once, a locked
- * operation of every sample that the ways themselves make needless; the
- * filter's bit is derived from them).  One line: a sample and the free of
- * a sampled block each move one line of the set between cores, not two.  A block whose bucket is
- * full is not tracked (ha_ls_insert returns 0; the sampler counts it as
- * untracked, a drop).
+ * operation of every sample that the ways themselves make needless).  One
+ * line: a sample and the free of a sampled block each move one line of
+ * the set between cores, not two.  A block whose bucket is full is not
+ * tracked (ha_ls_insert returns 0; the sampler counts it as untracked, a
+ * drop).  The buckets come in 2^HA_LS_SEG_BITS segments of 16384, one per
+ * 64 MiB of address space (modulo their number), so that the blocks of
+ * different glibc arenas tend to fall in different segments.  The table
+ * is 8 MiB of address space, of which a session touches a page per bucket
+ * it uses.
  */
 #ifndef HA_AGENT_LIVESET_H
 #define HA_AGENT_LIVESET_H
@@ -47,28 +62,26 @@
 #define HA_LS_SEG_SHIFT 26
 #define HA_LS_BUCKET_BITS 17
 #define HA_LS_WAYS 8 /* words per bucket: one unused and 7 addresses */
-#define HA_LS_FILTER_WORDS ((1u << HA_LS_BUCKET_BITS) / 32)
 #define HA_LS_FIRST_WAY 1
-#define HA_LS_FILTER_VERSION (1ull << 32)
+#define HA_LS_PAGE_SHIFT 12
+#define HA_LS_PAGE_SLOTS (1u << 17) /* bytes of the filter: 512 MiB of pages */
+#define HA_LS_COUNT_STUCK 255       /* a saturated count: never lowered */
 
-extern HA_HIDDEN uint64_t ha_ls_filter[HA_LS_FILTER_WORDS];
+/* Static (no pointer to load on every free), page-aligned (ha_ls_clear
+ * gives its pages back); a page of it never written reads as the zero
+ * page. */
+extern HA_HIDDEN uint8_t ha_ls_filter[HA_LS_PAGE_SLOTS];
 /* (1 << HA_LS_BUCKET_BITS) buckets of HA_LS_WAYS words; NULL until the
  * first session (ha_ls_setup).  Never unmapped: a free hook may read it at
  * any time, even long after a session. */
 extern HA_HIDDEN uint64_t *ha_ls_table;
 
-/* On every free: keep it short (every instruction shows in a 13 ns
- * malloc+free).  Blocks of one size class sit at a fixed stride; the top
- * bits of the 64-bit product of the address with 2^64/phi (Fibonacci
- * hashing) spread arithmetic progressions over the buckets, though not
- * all strides evenly (tests/liveset_check.c measures every stride from
- * 16 B to 1 MiB; the 32-bit product of the low half, one instruction
- * shorter, let 1 MiB strides pile up to 38% false positives).  Four
- * instructions fewer on the free hook than the same product of the
- * address at 64-byte granularity it replaced (measured alone, in one A/B:
- * the hooks alone went from 0.835 to 0.863 of the unhooked speed); the
- * granularity bought nothing there, since a thread's frees touch all of
- * its segment's filter lines either way. */
+/* The set's bucket of p (the slow path's only: the free hook looks at the
+ * filter).  Blocks of one size class sit at a fixed stride; the top bits
+ * of the 64-bit product of the address with 2^64/phi (Fibonacci hashing)
+ * spread arithmetic progressions over the buckets, though not all strides
+ * evenly (tests/liveset_check.c measures every stride from 16 B to 1 MiB
+ * for full buckets). */
 static inline uint32_t ha_ls_bucket(const void *p)
 {
 	uint64_t a = (uint64_t)(uintptr_t)p;
@@ -80,23 +93,29 @@ static inline uint32_t ha_ls_bucket(const void *p)
 	return seg | in_seg;
 }
 
-/* Could p be a live sampled block?  (False positives allowed, never false
- * negatives while a session is active.) */
-static inline int ha_ls_maybe(const void *p)
+/* The filter's count for p's page. */
+static inline uint8_t *ha_ls_count_of(const void *p)
 {
-	uint32_t b = ha_ls_bucket(p);
-	uint32_t bits = (uint32_t)__atomic_load_n(&ha_ls_filter[b >> 5], __ATOMIC_RELAXED);
-	return ((bits >> (b & 31)) & 1) != 0;
+	return &ha_ls_filter[((uintptr_t)p >> HA_LS_PAGE_SHIFT) & (HA_LS_PAGE_SLOTS - 1)];
 }
 
-/* Bucket b holds an entry: set its bit (the version moves even when the
- * bit was set already: see ha_ls_filter_clear_if_empty). */
-static inline void ha_ls_filter_set(uint32_t b)
+/* On every free: keep it short (every instruction shows in a 10 ns
+ * malloc+free).  Could p be a live sampled block?  (False positives
+ * allowed, never false negatives while a session is active.) */
+static inline int ha_ls_maybe(const void *p)
 {
-	uint64_t *w = &ha_ls_filter[b >> 5];
-	uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(w, &old, (old | 1ull << (b & 31)) + HA_LS_FILTER_VERSION, 1,
-	                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	return __atomic_load_n(ha_ls_count_of(p), __ATOMIC_RELAXED) != 0;
+}
+
+/* A block on p's page entered (+1) or left (-1) the set.  A CAS loop, so
+ * that a saturated count stays (see above). */
+static inline void ha_ls_count_move(const void *p, int by)
+{
+	uint8_t *c = ha_ls_count_of(p);
+	uint8_t old = __atomic_load_n(c, __ATOMIC_RELAXED);
+	while (old != HA_LS_COUNT_STUCK && (by > 0 || old > 0) &&
+	       !__atomic_compare_exchange_n(c, &old, (uint8_t)(old + by), 1, __ATOMIC_SEQ_CST,
+	                                    __ATOMIC_RELAXED))
 		;
 }
 
@@ -110,40 +129,21 @@ static inline int ha_ls_bucket_used(uint32_t b)
 	return any != 0;
 }
 
-/* Bucket b may have become empty: clear its bit unless it holds an entry.
- * Why a concurrent insert is never undone: the inserter fills its way
- * before its CAS on the filter word; a clear succeeds only with the word
- * value loaded after that CAS (the version moved), and the ways are read
- * after that load, so they show the entry and the bit stays.  Out of line
- * (the rare path of a remove). */
-__attribute__((noinline, unused)) static void ha_ls_filter_clear_if_empty(uint32_t b)
-{
-	uint64_t *w = &ha_ls_filter[b >> 5];
-	uint64_t old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
-	for (;;) {
-		if (ha_ls_bucket_used(b))
-			return;
-		if (__atomic_compare_exchange_n(w, &old, (old & ~(1ull << (b & 31))) + HA_LS_FILTER_VERSION,
-		                                0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-			return;
-	}
-}
-
-/* Add p (ha_ls_table set up).  1, or 0 if its bucket is full.  Two locked
- * operations: the way, then the filter word (a count of the bucket's
- * entries first, as there used to be, was a third on every sample). */
+/* Add p (ha_ls_table set up).  1, or 0 if its bucket is full (not
+ * counted: the filter counts what the set holds).  Two locked operations:
+ * the way, then the page's count. */
 static inline int ha_ls_insert(const void *p)
 {
 	uint32_t b = ha_ls_bucket(p);
 	uint64_t *way = ha_ls_table + (size_t)b * HA_LS_WAYS;
-	/* Fill first, filter bit after: the block is in its way before a free
-	 * can find the bit. */
+	/* Fill first, count after: the block is in its way before a free can
+	 * find the count. */
 	for (int i = HA_LS_FIRST_WAY; i < HA_LS_WAYS; i++) {
 		uint64_t expect = 0;
 		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == 0 &&
 		    __atomic_compare_exchange_n(&way[i], &expect, (uint64_t)(uintptr_t)p, 0,
 		                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			ha_ls_filter_set(b);
+			ha_ls_count_move(p, +1);
 			return 1;
 		}
 	}
@@ -151,8 +151,8 @@ static inline int ha_ls_insert(const void *p)
 }
 
 /* Read-only look-up: is p in the set?  What a free the filter let through
- * does first, so that a false positive of the filter (many live samples in
- * a big heap make them common) costs one cache line read, not the shared
+ * does first, so that a false positive of the filter (another block of
+ * the page was sampled) costs one cache line read, not the shared
  * in-flight count. */
 static inline int ha_ls_contains(const void *p)
 {
@@ -175,8 +175,7 @@ static inline int ha_ls_remove(const void *p)
 		if (__atomic_load_n(&way[i], __ATOMIC_RELAXED) == expect &&
 		    __atomic_compare_exchange_n(&way[i], &expect, 0, 0, __ATOMIC_SEQ_CST,
 		                                __ATOMIC_RELAXED)) {
-			if (!ha_ls_bucket_used(b))
-				ha_ls_filter_clear_if_empty(b);
+			ha_ls_count_move(p, -1);
 			return 1;
 		}
 	}
