@@ -23,7 +23,8 @@ while [ $rounds -lt 5 ] && [ $tries -lt 10 ] && is_alive "$pid"; do
 	fi
 done
 [ $rounds -ge 3 ] || fail "only $rounds attach rounds while fp_loop ran (make ITERS larger)"
-check_alive "$pid"
+# (It may have finished meanwhile: its exit status and result say whether
+# the rounds harmed it.)
 log "$rounds attach/detach rounds done"
 
 wait_exit "$plain" 60

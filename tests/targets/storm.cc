@@ -5,12 +5,16 @@
  * filled with a pattern and checked before it goes; every 50th round a
  * worker forks a child that execs /bin/true (or _exits when exec fails)
  * and waits for it.  SIGUSR1 and SIGUSR2 are caught (counted, nothing
- * else) so that the test can throw signals at it.
+ * else) so that the test can throw signals at it.  SIGTERM ends the work
+ * early: each worker finishes the round it is in and stops, so that a test
+ * need not guess how many rounds outlast its attach cycles on a given
+ * machine.
  *
  * Prints "ready pid=N" once the workers run, and at the end one line that
  * depends only on the work, never on timing:
- *   "storm threads=T rounds=R blocks=B forks=F mismatches=M"
- * (signals are not in it: how many arrive is timing).  A mismatch of a
+ *   "storm threads=T rounds=R done=D blocks=B forks=F mismatches=M"
+ * (signals are not in it: how many arrive is timing); D is the rounds all
+ * workers did together, T x R unless SIGTERM came, B is 6 x D.  A mismatch of a
  * pattern or an exec'ed child that failed counts in M; exit status 0 iff
  * M is 0. */
 #include <atomic>
@@ -30,6 +34,13 @@
 static int rounds = 2000;
 static std::atomic<long> blocks{ 0 }, forks{ 0 }, mismatches{ 0 }, ready_threads{ 0 };
 static volatile sig_atomic_t signals_seen;
+static std::atomic<long> rounds_done{ 0 };
+static std::atomic<int> stop_requested{ 0 };
+
+static void on_term(int)
+{
+	stop_requested.store(1, std::memory_order_relaxed);
+}
 
 static void on_signal(int)
 {
@@ -126,8 +137,9 @@ static void *worker(void *arg)
 {
 	unsigned t = (unsigned)(uintptr_t)arg;
 	ready_threads++;
-	for (int r = 0; r < rounds; r++) {
+	for (int r = 0; r < rounds && !stop_requested.load(std::memory_order_relaxed); r++) {
 		one_round(t, (unsigned)r);
+		rounds_done++;
 		if (r % 50 == 49)
 			fork_exec();
 	}
@@ -148,6 +160,8 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, nullptr);
 	sigaction(SIGUSR2, &sa, nullptr);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, nullptr);
 	pthread_t *th = new pthread_t[nthreads];
 	for (int i = 0; i < nthreads; i++)
 		if (pthread_create(&th[i], nullptr, worker, (void *)(uintptr_t)i) != 0) {
@@ -161,7 +175,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], nullptr);
 	delete[] th;
-	printf("storm threads=%d rounds=%d blocks=%ld forks=%ld mismatches=%ld\n", nthreads, rounds,
-	       blocks.load(), forks.load(), mismatches.load());
+	printf("storm threads=%d rounds=%d done=%ld blocks=%ld forks=%ld mismatches=%ld\n", nthreads,
+	       rounds, rounds_done.load(), blocks.load(), forks.load(), mismatches.load());
 	return mismatches.load() ? 1 : 0;
 }
