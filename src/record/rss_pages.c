@@ -183,22 +183,29 @@ static void forget(struct ha_rss_pages *p, struct page *pg)
 	p->n--;
 }
 
-/* The frame of the shared zero page, as our own read of untouched memory
- * maps it (frame numbers read as 0 without CAP_SYS_ADMIN: unknown). */
+/* The frame of the shared zero page, as our own reads of untouched memory
+ * map it (frame numbers read as 0 without CAP_SYS_ADMIN: unknown).  Two
+ * pages of one mapping, both still mapped when their frames are read:
+ * only the zero page gives both the same frame.  A kernel that maps no
+ * zero page (a PVM guest booted with pvm_no_zero_page) gives each read a
+ * page of its own, and the frame of one freed again would be anybody's
+ * next page: 0, none. */
 static uint64_t learn_zero_pfn(void)
 {
-	uint64_t ent = 0, pfn = 0;
-	volatile char *m = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t ent[2] = { 0, 0 }, pfn = 0;
+	volatile char *m = mmap(NULL, 2 * PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 0;
 	(void)m[0];
+	(void)m[PAGE];
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, &ent, sizeof ent, (off_t)((uintptr_t)m / PAGE * 8)) == 8 &&
-	    (ent & PM_PRESENT))
-		pfn = ent & PM_PFN_MASK;
+	if (fd >= 0 && pread(fd, ent, sizeof ent, (off_t)((uintptr_t)m / PAGE * 8)) == sizeof ent &&
+	    (ent[0] & PM_PRESENT) && (ent[1] & PM_PRESENT) &&
+	    (ent[0] & PM_PFN_MASK) == (ent[1] & PM_PFN_MASK))
+		pfn = ent[0] & PM_PFN_MASK;
 	if (fd >= 0)
 		close(fd);
-	munmap((void *)m, PAGE);
+	munmap((void *)m, 2 * PAGE);
 	return pfn;
 }
 
