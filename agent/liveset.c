@@ -34,8 +34,7 @@ void ha_ls_clear(void)
 	if (ha_ls_table) {
 		madvise(ha_ls_table, ls_bytes(), MADV_DONTNEED); /* reads as zeros again */
 		/* Anonymous pages of the .bss (page-aligned, beyond the file's
-		 * data): given back, they read as zeros again, and the pages a
-		 * session never wrote stay the zero page. */
+		 * data): given back, they read as zeros again. */
 		madvise(ha_ls_filter, sizeof ha_ls_filter, MADV_DONTNEED);
 	}
 }

@@ -68,8 +68,8 @@
 #define HA_LS_COUNT_STUCK 255       /* a saturated count: never lowered */
 
 /* Static (no pointer to load on every free), page-aligned (ha_ls_clear
- * gives its pages back); a page of it never written reads as the zero
- * page. */
+ * gives its pages back); a page of it never written costs no memory where
+ * the kernel maps the zero page for a read. */
 extern HA_HIDDEN uint8_t ha_ls_filter[HA_LS_PAGE_SLOTS];
 /* (1 << HA_LS_BUCKET_BITS) buckets of HA_LS_WAYS words; NULL until the
  * first session (ha_ls_setup).  Never unmapped: a free hook may read it at
@@ -117,16 +117,6 @@ static inline void ha_ls_count_move(const void *p, int by)
 	       !__atomic_compare_exchange_n(c, &old, (uint8_t)(old + by), 1, __ATOMIC_SEQ_CST,
 	                                    __ATOMIC_RELAXED))
 		;
-}
-
-/* Does bucket b hold an entry?  Its ways, one cache line. */
-static inline int ha_ls_bucket_used(uint32_t b)
-{
-	const uint64_t *way = ha_ls_table + (size_t)b * HA_LS_WAYS;
-	uint64_t any = 0;
-	for (int i = HA_LS_FIRST_WAY; i < HA_LS_WAYS; i++)
-		any |= __atomic_load_n(&way[i], __ATOMIC_SEQ_CST);
-	return any != 0;
 }
 
 /* Add p (ha_ls_table set up).  1, or 0 if its bucket is full (not
