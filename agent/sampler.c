@@ -298,7 +298,12 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
  * thread's own that nobody reads, L2-sized and reused at once: what the
  * records would cost if their lines never left the writing core.  Taken
  * apart from the shared ring in bench/run's breakdown of the sampling's
- * cost; the attacher then sees no records but the first. */
+ * cost; the attacher then sees no records but the first.  With
+ * HA_BENCH_SHARED_PROD too (bench/run's "shared prod" agent) every
+ * reservation still makes the CAS of the shared ring's prod, on a line of
+ * this agent's own that all writing threads CAS: the private buffer's
+ * cost plus the contended line, which tells the ring's two costs apart
+ * (the CAS, and the record lines that cycle through the ring). */
 #ifdef HA_BENCH_PRIVATE_BUF
 #define PRIVATE_BUF_BYTES (256u << 10)
 static __thread char *private_buf;
@@ -312,6 +317,13 @@ static void *record_reserve(uint32_t len, uint64_t *at)
 			return NULL;
 		private_buf = b;
 	}
+#ifdef HA_BENCH_SHARED_PROD
+	static uint64_t shared_prod __attribute__((aligned(64)));
+	uint64_t pos = __atomic_load_n(&shared_prod, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&shared_prod, &pos, pos + len, 1, __ATOMIC_ACQ_REL,
+	                                    __ATOMIC_RELAXED))
+		;
+#endif
 	*at = private_pos;
 	private_pos += len;
 	return private_buf + (*at & (PRIVATE_BUF_BYTES - 1));
