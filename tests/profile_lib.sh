@@ -45,6 +45,11 @@ within() {
 	awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { e = (v - t) / t; if (e < 0) e = -e; exit !(e <= p / 100) }'
 }
 
+# rss_anon_bytes PID: the process's RssAnon (/proc/PID/status) in bytes.
+rss_anon_bytes() {
+	awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$1/status"
+}
+
 # compile_c OUT SRC [gcc args...]: build a helper program at test time.
 compile_c() {
 	local out=$1 src=$2

@@ -42,14 +42,14 @@ pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha --rss -q -s 0 -o "$db" "$pid"
 wait_ready "$pid" touch_pages
-anon0=$(awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$pid/status")
+anon0=$(rss_anon_bytes "$pid")
 target_cmd "touch 96"
 target_cmd "half 96"
 target_cmd "untouched 96"
 target_cmd "drop 96"
 target_cmd "thread 64"
 target_cmd "sysread 64"
-anon1=$(awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$pid/status")
+anon1=$(rss_anon_bytes "$pid")
 kill -INT "$HAPID"
 wait "$HAPID" || fail "heapattach exited $? on SIGINT"
 sed 's/^/    /' "$HA_ERR"

@@ -46,12 +46,11 @@ start_cmd leaky "$TARGETS/leaky"
 wait_line "$TOUT" '^ready [0-9]+$'
 pid=$TPID
 db=$W/leaky.db
-anon_kb() { awk '$1 == "RssAnon:" { print $2 }' "/proc/$1/status"; }
-anon0=$(anon_kb "$pid")
+anon0=$(rss_anon_bytes "$pid")
 # 64 KiB: dozens of samples even if a loaded machine runs few requests.
 attach_detach "$pid" 3 -q -i 65536 -o "$db"
-anon1=$(anon_kb "$pid")
-grown=$(( (anon1 - anon0) * 1024 ))
+anon1=$(rss_anon_bytes "$pid")
+grown=$((anon1 - anon0))
 log "leaky, 3 s: RssAnon grew by $grown bytes"
 [ "$grown" -ge 1048576 ] || fail "the leaky service's anonymous memory grew by only $grown bytes in 3 s"
 reasons=$(q "$db" "SELECT group_concat(reason, ' ') FROM (SELECT reason FROM snapshots ORDER BY id)")
@@ -71,8 +70,8 @@ heapdiff_rows "$W/diff" | head -n 1 >"$W/top"
 read -r bytes objects leaf <"$W/top"
 [ "$leaf" = remember_request ] || fail "the top growth since attach is '$leaf', expected remember_request"
 # The window of grown is a little wider than the session's; 64 KiB sampling
-# of a few MB is within 20% of the truth.
-[ "${bytes#+}" -ge $((grown / 2)) ] && [ "${bytes#+}" -le $((grown * 3 / 2)) ] ||
+# of a few MB is within 20% of the truth, the bound is 50%.
+within 50 "${bytes#+}" "$grown" ||
 	fail "remember_request grew by $bytes in 3 s while the target's anonymous memory grew by $grown"
 
 "$HD" --leaks --bytes "$db" >"$W/leaks" 2>&1 || fail "heapdiff --leaks on a 3-second session: $(cat "$W/leaks")"
