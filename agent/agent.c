@@ -107,7 +107,8 @@ static dev_t g_sock_dev, g_ring_dev;  /* identity of those two, for a   */
 static ino_t g_sock_ino, g_ring_ino;  /* child that must verify them    */
 static pid_t g_owner_pid;         /* process of the session, 0 if none */
 static void *g_ring;              /* mapping (header first), or NULL */
-static uint64_t g_ring_data;      /* its data_size */
+static uint64_t g_ring_data;      /* each ring's data_size */
+static uint32_t g_ring_count;     /* rings in the mapping (ha_ring_map.h) */
 static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
 static struct ha_msg_config g_cfg;
 
@@ -142,7 +143,7 @@ static void ring_unmap(void)
 		/* The program unmapped, moved or mapped over part of it: that
 		 * part is the program's now.  The rest, when we know it, is
 		 * still ours to unmap. */
-		uintptr_t r0 = (uintptr_t)g_ring, r1 = r0 + ha_ring_map_len(g_ring_data);
+		uintptr_t r0 = (uintptr_t)g_ring, r1 = r0 + ha_rings_map_len(g_ring_data, g_ring_count);
 		if (lost == 1) {
 			unmap_part(r0, lo < r1 ? lo : r1);
 			unmap_part(hi > r0 ? hi : r0, r1);
@@ -152,7 +153,7 @@ static void ring_unmap(void)
 		g_ring_inherited = 0;
 	}
 	if (g_ring) {
-		ha_ring_unmap(g_ring, g_ring_data);
+		ha_ring_unmap(g_ring, g_ring_data, g_ring_count);
 		g_ring = NULL;
 		g_ring_data = 0;
 		g_ring_inherited = 0;
@@ -203,7 +204,7 @@ static void forget_parent_session(int verify)
 	if (g_ring) {
 		/* Normally MADV_DONTFORK kept it out of the child. */
 		if (g_ring_inherited && !verify)
-			ha_ring_unmap(g_ring, g_ring_data);
+			ha_ring_unmap(g_ring, g_ring_data, g_ring_count);
 		g_ring = NULL;
 		g_ring_data = 0;
 		g_ring_inherited = 0;
@@ -255,7 +256,9 @@ static void fill_counters(struct ha_counters *c)
 	 * had no room for the block, are both drops. */
 	c->drops = untracked;
 	if (g_ring && !ha_sampler_ring_lost(NULL, NULL))
-		c->drops += __atomic_load_n(&((struct ha_ring_hdr *)g_ring)->drops, __ATOMIC_RELAXED);
+		for (uint32_t i = 0; i < g_ring_count; i++)
+			c->drops += __atomic_load_n(&ha_ring_at(g_ring, g_ring_data, i)->drops,
+			                            __ATOMIC_RELAXED);
 }
 
 static int send_counters(int fd, uint16_t type)
@@ -384,9 +387,12 @@ static int recv_config(struct failure *f, int timeout_ms)
 	long ps = sysconf(_SC_PAGESIZE);
 	if (ps <= 0)
 		ps = 4096;
-	if (g_cfg.ring_size <= HA_RING_HDR_SIZE)
+	uint32_t rings = g_cfg.rings;
+	if (!ha_rings_ok(rings))
+		return fail(f, EINVAL, "bad ring count");
+	if (g_cfg.ring_size % rings || g_cfg.ring_size / rings <= HA_RING_HDR_SIZE)
 		return fail(f, EINVAL, "ring too small");
-	uint64_t data_size = g_cfg.ring_size - HA_RING_HDR_SIZE;
+	uint64_t data_size = g_cfg.ring_size / rings - HA_RING_HDR_SIZE;
 	if (!ha_ring_size_ok(data_size) || data_size % (uint64_t)ps != 0 ||
 	    HA_RING_HDR_SIZE % (uint64_t)ps != 0)
 		return fail(f, EINVAL, "bad ring size");
@@ -402,23 +408,28 @@ static int recv_config(struct failure *f, int timeout_ms)
 		return fail(f, EINVAL, "ring descriptor size mismatch");
 
 	ha_fork_lock();
-	void *ring = ha_ring_map(rfd, data_size);
+	void *ring = ha_ring_map(rfd, data_size, rings);
 	int err = errno;
 	if (ring != MAP_FAILED) {
 		g_ring = ring;
 		g_ring_data = data_size;
-		/* Keep the ring out of fork() children altogether. */
-		g_ring_inherited = madvise(ring, ha_ring_map_len(data_size), MADV_DONTFORK) != 0;
+		g_ring_count = rings;
+		/* Keep the rings out of fork() children altogether. */
+		g_ring_inherited =
+			madvise(ring, ha_rings_map_len(data_size, rings), MADV_DONTFORK) != 0;
 	}
 	ha_fork_unlock();
 	if (ring == MAP_FAILED)
 		return fail(f, err, "map ring");
 
-	struct ha_ring_hdr h;
-	if (read_ring_hdr(ring, &h) != 0)
-		return fail(f, EFAULT, "read ring header");
-	if (h.magic != HA_RING_MAGIC || h.version != HA_PROTO_VERSION || h.data_size != data_size)
-		return fail(f, EPROTO, "bad ring header");
+	for (uint32_t i = 0; i < rings; i++) {
+		struct ha_ring_hdr h;
+		if (read_ring_hdr(ha_ring_at(ring, data_size, i), &h) != 0)
+			return fail(f, EFAULT, "read ring header");
+		if (h.magic != HA_RING_MAGIC || h.version != HA_PROTO_VERSION ||
+		    h.data_size != data_size)
+			return fail(f, EPROTO, "bad ring header");
+	}
 
 	close_fd(&g_ring_fd);
 	return 0;
@@ -514,6 +525,7 @@ static int activate(struct failure *f)
 	struct ha_sampler_cfg scfg = {
 		.ring = g_ring,
 		.data_size = g_ring_data,
+		.rings = g_ring_count,
 		.interval = g_cfg.sample_interval == 0 ? 1
 		          : g_cfg.sample_interval > HA_INTERVAL_MAX ? HA_INTERVAL_MAX
 		                                                    : g_cfg.sample_interval,

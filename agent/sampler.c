@@ -36,6 +36,8 @@
 #define DORMANT_COUNTDOWN (1 << 20)
 
 static struct ha_sampler_cfg cfg;  /* written by the agent thread only while inactive */
+/* Each ring's header (cfg.rings of them), for ring_of: written with cfg. */
+static struct ha_ring_hdr *ring_hdrs[HA_RINGS_MAX];
 static uint32_t active;            /* 1 while a session may write to the ring */
 static uint32_t session;           /* current session number, never 0 when active */
 /* Threads between "may write to the ring" and "done".  Each thread that
@@ -148,14 +150,25 @@ __attribute__((noinline, cold)) static void thread_setup_slow(void)
 	}
 }
 
-/* This thread's copy of the ring's cons (ha_ring_reserve), reset for
- * every session: a copy from an earlier ring could be ahead of this one's
- * cons.  Only in flight. */
-static inline uint64_t *cons_seen(void)
+/* The ring of the records about the block at p (ha_ring_route).  Only in
+ * flight. */
+static inline struct ha_ring_hdr *ring_of(const void *p)
+{
+	return ring_hdrs[ha_ring_route((uint64_t)(uintptr_t)p, cfg.rings)];
+}
+
+/* This thread's copy of ring h's cons (ha_ring_reserve), reset for every
+ * session (a copy from an earlier ring could be ahead of this one's cons)
+ * and whenever the thread writes to another ring than the last (most
+ * threads write to the ring of their own arena).  Only in flight. */
+static inline uint64_t *cons_seen(const struct ha_ring_hdr *h)
 {
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_RELAXED);
-	if (__builtin_expect(ha_ts.cons_session != sess, 0)) {
+	uint32_t r = (uint32_t)(((const char *)h - (const char *)cfg.ring) /
+	                        (ptrdiff_t)ha_ring_map_len(cfg.data_size));
+	if (__builtin_expect(ha_ts.cons_session != sess || ha_ts.cons_ring != r, 0)) {
 		ha_ts.cons_session = sess;
+		ha_ts.cons_ring = r;
 		ha_ts.cons_seen = 0;
 	}
 	return &ha_ts.cons_seen;
@@ -308,8 +321,9 @@ static uint64_t copy_unknown_stack(void *dst, uint64_t addr, uint64_t len)
 #define PRIVATE_BUF_BYTES (256u << 10)
 static __thread char *private_buf;
 static __thread uint64_t private_pos;
-static void *record_reserve(uint32_t len, uint64_t *at)
+static void *record_reserve(struct ha_ring_hdr *h, uint32_t len, uint64_t *at)
 {
+	(void)h;
 	if (!private_buf) {
 		void *b = mmap(NULL, PRIVATE_BUF_BYTES + 65536, PROT_READ | PROT_WRITE,
 		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -328,8 +342,10 @@ static void *record_reserve(uint32_t len, uint64_t *at)
 	private_pos += len;
 	return private_buf + (*at & (PRIVATE_BUF_BYTES - 1));
 }
-static void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t type, uint16_t flags)
+static void record_publish(struct ha_ring_hdr *h, void *rec, uint64_t at, uint32_t len,
+                           uint16_t type, uint16_t flags)
 {
+	(void)h;
 	struct ha_rec_hdr *r = rec;
 	r->len = len;
 	r->type = type;
@@ -337,14 +353,14 @@ static void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t type, 
 	__atomic_store_n(&r->stamp, ha_ring_stamp(at), __ATOMIC_RELEASE);
 }
 #else
-static inline void *record_reserve(uint32_t len, uint64_t *at)
+static inline void *record_reserve(struct ha_ring_hdr *h, uint32_t len, uint64_t *at)
 {
-	return ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, at, cons_seen());
+	return ha_ring_reserve(h, cfg.data_size, len, cfg.block, at, cons_seen(h));
 }
-static inline void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t type,
-                                  uint16_t flags)
+static inline void record_publish(struct ha_ring_hdr *h, void *rec, uint64_t at, uint32_t len,
+                                  uint16_t type, uint16_t flags)
 {
-	ha_ring_publish(cfg.ring, rec, at, len, type, flags);
+	ha_ring_publish(h, &cfg.ring->consumer_waiting, rec, at, len, type, flags);
 }
 #endif
 
@@ -354,16 +370,16 @@ static inline void record_publish(void *rec, uint64_t at, uint32_t len, uint16_t
  * live-set work of the sample, so that taking them from the consumer's
  * cache overlaps it instead of stalling the record's stores.  A prefetch
  * never faults; only while in flight (the ring stays mapped). */
-static void prefetch_record(uint64_t bytes)
+static void prefetch_record(struct ha_ring_hdr *h, uint64_t bytes)
 {
 	enum { MAX_LINES = 16 };
-	uint64_t pos = __atomic_load_n(&cfg.ring->prod, __ATOMIC_RELAXED);
+	uint64_t pos = __atomic_load_n(&h->prod, __ATOMIC_RELAXED);
 	uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 	if (!bytes)
 		bytes = sizeof(struct ha_rec_sample) +
 		        (sp >= ha_ts.stack_lo && sp < ha_ts.stack_hi ? ha_ts.stack_hi - sp : 0);
 	uint64_t lines = bytes / 64 + 1;
-	const char *d = ha_ring_data(cfg.ring);
+	const char *d = ha_ring_data(h);
 	for (uint64_t i = 0; i < lines && i < MAX_LINES; i++)
 		__asm__ volatile("prefetchw %0" : : "m"(d[(pos + 64 * i) & (cfg.data_size - 1)]));
 }
@@ -430,9 +446,10 @@ __attribute__((always_inline)) static inline int sample_by_ref(struct ha_rec_sre
  * belong to that frame, which the attacher unwinds from (its CFI holds at
  * any instruction) and then skips as the agent's own; one frame fewer of
  * ours in every stack copy. */
-__attribute__((always_inline)) static inline void write_sample(void *p, size_t size, enum ha_alloc_func fn,
-                                                  unsigned kind, uint64_t interval,
-                                                  const struct ha_rec_sref *ref)
+__attribute__((always_inline)) static inline void write_sample(struct ha_ring_hdr *h, void *p,
+                                                               size_t size, enum ha_alloc_func fn,
+                                                               unsigned kind, uint64_t interval,
+                                                               const struct ha_rec_sref *ref)
 {
 	/* rsp first (it is back where it was whenever the record is filled: no
 	 * alloca, and the pushes of a call with stack arguments are popped), the
@@ -460,7 +477,7 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) +
 	                                            (ref ? sizeof *ref : len)));
 	uint64_t at;
-	char *rec = record_reserve(rec_len, &at);
+	char *rec = record_reserve(h, rec_len, &at);
 	if (!rec)
 		return;
 	struct ha_rec_sample *s = (struct ha_rec_sample *)rec;
@@ -498,7 +515,7 @@ __attribute__((always_inline)) static inline void write_sample(void *p, size_t s
 		len = copy_unknown_stack(dst, lo, len);
 	}
 	s->stack_len = (uint32_t)len;
-	record_publish(rec, at, rec_len, HA_REC_SAMPLE, flags);
+	record_publish(h, rec, at, rec_len, HA_REC_SAMPLE, flags);
 	ha_ts.samples++;
 	flush_counts(s_time);
 }
@@ -549,13 +566,14 @@ void ha_sample_alloc(void *p, size_t size, enum ha_alloc_func fn, unsigned kind)
 		/* Only in flight: the ring may be unmapped the moment we leave. */
 		next = current_interval();
 		struct ha_rec_sref ref;
+		struct ha_ring_hdr *h = ring_of(p);
 		int by_ref = sample_by_ref(&ref);
-		prefetch_record(by_ref ? sizeof(struct ha_rec_sample) + sizeof ref : 0);
+		prefetch_record(h, by_ref ? sizeof(struct ha_rec_sample) + sizeof ref : 0);
 		int tracked = p && ha_ls_insert(p);
 		if (tracked) {
 			if (kind == HA_REC_KIND_MMAP && !ha_mmap_seen)
 				__atomic_store_n(&ha_mmap_seen, 1, __ATOMIC_RELAXED);
-			write_sample(p, size, fn, kind, drawn_with, by_ref ? &ref : NULL);
+			write_sample(h, p, size, fn, kind, drawn_with, by_ref ? &ref : NULL);
 		} else if (p) {
 			__atomic_fetch_add(&n_untracked, 1, __ATOMIC_RELAXED);
 		}
@@ -578,7 +596,8 @@ void ha_sample_free(void *p)
 	if (ha_ls_remove(p)) {
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_free));
 		uint64_t at;
-		struct ha_rec_free *f = record_reserve(len, &at);
+		struct ha_ring_hdr *h = ring_of(p);
+		struct ha_rec_free *f = record_reserve(h, len, &at);
 		if (f) {
 			uint64_t t = now_ns();
 			f->seq = ha_ts.seq++;
@@ -586,7 +605,7 @@ void ha_sample_free(void *p)
 			f->addr = (uint64_t)(uintptr_t)p;
 			f->tid = ha_ts.tid;
 			f->pad = 0;
-			record_publish(f, at, len, HA_REC_FREE, 0);
+			record_publish(h, f, at, len, HA_REC_FREE, 0);
 			ha_ts.frees++;
 			flush_counts(t);
 		}
@@ -604,11 +623,17 @@ void ha_sampler_note_modules(void)
 		uint32_t len = ha_ring_round(sizeof(struct ha_rec_hdr));
 		uint64_t at;
 		/* Stack references of the old modules no longer hold (see struct
-		 * ha_sref); the record tells the attacher which generation is new. */
+		 * ha_sref); the record tells the attacher which generation is new.
+		 * In every ring: the samples after it in any of them may have
+		 * pcs in the new modules. */
 		uint32_t gen = __atomic_add_fetch(&cfg.ring->modules_gen, 1, __ATOMIC_SEQ_CST);
-		void *r = ha_ring_reserve(cfg.ring, cfg.data_size, len, cfg.block, &at, cons_seen());
-		if (r)
-			ha_ring_publish(cfg.ring, r, at, len, HA_REC_MODULES, (uint16_t)gen);
+		for (uint32_t i = 0; i < cfg.rings; i++) {
+			struct ha_ring_hdr *h = ring_hdrs[i];
+			void *r = ha_ring_reserve(h, cfg.data_size, len, cfg.block, &at, cons_seen(h));
+			if (r)
+				ha_ring_publish(h, &cfg.ring->consumer_waiting, r, at, len,
+				                HA_REC_MODULES, (uint16_t)gen);
+		}
 		ring_leave(slot);
 	}
 	errno = saved_errno;
@@ -629,13 +654,16 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 		main_stack_end = end ? (uint64_t)(uintptr_t)*end : 0;
 	}
 	cfg = *c;
+	for (uint32_t i = 0; i < HA_RINGS_MAX; i++)
+		ring_hdrs[i] = i < c->rings ? ha_ring_at(c->ring, c->data_size, i) : c->ring;
 	n_samples = n_frees = n_untracked = 0;
 	owner = getpid();
 	ha_mmap_seen = 0;
 	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&session, s ? s : 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ring_taken, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ring_hi, (uintptr_t)c->ring + ha_ring_map_len(c->data_size), __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_hi, (uintptr_t)c->ring + ha_rings_map_len(c->data_size, c->rings),
+	                 __ATOMIC_RELAXED);
 	__atomic_store_n(&ring_lo, (uintptr_t)c->ring, __ATOMIC_RELEASE);
 	__atomic_store_n(&active, 1, __ATOMIC_SEQ_CST);
 }

@@ -24,8 +24,9 @@
 #include "tls.h"
 
 struct ha_sampler_cfg {
-	struct ha_ring_hdr *ring;
-	uint64_t data_size;
+	struct ha_ring_hdr *ring;  /* the first ring (ha_ring_map's base) */
+	uint64_t data_size;        /* each ring's */
+	uint32_t rings;            /* how many (ha_proto.h, section 4) */
 	uint64_t interval;      /* mean bytes between samples; 1 = every call */
 	uint32_t stack_bytes;   /* cap of each stack copy */
 	int block;              /* wait when the ring is full */

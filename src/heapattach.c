@@ -55,6 +55,13 @@
 #ifndef HA_PKGLIBDIR
 #define HA_PKGLIBDIR "/usr/local/lib/heapattach"
 #endif
+/* Rings by address when --rings does not say (ha_proto.h, section 4): one
+ * per CPU that can write at once, at least MIN_RINGS (threads whose arenas
+ * fall in one ring share it: more rings, fewer of them), none under
+ * MIN_RING_BYTES (a thread writes into the ring of its arena alone).
+ * doc/design.md, "Rings by address". */
+#define MIN_RINGS 4
+#define MIN_RING_BYTES (1u << 20)
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_FAILED = 3 };
 
 /* The agent to inject: --agent, $HEAPATTACH_AGENT, the build tree next to
@@ -157,16 +164,24 @@ static void arm_snapshot_timer(int fd, double t0_ms, double period, double durat
 /* One status line, rewritten in place on a terminal: the counters, then
  * what the live model says (the live heap since attach and the top growing
  * function), cut to the terminal's width so that it stays one line. */
-static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint64_t data_size,
+static void print_status(struct ha_collector *c, const struct ha_session *s,
                          uint64_t *last_samples, struct ha_live *live, struct ha_push *push)
 {
 	struct ha_collector_stats st;
 	char line[512], what[256] = "";
 	ha_collector_read_stats(c, &st);
-	uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
-	uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
-	/* The target can write both: a fill beyond the ring is not one. */
-	double fill = prod - cons <= data_size ? 100.0 * (double)(prod - cons) / (double)data_size : 0;
+	/* The fullest ring.  The target can write prod and cons: a fill
+	 * beyond the ring is not one. */
+	double fill = 0;
+	for (uint32_t i = 0; i < s->ring_count; i++) {
+		struct ha_ring_hdr *ring = ha_ring_at(s->ring, s->ring_data_size, i);
+		uint64_t prod = __atomic_load_n(&ring->prod, __ATOMIC_RELAXED);
+		uint64_t cons = __atomic_load_n(&ring->cons, __ATOMIC_RELAXED);
+		double f = prod - cons <= s->ring_data_size
+		           ? 100.0 * (double)(prod - cons) / (double)s->ring_data_size : 0;
+		if (f > fill)
+			fill = f;
+	}
 	if (live)
 		ha_live_status(live, what, sizeof what);
 	/* What the heap does first: on a narrow terminal the counters are
@@ -176,7 +191,8 @@ static void print_status(struct ha_collector *c, struct ha_ring_hdr *ring, uint6
 	                 (unsigned long long)st.samples,
 	                 (unsigned long long)(st.samples - *last_samples),
 	                 (unsigned long long)st.stacks,
-	                 (unsigned long long)__atomic_load_n(&ring->drops, __ATOMIC_RELAXED), fill,
+	                 (unsigned long long)ha_rings_drops(s->ring, s->ring_data_size, s->ring_count),
+	                 fill,
 	                 (unsigned long long)st.snapshots);
 	if (c->rss_period && n > 0 && (size_t)n < sizeof line)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
@@ -335,7 +351,7 @@ static enum stop_reason stay_attached(const struct options *o, struct ha_session
 				 * stacks symbolized since; then the next one. */
 				if (live)
 					feed_live(coll->to_live, live, 0);
-				print_status(coll, s->ring, s->ring_data_size, &last_samples, live, push);
+				print_status(coll, s, &last_samples, live, push);
 				if (live)
 					ha_collector_live(coll);
 			}
@@ -607,7 +623,7 @@ static void print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: %s\n", c->err);
 	if (w->failed)
 		fprintf(stderr, "heapattach: %s: %s\n", dbname, w->err);
-	uint64_t drops = __atomic_load_n(&((struct ha_ring_hdr *)s->ring)->drops, __ATOMIC_RELAXED);
+	uint64_t drops = ha_rings_drops(s->ring, s->ring_data_size, s->ring_count);
 	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
 	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
 	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
@@ -806,6 +822,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	coll.pid = t->pid;
 	coll.ring = s->ring;
 	coll.data_size = s->ring_data_size;
+	coll.rings = s->ring_count;
 	coll.interval = o->interval;
 	coll.adaptive = !o->block;
 	coll.no_stack_refs = o->no_stack_refs;
@@ -875,6 +892,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapattach: --ring-size must be a power of two between 64K and 1G\n");
 		return EXIT_USAGE;
 	}
+	/* As many rings as asked for while each keeps 64 KiB. */
+	uint32_t rings = (uint32_t)o.rings;
+	if (!rings) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		for (rings = MIN_RINGS; rings < HA_RINGS_MAX && rings < cpus; rings *= 2)
+			;
+		while (rings > 1 && o.ring_bytes / rings < MIN_RING_BYTES)
+			rings /= 2;
+	}
+	if (!ha_ring_size_ok(o.ring_bytes / rings)) {
+		fprintf(stderr, "heapattach: --ring-size %llu cannot be split into %u rings of at least "
+		        "64K\n", (unsigned long long)o.ring_bytes, (unsigned)rings);
+		return EXIT_USAGE;
+	}
 	int sigfd = setup_signals();
 	if (sigfd < 0) {
 		fprintf(stderr, "heapattach: signalfd: %s\n", strerror(errno));
@@ -915,7 +946,8 @@ int main(int argc, char **argv)
 		return EXIT_REFUSED;
 	}
 	ha_session_init(&s);
-	if (ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes, err, sizeof err)) {
+	if (ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes / rings, rings, err,
+	                    sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);
 		ha_session_close(&s);
 		return EXIT_REFUSED;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ha_proto.h"
+#include "ha_ring_map.h"
 
 #ifndef HA_VERSION
 #define HA_VERSION "0"
@@ -51,7 +52,10 @@ static void usage(FILE *f)
 	        "                        $HEAPATTACH_AGENT, else the installed one)\n"
 	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
 	        "                        for the agent to answer (default 5)\n"
-	        "      --ring-size BYTES size of the shared ring (power of two, default 8 MiB)\n"
+	        "      --ring-size BYTES size of the shared rings in all (power of two, default\n"
+	        "                        8 MiB)\n"
+	        "      --rings N         split it into N rings by address (1, 2, 4, 8 or 16;\n"
+	        "                        default one per CPU, at least 4, none under 1 MiB)\n"
 	        "      --nice N          run the threads that read the ring and write the\n"
 	        "                        database N nice levels below heapattach (default 10;\n"
 	        "                        0: compete with the target for the CPUs as equals)\n"
@@ -142,7 +146,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
-	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT };
+	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -156,6 +160,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "agent", required_argument, NULL, OPT_AGENT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "rings", required_argument, NULL, OPT_RINGS },
 		{ "nice", required_argument, NULL, OPT_NICE },
 		{ "rss", no_argument, NULL, OPT_RSS },
 		{ "live", no_argument, NULL, OPT_LIVE },
@@ -265,6 +270,12 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		case OPT_RING:
 			if (parse_u64(optarg, &o->ring_bytes)) {
 				fprintf(stderr, "heapattach: --ring-size wants a size in bytes, not '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_RINGS:
+			if (parse_u64(optarg, &o->rings) || !ha_rings_ok(o->rings)) {
+				fprintf(stderr, "heapattach: --rings wants 1, 2, 4, 8 or 16, not '%s'\n", optarg);
 				return -1;
 			}
 			break;

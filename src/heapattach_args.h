@@ -15,7 +15,8 @@ struct options {
 	double timeout_s;       /* to find a safe thread, and for the handshake */
 	int verbose;
 	const char *agent;      /* --agent */
-	uint64_t ring_bytes;
+	uint64_t ring_bytes;    /* all rings' data together */
+	uint64_t rings;         /* --rings; 0: as many as ha_rings_for gives */
 	uint64_t interval;
 	uint64_t stack_bytes;
 	int block;

@@ -5,9 +5,12 @@
  * once and intact (the ring wraps hundreds of times: no stale record is taken
  * again), that drops are counted when the consumer is slow, that --block
  * mode loses nothing, that stale headers are not records, and that corrupt
- * headers are detected. */
+ * headers are detected.  Then several rings in one memfd, read one after
+ * the other: the records of each "block" arrive in order, and a record in
+ * any ring wakes the consumer. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +46,7 @@ static void *producer(void *p)
 		uint32_t tag[2] = { a->id, i };
 		memcpy(rec + sizeof(struct ha_rec_hdr), tag, sizeof tag);
 		memset(rec + sizeof(struct ha_rec_hdr) + 8, (int)((a->id + i) & 0xff), len - sizeof(struct ha_rec_hdr) - 8);
-		ha_ring_publish(a->h, rec, at, len, HA_REC_FREE, 0);
+		ha_ring_publish(a->h, &a->h->consumer_waiting, rec, at, len, HA_REC_FREE, 0);
 		__atomic_fetch_add(&a->written, 1, __ATOMIC_SEQ_CST);
 	}
 	return NULL;
@@ -54,8 +57,8 @@ static int run(int block, int slow)
 	int fd = memfd_create("ring_check", 0);
 	if (fd < 0 || ftruncate(fd, HA_RING_HDR_SIZE + DATA_SIZE) != 0)
 		return perror("memfd"), 1;
-	struct ha_ring_hdr *prod_view = ha_ring_map(fd, DATA_SIZE);
-	struct ha_ring_hdr *cons_view = ha_ring_map(fd, DATA_SIZE);
+	struct ha_ring_hdr *prod_view = ha_ring_map(fd, DATA_SIZE, 1);
+	struct ha_ring_hdr *cons_view = ha_ring_map(fd, DATA_SIZE, 1);
 	if (prod_view == MAP_FAILED || cons_view == MAP_FAILED)
 		return perror("map"), 1;
 	cons_view->data_size = DATA_SIZE;
@@ -175,7 +178,7 @@ static int run(int block, int slow)
 		char *next = ha_ring_reserve(prod_view, DATA_SIZE, 32, 0, &at2, NULL);
 		if (!next)
 			return fprintf(stderr, "no room for the record after the abandoned one\n"), 1;
-		ha_ring_publish(prod_view, next, at2, 32, HA_REC_FREE, 0);
+		ha_ring_publish(prod_view, &prod_view->consumer_waiting, next, at2, 32, HA_REC_FREE, 0);
 		prod = __atomic_load_n(&cons_view->prod, __ATOMIC_ACQUIRE);
 		uint64_t found = ha_ring_find_next(cons_view, DATA_SIZE, pos, prod);
 		if (found != at2 || at2 != pos + 96) {
@@ -192,22 +195,202 @@ static int run(int block, int slow)
 	/* A corrupt header (odd length) must be reported, not followed. */
 	uint64_t at = 0;
 	char *rec = ha_ring_reserve(prod_view, DATA_SIZE, 16, 0, &at, NULL);
-	ha_ring_publish(prod_view, rec, at, 16, HA_REC_FREE, 0);
+	ha_ring_publish(prod_view, &prod_view->consumer_waiting, rec, at, 16, HA_REC_FREE, 0);
 	__atomic_store_n(&((struct ha_rec_hdr *)rec)->len, 13u, __ATOMIC_RELEASE);
 	int corrupt = 0;
 	if (ha_ring_peek(cons_view, DATA_SIZE, pos, &corrupt) || !corrupt) {
 		fprintf(stderr, "corrupt header not detected\n");
 		return 1;
 	}
-	ha_ring_unmap(prod_view, DATA_SIZE);
-	ha_ring_unmap(cons_view, DATA_SIZE);
+	ha_ring_unmap(prod_view, DATA_SIZE, 1);
+	ha_ring_unmap(cons_view, DATA_SIZE, 1);
+	close(fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Several rings in one memfd (ha_proto.h, section 4)                  */
+/* ------------------------------------------------------------------ */
+
+#define NRINGS 4
+#define BLOCKS 64               /* "addresses" the producers write about */
+#define PER_BLOCK 20000
+
+struct block_arg {
+	struct ha_ring_hdr *base;
+	uint32_t id;
+};
+
+/* The address of block b: 64 MiB apart, so that they fall in every ring,
+ * and two producers write about each block (the even and the odd
+ * events of it, as a sample and its free come from two threads). */
+static uint64_t block_addr(uint32_t b)
+{
+	return 0x7f0000000000ull + ((uint64_t)b << HA_RING_ROUTE_SHIFT) + 16 * b;
+}
+
+/* Producer id (0 or 1) writes the events id, id + 2, id + 4... of every
+ * block, in turns with the other producer, as a sample and its free come
+ * from two threads; an event waits until the block's previous one was
+ * published (what a free waits for: the malloc that returned the block). */
+static uint32_t published[BLOCKS];
+
+static void *block_producer(void *p)
+{
+	struct block_arg *a = p;
+	uint64_t cons_seen[NRINGS] = { 0 };
+	for (uint32_t e = a->id; e < PER_BLOCK; e += 2)
+		for (uint32_t b = 0; b < BLOCKS; b++) {
+			while (__atomic_load_n(&published[b], __ATOMIC_ACQUIRE) != e)
+				__builtin_ia32_pause();
+			uint32_t r = ha_ring_route(block_addr(b), NRINGS);
+			struct ha_ring_hdr *h = ha_ring_at(a->base, DATA_SIZE, r);
+			uint64_t at;
+			struct ha_rec_free *f = ha_ring_reserve(h, DATA_SIZE, sizeof *f, 1, &at,
+			                                        &cons_seen[r]);
+			f->addr = block_addr(b);
+			f->seq = e;
+			ha_ring_publish(h, &a->base->consumer_waiting, f, at, sizeof *f, HA_REC_FREE, 0);
+			__atomic_store_n(&published[b], e + 1, __ATOMIC_RELEASE);
+		}
+	return NULL;
+}
+
+/* Once the consumer thread sleeps in the kernel with its flags set,
+ * records to the last ring, 64 bytes each, never consumed, until the
+ * consumer says it woke up. */
+struct wake_arg {
+	struct ha_ring_hdr *base, *last;
+	pid_t consumer;
+	int woken;
+};
+
+/* The state letter of thread tid of this process ('S': asleep), or 0. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	char *e = strrchr(buf, ')'); /* the name may hold anything */
+	return e && e[1] == ' ' ? e[2] : 0;
+}
+
+static void *wake_main(void *p)
+{
+	struct wake_arg *a = p;
+	uint64_t at;
+	while (!__atomic_load_n(&a->base->consumer_waiting, __ATOMIC_ACQUIRE) ||
+	       thread_state(a->consumer) != 'S')
+		sched_yield();
+	while (!__atomic_load_n(&a->woken, __ATOMIC_ACQUIRE)) {
+		void *r = ha_ring_reserve(a->last, DATA_SIZE, 64, 0, &at, NULL);
+		if (r)
+			ha_ring_publish(a->last, &a->base->consumer_waiting, r, at, 64, HA_REC_PAD, 0);
+		else
+			__builtin_ia32_pause();
+	}
+	return NULL;
+}
+
+/* Every block's events arrive once and in their order, though the rings
+ * are read one after the other; the addresses of 64 MiB blocks fall in
+ * every ring; a record in the last ring wakes a consumer that sleeps on
+ * the first ring's word. */
+static int run_rings(void)
+{
+	int fd = memfd_create("ring_check", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)ha_rings_file_size(DATA_SIZE, NRINGS)) != 0)
+		return perror("memfd"), 1;
+	struct ha_ring_hdr *prod_view = ha_ring_map(fd, DATA_SIZE, NRINGS);
+	struct ha_ring_hdr *cons_view = ha_ring_map(fd, DATA_SIZE, NRINGS);
+	if (prod_view == MAP_FAILED || cons_view == MAP_FAILED)
+		return perror("map"), 1;
+	struct ha_ring_hdr *rings[NRINGS];
+	uint64_t pos[NRINGS] = { 0 }, per_ring[NRINGS] = { 0 };
+	for (uint32_t i = 0; i < NRINGS; i++) {
+		rings[i] = ha_ring_at(cons_view, DATA_SIZE, i);
+		rings[i]->data_size = DATA_SIZE; /* what a producer wakes by */
+	}
+	for (uint32_t b = 0; b < BLOCKS; b++)
+		per_ring[ha_ring_route(block_addr(b), NRINGS)]++;
+	for (uint32_t i = 0; i < NRINGS; i++)
+		if (per_ring[i] != BLOCKS / NRINGS)
+			return fprintf(stderr, "ring %u has %llu of the blocks\n", i,
+			               (unsigned long long)per_ring[i]), 1;
+
+	struct block_arg args[2] = { { prod_view, 0 }, { prod_view, 1 } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, block_producer, &args[i]);
+	uint32_t next[BLOCKS] = { 0 };
+	uint64_t got = 0;
+	int errors = 0;
+	while (got < (uint64_t)BLOCKS * PER_BLOCK && !errors) {
+		uint64_t before = got;
+		for (uint32_t i = 0; i < NRINGS; i++) {
+			/* A ring at a time, as far as it goes: the other rings
+			 * run ahead meanwhile. */
+			for (;;) {
+				int corrupt;
+				const struct ha_rec_hdr *r = ha_ring_peek(rings[i], DATA_SIZE, pos[i], &corrupt);
+				if (corrupt)
+					return fprintf(stderr, "corrupt ring %u\n", i), 1;
+				if (!r)
+					break;
+				const struct ha_rec_free *f = (const struct ha_rec_free *)r;
+				uint64_t b = (f->addr - 0x7f0000000000ull) >> HA_RING_ROUTE_SHIFT;
+				if (b >= BLOCKS || ha_ring_route(f->addr, NRINGS) != i || f->seq != next[b]) {
+					fprintf(stderr, "ring %u: block %llu event %llu, expected %u\n", i,
+					        (unsigned long long)b, (unsigned long long)f->seq,
+					        b < BLOCKS ? next[b] : 0);
+					errors++;
+					break;
+				}
+				next[b]++;
+				got++;
+				pos[i] = ha_ring_consume(rings[i], pos[i], r->len);
+			}
+		}
+		if (got == before)
+			ha_rings_wait(rings, pos, NRINGS, DATA_SIZE, 10);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	printf("rings=%d: %llu records in order, %d errors\n", NRINGS, (unsigned long long)got,
+	       errors);
+	if (errors)
+		return 1;
+
+	/* The wake-up: the consumer sleeps (10 s at most) on the first ring's
+	 * word; records go to the last ring until it wakes.  Without the wake
+	 * it would sleep the whole 10 s. */
+	struct wake_arg wa = { prod_view, ha_ring_at(prod_view, DATA_SIZE, NRINGS - 1),
+	                       (pid_t)syscall(SYS_gettid), 0 };
+	struct timespec t0, t1;
+	pthread_t waker;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_create(&waker, NULL, wake_main, &wa);
+	ha_rings_wait(rings, pos, NRINGS, DATA_SIZE, 10000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	__atomic_store_n(&wa.woken, 1, __ATOMIC_RELEASE);
+	pthread_join(waker, NULL);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	printf("a record in ring %d woke the consumer in %.1f ms\n", NRINGS - 1, ms);
+	if (ms > 5000)
+		return fprintf(stderr, "the consumer was not woken\n"), 1;
+	ha_ring_unmap(prod_view, DATA_SIZE, NRINGS);
+	ha_ring_unmap(cons_view, DATA_SIZE, NRINGS);
 	close(fd);
 	return 0;
 }
 
 int main(void)
 {
-	int rc = run(0, 0) || run(0, 1) || run(1, 1);
+	int rc = run(0, 0) || run(0, 1) || run(1, 1) || run_rings();
 	printf(rc ? "ring_check: FAILED\n" : "ring_check: ok\n");
 	return rc;
 }

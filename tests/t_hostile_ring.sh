@@ -97,7 +97,7 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
 wait_ready "$pid" ring_scribble
 script profiled
-grep -q '^ring at ' "$TERR" || fail "the target did not find its ring: $(head -n 3 "$TERR")"
+grep -q '^ring [0-9]* of [1-9][0-9]* at ' "$TERR" || fail "the target did not find its ring: $(head -n 3 "$TERR")"
 ! grep -q 'ring full\|no ring' "$TERR" || fail "the target could not forge: $(grep 'ring full\|no ring' "$TERR" | head -n 1)"
 grep -v '^ready' "$TOUT" | cmp -s - "$W/expected" ||
 	fail "the profiled target printed otherwise than the plain one: $(grep -v '^ready' "$TOUT" | diff - "$W/expected" | head -n 5)"

@@ -127,42 +127,49 @@ static int make_listener(struct ha_session *s, uid_t uid, gid_t gid, char *err, 
 	return 0;
 }
 
-static int make_ring(struct ha_session *s, uint64_t data_size, char *err, size_t errlen)
+static int make_ring(struct ha_session *s, uint64_t data_size, uint32_t rings, char *err,
+                     size_t errlen)
 {
-	if (!ha_ring_size_ok(data_size)) {
-		ha_err(err, errlen, "ring size %llu is not a power of two between 64 KiB and 1 GiB",
-		       (unsigned long long)data_size);
+	if (!ha_ring_size_ok(data_size) || !ha_rings_ok(rings)) {
+		ha_err(err, errlen, "ring size %llu is not a power of two between 64 KiB and 1 GiB, "
+		       "or %u rings not a power of two up to %u", (unsigned long long)data_size,
+		       (unsigned)rings, HA_RINGS_MAX);
 		return -1;
 	}
+	uint64_t file_size = ha_rings_file_size(data_size, rings);
 	s->ring_fd = memfd_create("heapattach-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	/* Sealed at its size: the target writes into its mapping from inside
 	 * malloc, and a shrunk file would make those writes fault. */
-	if (s->ring_fd < 0 || ftruncate(s->ring_fd, (off_t)(HA_RING_HDR_SIZE + data_size)) != 0 ||
+	if (s->ring_fd < 0 || ftruncate(s->ring_fd, (off_t)file_size) != 0 ||
 	    fcntl(s->ring_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
 		ha_err(err, errlen, "cannot create the ring (%llu bytes): %s",
-		       (unsigned long long)data_size, strerror(errno));
+		       (unsigned long long)file_size, strerror(errno));
 		return -1;
 	}
-	void *ring = ha_ring_map(s->ring_fd, data_size);
+	void *ring = ha_ring_map(s->ring_fd, data_size, rings);
 	if (ring == MAP_FAILED) {
 		ha_err(err, errlen, "cannot map the ring: %s", strerror(errno));
 		return -1;
 	}
 	s->ring = ring;
 	s->ring_data_size = data_size;
-	struct ha_ring_hdr *h = ring;
-	h->magic = HA_RING_MAGIC;
-	h->version = HA_PROTO_VERSION;
-	h->data_size = data_size;
+	s->ring_count = rings;
+	for (uint32_t i = 0; i < rings; i++) {
+		struct ha_ring_hdr *h = ha_ring_at(ring, data_size, i);
+		h->magic = HA_RING_MAGIC;
+		h->version = HA_PROTO_VERSION;
+		h->data_size = data_size;
+	}
 	return 0;
 }
 
 int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
-                    uint64_t ring_data_size, char *err, size_t errlen)
+                    uint64_t ring_data_size, uint32_t rings, char *err, size_t errlen)
 {
 	s->pid = pid;
 	if (make_socket_dir(s, pid, same_root, err, errlen) ||
-	    make_listener(s, uid, gid, err, errlen) || make_ring(s, ring_data_size, err, errlen))
+	    make_listener(s, uid, gid, err, errlen) ||
+	    make_ring(s, ring_data_size, rings, err, errlen))
 		return -1;
 	return 0;
 }
@@ -362,7 +369,8 @@ int ha_session_handshake_step(struct ha_session *s)
 			s->hello = m.u.hello;
 			ha_msg_init(&m, HA_MSG_CONFIG);
 			m.u.config = s->hs_cfg;
-			m.u.config.ring_size = HA_RING_HDR_SIZE + s->ring_data_size;
+			m.u.config.ring_size = ha_rings_file_size(s->ring_data_size, s->ring_count);
+			m.u.config.rings = s->ring_count;
 			if (send_msg(s, &m, s->ring_fd, s->hs_err, sizeof s->hs_err)) {
 				r = -1;
 				goto out;
@@ -448,7 +456,7 @@ void ha_session_close(struct ha_session *s)
 		close(s->listen_fd);
 	if (s->ring_fd >= 0)
 		close(s->ring_fd);
-	ha_ring_unmap(s->ring, s->ring_data_size);
+	ha_ring_unmap(s->ring, s->ring_data_size, s->ring_count);
 	remove_names(s);
 	ha_session_init(s);
 }

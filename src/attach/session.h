@@ -16,7 +16,8 @@ struct ha_session {
 	int conn_fd;
 	int ring_fd;               /* memfd, sent to the agent */
 	void *ring;                /* our mapping of it */
-	uint64_t ring_data_size;
+	uint64_t ring_data_size;   /* each ring's data area */
+	uint32_t ring_count;       /* rings in the memfd (ha_proto.h, section 4) */
 	int tmp_fd, dir_fd;        /* the target's /tmp and our directory in it
 	                            * (O_PATH), to make and remove the names */
 	char dir_name[64];         /* the directory's name in tmp */
@@ -41,7 +42,7 @@ void ha_session_init(struct ha_session *s);
  * only that user and root can reach it; created through /proc/PID/root when
  * the target has another root), listen, and create the ring memfd. */
 int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
-                    uint64_t ring_data_size, char *err, size_t errlen);
+                    uint64_t ring_data_size, uint32_t rings, char *err, size_t errlen);
 
 /* The handshake: accept, check that the peer is the target (SO_PEERCRED),
  * receive HELLO, send CONFIG (cfg, with the ring), receive READY.

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 6u
+#define HA_PROTO_VERSION 7u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -122,10 +122,12 @@ struct ha_msg_hello {
 };
 
 struct ha_msg_config {
-	uint64_t ring_size;       /* total memfd size, bytes                */
+	uint64_t ring_size;       /* total memfd size, bytes: rings units    */
 	uint64_t sample_interval; /* mean bytes between samples              */
 	uint32_t stack_bytes;     /* cap of the raw stack copy                */
 	uint32_t flags;           /* HA_CFG_*                                */
+	uint32_t rings;           /* rings in the memfd (section 4)          */
+	uint32_t pad;
 };
 
 /* Counters the agent keeps.  Cumulative over the session. */
@@ -161,9 +163,22 @@ struct ha_msg {
 /* 4. Shared-memory ring                                               */
 /* ------------------------------------------------------------------ */
 
-/* memfd layout: one header page (HA_RING_HDR_SIZE bytes) followed by
- * data_size bytes of record data (a power of two, a multiple of the page
- * size).  Both sides map the data area twice, back to back, right after the
+/* memfd layout: HA_CONFIG.rings rings (a power of two, at most
+ * HA_RINGS_MAX), one after the other, each one header page and its table
+ * (HA_RING_HDR_SIZE bytes) followed by data_size bytes of record data (a
+ * power of two, a multiple of the page size), and each a ring of its own
+ * as described below.  A record goes to the ring of the address it is
+ * about (ha_ring_route): every record of one block, its sample and its
+ * free, is in one ring and in the order it happened, which is all the
+ * consumer needs to keep the live set; glibc gives each thread an arena
+ * of its own, 64 MiB aligned, so threads write to rings of their own and
+ * do not take each other's lines (doc/design.md, "Rings by address").  A
+ * modules record goes to every ring.  The first ring's header is also the
+ * session's: its interval, modules_gen and stack-reference table are the
+ * ones both sides use, and its consumer_waiting is the word the consumer
+ * sleeps on for all rings.
+ *
+ * Within one ring: both sides map the data area twice, back to back, right after the
  * header, so a record that runs past the end of the data area continues in
  * the second mapping and is always contiguous in memory:
  *
@@ -186,6 +201,16 @@ struct ha_msg {
 #define HA_SREF_SLOTS    64u
 #define HA_RING_HDR_SIZE (HA_SREF_OFF + HA_SREF_SLOTS * 512u)
 #define HA_RING_ALIGN    8u          /* every record length is a multiple */
+#define HA_RINGS_MAX     16u         /* rings in one memfd, at most */
+/* Addresses are routed in 64 MiB blocks: the size and alignment of a
+ * glibc thread arena's heap. */
+#define HA_RING_ROUTE_SHIFT 26
+
+/* The ring of the records about the block at addr (rings: a power of two). */
+static inline uint32_t ha_ring_route(uint64_t addr, uint32_t rings)
+{
+	return (uint32_t)(addr >> HA_RING_ROUTE_SHIFT) & (rings - 1);
+}
 
 struct ha_ring_hdr {
 	uint32_t magic;          /* HA_RING_MAGIC */

@@ -10,6 +10,10 @@
  * but the stamp of that position means reserved but not published yet.
  * After use it advances cons (release); it never writes to the data.
  *
+ * A session has several such rings (ha_proto.h, section 4); each one
+ * works as described here, apart from the wake-up word, which is the first
+ * ring's for all (ha_ring_publish, ha_rings_wait).
+ *
  * Wake-ups are batched: the consumer, finding the ring empty, sleeps on the
  * consumer_waiting futex for a short while (it polls); a producer makes the
  * FUTEX_WAKE system call only when the flag is set AND the ring is a quarter
@@ -98,14 +102,17 @@ drop:
 }
 
 /* Publish a record written at rec, reserved at position at; wake the
- * consumer if it sleeps and the ring is a quarter full.  Only a record
+ * consumer if it sleeps and the ring is a quarter full.  It sleeps on
+ * wake, the first ring's consumer_waiting (ha_rings_wait), whichever ring
+ * it waits for: a ring of its own clears that word too, so that a consumer
+ * just going to sleep on it does not.  Only a record
  * that crosses a quarter of the ring looks: the flag shares a line with
  * what the consumer writes whenever it goes to sleep or wakes, a miss
  * across cores for every record that read it.  Between two looks at most
  * another quarter is written, so a sleeping consumer is woken by half
  * full at the latest (its poll period bounds a missed wake-up anyway). */
-static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at, uint32_t len,
-                                   uint16_t type, uint16_t flags)
+static inline void ha_ring_publish(struct ha_ring_hdr *h, uint32_t *wake, void *rec, uint64_t at,
+                                   uint32_t len, uint16_t type, uint16_t flags)
 {
 	struct ha_rec_hdr *r = rec;
 	r->len = len;
@@ -124,8 +131,11 @@ static inline void ha_ring_publish(struct ha_ring_hdr *h, void *rec, uint64_t at
 		uint64_t fill = __atomic_load_n(&h->prod, __ATOMIC_RELAXED) -
 		                __atomic_load_n(&h->cons, __ATOMIC_RELAXED);
 		if (fill >= quarter &&
-		    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST))
-			ha_futex(&h->consumer_waiting, FUTEX_WAKE, 1, NULL);
+		    __atomic_exchange_n(&h->consumer_waiting, 0, __ATOMIC_SEQ_CST)) {
+			if (wake != &h->consumer_waiting)
+				__atomic_store_n(wake, 0, __ATOMIC_SEQ_CST);
+			ha_futex(wake, FUTEX_WAKE, 1, NULL);
+		}
 	}
 }
 
@@ -206,19 +216,32 @@ static inline uint64_t ha_ring_consume(struct ha_ring_hdr *h, uint64_t pos, uint
 	return pos + len;
 }
 
-/* Consumer: sleep until the ring fills to a quarter or timeout_ms passes
- * (the poll period: what bounds the delay of a record).  Call it when
- * ha_ring_peek returned NULL at pos. */
+/* Consumer: sleep until one of n rings fills to a quarter or timeout_ms
+ * passes (the poll period: what bounds the delay of a record).  Ring i is
+ * rings[i], consumed up to pos[i]; the sleep is on the first ring's word
+ * (ha_ring_publish).  Returns at once if a record is published at one of
+ * the positions. */
+static inline void ha_rings_wait(struct ha_ring_hdr *const *rings, const uint64_t *pos,
+                                 uint32_t n, uint64_t data_size, int timeout_ms)
+{
+	int corrupt, ready = 0;
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&rings[i]->consumer_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < n && !ready; i++)
+		ready = ha_ring_peek(rings[i], data_size, pos[i], &corrupt) || corrupt;
+	if (!ready)
+		ha_futex(&rings[0]->consumer_waiting, FUTEX_WAIT, 1, &ts);
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&rings[i]->consumer_waiting, 0, __ATOMIC_RELAXED);
+}
+
+/* The same for a single ring. */
 static inline void ha_ring_wait(struct ha_ring_hdr *h, uint64_t data_size, uint64_t pos,
                                 int timeout_ms)
 {
-	int corrupt;
-	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
-	__atomic_store_n(&h->consumer_waiting, 1, __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!ha_ring_peek(h, data_size, pos, &corrupt) && !corrupt)
-		ha_futex(&h->consumer_waiting, FUTEX_WAIT, 1, &ts);
-	__atomic_store_n(&h->consumer_waiting, 0, __ATOMIC_RELAXED);
+	ha_rings_wait(&h, &pos, 1, data_size, timeout_ms);
 }
 
 #endif /* HA_RING_H */

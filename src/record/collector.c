@@ -28,6 +28,7 @@
 
 #include "book.h"
 #include "ha_ring.h"
+#include "ha_ring_map.h"
 #include "live_feed.h"
 #include "peak.h"
 #include "pf_events.h"
@@ -79,23 +80,34 @@ struct item {
 	struct ha_rec_sample s;       /* samples: the fixed part */
 };
 
-struct ctx {
-	struct ha_collector *c;
-	struct ha_book *book;
-	struct ha_unwinder *unw;
-	struct ha_srefs *srefs;       /* stack references published (NULL: none) */
-	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
+/* One ring's reading (the session has c->rings of them, each its own
+ * ring of ha_ring.h). */
+struct rstate {
+	struct ha_ring_hdr *h;
 	uint64_t pos;                 /* consumed up to here (what cons is set to) */
 	uint64_t rpos;                /* read up to here; [pos, rpos) awaits consume */
 	uint64_t pf, pf_limit;        /* ring prefetched up to pf, never past pf_limit
 	                               * (prod as last loaded: once per batch, or
 	                               * when a record ends beyond it) */
 	struct ha_ring_heal heal;     /* what the target wrote over its ring (ring_heal.h) */
+	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
+	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
+};
+
+struct ctx {
+	struct ha_collector *c;
+	struct ha_book *book;
+	struct ha_unwinder *unw;
+	struct ha_srefs *srefs;       /* stack references published (NULL: none) */
+	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
+	struct rstate ring[HA_RINGS_MAX];
+	uint32_t nrings;
+	struct rstate *r;             /* the ring being read */
+	uint16_t modules_gen;         /* the newest modules record acted on... */
+	int modules_seen;             /* ...if any (each ring has a copy) */
 	double maps_ms;               /* when a modules record last had the maps re-read... */
 	double maps_cost_ms;          /* ...and how long that took */
 	int maps_pending;             /* one came since, within MODULES_GAP_MS */
-	uint64_t stuck_pos;           /* rpos at which framing last found nothing published */
-	double stuck_since;           /* ...since then (ms); stuck_pos != rpos: not stuck */
 	double rate;                  /* recent input, bytes per ms */
 	uint64_t interval;            /* adaptive interval in effect (ring header) */
 	uint64_t period_interval;     /* the largest since the last snapshot */
@@ -200,16 +212,17 @@ static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr 
  * their writer). */
 static void prefetch_ring(struct ctx *x, uint64_t upto)
 {
-	const char *data = ha_ring_data(x->c->ring);
+	struct rstate *r = x->r;
+	const char *data = ha_ring_data(r->h);
 	uint64_t mask = x->c->data_size - 1;
 	/* Compared as distances from rpos: positions wrap at 2^64 (a target
 	 * can start its ring there), and a pf < upto loop then ran for ever. */
-	if (upto - x->rpos > x->pf_limit - x->rpos)
-		upto = x->pf_limit;
-	if ((int64_t)(x->pf - x->rpos) < 0)
-		x->pf = x->rpos & ~(uint64_t)63;
-	for (; (int64_t)(upto - x->pf) > 0; x->pf += 64)
-		__builtin_prefetch(data + (x->pf & mask));
+	if (upto - r->rpos > r->pf_limit - r->rpos)
+		upto = r->pf_limit;
+	if ((int64_t)(r->pf - r->rpos) < 0)
+		r->pf = r->rpos & ~(uint64_t)63;
+	for (; (int64_t)(upto - r->pf) > 0; r->pf += 64)
+		__builtin_prefetch(data + (r->pf & mask));
 }
 
 /* Go on from the next published record after rpos, if there is one: the
@@ -217,14 +230,14 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
  * rpos moved. */
 static int skip_to_next(struct ctx *x)
 {
-	struct ha_collector *c = x->c;
-	uint64_t prod = __atomic_load_n(&c->ring->prod, __ATOMIC_ACQUIRE);
-	uint64_t next = ha_ring_find_next(c->ring, c->data_size, x->rpos, prod);
-	if (!next || next - x->pos > c->data_size)
+	struct rstate *r = x->r;
+	uint64_t prod = __atomic_load_n(&r->h->prod, __ATOMIC_ACQUIRE);
+	uint64_t next = ha_ring_find_next(r->h, x->c->data_size, r->rpos, prod);
+	if (!next || next - r->pos > x->c->data_size)
 		return 0;
 	x->st.abandoned++;
-	x->rpos = next;
-	x->stuck_pos = next + 1; /* not stuck at next (yet) */
+	r->rpos = next;
+	r->stuck_pos = next + 1; /* not stuck at next (yet) */
 	return 1;
 }
 
@@ -237,14 +250,15 @@ static int skip_to_next(struct ctx *x)
  * loses its record. */
 static int skip_abandoned(struct ctx *x)
 {
+	struct rstate *r = x->r;
 	double now = ha_now_ms();
-	if (x->stuck_pos != x->rpos) {
-		x->stuck_pos = x->rpos;
-		x->stuck_since = now;
+	if (r->stuck_pos != r->rpos) {
+		r->stuck_pos = r->rpos;
+		r->stuck_since = now;
 		return 0;
 	}
-	int hostile = x->heal.corrupt || x->heal.repairs || x->st.corrupt_records;
-	if (now - x->stuck_since < (hostile ? ABANDONED_HOSTILE_MS : ABANDONED_MS))
+	int hostile = r->heal.corrupt || r->heal.repairs || x->st.corrupt_records;
+	if (now - r->stuck_since < (hostile ? ABANDONED_HOSTILE_MS : ABANDONED_MS))
 		return 0;
 	return skip_to_next(x);
 }
@@ -255,30 +269,31 @@ static int skip_abandoned(struct ctx *x)
 static int frame_batch(struct ctx *x)
 {
 	struct ha_collector *c = x->c;
+	struct rstate *r = x->r;
 	int k = 0;
 	/* Only a bound for hints: a wrong prod from the target costs nothing. */
-	x->pf_limit = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED);
-	if (x->pf_limit - x->rpos > c->data_size)
-		x->pf_limit = x->rpos;
+	r->pf_limit = __atomic_load_n(&r->h->prod, __ATOMIC_RELAXED);
+	if (r->pf_limit - r->rpos > c->data_size)
+		r->pf_limit = r->rpos;
 	while (k < BATCH) {
 		int corrupt;
-		const struct ha_rec_hdr *h = ha_ring_peek(c->ring, c->data_size, x->rpos, &corrupt);
+		const struct ha_rec_hdr *h = ha_ring_peek(r->h, c->data_size, r->rpos, &corrupt);
 		uint32_t len = 0;
 		if (h) {
 			/* peek checked its own load of len; this one is what we use. */
 			len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 			corrupt = len % HA_RING_ALIGN || len < sizeof *h ||
-			          x->rpos + len - x->pos > c->data_size ||
-			          !ha_ring_covers(c->ring, c->data_size, x->rpos, x->rpos + len,
-			                          &x->pf_limit);
+			          r->rpos + len - r->pos > c->data_size ||
+			          !ha_ring_covers(r->h, c->data_size, r->rpos, r->rpos + len,
+			                          &r->pf_limit);
 		}
 		if (corrupt) {
 			/* A record we cannot frame (the target wrote over its
 			 * ring): counted, and got past when that can be done. */
-			uint64_t seen = x->heal.corrupt;
-			int moved = ha_ring_heal_corrupt(&x->heal, c->ring, c->data_size, x->pos,
-			                                 &x->rpos, ha_now_ms(), ABANDONED_MS);
-			x->st.corrupt_records += x->heal.corrupt - seen;
+			uint64_t seen = r->heal.corrupt;
+			int moved = ha_ring_heal_corrupt(&r->heal, r->h, c->data_size, r->pos,
+			                                 &r->rpos, ha_now_ms(), ABANDONED_MS);
+			x->st.corrupt_records += r->heal.corrupt - seen;
 			if (moved)
 				continue;
 			break;
@@ -288,10 +303,10 @@ static int frame_batch(struct ctx *x)
 				continue;
 			break;
 		}
-		prefetch_ring(x, x->rpos + len + RING_PREFETCH);
+		prefetch_ring(x, r->rpos + len + RING_PREFETCH);
 		struct item *it = &x->batch[k++];
 		take_record(x, it, h, len);
-		x->rpos += len;
+		r->rpos += len;
 		x->st.records++;
 		x->st.ring_bytes += len;
 		if (it->type == HA_REC_MODULES)
@@ -496,7 +511,7 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 {
 	s->rss_bytes = target_rss(x->c->pid);
 	s->samples = x->st.samples;
-	s->drops = __atomic_load_n(&x->c->ring->drops, __ATOMIC_RELAXED);
+	s->drops = ha_rings_drops(x->c->ring, x->c->data_size, x->nrings);
 	s->unwind_failures = x->st.unwind_failures;
 	ha_unwinder_fp_stats(x->unw, &s->fp_frames, &s->frames);
 	struct ha_srefs_stats rs;
@@ -556,7 +571,14 @@ static void apply_batch(struct ctx *x, int k)
 			x->st.frees++;
 			break;
 		case HA_REC_MODULES:
-			maps_changed(x, ha_now_ms());
+			/* Every ring has a copy of each (the samples after it in
+			 * any ring may need the new maps): the first one read is
+			 * acted on.  Forward only, as ha_srefs_modules. */
+			if (!x->modules_seen || (int16_t)(it->flags - x->modules_gen) > 0) {
+				x->modules_seen = 1;
+				x->modules_gen = it->flags;
+				maps_changed(x, ha_now_ms());
+			}
 			ha_srefs_modules(x->srefs, it->flags);
 			break;
 		}
@@ -569,32 +591,50 @@ static void apply_batch(struct ctx *x, int k)
  * records (cons is the line every producer reads). */
 static void consume(struct ctx *x)
 {
-	if (x->rpos != x->pos)
-		x->pos = ha_ring_consume(x->c->ring, x->pos, x->rpos - x->pos);
+	struct rstate *r = x->r;
+	if (r->rpos != r->pos)
+		r->pos = ha_ring_consume(r->h, r->pos, r->rpos - r->pos);
 }
 
-/* Consume the published records, at most about a ring's worth (then the
- * caller looks at its commands).  Returns how many. */
-static size_t drain(struct ctx *x)
+/* Consume the published records of ring r, at most about a ring's worth.
+ * Returns how many. */
+static size_t drain_ring(struct ctx *x, struct rstate *r)
 {
 	uint64_t start;
 	size_t n = 0;
 	int k;
-	if (ha_ring_heal_positions(&x->heal, x->c->ring, x->c->data_size, x->interval, &x->pos,
-	                           &x->rpos))
-		x->stuck_pos = x->rpos + 1;
-	start = x->pos;
-	while (x->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
+	x->r = r;
+	if (ha_ring_heal_positions(&r->heal, r->h, x->c->data_size, x->interval, &r->pos, &r->rpos))
+		r->stuck_pos = r->rpos + 1;
+	start = r->pos;
+	while (r->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
 		unwind_batch(x, k);
 		apply_batch(x, k);
 		n += (size_t)k;
-		if (x->rpos - x->pos >= x->c->data_size / CONSUME_DIV)
+		if (r->rpos - r->pos >= x->c->data_size / CONSUME_DIV)
 			consume(x);
 	}
 	consume(x);
+	return n;
+}
+
+/* Consume the published records of every ring, at most about a ring's
+ * worth of each (then the caller looks at its commands).  One ring after
+ * the other: the records of one block are all in one ring, in order
+ * (ha_proto.h, section 4), and no bookkeeping depends on the order of two
+ * blocks.  Returns how many. */
+static size_t drain(struct ctx *x)
+{
+	size_t n = 0;
+	uint64_t repairs = 0, skipped = 0;
+	for (uint32_t i = 0; i < x->nrings; i++) {
+		n += drain_ring(x, &x->ring[i]);
+		repairs += x->ring[i].heal.repairs;
+		skipped += x->ring[i].heal.skipped;
+	}
 	drain_rss(x);
-	x->st.ring_repairs = x->heal.repairs;
-	x->st.ring_skipped = x->heal.skipped;
+	x->st.ring_repairs = repairs;
+	x->st.ring_skipped = skipped;
 	publish_stats(x);
 	return n;
 }
@@ -651,7 +691,7 @@ static void live_frame(struct ctx *x)
 	m->q.type = HA_LMSG_FRAME;
 	m->time = ha_unix_now();
 	m->samples = x->st.samples;
-	m->drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	m->drops = ha_rings_drops(c->ring, c->data_size, x->nrings);
 	m->interval = x->interval;
 	m->rss_bytes = target_rss(c->pid);
 	m->rss_on = c->pf != NULL;
@@ -716,9 +756,21 @@ static void drain_final(struct ctx *x)
 	 * at rpos means the record there will never come.  Two rings' worth
 	 * at most: a target can keep a mapping of its ring after the agent
 	 * unmapped it (mremap) and go on writing records for ever. */
-	uint64_t start = x->pos;
-	while (x->rpos - start <= 2 * x->c->data_size && (drain(x) > 0 || skip_to_next(x)))
-		;
+	uint64_t start[HA_RINGS_MAX] = { 0 };
+	for (uint32_t i = 0; i < x->nrings; i++)
+		start[i] = x->ring[i].pos;
+	for (;;) {
+		int more = drain(x) > 0;
+		for (uint32_t i = 0; i < x->nrings && !more; i++) {
+			x->r = &x->ring[i];
+			more = skip_to_next(x);
+		}
+		for (uint32_t i = 0; i < x->nrings; i++)
+			if (x->ring[i].rpos - start[i] > 2 * x->c->data_size)
+				more = 0;
+		if (!more)
+			break;
+	}
 }
 
 /* The adaptive interval.  Drops mean the target writes samples faster than
@@ -756,8 +808,12 @@ static void adapt_interval(struct ctx *x, double now)
 	struct ha_collector *c = x->c;
 	if (!c->adaptive)
 		return;
-	uint64_t drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
-	uint64_t fill = __atomic_load_n(&c->ring->prod, __ATOMIC_RELAXED) - x->pos;
+	uint64_t drops = ha_rings_drops(c->ring, c->data_size, x->nrings), fill = 0;
+	for (uint32_t i = 0; i < x->nrings; i++) {
+		uint64_t f = __atomic_load_n(&x->ring[i].h->prod, __ATOMIC_RELAXED) - x->ring[i].pos;
+		if (f > fill)
+			fill = f;
+	}
 	if (drops != x->seen_drops) {
 		if (now - x->changed_ms >= RAISE_GAP_MS && x->interval < HA_INTERVAL_MAX) {
 			x->seen_drops = drops;
@@ -817,16 +873,35 @@ static int nap_ms(struct ctx *x, uint64_t bytes, double ms)
 	return t >= RING_WAIT_MS ? RING_WAIT_MS : t <= 1 ? 1 : (int)t;
 }
 
+/* The sum of the rings' consumed positions: what it grew by between two
+ * looks is what was consumed. */
+static uint64_t consumed(const struct ctx *x)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < x->nrings; i++)
+		n += x->ring[i].pos;
+	return n;
+}
+
 /* Sleep until records or a command come, or ms pass. */
 static void nap(struct ctx *x, int ms)
 {
-	/* A corrupt record at pos: ha_ring_wait returns at once (it checks
-	 * the record first), so sleep the poll period instead. */
-	if (x->heal.have_corrupt && x->heal.corrupt_pos == x->pos) {
+	/* A corrupt record at pos: ha_rings_wait returns at once (it checks
+	 * the records first), so sleep the poll period instead. */
+	struct ha_ring_hdr *hdrs[HA_RINGS_MAX];
+	uint64_t pos[HA_RINGS_MAX];
+	int corrupt = 0;
+	for (uint32_t i = 0; i < x->nrings; i++) {
+		const struct rstate *r = &x->ring[i];
+		corrupt |= r->heal.have_corrupt && r->heal.corrupt_pos == r->pos;
+		hdrs[i] = r->h;
+		pos[i] = r->pos;
+	}
+	if (corrupt) {
 		struct timespec ts = { 0, RING_WAIT_MS * 1000000L };
 		nanosleep(&ts, NULL);
 	} else {
-		ha_ring_wait(x->c->ring, x->c->data_size, x->pos, ms);
+		ha_rings_wait(hdrs, pos, x->nrings, x->c->data_size, ms);
 	}
 }
 
@@ -850,8 +925,14 @@ static void *collector_main(void *arg)
 	if (c->pf && x->book)
 		x->rss = ha_rss_pages_new(c->pid, x->book, swap_bucket, x);
 	find_agent_range(x);
-	x->pos = x->rpos = __atomic_load_n(&c->ring->cons, __ATOMIC_ACQUIRE);
-	x->stuck_pos = x->rpos + 1;
+	x->nrings = c->rings >= 1 && c->rings <= HA_RINGS_MAX ? c->rings : 1;
+	for (uint32_t i = 0; i < x->nrings; i++) {
+		struct rstate *r = &x->ring[i];
+		r->h = ha_ring_at(c->ring, c->data_size, i);
+		r->pos = r->rpos = __atomic_load_n(&r->h->cons, __ATOMIC_ACQUIRE);
+		r->stuck_pos = r->rpos + 1;
+	}
+	x->r = &x->ring[0];
 	/* Without an unwinder the ring is still drained (a --block target must
 	 * never wait on us); samples count as unwind failures. */
 	if (!x->book || !x->unw)
@@ -866,16 +947,16 @@ static void *collector_main(void *arg)
 	/* The baseline: every bucket zero, the RSS and counters of now.  The
 	 * records already in the ring were written after the attach. */
 	snapshot(x, "attach");
-	x->seen_drops = __atomic_load_n(&c->ring->drops, __ATOMIC_RELAXED);
+	x->seen_drops = ha_rings_drops(c->ring, c->data_size, x->nrings);
 	x->changed_ms = last;
 	for (int stop = 0; !stop;) {
 		/* Drain everything, then sleep: the records that come meanwhile
 		 * are handled together at the next wake-up. */
 		double now = ha_now_ms();
-		uint64_t pos0 = x->pos;
+		uint64_t pos0 = consumed(x);
 		drain(x);
 		adapt_interval(x, now);
-		int ms = nap_ms(x, x->pos - pos0, now - last);
+		int ms = nap_ms(x, consumed(x) - pos0, now - last);
 		last = now;
 		if (__atomic_load_n(&c->cmds_pending, __ATOMIC_ACQUIRE) > 0)
 			stop = run_cmds(x);

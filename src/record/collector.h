@@ -54,8 +54,9 @@ struct ha_collector_stats {
 struct ha_collector {
 	/* configuration, set before start */
 	pid_t pid;
-	struct ha_ring_hdr *ring;
-	uint64_t data_size;
+	struct ha_ring_hdr *ring;   /* the first ring (ha_ring_map's base) */
+	uint64_t data_size;         /* each ring's */
+	uint32_t rings;             /* how many (ha_proto.h, section 4) */
 	uint64_t interval;          /* the configured sampling interval */
 	int adaptive;               /* raise the interval while the ring overflows
 	                             * (not with --block) */

@@ -1,8 +1,10 @@
 /* ring_scribble.c -- a hostile target for tests/t_hostile_ring.sh: a
  * program that writes over the ring heapattach's agent shares with it,
- * while it allocates normally.  It finds the ring in its own maps (the
- * agent maps the memfd "heapattach-ring" twice, header first), and writes
- * with its own code what a stray pointer or a deliberate attacker would.
+ * while it allocates normally.  It finds the rings in its own maps (the
+ * agent maps the memfd "heapattach-ring", each ring's header first and its
+ * data twice), takes the one its own blocks' records go to (ha_ring_route),
+ * and writes with its own code what a stray pointer or a deliberate
+ * attacker would.
  *
  * Commands on stdin, one per line; each answers "done ..." on stdout, and
  * what it writes on stdout depends only on the commands (never on whether
@@ -15,14 +17,16 @@
  *                   stacklen (longer than the record), small (a sample
  *                   shorter than its fixed part)
  *   pos KIND        cons_ahead, prod_misalign, prod_ahead, prod_behind,
- *                   header (magic, version, data_size, interval, drops)
+ *                   header (magic, version, data_size, interval, drops;
+ *                   of the first ring too, whose interval is the session's)
  *   flood N         N "modules changed" records (the smallest there is,
  *                   each asking the attacher to read the maps again)
- *   chaos N SEED    N random writes of 1 or 8 bytes anywhere in the ring
- *                   (header and data, half of them around prod), at least,
- *                   and on while a second thread allocates and frees 20000
- *                   blocks; then waits (20 s at most) until the consumer
- *                   has caught up with prod; prints their checksum
+ *   chaos N SEED    N random writes of 1 or 8 bytes anywhere in a ring, any
+ *                   of them (header and data, half of them around prod), at
+ *                   least, and on while a second thread allocates and frees
+ *                   20000 blocks; then waits (20 s at most) until the
+ *                   consumer has caught up with every ring's prod; prints
+ *                   their checksum
  *   quit            prints the checksum of the kept blocks and exits
  * On stderr: where the ring was found, or "no ring". */
 #define _GNU_SOURCE
@@ -36,6 +40,7 @@
 #include <unistd.h>
 
 #include "ha_ring.h"
+#include "ha_ring_map.h"
 
 #define KEEP_MAX 100000
 
@@ -55,26 +60,46 @@ LEAK_FN(before)
 LEAK_FN(between)
 LEAK_FN(after)
 
-/* The ring as mapped here: its header and the data size from the mapping
- * itself (the header's own data_size is one of the things written over). */
+/* The rings as mapped here, the data size and their number from the
+ * mapping itself (the header's own data_size is one of the things written
+ * over): the first ring's header (the lowest mapping of the memfd's
+ * start), and the end of the last one's second data copy. */
+static char *ring_base;
+static uint32_t ring_count;
+
+/* The ring the records of this thread's blocks go to, or NULL. */
 static struct ha_ring_hdr *find_ring(uint64_t *data_size)
 {
 	char line[512];
-	unsigned long lo, hi;
-	struct ha_ring_hdr *h = NULL;
+	unsigned long lo, hi, off, end = 0;
+	ring_base = NULL;
+	ring_count = 0;
 	FILE *f = fopen("/proc/self/maps", "r");
 	while (f && fgets(line, sizeof line, f))
-		if (strstr(line, "memfd:heapattach-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			h = (struct ha_ring_hdr *)lo;
-			*data_size = hi - lo - HA_RING_HDR_SIZE;
-			break;
+		if (strstr(line, "memfd:heapattach-ring") &&
+		    sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) == 3) {
+			if (!ring_base && off == 0) {
+				ring_base = (char *)lo;
+				*data_size = hi - lo - HA_RING_HDR_SIZE;
+			}
+			if (hi > end)
+				end = hi;
 		}
 	if (f)
 		fclose(f);
-	if (h)
-		fprintf(stderr, "ring at %p, data size %llu\n", (void *)h, (unsigned long long)*data_size);
-	else
+	if (!ring_base) {
 		fprintf(stderr, "no ring\n");
+		return NULL;
+	}
+	ring_count = (uint32_t)((end - (unsigned long)ring_base) / ha_ring_map_len(*data_size));
+	if (!ring_count)
+		ring_count = 1;
+	void *probe = malloc(1000);
+	uint32_t mine = ring_count ? ha_ring_route((uint64_t)(uintptr_t)probe, ring_count) : 0;
+	free(probe);
+	struct ha_ring_hdr *h = ha_ring_at(ring_base, *data_size, mine);
+	fprintf(stderr, "ring %u of %u at %p, data size %llu\n", (unsigned)mine, (unsigned)ring_count,
+	        (void *)h, (unsigned long long)*data_size);
 	return h;
 }
 
@@ -106,7 +131,7 @@ static void forge(const char *kind)
 		r->stack_len = 0xffffffffu;
 		r->kind = HA_REC_KIND_HEAP;
 	}
-	ha_ring_publish(h, r, at, len, type, 0);
+	ha_ring_publish(h, &h->consumer_waiting, r, at, len, type, 0);
 }
 
 /* n records saying "modules changed" (16 bytes each, the smallest
@@ -118,7 +143,7 @@ static void flood(long n)
 	for (long i = 0; h && i < n; i++) {
 		void *r = ha_ring_reserve(h, ds, sizeof(struct ha_rec_hdr), 0, &at, NULL);
 		if (r)
-			ha_ring_publish(h, r, at, sizeof(struct ha_rec_hdr), HA_REC_MODULES, 0);
+			ha_ring_publish(h, &h->consumer_waiting, r, at, sizeof(struct ha_rec_hdr), HA_REC_MODULES, 0);
 	}
 }
 
@@ -138,11 +163,16 @@ static void positions(const char *kind)
 	else if (strcmp(kind, "prod_behind") == 0)
 		__atomic_store_n(&h->prod, prod - 4096, __ATOMIC_RELAXED);
 	else if (strcmp(kind, "header") == 0) {
-		h->magic = 0;
-		h->version = 99;
-		h->data_size = 1;
-		__atomic_store_n(&h->interval, 1ull << 39, __ATOMIC_RELAXED);
-		__atomic_store_n(&h->drops, 1ull << 62, __ATOMIC_RELAXED);
+		struct ha_ring_hdr *first = (struct ha_ring_hdr *)ring_base;
+		for (struct ha_ring_hdr *x = h;; x = first) {
+			x->magic = 0;
+			x->version = 99;
+			x->data_size = 1;
+			__atomic_store_n(&x->interval, 1ull << 39, __ATOMIC_RELAXED);
+			__atomic_store_n(&x->drops, 1ull << 62, __ATOMIC_RELAXED);
+			if (x == first)
+				break;
+		}
 	}
 }
 
@@ -189,11 +219,13 @@ static void chaos(long n, unsigned long seed)
 	churn_done = 0;
 	int started = pthread_create(&th, NULL, churn, NULL) == 0;
 	if (h && started) {
-		/* At least n writes, and on while the other thread allocates. */
+		/* At least n writes, and on while the other thread allocates
+		 * (into the ring of its own arena, maybe another one). */
 		size_t len = HA_RING_HDR_SIZE + 2 * ds;
 		for (long i = 0; i < n || !__atomic_load_n(&churn_done, __ATOMIC_ACQUIRE); i++) {
 			if (i % 64 == 0)
 				sched_yield();
+			h = ha_ring_at(ring_base, ds, (uint32_t)(next_rand() % ring_count));
 			uint64_t r = next_rand(), off = r % len;
 			if (r & 1) {
 				/* Half of them where records are being written and
@@ -216,8 +248,13 @@ static void chaos(long n, unsigned long seed)
 	 * meanwhile, for at most 20 s: what comes next is then never behind
 	 * a record the chaos damaged. */
 	for (int i = 0; h && i < 2000; i++) {
-		uint64_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&h->cons, __ATOMIC_ACQUIRE) == prod)
+		uint32_t behind = 0;
+		for (uint32_t k = 0; k < ring_count; k++) {
+			struct ha_ring_hdr *x = ha_ring_at(ring_base, ds, k);
+			uint64_t prod = __atomic_load_n(&x->prod, __ATOMIC_ACQUIRE);
+			behind += __atomic_load_n(&x->cons, __ATOMIC_ACQUIRE) != prod;
+		}
+		if (!behind)
 			break;
 		struct timespec t = { 0, 10 * 1000 * 1000 };
 		nanosleep(&t, NULL);

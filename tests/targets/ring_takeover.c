@@ -87,7 +87,7 @@ static void *forge_forever(void *arg)
 		/* Never a pause longer than a spin: whatever the consumer
 		 * gives back is full again before it looks. */
 		if (r)
-			ha_ring_publish(dup_hdr, r, at, 4096, HA_REC_PAD, 0);
+			ha_ring_publish(dup_hdr, &dup_hdr->consumer_waiting, r, at, 4096, HA_REC_PAD, 0);
 		else
 			__builtin_ia32_pause();
 	}
