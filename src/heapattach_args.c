@@ -53,7 +53,7 @@ static void usage(FILE *f)
 	        "      --timeout SECS    time allowed to reach a safe point in the target and\n"
 	        "                        for the agent to answer (default 5)\n"
 	        "      --ring-size BYTES size of the shared rings in all (power of two, default\n"
-	        "                        8 MiB)\n"
+	        "                        8 MiB; more drops fewer samples at small intervals)\n"
 	        "      --rings N         split it into N rings by address (1, 2, 4, 8 or 16;\n"
 	        "                        default one per CPU, at least 4, none under 1 MiB)\n"
 	        "      --nice N          run the threads that read the ring and write the\n"

@@ -3,8 +3,9 @@
 # a thread leaves the sampling code through a longjmp out of a signal
 # handler) does not stall the session: the attacher goes on from the next
 # published record, says so, and the samples after it are in the profile.
-# The target plays the vanishing writer itself: it finds the ring in its own
-# maps and reserves a record it never publishes.
+# The target plays the vanishing writer itself: it finds the rings in its
+# own maps and reserves a record it never publishes, in the ring its own
+# blocks' records go to (ha_ring_route), before the ones that follow.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all
@@ -16,6 +17,7 @@ cat >"$W/ab.c" <<'SRC'
 #include <string.h>
 #include <unistd.h>
 #include "ha_ring.h"
+#include "ha_ring_map.h"
 static void *keep[4096];
 static int nkeep;
 __attribute__((noinline)) void *ab_leak_here(size_t n)
@@ -30,15 +32,25 @@ static int abandon(void)
 {
 	char line[512];
 	FILE *f = fopen("/proc/self/maps", "r");
-	unsigned long lo = 0;
+	unsigned long lo = 0, a, b, end = 0;
 	while (f && fgets(line, sizeof line, f))
-		if (strstr(line, "memfd:heapattach-ring") && sscanf(line, "%lx-", &lo) == 1)
-			break;
+		if (strstr(line, "memfd:heapattach-ring") && sscanf(line, "%lx-%lx", &a, &b) == 2) {
+			if (!lo)
+				lo = a;
+			if (b > end)
+				end = b;
+		}
 	if (f)
 		fclose(f);
 	if (!lo)
 		return -1;
 	struct ha_ring_hdr *h = (struct ha_ring_hdr *)lo;
+	if (h->magic != HA_RING_MAGIC)
+		return -1;
+	uint32_t rings = (uint32_t)((end - lo) / ha_ring_map_len(h->data_size));
+	void *probe = ab_leak_here(1000);
+	h = ha_ring_at(h, h->data_size, ha_ring_route((uint64_t)(uintptr_t)probe, rings ? rings : 1));
+	free(probe);
 	uint64_t at;
 	if (h->magic != HA_RING_MAGIC || !ha_ring_reserve(h, h->data_size, 64, 0, &at, NULL))
 		return -1;
