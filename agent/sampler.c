@@ -164,8 +164,10 @@ static inline struct ha_ring_hdr *ring_of(const void *p)
 static inline uint64_t *cons_seen(const struct ha_ring_hdr *h)
 {
 	uint32_t sess = __atomic_load_n(&session, __ATOMIC_RELAXED);
-	uint32_t r = (uint32_t)(((const char *)h - (const char *)cfg.ring) /
-	                        (ptrdiff_t)ha_ring_map_len(cfg.data_size));
+	/* The header address's low 32 bits tell the rings of one mapping
+	 * apart: they are i * (36 KiB + 2 * data_size) from the first, and no
+	 * multiple below 16 of that is one of 2^32. */
+	uint32_t r = (uint32_t)(uintptr_t)h;
 	if (__builtin_expect(ha_ts.cons_session != sess || ha_ts.cons_ring != r, 0)) {
 		ha_ts.cons_session = sess;
 		ha_ts.cons_ring = r;

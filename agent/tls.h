@@ -49,7 +49,7 @@ struct ha_tstate {
 	uint32_t slot;          /* its in-flight slot + 1 (sampler.c); 0 = none yet */
 	uint32_t slot_gen;      /* the slots' generation it was claimed in */
 	uint32_t cons_session;  /* the session cons_seen belongs to */
-	uint32_t cons_ring;     /* ...and the ring */
+	uint32_t cons_ring;     /* ...and the ring (its header's low 32 bits) */
 	uint64_t cons_seen;     /* its last look at that ring's cons (sampler.c) */
 };
 
