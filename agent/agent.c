@@ -256,9 +256,7 @@ static void fill_counters(struct ha_counters *c)
 	 * had no room for the block, are both drops. */
 	c->drops = untracked;
 	if (g_ring && !ha_sampler_ring_lost(NULL, NULL))
-		for (uint32_t i = 0; i < g_ring_count; i++)
-			c->drops += __atomic_load_n(&ha_ring_at(g_ring, g_ring_data, i)->drops,
-			                            __ATOMIC_RELAXED);
+		c->drops += ha_rings_drops(g_ring, g_ring_data, g_ring_count);
 }
 
 static int send_counters(int fd, uint16_t type)

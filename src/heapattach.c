@@ -881,8 +881,9 @@ int main(int argc, char **argv)
 	double t_start = ha_now_ms();
 	/* Before any thread's scheduling attributes change (inject_sched.c). */
 	ha_sched_note_default();
-	struct options o = { .timeout_s = 5, .ring_bytes = 0, .interval = 512u << 10,
-	                     .stack_bytes = 64u << 10, .snapshot_every_s = 10, .rss_period = 251,
+	struct options o = { .timeout_s = 5, .ring_bytes = DEFAULT_RINGS_BYTES,
+	                     .interval = 512u << 10, .stack_bytes = 64u << 10,
+	                     .snapshot_every_s = 10, .rss_period = 251,
 	                     .nice = HA_BACKGROUND_NICE };
 	char agent[PATH_MAX], err[512], dbname[PATH_MAX];
 	struct ha_target t;
@@ -895,23 +896,20 @@ int main(int argc, char **argv)
 	/* Symbolization never goes to the network (libdw would ask debuginfod
 	 * servers); set once here, before any thread exists. */
 	unsetenv("DEBUGINFOD_URLS");
-	if (o.ring_bytes && !ha_ring_size_ok(o.ring_bytes)) {
+	if (!ha_ring_size_ok(o.ring_bytes)) {
 		fprintf(stderr, "heapattach: --ring-size must be a power of two between 64K and 1G\n");
 		return EXIT_USAGE;
 	}
-	/* As many rings as asked for while each keeps 64 KiB. */
+	/* --rings as asked for while each ring keeps 64 KiB; without it, one
+	 * per CPU, at least MIN_RINGS, none under MIN_RING_BYTES. */
 	uint32_t rings = (uint32_t)o.rings;
 	if (!rings) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		for (rings = MIN_RINGS; rings < HA_RINGS_MAX && rings < cpus; rings *= 2)
 			;
-		if (!o.ring_bytes)
-			o.ring_bytes = DEFAULT_RINGS_BYTES;
 		while (rings > 1 && o.ring_bytes / rings < MIN_RING_BYTES)
 			rings /= 2;
 	}
-	if (!o.ring_bytes)
-		o.ring_bytes = DEFAULT_RINGS_BYTES;
 	if (!ha_ring_size_ok(o.ring_bytes / rings)) {
 		fprintf(stderr, "heapattach: --ring-size %llu cannot be split into %u rings of at least "
 		        "64K\n", (unsigned long long)o.ring_bytes, (unsigned)rings);

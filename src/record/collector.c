@@ -102,7 +102,6 @@ struct ctx {
 	uint64_t agent_lo, agent_hi;  /* the agent's mappings: its frames are skipped */
 	struct rstate ring[HA_RINGS_MAX];
 	uint32_t nrings;
-	struct rstate *r;             /* the ring being read */
 	uint16_t modules_gen;         /* the newest modules record acted on... */
 	int modules_seen;             /* ...if any (each ring has a copy) */
 	double maps_ms;               /* when a modules record last had the maps re-read... */
@@ -210,9 +209,8 @@ static void take_record(struct ctx *x, struct item *it, const struct ha_rec_hdr 
  * waiting for the previous one.  Ask for the lines ahead early so that the
  * misses overlap; never past prod (lines still being written stay with
  * their writer). */
-static void prefetch_ring(struct ctx *x, uint64_t upto)
+static void prefetch_ring(struct ctx *x, struct rstate *r, uint64_t upto)
 {
-	struct rstate *r = x->r;
 	const char *data = ha_ring_data(r->h);
 	uint64_t mask = x->c->data_size - 1;
 	/* Compared as distances from rpos: positions wrap at 2^64 (a target
@@ -228,9 +226,8 @@ static void prefetch_ring(struct ctx *x, uint64_t upto)
 /* Go on from the next published record after rpos, if there is one: the
  * record at rpos was reserved and will never be published.  Returns 1 if
  * rpos moved. */
-static int skip_to_next(struct ctx *x)
+static int skip_to_next(struct ctx *x, struct rstate *r)
 {
-	struct rstate *r = x->r;
 	uint64_t prod = __atomic_load_n(&r->h->prod, __ATOMIC_ACQUIRE);
 	uint64_t next = ha_ring_find_next(r->h, x->c->data_size, r->rpos, prod);
 	if (!next || next - r->pos > x->c->data_size)
@@ -248,9 +245,8 @@ static int skip_to_next(struct ctx *x)
  * go on from that one (the skipped space is consumed with the rest).
  * Returns 1 if rpos moved.  A writer only stopped for that long (SIGSTOP)
  * loses its record. */
-static int skip_abandoned(struct ctx *x)
+static int skip_abandoned(struct ctx *x, struct rstate *r)
 {
-	struct rstate *r = x->r;
 	double now = ha_now_ms();
 	if (r->stuck_pos != r->rpos) {
 		r->stuck_pos = r->rpos;
@@ -260,16 +256,15 @@ static int skip_abandoned(struct ctx *x)
 	int hostile = r->heal.corrupt || r->heal.repairs || x->st.corrupt_records;
 	if (now - r->stuck_since < (hostile ? ABANDONED_HOSTILE_MS : ABANDONED_MS))
 		return 0;
-	return skip_to_next(x);
+	return skip_to_next(x, r);
 }
 
 /* Read up to BATCH published records from rpos on, without consuming
  * them.  A modules record ends the batch: the samples after it must be
  * unwound with the new maps.  Returns how many were read. */
-static int frame_batch(struct ctx *x)
+static int frame_batch(struct ctx *x, struct rstate *r)
 {
 	struct ha_collector *c = x->c;
-	struct rstate *r = x->r;
 	int k = 0;
 	/* Only a bound for hints: a wrong prod from the target costs nothing. */
 	r->pf_limit = __atomic_load_n(&r->h->prod, __ATOMIC_RELAXED);
@@ -299,11 +294,11 @@ static int frame_batch(struct ctx *x)
 			break;
 		}
 		if (!h) {
-			if (skip_abandoned(x))
+			if (skip_abandoned(x, r))
 				continue;
 			break;
 		}
-		prefetch_ring(x, r->rpos + len + RING_PREFETCH);
+		prefetch_ring(x, r, r->rpos + len + RING_PREFETCH);
 		struct item *it = &x->batch[k++];
 		take_record(x, it, h, len);
 		r->rpos += len;
@@ -589,9 +584,8 @@ static void apply_batch(struct ctx *x, int k)
 
 /* Give what was read back to the producers: one store of cons for many
  * records (cons is the line every producer reads). */
-static void consume(struct ctx *x)
+static void consume(struct rstate *r)
 {
-	struct rstate *r = x->r;
 	if (r->rpos != r->pos)
 		r->pos = ha_ring_consume(r->h, r->pos, r->rpos - r->pos);
 }
@@ -603,18 +597,17 @@ static size_t drain_ring(struct ctx *x, struct rstate *r)
 	uint64_t start;
 	size_t n = 0;
 	int k;
-	x->r = r;
 	if (ha_ring_heal_positions(&r->heal, r->h, x->c->data_size, x->interval, &r->pos, &r->rpos))
 		r->stuck_pos = r->rpos + 1;
 	start = r->pos;
-	while (r->rpos - start < x->c->data_size && (k = frame_batch(x)) > 0) {
+	while (r->rpos - start < x->c->data_size && (k = frame_batch(x, r)) > 0) {
 		unwind_batch(x, k);
 		apply_batch(x, k);
 		n += (size_t)k;
 		if (r->rpos - r->pos >= x->c->data_size / CONSUME_DIV)
-			consume(x);
+			consume(r);
 	}
-	consume(x);
+	consume(r);
 	return n;
 }
 
@@ -761,10 +754,8 @@ static void drain_final(struct ctx *x)
 		start[i] = x->ring[i].pos;
 	for (;;) {
 		int more = drain(x) > 0;
-		for (uint32_t i = 0; i < x->nrings && !more; i++) {
-			x->r = &x->ring[i];
-			more = skip_to_next(x);
-		}
+		for (uint32_t i = 0; i < x->nrings && !more; i++)
+			more = skip_to_next(x, &x->ring[i]);
 		for (uint32_t i = 0; i < x->nrings; i++)
 			if (x->ring[i].rpos - start[i] > 2 * x->c->data_size)
 				more = 0;
@@ -932,7 +923,6 @@ static void *collector_main(void *arg)
 		r->pos = r->rpos = __atomic_load_n(&r->h->cons, __ATOMIC_ACQUIRE);
 		r->stuck_pos = r->rpos + 1;
 	}
-	x->r = &x->ring[0];
 	/* Without an unwinder the ring is still drained (a --block target must
 	 * never wait on us); samples count as unwind failures. */
 	if (!x->book || !x->unw)
