@@ -3,15 +3,20 @@
 # leaves the target exactly as it was.  HEAPATTACH_TEST_DIE_AT=POINT[:N]
 # makes heapattach kill itself the Nth time it passes POINT
 # (src/attach/inject.c): once the thread's state is saved, as dlopen of the
-# agent starts, at its 3rd and 40th system call stop, as the agent's init
-# starts, at its 20th system call stop, on the way to the final stop, and in
-# the middle of the restore.  The hijacked thread then returns through the
-# signal frame our calls return into (src/attach/inject_frame.c).  Three
-# targets, each through every point:
+# agent starts, at the mark of its end (the signal the thread sends itself,
+# src/attach/inject_frame.c), at its 3rd and 40th system call stop (a
+# syscall@ point makes the calls run on system call stops, as they do when
+# the target has a handler for every mark signal), as the agent's init
+# starts, at its mark, at its 20th system call stop, on the way to the final
+# stop, and in the middle of the restore.  The hijacked thread then returns
+# through the signal frames our calls return into.  Three targets, each
+# through every point:
 #   fp_loop   its FP/SSE/AVX/x87 registers and control words must survive:
 #             the same exact result as a plain run;
 #   idle      blocked in read(); must go on answering lines, its GOT slot
 #             back as it was (the agent of a dead attacher restores itself);
+#             it catches SIGURG, so the mark is SIGWINCH, and its handler
+#             never runs (the mark of a dead attacher is dropped unseen);
 #   sleeper   in clock_nanosleep (a restart-block system call); must sleep
 #             at least its time and exit 0.  One sleeper a point: once
 #             interrupted, a sleep goes on in restart_syscall, whose original
@@ -25,8 +30,8 @@
 . "$(dirname "$0")/lib.sh"
 require_all fp_loop idle sleeper
 
-POINTS=(saved dlopen syscall@dlopen:3 syscall@dlopen:40 heapattach_agent_init
-	syscall@heapattach_agent_init:20 end restore)
+POINTS=(saved dlopen mark@dlopen syscall@dlopen:3 syscall@dlopen:40 heapattach_agent_init
+	mark@heapattach_agent_init syscall@heapattach_agent_init:20 end restore)
 ITERS=3500000000
 
 # die_at PID POINT: run heapattach on PID to die at POINT; it must die so
@@ -52,7 +57,7 @@ start_target plain fp_loop "$ITERS"
 plain=$TPID plain_out=$TOUT
 start_target fp fp_loop "$ITERS"
 fp=$TPID fp_out=$TOUT
-start_target idle idle
+start_target idle idle catch=URG
 idle=$TPID idle_fd=$TFD idle_out=$TOUT
 sls=() sl_outs=()
 
@@ -63,7 +68,7 @@ for point in "${POINTS[@]}"; do
 	sls+=("$TPID") sl_outs+=("$TOUT")
 	wait_syscall "$sl" "$sl" "$NR_CLOCK_NANOSLEEP"
 	pids=("$fp" "$idle" "$sl")
-	case $point in syscall@dlopen*) pids=("$sl") ;; esac
+	case $point in syscall@dlopen* | mark@dlopen) pids=("$sl") ;; esac
 	for pid in "${pids[@]}"; do
 		is_alive "$pid" || fail "target $pid ended before the kill at $point (make ITERS larger?)"
 		die_at "$pid" "$point"
@@ -92,6 +97,10 @@ for ((k = 0; k < ${#sls[@]}; k++)); do
 		fail "sleeper killed at ${POINTS[$k]} slept ${ms:-?} ms, asked 3000"
 	mss="$mss ${ms%.*}"
 done
+send "$idle_fd" caught
+wait_line "$idle_out" '^caught=' 10
+[ "$(grep '^caught=' "$idle_out")" = caught=0 ] ||
+	fail "idle's SIGURG handler ran: $(grep '^caught=' "$idle_out")"
 close_fd "$idle_fd"
 wait_exit "$idle" 20
 [ "$RC" = 0 ] || fail "idle exited $RC"

@@ -4,7 +4,10 @@
  * Contract: a call starts from the thread's saved registers (so fs, TLS and
  * the rest are its own) with the System V arguments set, its rsp at the
  * signal frame below what we pushed (inject_frame.c), whose first word is
- * the return address: libc's rt_sigreturn sequence.  Its end is the
+ * the return address: libc's rt_sigreturn sequence -- or at the mark's
+ * return chain below it, which ends in that frame.  With a mark it runs
+ * with PTRACE_CONT up to the mark's signal, then one system call on to the
+ * frame's rt_sigreturn; without one, on syscall stops throughout.  Its end is the
  * syscall-entry stop of that rt_sigreturn, which we never let run: the next
  * call starts from there, and inj_end_calls takes the thread to an
  * interrupt stop for the exact restore.  Should heapattach die at any
@@ -34,6 +37,7 @@
 #define X86_EFLAGS_TF    0x100
 #define X86_EFLAGS_DF    0x400
 #define SIGRETURN_LEN    9          /* mov $15,%rax (7 bytes); syscall (2) */
+#define MARK_STACK       4096       /* raise's stack below the frame, at most */
 
 /* Read a NUL-terminated string of at most len-1 bytes from the target, page
  * by page so that a string near the end of a mapping still reads.  0 or
@@ -162,6 +166,26 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 	return -1;
 }
 
+/* How a call goes on after a stop: with a mark, to its end without a stop
+ * at each system call; else (or once the mark is seen) to the next one. */
+static enum __ptrace_request resume_req(const struct hijack *h, uint64_t ret_sp)
+{
+	return ret_sp || (h->mark_chain && !h->marked) ? PTRACE_CONT : PTRACE_SYSCALL;
+}
+
+/* Is this signal-delivery-stop the mark (inject_frame.c): the thread's
+ * own tgkill, inside the raise the chain entered with rsp at the frame?
+ * Another sender's signal of that number is delivered as any other. */
+static int is_mark(const struct injection *j, const struct hijack *h,
+                   const struct user_regs_struct *regs)
+{
+	siginfo_t si;
+
+	return regs->rsp < h->frame && regs->rsp >= h->frame - MARK_STACK &&
+	       PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0 && si.si_code == SI_TKILL &&
+	       si.si_pid == j->pid;
+}
+
 /* Wait for the end of a call.  ret_sp 0: the syscall-entry stop of the
  * frame's rt_sigreturn (rip right after its syscall instruction, rsp just
  * above the popped return address); otherwise the SIGSEGV stop at rip 0
@@ -175,6 +199,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 	int ms = j->timeout_ms > CALL_MIN_MS ? j->timeout_ms : CALL_MIN_MS;
 	double deadline = ha_now_ms() + ms;
 	unsigned nsys = 0;
+	double t_mark = 0;
 
 	for (;;) {
 		struct user_regs_struct regs;
@@ -201,7 +226,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			continue;
 		sig = WSTOPSIG(st);
 		if ((st >> 16) != 0) {          /* event stop: keep going */
-			PT(PTRACE_SYSCALL, h->tid, 0, 0);
+			PT(resume_req(h, ret_sp), h->tid, 0, 0);
 			continue;
 		}
 		if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0) {
@@ -213,7 +238,11 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			if (!ret_sp && regs.orig_rax == SYS_rt_sigreturn &&
 			    regs.rip == j->sigreturn_fn + SIGRETURN_LEN && regs.rsp == h->frame + 8) {
 				h->at_sigreturn = 1;
-				inj_log(j, "%s: %u syscall stops", what, nsys);
+				if (h->marked)
+					inj_log(j, "%s: marked its end, rt_sigreturn %.3f ms later", what,
+					        ha_now_ms() - t_mark);
+				else
+					inj_log(j, "%s: %u syscall stops", what, nsys);
 				return 0;
 			}
 			nsys++;
@@ -222,12 +251,26 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 				snprintf(pt, sizeof pt, "syscall@%s", what);
 				inj_test_die_at(j, pt);
 			}
-			PT(PTRACE_SYSCALL, h->tid, 0, 0);
+			PT(resume_req(h, ret_sp), h->tid, 0, 0);
 			continue;
 		}
 		if (ret_sp && sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
 			*ret = regs.rax;
 			return 0;
+		}
+		if (!ret_sp && h->mark_chain && !h->marked && sig == j->mark_sig &&
+		    is_mark(j, h, &regs)) {
+			/* the call is over: the signal dropped, on to the
+			 * frame's rt_sigreturn (the next system call) */
+			h->marked = 1;
+			t_mark = ha_now_ms();
+			if (j->die_at[0]) {
+				char pt[64];
+				snprintf(pt, sizeof pt, "mark@%s", what);
+				inj_test_die_at(j, pt);
+			}
+			PT(PTRACE_SYSCALL, h->tid, 0, 0);
+			continue;
 		}
 		if ((SYNC_SIGNALS >> (sig - 1)) & 1) {
 			siginfo_t si;
@@ -238,7 +281,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			}
 		}
 		/* an asynchronous signal our mask cannot hold back */
-		PT(PTRACE_SYSCALL, h->tid, 0, sig);
+		PT(resume_req(h, ret_sp), h->tid, 0, sig);
 	}
 }
 
@@ -251,7 +294,8 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
                        const uint64_t *args, int nargs, int legacy, uint64_t *ret)
 {
 	struct user_regs_struct regs = h->regs;
-	uint64_t sp = h->frame;          /* its return address: rt_sigreturn */
+	/* its return address: the mark's chain if any, else rt_sigreturn */
+	uint64_t sp = h->mark_chain ? h->mark_chain : h->frame;
 	double t1 = ha_now_ms();
 	int rc;
 
@@ -259,9 +303,11 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 		ha_err(j->err, j->errlen, "internal error: a call before the signal frame");
 		return -1;
 	}
-	if (legacy) {                    /* below the frame, also 8 mod 16 */
+	if (h->mark_chain && inj_write_mark(j, h) < 0)
+		return -1;
+	if (legacy) {                    /* below the mark, also 8 mod 16 */
 		uint64_t zero = 0;
-		sp = h->frame - 16;
+		sp -= 16;
 		rc = ha_remote_write(j->pid, sp, &zero, sizeof zero);
 		if (rc < 0) {
 			ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
@@ -288,12 +334,13 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 		return -1;
 	}
 	h->at_sigreturn = 0;
+	h->marked = 0;
 	if (!h->prepared) {             /* from now on the frame restores it all */
 		if (inj_prepare_calls(j, h) < 0)
 			return -1;
 		h->prepared = 1;
 	}
-	if (inj_test_die_at(j, what) || PT(PTRACE_SYSCALL, h->tid, 0, 0) < 0) {
+	if (inj_test_die_at(j, what) || PT(resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) < 0) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
 		       strerror(errno));
 		return -1;

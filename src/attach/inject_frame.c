@@ -19,9 +19,13 @@
  * had been pushed by a call instruction; when the function returns, the
  * thread runs rt_sigreturn and the kernel puts back the saved context --
  * exactly what happens after a signal handler.  While we live, we stop the
- * thread at the entry of that rt_sigreturn (PTRACE_SYSCALL stops, harmless
+ * thread at the entry of that rt_sigreturn (a PTRACE_SYSCALL stop, harmless
  * without us) and never let it run: the next call starts from there, and the
- * last one ends with the exact restore of inject_state.c.
+ * last one ends with the exact restore of inject_state.c.  The calls
+ * themselves run without a stop at each system call: they start at a
+ * return chain below the frame, the mark (write_mark), which tells us
+ * their end with a signal the thread sends itself and the kernel drops
+ * without us.
  *
  * What the frame cannot do exactly, and only matters if we died:
  *   - a thread stopped inside a system call: the frame resumes it at the
@@ -57,6 +61,7 @@
 #define FXSAVE_SIZE         512
 #define XSAVE_MIN           576   /* FXSAVE area + XSAVE header */
 #define ALTSTACK_INVALID    3     /* not 0, SS_ONSTACK or SS_DISABLE: EINVAL */
+#define MARK_CHAIN          4     /* words of the mark's return chain */
 
 #define ERESTARTSYS           512
 #define ERESTARTNOINTR        513
@@ -123,6 +128,72 @@ static void frame_regs(const struct user_regs_struct *r, struct k_sigcontext *sc
 	sc->rip = rip; sc->eflags = r->eflags;
 	sc->cs = (uint16_t)r->cs;
 	sc->ss = (uint16_t)r->ss;
+}
+
+/* The mark: a return chain below the frame, where the calls start.  A
+ * call returns into `pop %rdi; ret` (rdi = the mark's signal), then a `ret`
+ * (for the stack's alignment), then libc's raise, which returns into the
+ * frame and so to where the thread was:
+ *
+ *   mark_chain + 0    pop %rdi; ret     <- rsp at the call's entry (8 mod 16)
+ *              + 8    j->mark_sig
+ *              + 16   ret
+ *              + 24   raise              (entered with rsp at the frame)
+ *   frame      + 0    __restore_rt       (the frame's own return address)
+ *
+ * So the thread sends itself the mark's signal at the end of each call.
+ * While we live, ptrace shows us that signal before anything happens to it
+ * (a signal-delivery-stop inside raise): the end of the call, without a
+ * stop at each of its system calls (each stop is two scheduler round
+ * trips, ~1-2 ms apiece on busy cores); we drop it and take the thread one
+ * system call on, to the frame's rt_sigreturn, as before.  Without us the
+ * kernel drops it as it is sent: its default action is to ignore it and the
+ * target has no handler for it (inj_choose_mark).  No rt_sigreturn runs
+ * while we live: it would reset the restart block of a thread stopped in
+ * nanosleep, poll or a futex wait with a timeout (restart_syscall would then
+ * fail with EINTR).  The calls' mask lets the mark's signal through
+ * (inj_prepare_calls).  Without a mark (j->mark_sig 0) the calls start at
+ * the frame and end on its rt_sigreturn's syscall stop. */
+static int write_mark(struct injection *j, struct hijack *h)
+{
+	uint64_t at = h->frame - MARK_CHAIN * sizeof(uint64_t);
+
+	h->mark_chain = 0;
+	inj_choose_mark(j);
+	if (!j->mark_sig) {
+		inj_log(j, "no mark: the calls end on system call stops");
+		return 0;
+	}
+	if (h->regs.rsp - at > PUSH_ROOM) {
+		ha_err(j->err, j->errlen, "no room for the mark on the stack of thread %d",
+		       (int)h->tid);
+		return -1;
+	}
+	h->mark_chain = at;
+	h->sp = at;
+	inj_log(j, "mark at 0x%llx: the calls end on SIG%s", (unsigned long long)at,
+	        j->mark_sig == SIGURG ? "URG" : j->mark_sig == SIGWINCH ? "WINCH" : "CHLD");
+	return inj_write_mark(j, h);
+}
+
+/* (Re)write the mark's chain: raise's own stack, below the frame, runs over
+ * it each time.  Before each call; 0 or -1 (j->err set). */
+int inj_write_mark(struct injection *j, struct hijack *h)
+{
+	uint64_t chain[MARK_CHAIN];
+	int rc;
+
+	chain[0] = j->pop_rdi_ret;
+	chain[1] = (uint64_t)j->mark_sig;
+	chain[2] = j->pop_rdi_ret + 1;   /* its ret */
+	chain[3] = j->raise_fn;
+	rc = ha_remote_write(j->pid, h->mark_chain, chain, sizeof chain);
+	if (rc < 0) {
+		ha_err(j->err, j->errlen, "cannot write to the stack of thread %d: %s",
+		       (int)h->tid, strerror(-rc));
+		return -1;
+	}
+	return 0;
 }
 
 /* Lay out the frame below the data already pushed (nothing may be pushed
@@ -202,5 +273,5 @@ int inj_write_frame(struct injection *j, struct hijack *h)
 	h->sp = frame;
 	inj_log(j, "signal frame at 0x%llx (%zu bytes, %s)", (unsigned long long)frame, total,
 	        xstate ? "XSAVE" : "FXSAVE");
-	return 0;
+	return write_mark(j, h);
 }

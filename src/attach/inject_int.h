@@ -78,6 +78,9 @@ struct injection {
 	int dlopen_flags;
 	uint64_t init_fn;        /* heapattach_agent_init, once known */
 	uint64_t sigreturn_fn;   /* "mov $15,%rax; syscall" in libc (__restore_rt) */
+	uint64_t pop_rdi_ret;    /* "pop %rdi; ret" in libc, for the mark (inject_frame.c) */
+	uint64_t raise_fn;       /* libc's raise, for the mark */
+	int mark_sig;            /* the mark's signal, 0: none (the calls run on syscall stops) */
 	struct probe probe[MAX_PROBES];
 	int nlive;               /* probes not PR_FREE */
 	pid_t chosen;            /* the probe found at a safe point */
@@ -104,6 +107,8 @@ struct hijack {
 	uint64_t sigmask;
 	uint64_t sp;             /* pushed data grows down from here */
 	uint64_t frame;          /* the signal frame (inject_frame.c), 0 before */
+	uint64_t mark_chain;     /* the mark's return chain below it, 0 if none: calls start there */
+	int marked;              /* this call's mark seen: on to its rt_sigreturn */
 	int prepared;            /* inj_prepare_calls done */
 	int at_sigreturn;        /* at the syscall-entry stop of the frame's rt_sigreturn */
 	uint64_t sched_old;      /* its time slice, while sched_set */
@@ -137,6 +142,7 @@ void inj_sched_prefer(pid_t tid, int boost);
 void inj_hijack_sched(struct injection *j, struct hijack *h, int on);
 
 int inj_resolve_sigreturn(struct injection *j);
+void inj_choose_mark(struct injection *j);
 
 /* inject_state.c */
 int inj_save_state(struct injection *j, struct hijack *h);
@@ -145,6 +151,7 @@ int inj_restore_state(struct injection *j, struct hijack *h, int have_err);
 
 /* inject_frame.c */
 int inj_write_frame(struct injection *j, struct hijack *h);
+int inj_write_mark(struct injection *j, struct hijack *h);
 
 /* inject_call.c */
 int inj_push(struct injection *j, struct hijack *h, const void *data, size_t n,

@@ -12,11 +12,14 @@
 #include "inject_int.h"
 #include "elfsym.h"
 #include "ha_proto.h"
+#include "proc.h"
 #include "util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,17 +32,50 @@ static const struct ha_map *find_libc(const struct ha_maps *maps)
 	return libc ? libc : ha_maps_find_module(maps, "libc-");
 }
 
+/* The address of the byte sequence seq in libc's executable mappings (as
+ * mapped: what will run), looked for first in the 8 KiB around `near` when
+ * that is in one of them; 0 if none. */
+static uint64_t find_code(struct injection *j, const struct ha_map *libc, uint64_t near,
+                          const unsigned char *seq, size_t len)
+{
+	static unsigned char buf[64 << 10];   /* the helper thread's only: one injection at a time */
+	uint64_t at = 0;
+
+	for (size_t i = 0; i < j->maps.n && !at; i++) {
+		const struct ha_map *m = &j->maps.v[i];
+		if (!(m->prot & PROT_EXEC) || m->inode != libc->inode || m->dev != libc->dev)
+			continue;
+		int around = near >= m->start + 4096 && near + 4096 <= m->end;
+		for (int pass = around ? 0 : 1; pass < 2 && !at; pass++) {
+			uint64_t from = pass ? m->start : near - 4096;
+			uint64_t to = pass ? m->end : near + 4096;
+			for (uint64_t p = from; p < to && !at; p += sizeof buf - len) {
+				size_t n = to - p < sizeof buf ? to - p : sizeof buf;
+				void *hit;
+				if (n < len || ha_remote_read(j->pid, p, buf, n) < 0)
+					break;
+				hit = memmem(buf, n, seq, len);
+				if (hit)
+					at = p + (uint64_t)((unsigned char *)hit - buf);
+			}
+		}
+	}
+	return at;
+}
+
 /* Where `mov $15,%rax; syscall` is in libc's code: __restore_rt, the
  * return address glibc gives every signal handler, right after
- * __libc_sigaction; else anywhere in libc's executable mappings. */
+ * __libc_sigaction; else anywhere in libc's executable mappings.  Also a
+ * `pop %rdi; ret` and raise, for the mark our calls end with
+ * (inject_frame.c; without them the calls run on syscall stops). */
 int inj_resolve_sigreturn(struct injection *j)
 {
 	static const unsigned char seq[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
-	static unsigned char buf[64 << 10];   /* the helper thread's only: one injection at a time */
+	static const unsigned char pop_rdi_ret[2] = { 0x5f, 0xc3 };
 	const struct ha_map *libc = find_libc(&j->maps);
 	uint64_t near = 0;
 
-	j->sigreturn_fn = 0;
+	j->sigreturn_fn = j->pop_rdi_ret = j->raise_fn = 0;
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
 		       "(statically linked, or not a glibc program?)", (int)j->pid);
@@ -47,33 +83,47 @@ int inj_resolve_sigreturn(struct injection *j)
 	}
 	if (ha_elf_symbol(j->pid, libc, "__libc_sigaction", &near) < 0)
 		ha_elf_symbol(j->pid, libc, "sigaction", &near);
-	for (size_t i = 0; i < j->maps.n && !j->sigreturn_fn; i++) {
-		const struct ha_map *m = &j->maps.v[i];
-		if (!(m->prot & PROT_EXEC) || m->inode != libc->inode || m->dev != libc->dev)
-			continue;
-		int around = near >= m->start + 4096 && near + 4096 <= m->end;
-		for (int pass = around ? 0 : 1; pass < 2 && !j->sigreturn_fn; pass++) {
-			/* first the 8 KiB around sigaction, then all of it */
-			uint64_t from = pass ? m->start : near - 4096;
-			uint64_t to = pass ? m->end : near + 4096;
-			for (uint64_t p = from; p < to && !j->sigreturn_fn; p += sizeof buf - sizeof seq) {
-				size_t n = to - p < sizeof buf ? to - p : sizeof buf;
-				void *hit;
-				if (n < sizeof seq || ha_remote_read(j->pid, p, buf, n) < 0)
-					break;
-				hit = memmem(buf, n, seq, sizeof seq);
-				if (hit)
-					j->sigreturn_fn = p + (uint64_t)((unsigned char *)hit - buf);
-			}
-		}
-	}
+	j->sigreturn_fn = find_code(j, libc, near, seq, sizeof seq);
 	if (!j->sigreturn_fn) {
 		ha_err(j->err, j->errlen, "no rt_sigreturn sequence (__restore_rt) in %s of "
 		       "process %d", libc->path, (int)j->pid);
 		return -1;
 	}
-	inj_log(j, "rt_sigreturn sequence at 0x%llx", (unsigned long long)j->sigreturn_fn);
+	if (ha_elf_symbol(j->pid, libc, "raise", &j->raise_fn) < 0)
+		j->raise_fn = 0;
+	else   /* any will do: first looked for near raise */
+		j->pop_rdi_ret = find_code(j, libc, j->raise_fn, pop_rdi_ret, sizeof pop_rdi_ret);
+	inj_log(j, "rt_sigreturn sequence at 0x%llx; raise at 0x%llx, pop-rdi-ret at 0x%llx",
+	        (unsigned long long)j->sigreturn_fn, (unsigned long long)j->raise_fn,
+	        (unsigned long long)j->pop_rdi_ret);
 	return 0;
+}
+
+/* The signal of the mark (inject_frame.c): one whose default action is to
+ * ignore it and that the target has no handler for, so that if we die it
+ * is dropped as it is sent.  Read from the target's status as late as
+ * possible, once its thread is stopped.  None (0) if all have handlers:
+ * the calls then run on syscall stops; and so they do when a test point of
+ * ours needs those stops (HEAPATTACH_TEST_DIE_AT=syscall@...). */
+void inj_choose_mark(struct injection *j)
+{
+	static const int cand[] = { SIGURG, SIGWINCH, SIGCHLD };
+	char buf[64];
+	unsigned long long caught;
+
+	j->mark_sig = 0;
+	if (!j->raise_fn || !j->pop_rdi_ret || strncmp(j->die_at, "syscall@", 8) == 0 ||
+	    ha_proc_status_field(j->pid, 0, "SigCgt", buf, sizeof buf) != 0)
+		return;
+	errno = 0;
+	caught = strtoull(buf, NULL, 16);
+	if (errno)
+		return;
+	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+		if (!((caught >> (cand[i] - 1)) & 1)) {
+			j->mark_sig = cand[i];
+			return;
+		}
 }
 
 /* Find how to call dlopen in the target: libc >= 2.34 exports dlopen and

@@ -83,8 +83,13 @@ int inj_prepare_calls(struct injection *j, struct hijack *h)
 	uint64_t mask;
 
 	/* Signals that arrive during the calls stay pending and are delivered
-	 * once the mask is back.  SIGKILL/SIGSTOP cannot be blocked. */
+	 * once the mask is back.  SIGKILL/SIGSTOP cannot be blocked; nor is
+	 * the mark's signal, ignored by default and not handled (see
+	 * inject_frame.c): another sender's is delivered, i.e. dropped, as it
+	 * would have been without us. */
 	mask = ~SYNC_SIGNALS;
+	if (j->mark_sig)
+		mask &= ~(1ULL << (j->mark_sig - 1));
 	if (PT(PTRACE_SETSIGMASK, h->tid, sizeof mask, &mask) < 0) {
 		ha_err(j->err, j->errlen, "cannot block signals of thread %d: %s",
 		       (int)h->tid, strerror(errno));

@@ -8,6 +8,9 @@
  *                   "echo LINE"; at EOF prints "bye" and exits 0.
  *   idle zombie     first forks a child that exits at once and is never
  *                   reaped; prints "zombie pid=N" before "ready".
+ *   idle catch=LIST catches the signals of LIST (comma-separated of URG,
+ *                   WINCH, CHLD: those whose default is to be ignored) and
+ *                   counts them: "caught" -> prints "caught=N".
  *
  * "hooked": in a PIE, taking malloc's address loads it from the GOT
  * (a GLOB_DAT slot), so comparing it with dlsym(RTLD_DEFAULT, "malloc")
@@ -20,7 +23,35 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t nsig;
+static volatile sig_atomic_t nsig, ncaught;
+
+static void on_caught(int sig)
+{
+	(void)sig;
+	ncaught++;
+}
+
+/* catch=URG,WINCH,CHLD: a counting handler for each; 0 or -1. */
+static int catch_list(const char *list)
+{
+	static const struct { const char *name; int sig; } tab[] = {
+		{ "URG", SIGURG }, { "WINCH", SIGWINCH }, { "CHLD", SIGCHLD },
+	};
+	char buf[64], *save = NULL, *tok;
+
+	snprintf(buf, sizeof buf, "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < sizeof tab / sizeof tab[0]; i++)
+			if (strcmp(tok, tab[i].name) == 0)
+				break;
+		if (i == sizeof tab / sizeof tab[0] || signal(tab[i].sig, on_caught) == SIG_ERR) {
+			fprintf(stderr, "idle: cannot catch '%s'\n", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 static void on_rtmin(int sig)
 {
@@ -59,8 +90,11 @@ int main(int argc, char **argv)
 		if (c == 0)
 			_exit(0);
 		printf("zombie pid=%d\n", (int)c);
+	} else if (argc > 1 && strncmp(argv[1], "catch=", 6) == 0) {
+		if (catch_list(argv[1] + 6) < 0)
+			return 2;
 	} else if (argc > 1) {
-		fprintf(stderr, "usage: idle [zombie]\n");
+		fprintf(stderr, "usage: idle [zombie | catch=URG,WINCH,CHLD]\n");
 		return 2;
 	}
 	printf("ready pid=%d\n", (int)getpid());
@@ -70,6 +104,8 @@ int main(int argc, char **argv)
 			printf("hooked=%d\n", got_hooked());
 		else if (strcmp(line, "signals") == 0)
 			printf("signals=%d\n", (int)nsig);
+		else if (strcmp(line, "caught") == 0)
+			printf("caught=%d\n", (int)ncaught);
 		else
 			printf("echo %s\n", line);
 	}
