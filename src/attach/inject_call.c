@@ -136,7 +136,7 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
  * back where it was (abandoning the call half-way: dlopen may hold the
  * loader lock, the target may be left in a bad state; nothing better is
  * possible).  Returns -1 always; h->saved is cleared if the thread could
- * not be stopped. */
+ * not be stopped, or if it had returned through the frame already. */
 static int abort_call(struct injection *j, struct hijack *h, const char *what, int ms)
 {
 	double deadline = ha_now_ms() + ABORT_WAIT_MS;
@@ -153,6 +153,18 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 			continue;
 		}
 		if (WIFSTOPPED(st)) {
+			struct user_regs_struct regs;
+			/* above the frame: it has returned through it (a mark
+			 * missed), so it is in its own context again and must
+			 * not be put back to where it was */
+			if (PT(PTRACE_GETREGS, h->tid, 0, &regs) == 0 && regs.rsp > h->frame) {
+				inj_hijack_sched(j, h, 0);
+				h->saved = 0;   /* detached as it is */
+				ha_err(j->err, j->errlen, "%s did not return within %d ms in process "
+				       "%d; thread %d had gone back to its own code through the "
+				       "frame", what, ms, (int)j->pid, (int)h->tid);
+				return -1;
+			}
 			ha_err(j->err, j->errlen, "%s did not return within %d ms in process %d "
 			       "(deadlock?); call abandoned, thread %d restored, the target may "
 			       "be left in a bad state", what, ms, (int)j->pid, (int)h->tid);
@@ -173,17 +185,18 @@ static enum __ptrace_request resume_req(const struct hijack *h, uint64_t ret_sp)
 	return ret_sp || (h->mark_chain && !h->marked) ? PTRACE_CONT : PTRACE_SYSCALL;
 }
 
-/* Is this signal-delivery-stop the mark (inject_frame.c): the thread's
- * own tgkill, inside the raise the chain entered with rsp at the frame?
- * Another sender's signal of that number is delivered as any other. */
-static int is_mark(const struct injection *j, const struct hijack *h,
-                   const struct user_regs_struct *regs)
+/* Is this signal-delivery-stop the mark (inject_frame.c): a tgkill, with
+ * the thread inside the raise the chain entered with rsp at the frame?
+ * (Not si_pid: it is the sender's pid in the target's own pid namespace.)
+ * Should another sender's tgkill of that signal land right there, the
+ * call goes on on syscall stops to the same end, and our own mark, met
+ * later, is delivered: ignored. */
+static int is_mark(const struct hijack *h, const struct user_regs_struct *regs)
 {
 	siginfo_t si;
 
 	return regs->rsp < h->frame && regs->rsp >= h->frame - MARK_STACK &&
-	       PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0 && si.si_code == SI_TKILL &&
-	       si.si_pid == j->pid;
+	       PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0 && si.si_code == SI_TKILL;
 }
 
 /* Wait for the end of a call.  ret_sp 0: the syscall-entry stop of the
@@ -259,7 +272,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			return 0;
 		}
 		if (!ret_sp && h->mark_chain && !h->marked && sig == j->mark_sig &&
-		    is_mark(j, h, &regs)) {
+		    is_mark(h, &regs)) {
 			/* the call is over: the signal dropped, on to the
 			 * frame's rt_sigreturn (the next system call) */
 			h->marked = 1;

@@ -147,8 +147,9 @@ static void frame_regs(const struct user_regs_struct *r, struct k_sigcontext *sc
  * stop at each of its system calls (each stop is two scheduler round
  * trips, ~1-2 ms apiece on busy cores); we drop it and take the thread one
  * system call on, to the frame's rt_sigreturn, as before.  Without us the
- * kernel drops it as it is sent: its default action is to ignore it and the
- * target has no handler for it (inj_choose_mark).  No rt_sigreturn runs
+ * kernel drops it as it is sent: its default action is to ignore it, the
+ * target has no handler for it and the thread does not block it
+ * (inj_choose_mark).  No rt_sigreturn runs
  * while we live: it would reset the restart block of a thread stopped in
  * nanosleep, poll or a futex wait with a timeout (restart_syscall would then
  * fail with EINTR).  The calls' mask lets the mark's signal through
@@ -159,15 +160,12 @@ static int write_mark(struct injection *j, struct hijack *h)
 	uint64_t at = h->frame - MARK_CHAIN * sizeof(uint64_t);
 
 	h->mark_chain = 0;
-	inj_choose_mark(j);
+	inj_choose_mark(j, h->sigmask);
+	if (j->mark_sig && h->regs.rsp - at > PUSH_ROOM)
+		j->mark_sig = 0;             /* no room for it: none */
 	if (!j->mark_sig) {
 		inj_log(j, "no mark: the calls end on system call stops");
 		return 0;
-	}
-	if (h->regs.rsp - at > PUSH_ROOM) {
-		ha_err(j->err, j->errlen, "no room for the mark on the stack of thread %d",
-		       (int)h->tid);
-		return -1;
 	}
 	h->mark_chain = at;
 	h->sp = at;

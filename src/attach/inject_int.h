@@ -142,7 +142,7 @@ void inj_sched_prefer(pid_t tid, int boost);
 void inj_hijack_sched(struct injection *j, struct hijack *h, int on);
 
 int inj_resolve_sigreturn(struct injection *j);
-void inj_choose_mark(struct injection *j);
+void inj_choose_mark(struct injection *j, uint64_t blocked);
 
 /* inject_state.c */
 int inj_save_state(struct injection *j, struct hijack *h);

@@ -100,19 +100,24 @@ int inj_resolve_sigreturn(struct injection *j)
 }
 
 /* The signal of the mark (inject_frame.c): one whose default action is to
- * ignore it and that the target has no handler for, so that if we die it
- * is dropped as it is sent.  Read from the target's status as late as
- * possible, once its thread is stopped.  None (0) if all have handlers:
- * the calls then run on syscall stops; and so they do when a test point of
- * ours needs those stops (HEAPATTACH_TEST_DIE_AT=syscall@...). */
-void inj_choose_mark(struct injection *j)
+ * ignore it, that the target has no handler for (so that if we die it is
+ * dropped as it is sent) and that the thread does not block (blocked, it
+ * may be read through signalfd or sigwait: unblocking it during our calls
+ * could take one from the program).  Read from the target's status once
+ * the thread is stopped (its mask in `blocked`).  None (0) if there is no
+ * such signal, if a seccomp filter might refuse raise's system calls
+ * (gettid, getpid, tgkill), or if a test point of ours needs the syscall
+ * stops (HEAPATTACH_TEST_DIE_AT=syscall@...): the calls then run on
+ * syscall stops. */
+void inj_choose_mark(struct injection *j, uint64_t blocked)
 {
 	static const int cand[] = { SIGURG, SIGWINCH, SIGCHLD };
 	char buf[64];
 	unsigned long long caught;
 
 	j->mark_sig = 0;
-	if (!j->raise_fn || !j->pop_rdi_ret || strncmp(j->die_at, "syscall@", 8) == 0 ||
+	if (!j->raise_fn || !j->pop_rdi_ret || j->target->seccomp_filter ||
+	    strncmp(j->die_at, "syscall@", 8) == 0 ||
 	    ha_proc_status_field(j->pid, 0, "SigCgt", buf, sizeof buf) != 0)
 		return;
 	errno = 0;
@@ -120,7 +125,7 @@ void inj_choose_mark(struct injection *j)
 	if (errno)
 		return;
 	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-		if (!((caught >> (cand[i] - 1)) & 1)) {
+		if (!(((caught | blocked) >> (cand[i] - 1)) & 1)) {
 			j->mark_sig = cand[i];
 			return;
 		}

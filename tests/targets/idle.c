@@ -11,6 +11,8 @@
  *   idle catch=LIST catches the signals of LIST (comma-separated of URG,
  *                   WINCH, CHLD: those whose default is to be ignored) and
  *                   counts them: "caught" -> prints "caught=N".
+ *   idle block=LIST blocks the signals of LIST (as a program reading them
+ *                   through signalfd would).
  *
  * "hooked": in a PIE, taking malloc's address loads it from the GOT
  * (a GLOB_DAT slot), so comparing it with dlsym(RTLD_DEFAULT, "malloc")
@@ -31,26 +33,32 @@ static void on_caught(int sig)
 	ncaught++;
 }
 
-/* catch=URG,WINCH,CHLD: a counting handler for each; 0 or -1. */
-static int catch_list(const char *list)
+
+/* catch=URG,WINCH,CHLD: a counting handler for each; block=...: blocked.
+ * 0 or -1. */
+static int catch_list(const char *list, int block)
 {
 	static const struct { const char *name; int sig; } tab[] = {
 		{ "URG", SIGURG }, { "WINCH", SIGWINCH }, { "CHLD", SIGCHLD },
 	};
 	char buf[64], *save = NULL, *tok;
+	sigset_t blocked;
 
+	sigemptyset(&blocked);
 	snprintf(buf, sizeof buf, "%s", list);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t i;
 		for (i = 0; i < sizeof tab / sizeof tab[0]; i++)
 			if (strcmp(tok, tab[i].name) == 0)
 				break;
-		if (i == sizeof tab / sizeof tab[0] || signal(tab[i].sig, on_caught) == SIG_ERR) {
-			fprintf(stderr, "idle: cannot catch '%s'\n", tok);
+		if (i == sizeof tab / sizeof tab[0] ||
+		    (block ? sigaddset(&blocked, tab[i].sig) != 0
+		           : signal(tab[i].sig, on_caught) == SIG_ERR)) {
+			fprintf(stderr, "idle: cannot %s '%s'\n", block ? "block" : "catch", tok);
 			return -1;
 		}
 	}
-	return 0;
+	return block ? sigprocmask(SIG_BLOCK, &blocked, NULL) : 0;
 }
 
 static void on_rtmin(int sig)
@@ -90,11 +98,12 @@ int main(int argc, char **argv)
 		if (c == 0)
 			_exit(0);
 		printf("zombie pid=%d\n", (int)c);
-	} else if (argc > 1 && strncmp(argv[1], "catch=", 6) == 0) {
-		if (catch_list(argv[1] + 6) < 0)
+	} else if (argc > 1 && (strncmp(argv[1], "catch=", 6) == 0 ||
+	                        strncmp(argv[1], "block=", 6) == 0)) {
+		if (catch_list(argv[1] + 6, argv[1][0] == 'b') < 0)
 			return 2;
 	} else if (argc > 1) {
-		fprintf(stderr, "usage: idle [zombie | catch=URG,WINCH,CHLD]\n");
+		fprintf(stderr, "usage: idle [zombie | catch=URG,WINCH,CHLD | block=...]\n");
 		return 2;
 	}
 	printf("ready pid=%d\n", (int)getpid());
