@@ -54,6 +54,8 @@ one catch=URG,WINCH,CHLD "no mark: the calls end on system call stops"
 grep -Eq 'heapattach_agent_init: [0-9]+ syscall stops' "$HA_ERR" ||
 	fail "the calls without a mark did not end on system call stops"
 one block=URG,WINCH,CHLD "no mark: the calls end on system call stops"
+grep -Eq 'heapattach_agent_init: [0-9]+ syscall stops' "$HA_ERR" ||
+	fail "with every mark signal blocked the calls did not end on system call stops"
 
 # In a pid namespace the mark's si_pid is the target's own view (1), not
 # the pid we know it by.  (The session itself does not start there yet:

@@ -132,6 +132,20 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
 	       (unsigned long long)regs->rip, extra, (int)h->tid);
 }
 
+/* Has the thread gone back to its own code through the frame (a mark
+ * missed, say)?  Then it is in its own context again, and must not be put
+ * back to where it was.  Told by its signal mask, which the frame's
+ * rt_sigreturn put back (during the calls it is h->call_mask); not by rsp,
+ * which its own code may take anywhere.  A thread whose own mask is the
+ * calls' cannot be told: taken as still in the call. */
+static int returned(const struct hijack *h)
+{
+	uint64_t mask;
+
+	return h->prepared && h->sigmask != h->call_mask &&
+	       PT(PTRACE_GETSIGMASK, h->tid, sizeof mask, &mask) == 0 && mask != h->call_mask;
+}
+
 /* The call did not return in time: stop the thread so that it can be put
  * back where it was (abandoning the call half-way: dlopen may hold the
  * loader lock, the target may be left in a bad state; nothing better is
@@ -153,11 +167,7 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 			continue;
 		}
 		if (WIFSTOPPED(st)) {
-			struct user_regs_struct regs;
-			/* above the frame: it has returned through it (a mark
-			 * missed), so it is in its own context again and must
-			 * not be put back to where it was */
-			if (PT(PTRACE_GETREGS, h->tid, 0, &regs) == 0 && regs.rsp > h->frame) {
+			if (returned(h)) {
 				inj_hijack_sched(j, h, 0);
 				h->saved = 0;   /* detached as it is */
 				ha_err(j->err, j->errlen, "%s did not return within %d ms in process "
@@ -287,8 +297,19 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 		}
 		if ((SYNC_SIGNALS >> (sig - 1)) & 1) {
 			siginfo_t si;
-			/* kernel-generated (si_code > 0): a fault in the call */
+			/* kernel-generated (si_code > 0): a fault in the call --
+			 * unless the thread is back in its own code, whose fault
+			 * it is: delivered to it, the thread let go as it is */
 			if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) < 0 || si.si_code > 0) {
+				if (returned(h)) {
+					inj_hijack_sched(j, h, 0);
+					PT(PTRACE_DETACH, h->tid, 0, sig);
+					h->saved = 0;
+					ha_err(j->err, j->errlen, "%s: thread %d went back to its own code "
+					       "through the frame before its end was seen", what,
+					       (int)h->tid);
+					return -1;
+				}
 				report_crash(j, h, what, sig, &regs);
 				return -1;
 			}

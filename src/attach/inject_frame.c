@@ -160,7 +160,7 @@ static int write_mark(struct injection *j, struct hijack *h)
 	uint64_t at = h->frame - MARK_CHAIN * sizeof(uint64_t);
 
 	h->mark_chain = 0;
-	inj_choose_mark(j, h->sigmask);
+	inj_choose_mark(j, h->tid, h->sigmask);
 	if (j->mark_sig && h->regs.rsp - at > PUSH_ROOM)
 		j->mark_sig = 0;             /* no room for it: none */
 	if (!j->mark_sig) {

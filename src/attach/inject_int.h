@@ -109,6 +109,7 @@ struct hijack {
 	uint64_t frame;          /* the signal frame (inject_frame.c), 0 before */
 	uint64_t mark_chain;     /* the mark's return chain below it, 0 if none: calls start there */
 	int marked;              /* this call's mark seen: on to its rt_sigreturn */
+	uint64_t call_mask;      /* the signal mask during the calls (inj_prepare_calls) */
 	int prepared;            /* inj_prepare_calls done */
 	int at_sigreturn;        /* at the syscall-entry stop of the frame's rt_sigreturn */
 	uint64_t sched_old;      /* its time slice, while sched_set */
@@ -142,7 +143,7 @@ void inj_sched_prefer(pid_t tid, int boost);
 void inj_hijack_sched(struct injection *j, struct hijack *h, int on);
 
 int inj_resolve_sigreturn(struct injection *j);
-void inj_choose_mark(struct injection *j, uint64_t blocked);
+void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked);
 
 /* inject_state.c */
 int inj_save_state(struct injection *j, struct hijack *h);

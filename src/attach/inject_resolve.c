@@ -104,12 +104,12 @@ int inj_resolve_sigreturn(struct injection *j)
  * dropped as it is sent) and that the thread does not block (blocked, it
  * may be read through signalfd or sigwait: unblocking it during our calls
  * could take one from the program).  Read from the target's status once
- * the thread is stopped (its mask in `blocked`).  None (0) if there is no
- * such signal, if a seccomp filter might refuse raise's system calls
- * (gettid, getpid, tgkill), or if a test point of ours needs the syscall
- * stops (HEAPATTACH_TEST_DIE_AT=syscall@...): the calls then run on
- * syscall stops. */
-void inj_choose_mark(struct injection *j, uint64_t blocked)
+ * thread tid is stopped (its mask in `blocked`).  None (0) if there is no
+ * such signal, if a seccomp filter of that thread (filters are per thread)
+ * might refuse raise's system calls (gettid, getpid, tgkill), or if a test
+ * point of ours needs the syscall stops (HEAPATTACH_TEST_DIE_AT=syscall@...):
+ * the calls then run on syscall stops. */
+void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked)
 {
 	static const int cand[] = { SIGURG, SIGWINCH, SIGCHLD };
 	char buf[64];
@@ -118,6 +118,8 @@ void inj_choose_mark(struct injection *j, uint64_t blocked)
 	j->mark_sig = 0;
 	if (!j->raise_fn || !j->pop_rdi_ret || j->target->seccomp_filter ||
 	    strncmp(j->die_at, "syscall@", 8) == 0 ||
+	    ha_proc_status_field(j->pid, tid, "Seccomp", buf, sizeof buf) != 0 ||
+	    strtol(buf, NULL, 10) != 0 ||
 	    ha_proc_status_field(j->pid, 0, "SigCgt", buf, sizeof buf) != 0)
 		return;
 	errno = 0;

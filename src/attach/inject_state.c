@@ -95,6 +95,7 @@ int inj_prepare_calls(struct injection *j, struct hijack *h)
 		       (int)h->tid, strerror(errno));
 		return -1;
 	}
+	h->call_mask = mask;
 
 	/* The thread may have been stopped mid-computation with values on
 	 * the x87 stack or a non-default rounding mode; the calls get the
