@@ -3,7 +3,9 @@
 # cache (HEAPATTACH_CACHE), when the first session ends; later sessions read
 # the cached copy and name the same frames (function, file:line); a damaged
 # copy is not used (and is replaced); an empty HEAPATTACH_CACHE writes
-# nothing.
+# nothing; a session that ends because its target exited still stores
+# the copy (the files are held open from the moment they are noted: they
+# cannot be opened through /proc/PID/root once PID is gone).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all
@@ -115,4 +117,26 @@ session 4
 [ ! -e "$W/xdg/heapattach" ] || fail "an empty HEAPATTACH_CACHE still wrote $W/xdg/heapattach"
 ! grep -q 'debug info cache' "$HA_ERR" || fail "an empty HEAPATTACH_CACHE still used a cache"
 cmp -s "$W/leaf1" "$W/leaf4" || fail "without the cache the frame differs: '$(cat "$W/leaf4")'"
+# 5. The target exits while attached: the session ends on its own, and
+# still stores the copy into a cache that has none.
+export HEAPATTACH_CACHE=$W/cache5
+start_cmd dc5 "$W/dc"
+wait_target_ready
+pid5=$TPID
+wait_syscall "$pid5" "$pid5" "$NR_READ"
+start_ha -v -q -i 1 --block -s 3600 -o "$W/s5.db" "$pid5"
+wait_ready "$pid5" dc
+send "$TFD" go
+wait_line "$TOUT" '^done$'
+send "$TFD" quit
+wait_exit "$pid5" 10 && [ "$RC" = 0 ] || fail "session 5: dc did not exit cleanly ($RC)"
+wait_for 20 '! is_alive "$HAPID"' || fail "session 5: heapattach still running 20 s after its target exited"
+wait "$HAPID"
+rc=$?
+grep -q 'target [0-9]* exited' "$HA_ERR" || fail "session 5: heapattach did not see its target exit: $(tail -n 3 "$HA_ERR")"
+log "session 5 (target exited, heapattach exit $rc): $(grep 'debug info cache' "$HA_ERR")"
+grep -Eq "debug info cache $W/cache5: 0 files read from it, [1-9][0-9]* stored" "$HA_ERR" ||
+	fail "session 5 (the target exited) did not store its debug file: $(grep 'debug info cache' "$HA_ERR")"
+[ -f "$W/cache5/debug/$id.debug" ] || fail "no copy in $W/cache5 after the target exited"
+cmp -s "$cached" "$W/cache5/debug/$id.debug" || fail "the copy stored after the target exited differs from session 3's"
 echo ok

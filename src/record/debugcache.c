@@ -166,11 +166,13 @@ static int make_dirs(const char *dir)
 	return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* pread from offset 0: in may be a descriptor libdw reads too, whose
+ * offset is not ours to move. */
 static int copy_fd(int in, int out)
 {
 	char buf[1 << 16];
-	for (;;) {
-		ssize_t r = read(in, buf, sizeof buf);
+	for (off_t at = 0;;) {
+		ssize_t r = pread(in, buf, sizeof buf, at);
 		if (r == 0)
 			return 0;
 		if (r < 0) {
@@ -178,6 +180,7 @@ static int copy_fd(int in, int out)
 				continue;
 			return -1;
 		}
+		at += r;
 		for (ssize_t w = 0; w < r;) {
 			ssize_t k = write(out, buf + w, (size_t)(r - w));
 			if (k < 0) {
@@ -215,7 +218,7 @@ int ha_debugcache_store(const char *dir, const unsigned char *build_id, int id_l
 		ha_err(err, errlen, "cannot create a file in %s: %s", sub, strerror(errno));
 		return -1;
 	}
-	if (lseek(in, 0, SEEK_SET) != 0 || copy_fd(in, out) != 0) {
+	if (copy_fd(in, out) != 0) {
 		why = strerror(errno);
 		goto fail;
 	}

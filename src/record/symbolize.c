@@ -72,13 +72,17 @@ struct ha_symbolizer {
 	size_t fn, fcap;
 	/* The debug-info cache (debugcache.h): its directory ("" = none), the
 	 * files read from it, and the compressed files opened instead, to be
-	 * stored when the session ends (ha_symbolizer_store_cache). */
+	 * stored when the session ends (ha_symbolizer_store_cache).  Each is
+	 * held open from the moment it is noted (fd, a descriptor of our own):
+	 * a session often ends because the target exited, and its files can
+	 * then no longer be opened through /proc/PID/root, as they must be. */
 	char cache_dir[PATH_MAX];
 	int cache_hits;
 	struct to_cache {
 		unsigned char id[64];
 		int id_len;
 		char *path;
+		int fd;
 	} to_cache[16];
 	int n_to_cache;
 };
@@ -211,6 +215,11 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	    ha_debugcache_compressed(fd)) {
 		struct to_cache *t = &s->to_cache[s->n_to_cache];
 		t->path = strdup(*debuginfo_file_name);
+		t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (t->path && t->fd < 0) {
+			free(t->path);
+			t->path = NULL;
+		}
 		if (t->path) {
 			memcpy(t->id, id, (size_t)id_len);
 			t->id_len = id_len;
@@ -316,8 +325,10 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		dwfl_end(s->dwfl);
 	ha_maps_free(&s->maps);
 	cache_clear(s);
-	for (int i = 0; i < s->n_to_cache; i++)
+	for (int i = 0; i < s->n_to_cache; i++) {
 		free(s->to_cache[i].path);
+		close(s->to_cache[i].fd);
+	}
 	free(s->frames);
 	ha_strpool_free(&s->pool);
 	free(s);
@@ -332,15 +343,9 @@ void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose)
 	for (int i = 0; i < s->n_to_cache; i++) {
 		char err[PATH_MAX + 100];
 		struct to_cache *t = &s->to_cache[i];
-		/* Found in a directory the target may own: read as it could. */
-		int in = ha_target_open(s->pid, t->path, NULL), rc = -1;
-		if (in < 0)
-			ha_err(err, sizeof err, "cannot store %s: %s", t->path, strerror(-in));
-		else
-			rc = ha_debugcache_store(s->cache_dir, t->id, t->id_len, in, t->path, err,
-			                         sizeof err);
-		if (in >= 0)
-			close(in);
+		/* Held since it was opened, with the target's rights. */
+		int rc = ha_debugcache_store(s->cache_dir, t->id, t->id_len, t->fd, t->path, err,
+		                             sizeof err);
 		if (rc == 0)
 			stored++;
 		else if (verbose)
