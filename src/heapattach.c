@@ -768,11 +768,12 @@ static struct ha_pf *open_rss(const struct options *o, pid_t pid)
 	return pf;
 }
 
-/* The live session: record it, start the writer and the collector, stay
- * attached, detach, and say what was recorded.  The writer owns db from its
- * start (it closes it).  Returns the exit status. */
+/* The live session: start the collector, then (once the database is
+ * open) the writer, stay attached, detach, and say what was recorded.  The
+ * writer owns the database from its start (it closes it).  Returns the exit
+ * status. */
 static int profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
-                   int sigfd, struct ha_db *db, const char *dbname, struct ha_pf *pf)
+                   int sigfd, struct db_open_job *dbj, const char *dbname, struct ha_pf *pf)
 {
 	char err[512];
 	char exe_link[64], exe[PATH_MAX] = "";
@@ -814,18 +815,15 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	coll.pf = pf;
 	coll.rss_period = coll.pf ? o->rss_period : 0;
 	info.rss_period = coll.rss_period;
-	writer.db = db;
 	writer.pid = t->pid;
 	writer.verbose = o->verbose;
-	if (ha_db_begin_session(db, &info, &writer.session_id, err, sizeof err) ||
-	    ha_writer_start(&writer)) {
-		/* The agent restores itself when the caller hangs up. */
-		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
-		ha_pf_close(coll.pf);
-		ha_db_close(db);
-		end_push(push, -1, NULL);
-		return EXIT_FAILED;
-	}
+	/* The collector drains the ring from the moment the agent is ready;
+	 * what it sends the writer waits in the writer's inbox until the
+	 * database is open.  (The agent samples from READY on: a collector
+	 * started after the open, 30-70 ms later on a busy machine, found
+	 * the rings of a 2-thread malloc loop half full and dropped
+	 * samples.) */
+	ha_writer_init(&writer);
 	coll.pid = t->pid;
 	coll.ring = s->ring;
 	coll.data_size = s->ring_data_size;
@@ -835,10 +833,29 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	coll.no_stack_refs = o->no_stack_refs;
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;
-	if (ha_collector_start(&coll)) {
+	int coll_failed = ha_collector_start(&coll);
+	if (coll_failed)
 		fprintf(stderr, "heapattach: %s\n", coll.err);
-		ha_writer_finish(&writer, ha_unix_now());
-		end_push(push, -1, writer.db);
+	int db_failed = db_open_finish(dbj);
+	if (db_failed && !coll_failed)
+		fprintf(stderr, "heapattach: %s\n", dbj->err);
+	else if (o->verbose && !db_failed)
+		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj->ms);
+	writer.db = dbj->db;
+	if (!coll_failed && !db_failed &&
+	    (ha_db_begin_session(writer.db, &info, &writer.session_id, err, sizeof err) ||
+	     ha_writer_start(&writer))) {
+		fprintf(stderr, "heapattach: %s: %s\n", dbname, writer.err[0] ? writer.err : err);
+		db_failed = 1;
+	}
+	if (coll_failed || db_failed) {
+		/* The agent restores itself when the caller hangs up. */
+		if (!coll_failed)
+			ha_collector_stop(&coll, "detach");
+		ha_writer_discard(&writer);
+		ha_pf_close(coll.pf);
+		ha_db_close(writer.db);
+		end_push(push, -1, NULL);
 		return EXIT_FAILED;
 	}
 
@@ -967,18 +984,12 @@ int main(int argc, char **argv)
 	 * attached.  (They observe the target; they do not change it.) */
 	struct ha_pf *pf = o.rss ? open_rss(&o, t.pid) : NULL;
 	status = attach(&o, &t, &s, &dbj, t_start, t_checked);
-	if (db_open_finish(&dbj) && !status) {
-		/* the agent restores itself when we hang up */
-		fprintf(stderr, "heapattach: %s\n", dbj.err);
-		status = EXIT_FAILED;
-	}
 	if (status) {
+		db_open_finish(&dbj);
 		ha_pf_close(pf);
 		ha_db_close(dbj.db);
 	} else {
-		if (o.verbose)
-			fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj.ms);
-		status = profile(&o, &t, &s, sigfd, dbj.db, dbname, pf);
+		status = profile(&o, &t, &s, sigfd, &dbj, dbname, pf);
 	}
 	ha_session_close(&s);
 	close(sigfd);

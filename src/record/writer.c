@@ -239,9 +239,25 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int ha_writer_start(struct ha_writer *w)
+void ha_writer_init(struct ha_writer *w)
 {
 	ha_queue_init(&w->inbox);
+}
+
+void ha_writer_discard(struct ha_writer *w)
+{
+	struct ha_qmsg *q;
+	while ((q = ha_queue_get(&w->inbox, 0)) != NULL) {
+		if (q->type == HA_WMSG_SNAPSHOT)
+			free(((struct ha_wmsg_snapshot *)q)->rows);
+		if (q != &w->end.q)
+			free(q);
+	}
+	ha_queue_destroy(&w->inbox);
+}
+
+int ha_writer_start(struct ha_writer *w)
+{
 	if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
 		snprintf(w->err, sizeof w->err, "cannot start the writer thread");
 		return -1;

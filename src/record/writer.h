@@ -66,7 +66,14 @@ struct ha_writer {
 	char err[256];
 };
 
+/* The inbox, so that messages can be sent before the thread starts. */
+void ha_writer_init(struct ha_writer *w);
+/* After ha_writer_init: start the thread, which writes what is in the
+ * inbox and what comes after (db and session_id set). */
 int ha_writer_start(struct ha_writer *w);
+/* After ha_writer_init, instead of starting: free every message sent and
+ * the inbox (nobody sends any more). */
+void ha_writer_discard(struct ha_writer *w);
 /* Send END and join: every message before it is written. */
 void ha_writer_finish(struct ha_writer *w, double end_time);
 
