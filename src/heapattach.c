@@ -527,7 +527,8 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	struct ha_init_args args = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
 	                             .attacher_pid = (int32_t)getpid(),
 	                             .attacher_uid = (uint32_t)geteuid(),
-	                             .flags = t->seccomp_filter ? 0 : HA_INIT_SHORT_SLICES };
+	                             .flags = (t->seccomp_filter ? 0 : HA_INIT_SHORT_SLICES) |
+	                                      (t->pid_ns_below ? HA_INIT_PEER_OUTSIDE : 0) };
 	snprintf(args.sock_path, sizeof args.sock_path, "%s", s->sock_target);
 	struct ha_msg_config cfg = { .sample_interval = o->interval,
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
@@ -987,6 +988,7 @@ int main(int argc, char **argv)
 		return EXIT_REFUSED;
 	}
 	ha_session_init(&s);
+	s.own_pid = t.own_pid;
 	if (ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes / rings, rings, err,
 	                    sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);

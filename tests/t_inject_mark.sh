@@ -58,8 +58,8 @@ grep -Eq 'heapattach_agent_init: [0-9]+ syscall stops' "$HA_ERR" ||
 	fail "with every mark signal blocked the calls did not end on system call stops"
 
 # In a pid namespace the mark's si_pid is the target's own view (1), not
-# the pid we know it by.  (The session itself does not start there yet:
-# only the injection's calls are checked, and the target after them.)
+# the pid we know it by.  (Here only the injection's calls are checked,
+# and the target after them; t_attach_pidns profiles such a target.)
 nsmsg="no pid namespace here"
 if command -v unshare >/dev/null && unshare --pid --fork true 2>/dev/null; then
 	start_cmd ns unshare --pid --fork "$TARGETS/idle"

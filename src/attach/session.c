@@ -354,9 +354,10 @@ int ha_session_handshake_step(struct ha_session *s)
 			r = recv_msg(s, &m, HA_MSG_HELLO, -1, s->hs_err, sizeof s->hs_err);
 			if (r != 0)
 				goto out;
-			if (m.u.hello.pid != s->pid) {
+			pid_t want = s->own_pid ? s->own_pid : s->pid;
+			if (m.u.hello.pid != want) {
 				ha_err(s->hs_err, sizeof s->hs_err, "the agent says it runs in pid %d, "
-				       "not %d", (int)m.u.hello.pid, (int)s->pid);
+				       "not %d", (int)m.u.hello.pid, (int)want);
 				r = -1;
 				goto out;
 			}

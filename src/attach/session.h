@@ -12,6 +12,8 @@
 
 struct ha_session {
 	pid_t pid;                 /* target */
+	pid_t own_pid;             /* its pid in its own pid namespace, what HELLO
+	                            * says (0: pid) */
 	int listen_fd;
 	int conn_fd;
 	int ring_fd;               /* memfd, sent to the agent */

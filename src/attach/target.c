@@ -103,6 +103,24 @@ static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
 		return -1;
 	}
 	t->pid = pid;
+	t->own_pid = pid;
+	/* "NSpid: 4242 7 1": the pid in each pid namespace from ours down
+	 * to the target's own. */
+	if (ha_status_field(status, "NSpid", buf, sizeof buf) == 0) {
+		int n = 0;
+		long last = 0;
+		for (char *p = buf, *end; *p; p = end) {
+			long v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			last = v;
+			n++;
+		}
+		if (n > 1 && last > 0 && last <= INT32_MAX) {
+			t->own_pid = (pid_t)last;
+			t->pid_ns_below = 1;
+		}
+	}
 	if (ha_status_field(status, "Uid", buf, sizeof buf) == 0)
 		t->uid = (uid_t)strtoul(buf, NULL, 10);
 	if (ha_status_field(status, "Gid", buf, sizeof buf) == 0)

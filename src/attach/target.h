@@ -9,6 +9,9 @@
 
 struct ha_target {
 	pid_t pid;              /* the thread-group id */
+	pid_t own_pid;          /* its pid in its own pid namespace (NSpid's last) */
+	int pid_ns_below;       /* in a pid namespace below ours: we have no pid
+	                         * there (its SO_PEERCRED shows us as pid 0) */
 	uid_t uid;              /* real uid of the target */
 	gid_t gid;
 	char comm[64];

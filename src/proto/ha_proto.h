@@ -49,13 +49,19 @@
 /* ha_init_args.flags */
 #define HA_INIT_SHORT_SLICES 0x1u /* no seccomp filter: the agent thread may
                                    * ask for short time slices (sched_setattr) */
+#define HA_INIT_PEER_OUTSIDE 0x2u /* the target is in a pid namespace below
+                                   * the attacher's, where the attacher has no
+                                   * pid: SO_PEERCRED shows it as 0 (attacher_pid
+                                   * stays its own, for ha_agent_state), and
+                                   * HELLO's pid is the target's own there */
 
 #define HA_SOCK_PATH_MAX 108  /* sizeof(sun_path) */
 
 struct ha_init_args {
 	uint32_t magic;                     /* HA_PROTO_MAGIC */
 	uint32_t version;                   /* HA_PROTO_VERSION */
-	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid */
+	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid (0 with
+	                                     * HA_INIT_PEER_OUTSIDE) */
 	uint32_t attacher_uid;
 	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
 	uint32_t flags;                     /* HA_INIT_SHORT_SLICES */
