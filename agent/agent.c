@@ -340,8 +340,9 @@ static int connect_attacher(struct failure *f, int *verified, int send_timeout_m
 	socklen_t clen = sizeof cred;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred)
 		return fail(f, errno ? errno : EPROTO, "SO_PEERCRED");
-	/* An attacher outside our pid namespace has no pid here: 0.  Nobody
-	 * inside it can show up as 0. */
+	/* An attacher outside our pid namespace has no pid here: 0, as every
+	 * process outside shows; the cookie in CONFIG then tells it from
+	 * them (recv_config). */
 	int32_t peer = g_args.flags & HA_INIT_PEER_OUTSIDE ? 0 : g_args.attacher_pid;
 	if (cred.pid != peer)
 		return fail(f, EPERM, "peer is not the attacher");
@@ -383,6 +384,14 @@ static int recv_config(struct failure *f, int timeout_ms)
 		return fail(f, EPROTO, "expected CONFIG");
 	if (rfd < 0)
 		return fail(f, EPROTO, "CONFIG without ring descriptor");
+	/* Only the process that wrote our arguments knows the cookie: where
+	 * SO_PEERCRED cannot name the attacher (HA_INIT_PEER_OUTSIDE), this
+	 * is what does, and nothing of the peer's is mapped before it. */
+	uint8_t diff = 0;
+	for (size_t i = 0; i < sizeof g_args.cookie; i++)
+		diff |= (uint8_t)(m.u.config.cookie[i] ^ g_args.cookie[i]);
+	if (diff)
+		return fail(f, EPERM, "CONFIG without the session's cookie");
 
 	g_cfg = m.u.config;
 	long ps = sysconf(_SC_PAGESIZE);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -449,13 +450,22 @@ static void *db_open_thread(void *arg)
 	/* Tests only (t_db_late): a slow disk, made exact -- the creation of
 	 * a new database waits for a line from this FIFO. */
 	if (j->gate) {
-		int fd = open(j->gate, O_RDONLY | O_CLOEXEC);
-		char c;
-		if (fd >= 0) {
-			while (read(fd, &c, 1) == 1 && c != '\n')
-				;
-			close(fd);
+		/* A FIFO only: opened without waiting and checked, then opened
+		 * again through the descriptor, which waits for a writer. */
+		struct stat st;
+		int fd = open(j->gate, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+			char again[64], c;
+			snprintf(again, sizeof again, "/proc/self/fd/%d", fd);
+			int w = open(again, O_RDONLY | O_CLOEXEC);
+			if (w >= 0) {
+				while (read(w, &c, 1) == 1 && c != '\n')
+					;
+				close(w);
+			}
 		}
+		if (fd >= 0)
+			close(fd);
 	}
 	j->rc = ha_db_open(j->path, &j->db, j->err, sizeof j->err);
 	j->ms = ha_now_ms() - t0;
@@ -533,6 +543,11 @@ static int attach(const struct options *o, const struct ha_target *t, struct ha_
 	struct ha_msg_config cfg = { .sample_interval = o->interval,
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
 	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
+	if (getrandom(args.cookie, sizeof args.cookie, 0) != (ssize_t)sizeof args.cookie) {
+		fprintf(stderr, "heapattach: cannot draw the session's cookie: %s\n", strerror(errno));
+		return EXIT_FAILED;
+	}
+	memcpy(cfg.cookie, args.cookie, sizeof cfg.cookie);
 	ha_session_handshake_begin(s, &cfg);
 	struct ha_inject_opts io = { .target = t, .args = &args,
 	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose,
@@ -832,6 +847,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	coll.rss_period = coll.pf ? o->rss_period : 0;
 	info.rss_period = coll.rss_period;
 	writer.pid = t->pid;
+	writer.own_pid = t->own_pid;
 	writer.verbose = o->verbose;
 	/* The collector drains the ring from the moment the agent is ready;
 	 * what it sends the writer waits in the writer's inbox until the
@@ -853,7 +869,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	if (coll_failed)
 		fprintf(stderr, "heapattach: %s\n", coll.err);
 	int db_failed = db_open_finish(dbj);
-	if (db_failed && !coll_failed)
+	if (db_failed)
 		fprintf(stderr, "heapattach: %s\n", dbj->err);
 	else if (o->verbose && !db_failed)
 		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj->ms);

@@ -106,10 +106,12 @@ static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
 	t->own_pid = pid;
 	/* "NSpid: 4242 7 1": the pid in each pid namespace from ours down
 	 * to the target's own. */
-	if (ha_status_field(status, "NSpid", buf, sizeof buf) == 0) {
+	char nspid[512];
+	if (ha_status_field(status, "NSpid", nspid, sizeof nspid) == 0 &&
+	    strlen(nspid) < sizeof nspid - 1) {
 		int n = 0;
 		long last = 0;
-		for (char *p = buf, *end; *p; p = end) {
+		for (char *p = nspid, *end; *p; p = end) {
 			long v = strtol(p, &end, 10);
 			if (end == p)
 				break;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 7u
+#define HA_PROTO_VERSION 8u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -51,8 +51,10 @@
                                    * ask for short time slices (sched_setattr) */
 #define HA_INIT_PEER_OUTSIDE 0x2u /* the target is in a pid namespace below
                                    * the attacher's, where the attacher has no
-                                   * pid: SO_PEERCRED shows it as 0 (attacher_pid
-                                   * stays its own, for ha_agent_state), and
+                                   * pid: SO_PEERCRED shows it as 0, as it
+                                   * shows every process outside (attacher_pid
+                                   * stays its own, for ha_agent_state; the
+                                   * cookie tells the attacher from them), and
                                    * HELLO's pid is the target's own there */
 
 #define HA_SOCK_PATH_MAX 108  /* sizeof(sun_path) */
@@ -66,7 +68,10 @@ struct ha_init_args {
 	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
 	uint32_t flags;                     /* HA_INIT_SHORT_SLICES */
 	int32_t  result;                    /* written by init: HA_INIT_* */
-	uint8_t  reserved[8];
+	uint8_t  cookie[8];                 /* random, of this session: CONFIG
+	                                     * must carry it (only who wrote
+	                                     * these arguments into the target
+	                                     * knows it) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -134,6 +139,8 @@ struct ha_msg_config {
 	uint32_t flags;           /* HA_CFG_*                                */
 	uint32_t rings;           /* rings in the memfd (section 4)          */
 	uint32_t pad;
+	uint8_t  cookie[8];       /* ha_init_args.cookie: the agent maps the
+	                           * ring of a peer that knows it only */
 };
 
 /* Counters the agent keeps.  Cumulative over the session. */

@@ -32,6 +32,7 @@
 
 struct ha_jitdump {
 	pid_t pid;
+	pid_t own_pid;           /* in the target's pid namespace: the file name's */
 	char path[4200];
 	int found;               /* path names the file to read */
 	int dead;                /* a bad header or record: not read again */
@@ -39,11 +40,13 @@ struct ha_jitdump {
 	uint64_t dev, ino, done;
 };
 
-struct ha_jitdump *ha_jitdump_new(pid_t pid)
+struct ha_jitdump *ha_jitdump_new(pid_t pid, pid_t own_pid)
 {
 	struct ha_jitdump *jd = calloc(1, sizeof *jd);
-	if (jd)
+	if (jd) {
 		jd->pid = pid;
+		jd->own_pid = own_pid;
+	}
 	return jd;
 }
 
@@ -81,7 +84,7 @@ static int locate(struct ha_jitdump *jd, struct ha_perfmap *pm)
 {
 	char name[64];
 	struct stat st;
-	snprintf(name, sizeof name, "jit-%d.dump", (int)jd->pid);
+	snprintf(name, sizeof name, "jit-%d.dump", (int)jd->own_pid);
 	snprintf(jd->path, sizeof jd->path, "/proc/%d/root/tmp/%s", (int)jd->pid, name);
 	int fd = ha_perfmap_open_file(pm, jd->path, &st);
 	if (fd >= 0) {

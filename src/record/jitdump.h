@@ -24,8 +24,9 @@
 
 struct ha_jitdump;
 
-/* For process pid; NULL if out of memory. */
-struct ha_jitdump *ha_jitdump_new(pid_t pid);
+/* For process pid, whose dump is named by own_pid (its pid in its own pid
+ * namespace: jit-OWN_PID.dump); NULL if out of memory. */
+struct ha_jitdump *ha_jitdump_new(pid_t pid, pid_t own_pid);
 /* Same, for the file at path (tests). */
 struct ha_jitdump *ha_jitdump_new_path(const char *path);
 void ha_jitdump_free(struct ha_jitdump *jd);

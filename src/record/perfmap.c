@@ -51,10 +51,10 @@ struct ha_perfmap *ha_perfmap_new_path(const char *path, uid_t uid)
 	return pm;
 }
 
-struct ha_perfmap *ha_perfmap_new(pid_t pid)
+struct ha_perfmap *ha_perfmap_new(pid_t pid, pid_t own_pid)
 {
 	char path[128];
-	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
+	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)own_pid);
 	struct ha_perfmap *pm = ha_perfmap_new_path(path, 0);
 	if (pm) {
 		pm->uid_known = 0;   /* the process's, looked up at each poll */

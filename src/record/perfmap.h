@@ -35,9 +35,10 @@
 
 struct ha_perfmap;
 
-/* For process pid (whose maps file may not exist yet).  NULL if out of
- * memory. */
-struct ha_perfmap *ha_perfmap_new(pid_t pid);
+/* For process pid (whose maps file may not exist yet), named by own_pid,
+ * its pid in its own pid namespace (/tmp/perf-OWN_PID.map, in its root).
+ * NULL if out of memory. */
+struct ha_perfmap *ha_perfmap_new(pid_t pid, pid_t own_pid);
 /* Same, for the file at path, owned by uid or root (tests). */
 struct ha_perfmap *ha_perfmap_new_path(const char *path, uid_t uid);
 void ha_perfmap_free(struct ha_perfmap *pm);

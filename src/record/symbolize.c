@@ -216,9 +216,11 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		struct to_cache *t = &s->to_cache[s->n_to_cache];
 		t->path = strdup(*debuginfo_file_name);
 		t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		if (t->path && t->fd < 0) {
+		if (!t->path || t->fd < 0) {
 			free(t->path);
 			t->path = NULL;
+			if (t->fd >= 0)
+				close(t->fd);
 		}
 		if (t->path) {
 			memcpy(t->id, id, (size_t)id_len);

@@ -179,7 +179,8 @@ static void *writer_main(void *arg)
 	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!sym && ha_proc_alive(w->pid))
 		fail(w, "symbolizer", err);
-	struct jit_names jn = { ha_perfmap_new(w->pid), ha_jitdump_new(w->pid) };
+	pid_t own = w->own_pid ? w->own_pid : w->pid;
+	struct jit_names jn = { ha_perfmap_new(w->pid, own), ha_jitdump_new(w->pid, own) };
 	jit_poll(&jn);
 	struct ha_qmsg *q = NULL;
 	for (;;) {

@@ -42,6 +42,8 @@ struct ha_wmsg_end {
 struct ha_writer {
 	struct ha_db *db;             /* handed over at start; the writer closes it */
 	pid_t pid;                    /* the target, for the symbolizer */
+	pid_t own_pid;                /* its pid in its own pid namespace, which
+	                               * names its perf map and jitdump (0: pid) */
 	int verbose;                  /* -v: what the debug info cache did */
 	struct ha_queue *to_live;     /* a live view: each new stack's text goes
 	                               * there (live_feed.h); NULL: none */
