@@ -450,10 +450,11 @@ static void *db_open_thread(void *arg)
 	/* Tests only (t_db_late): a slow disk, made exact -- the creation of
 	 * a new database waits for a line from this FIFO. */
 	if (j->gate) {
-		/* A FIFO only: opened without waiting and checked, then opened
-		 * again through the descriptor, which waits for a writer. */
+		/* A FIFO only: looked at through O_PATH (which opens nothing),
+		 * then opened through that descriptor, which waits for a writer
+		 * (one already waiting is met at once). */
 		struct stat st;
-		int fd = open(j->gate, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+		int fd = open(j->gate, O_PATH | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
 			char again[64], c;
 			snprintf(again, sizeof again, "/proc/self/fd/%d", fd);
