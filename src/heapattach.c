@@ -872,7 +872,7 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	int db_failed = db_open_finish(dbj);
 	if (db_failed)
 		fprintf(stderr, "heapattach: %s\n", dbj->err);
-	else if (o->verbose && !db_failed)
+	else if (o->verbose)
 		fprintf(stderr, "heapattach: database %s opened in %.1f ms\n", dbname, dbj->ms);
 	writer.db = dbj->db;
 	if (!coll_failed && !db_failed &&

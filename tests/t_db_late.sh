@@ -34,7 +34,6 @@ wait_exit "$pid" 10 || fail "leak_cmd did not exit after quit"
 [ "$RC" = 0 ] || fail "leak_cmd exited $RC"
 first=$(sqlite3 "$db" 'SELECT reason FROM snapshots ORDER BY id LIMIT 1')
 [ "$first" = attach ] || fail "the first snapshot is '$first', not the attach's baseline"
-LAST_SNAPSHOT=$(sqlite3 "$db" 'SELECT max(id) FROM snapshots')
 # leak_here's blocks, and the array that keeps them (leak_cmd grows it
 # from 1,024 entries by doubling: 32,768 pointers for 20,000).
 read -r bytes count < <(live_under "$db" leak_here heap)

@@ -66,16 +66,23 @@ log "attacher: $HA"
 
 # session N: attach, allocate 500 records, detach; the top row's leaf frame
 # of the live heap into $W/leafN.
-session() {
+# session_begin N: start dc and attach to it (SPID), allocate the records.
+session_begin() {
 	local n=$1
 	start_cmd "dc$n" "$W/dc"
 	wait_target_ready
-	local pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
-	start_ha -v -q -i 1 --block -s 3600 -o "$W/s$n.db" "$pid"
-	wait_ready "$pid" dc
+	SPID=$TPID
+	wait_syscall "$SPID" "$SPID" "$NR_READ"
+	start_ha -v -q -i 1 --block -s 3600 -o "$W/s$n.db" "$SPID"
+	wait_ready "$SPID" dc
 	send "$TFD" go
 	wait_line "$TOUT" '^done$'
+}
+
+session() {
+	local n=$1
+	session_begin "$n"
+	local pid=$SPID
 	detach_by_signal INT "$pid"
 	grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "session $n: sanitizer report from heapattach"
 	send "$TFD" quit
@@ -120,19 +127,14 @@ cmp -s "$W/leaf1" "$W/leaf4" || fail "without the cache the frame differs: '$(ca
 # 5. The target exits while attached: the session ends on its own, and
 # still stores the copy into a cache that has none.
 export HEAPATTACH_CACHE=$W/cache5
-start_cmd dc5 "$W/dc"
-wait_target_ready
-pid5=$TPID
-wait_syscall "$pid5" "$pid5" "$NR_READ"
-start_ha -v -q -i 1 --block -s 3600 -o "$W/s5.db" "$pid5"
-wait_ready "$pid5" dc
-send "$TFD" go
-wait_line "$TOUT" '^done$'
+session_begin 5
+pid5=$SPID
 send "$TFD" quit
 wait_exit "$pid5" 10 && [ "$RC" = 0 ] || fail "session 5: dc did not exit cleanly ($RC)"
 wait_for 20 '! is_alive "$HAPID"' || fail "session 5: heapattach still running 20 s after its target exited"
 wait "$HAPID"
 rc=$?
+grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "session 5: sanitizer report from heapattach"
 grep -q 'target [0-9]* exited' "$HA_ERR" || fail "session 5: heapattach did not see its target exit: $(tail -n 3 "$HA_ERR")"
 log "session 5 (target exited, heapattach exit $rc): $(grep 'debug info cache' "$HA_ERR")"
 grep -Eq "debug info cache $W/cache5: 0 files read from it, [1-9][0-9]* stored" "$HA_ERR" ||

@@ -105,9 +105,9 @@ static int check_exists(pid_t pid, struct ha_target *t, char *status, char *err,
 	t->pid = pid;
 	t->own_pid = pid;
 	/* "NSpid: 4242 7 1": the pid in each pid namespace from ours down
-	 * to the target's own. */
-	/* Only a whole line: a status cut at its buffer's end (thousands of
-	 * supplementary groups come before it) could end inside it. */
+	 * to the target's own.  Only a whole line: a status cut at its
+	 * buffer's end (thousands of supplementary groups come before it)
+	 * could end inside it. */
 	char nspid[512];
 	const char *ns_line = strstr(status, "\nNSpid:");
 	if (ns_line && strchr(ns_line + 1, '\n') &&

@@ -62,11 +62,11 @@
 struct ha_init_args {
 	uint32_t magic;                     /* HA_PROTO_MAGIC */
 	uint32_t version;                   /* HA_PROTO_VERSION */
-	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid (0 with
-	                                     * HA_INIT_PEER_OUTSIDE) */
+	int32_t  attacher_pid;              /* agent checks SO_PEERCRED.pid against it
+	                                     * (against 0 with HA_INIT_PEER_OUTSIDE) */
 	uint32_t attacher_uid;
 	char     sock_path[HA_SOCK_PATH_MAX]; /* path as seen inside the target */
-	uint32_t flags;                     /* HA_INIT_SHORT_SLICES */
+	uint32_t flags;                     /* HA_INIT_* */
 	int32_t  result;                    /* written by init: HA_INIT_* */
 	uint8_t  cookie[8];                 /* random, of this session: CONFIG
 	                                     * must carry it (only who wrote
