@@ -869,6 +869,10 @@ static int profile(const struct options *o, const struct ha_target *t, struct ha
 	int coll_failed = ha_collector_start(&coll);
 	if (coll_failed)
 		fprintf(stderr, "heapattach: %s\n", coll.err);
+	/* The files the symbols come from, opened now, while the open of the
+	 * database goes on: a target that exits before then is still named. */
+	if (!coll_failed)
+		ha_writer_prepare(&writer);
 	int db_failed = db_open_finish(dbj);
 	if (db_failed)
 		fprintf(stderr, "heapattach: %s\n", dbj->err);
@@ -946,6 +950,9 @@ int main(int argc, char **argv)
 	/* Symbolization never goes to the network (libdw would ask debuginfod
 	 * servers); set once here, before any thread exists. */
 	unsetenv("DEBUGINFOD_URLS");
+	/* The symbolizer holds a descriptor for each file the target maps,
+	 * and --rss one for each page-fault event. */
+	ha_raise_fd_limit();
 	if (!ha_ring_size_ok(o.ring_bytes)) {
 		fprintf(stderr, "heapattach: --ring-size must be a power of two between 64K and 1G\n");
 		return EXIT_USAGE;

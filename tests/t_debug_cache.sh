@@ -3,9 +3,11 @@
 # cache (HEAPATTACH_CACHE), when the first session ends; later sessions read
 # the cached copy and name the same frames (function, file:line); a damaged
 # copy is not used (and is replaced); an empty HEAPATTACH_CACHE writes
-# nothing; a session that ends because its target exited still stores
-# the copy (the files are held open from the moment they are noted: they
-# cannot be opened through /proc/PID/root once PID is gone).
+# nothing; a target that exits before its stacks are symbolized (the
+# database's creation held back until it is gone) still has its frames
+# named, and its session still stores the copy (the files are opened while
+# the target lives: they cannot be opened through /proc/PID once PID is
+# gone).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all
@@ -124,19 +126,32 @@ session 4
 [ ! -e "$W/xdg/heapattach" ] || fail "an empty HEAPATTACH_CACHE still wrote $W/xdg/heapattach"
 ! grep -q 'debug info cache' "$HA_ERR" || fail "an empty HEAPATTACH_CACHE still used a cache"
 cmp -s "$W/leaf1" "$W/leaf4" || fail "without the cache the frame differs: '$(cat "$W/leaf4")'"
-# 5. The target exits while attached: the session ends on its own, and
-# still stores the copy into a cache that has none.
+# 5. The target exits while attached, before its stacks reach the writer:
+# the database's creation is held back (HEAPATTACH_TEST_DB_GATE, a slow
+# disk made exact) until the target is gone.  Its frames are still named
+# (the files were opened while it lived), and the copy is still stored,
+# into a cache that has none.
 export HEAPATTACH_CACHE=$W/cache5
+gate=$W/gate
+mkfifo "$gate" || fail "mkfifo $gate"
+export HEAPATTACH_TEST_DB_GATE=$gate
 session_begin 5
+unset HEAPATTACH_TEST_DB_GATE
 pid5=$SPID
+! grep -q 'database .* opened in' "$HA_ERR" || fail "session 5: the database was opened before the gate let it"
 send "$TFD" quit
 wait_exit "$pid5" 10 && [ "$RC" = 0 ] || fail "session 5: dc did not exit cleanly ($RC)"
+echo go >"$gate"
 wait_for 20 '! is_alive "$HAPID"' || fail "session 5: heapattach still running 20 s after its target exited"
 wait "$HAPID"
 rc=$?
 grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "session 5: sanitizer report from heapattach"
 grep -q 'target [0-9]* exited' "$HA_ERR" || fail "session 5: heapattach did not see its target exit: $(tail -n 3 "$HA_ERR")"
-log "session 5 (target exited, heapattach exit $rc): $(grep 'debug info cache' "$HA_ERR")"
+"$HA_BUILDDIR/src/heapdiff" --bytes "$W/s5.db" last >"$W/live5" || fail "session 5: heapdiff failed"
+grep -m 1 'dc_make_record' "$W/live5" | sed 's/^ *//' >"$W/leaf5"
+log "session 5 (target exited, heapattach exit $rc): $(cat "$W/leaf5"); $(grep 'debug info cache' "$HA_ERR")"
+cmp -s "$W/leaf1" "$W/leaf5" ||
+	fail "session 5: the frames of a target that exited before they were symbolized differ: '$(cat "$W/leaf5")' vs '$(cat "$W/leaf1")'"
 grep -Eq "debug info cache $W/cache5: 0 files read from it, [1-9][0-9]* stored" "$HA_ERR" ||
 	fail "session 5 (the target exited) did not store its debug file: $(grep 'debug info cache' "$HA_ERR")"
 [ -f "$W/cache5/debug/$id.debug" ] || fail "no copy in $W/cache5 after the target exited"

@@ -194,17 +194,22 @@ wait_line "$W/maps.out" '^echo still here$'
 
 # A chroot whose tmp is a link out of it (to a directory of ours).
 root=$W/croot
-mkdir -p "$root"/usr "$root"/etc "$root"/work "$root"/proc "$W/outside"
+# The chroot binds /usr, /etc, /proc and the top directory of the build
+# tree (where the target program is).
+top=$(cd "$HA_BUILDDIR" && pwd -P)
+top=${top#/}
+top=${top%%/*}
+case $top in
+'' | usr | etc | proc | tmp | lib | lib64 | bin | sbin)
+	skip "the build tree's top directory /$top cannot be bound into the chroot" ;;
+esac
+mkdir -p "$root"/usr "$root"/etc "$root/$top" "$root"/proc "$W/outside"
 for l in lib lib64 bin sbin; do ln -s "usr/$l" "$root/$l"; done
 ln -s "$W/outside" "$root/tmp"
 chmod 755 "$root" "$W/outside"
-case $(cd "$HA_BUILDDIR" && pwd -P) in
-/work/*) ;;
-*) skip "the build tree is not under /work (the chroot binds /usr, /etc, /work and /proc)" ;;
-esac
 start_cmd chroot unshare -m --propagation private sh -c '
-	for d in usr etc work proc; do mount --bind "/$d" "$1/$d" || exit 1; done
-	exec chroot "$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$2"' sh "$root" "$TARGETS/idle"
+	for d in usr etc "$3" proc; do mount --bind "/$d" "$1/$d" || exit 1; done
+	exec chroot "$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$2"' sh "$root" "$TARGETS/idle" "$top"
 cpid=$TPID
 wait_target_ready
 wait_syscall "$cpid" "$cpid" "$NR_READ"

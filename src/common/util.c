@@ -80,6 +80,19 @@ double ha_now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+unsigned long ha_raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return (unsigned long)rl.rlim_cur;
+}
+
 double ha_unix_now(void)
 {
 	struct timespec ts;

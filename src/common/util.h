@@ -50,6 +50,11 @@ double ha_now_ms(void);
 /* Unix time in seconds (the database's times). */
 double ha_unix_now(void);
 
+/* The soft RLIMIT_NOFILE raised to the hard one (every page-fault event is
+ * a descriptor, and so is every file the symbolizer holds); the limit now,
+ * 0 if it cannot be read. */
+unsigned long ha_raise_fd_limit(void);
+
 /* Read a whole (small) file into buf, NUL-terminated.  Returns the number of
  * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */
 ssize_t ha_read_file(const char *path, char *buf, size_t buflen);

@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -328,20 +327,6 @@ static unsigned long open_fds(void)
 	return n;
 }
 
-/* Every event is one fd: the soft limit goes up to the hard one. */
-static unsigned long raise_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-		getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return (unsigned long)rl.rlim_cur;
-}
-
 struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, char *err,
                          size_t errlen)
 {
@@ -362,7 +347,7 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 		pages /= 2;
 	rep->cpus = pf->ncpu;
 	rep->ring_bytes = pages * PAGE;
-	rep->fd_limit = raise_fd_limit();
+	rep->fd_limit = ha_raise_fd_limit();
 	/* The events may take what is left of the limit but a reserve: the
 	 * attacher itself needs descriptors (the injection's /proc files, the
 	 * database, debug files). */

@@ -5,7 +5,9 @@
  *   are opened as the target sees them (through /proc/PID/map_files, or
  *   /proc/PID/root when the target lives in another mount namespace) and
  *   only as it could open them, and so is debug info: by build-id under
- *   /usr/lib/debug, or by .gnu_debuglink (modfiles.h).  debuginfod is never
+ *   /usr/lib/debug, or by .gnu_debuglink (modfiles.h).  Both are opened when
+ *   a module is first reported, while the target lives, so that a target
+ *   that exited is still symbolized (prepare_module).  debuginfod is never
  *   asked: DEBUGINFOD_URLS is removed from the environment when the first
  *   symbolizer is created.
  * - For each pc: module path, build-id (hex), module-relative pc (pc minus
@@ -31,8 +33,10 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <gelf.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -181,8 +185,32 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 
-/* Debug files: the cached uncompressed copy if there is one, else where
- * libdwfl finds them; a compressed one is noted for the cache. */
+/* A module's debug file, opened while the target lived (prepare_module),
+ * for find_debuginfo to hand to libdwfl when it first asks, which may be
+ * after the target exited: a session often ends that way, and its files
+ * cannot be opened through /proc/PID/... once PID is gone.  Kept in the
+ * module's userdata slot; freed when the module goes (module_removed) or
+ * with the symbolizer. */
+struct held_debug {
+	int fd;                  /* -1: none found, or handed over */
+	char *name;              /* its path (handed over with fd) */
+	char *link;              /* the .gnu_debuglink it was found by, or NULL */
+};
+
+static void held_free(struct held_debug *h)
+{
+	if (!h)
+		return;
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h->name);
+	free(h->link);
+	free(h);
+}
+
+/* Debug files: the cached uncompressed copy if there is one, else the one
+ * held since the module was reported, else where libdwfl finds them; a
+ * compressed one is noted for the cache. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
                           const char *file_name, const char *debuglink_file,
                           GElf_Word debuglink_crc, char **debuginfo_file_name)
@@ -200,12 +228,22 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			return fd;
 		}
 	}
-	(void)userdata;
 	(void)modname;
 	(void)base;
-	int fd = s ? ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
-	                                   debuginfo_file_name)
-	           : -1;
+	/* (The held file is for the module's own .gnu_debuglink; a dwz
+	 * file's .gnu_debugaltlink comes here too, and is looked up.) */
+	struct held_debug *h = userdata ? *userdata : NULL;
+	int fd = -1;
+	if (h && h->fd >= 0 && (h->link ? debuglink_file && strcmp(h->link, debuglink_file) == 0
+	                                : !debuglink_file || !*debuglink_file)) {
+		fd = h->fd;
+		*debuginfo_file_name = h->name;
+		h->fd = -1;
+		h->name = NULL;
+	} else if (s) {
+		fd = ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
+		                           debuginfo_file_name);
+	}
 	/* (A module reported again after its maps changed comes back here.) */
 	for (int i = 0; cache && i < s->n_to_cache; i++)
 		if (s->to_cache[i].id_len == id_len && memcmp(s->to_cache[i].id, id, (size_t)id_len) == 0)
@@ -231,6 +269,83 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	return fd;
 }
 
+/* Whether elf holds DWARF of its own (then libdwfl looks no further). */
+static int has_dwarf(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && (strcmp(n, ".debug_info") == 0 || strcmp(n, ".zdebug_info") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* A module reported for the first time: its files are opened now, while
+ * the target lives -- the ELF file (libdwfl keeps it) and the debug file
+ * (held_debug) -- not when a pc in it is first symbolized, which may be
+ * after the target exited (the stacks of its last moments reach the
+ * writer after it, all the more while the database is created). */
+static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+                          void *arg)
+{
+	struct ha_symbolizer *s = arg;
+	Dwarf_Addr bias;
+	(void)start;
+	if (*userdata)
+		return DWARF_CB_OK;     /* reported before, unchanged */
+	struct held_debug *h = calloc(1, sizeof *h);
+	if (!h)
+		return DWARF_CB_OK;
+	h->fd = -1;
+	*userdata = h;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	if (!elf || name[0] != '/' || has_dwarf(elf))
+		return DWARF_CB_OK;
+	const char *mainfile = NULL;
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &mainfile, NULL);
+	GElf_Word crc = 0;
+	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+	h->fd = ha_modfile_open_debug(s->pid, mod, mainfile, link, crc, &h->name);
+	if (h->fd >= 0 && link && *link && !(h->link = strdup(link))) {
+		close(h->fd);
+		h->fd = -1;
+	}
+	return DWARF_CB_OK;
+}
+
+/* (libdwfl passes the module's userdata slot, a void **, as its void *.) */
+static int module_removed(Dwfl_Module *mod, void *slot, const char *name, Dwarf_Addr base,
+                          void *arg)
+{
+	void **userdata = slot;
+	(void)mod;
+	(void)name;
+	(void)base;
+	(void)arg;
+	held_free(*userdata);
+	*userdata = NULL;
+	return DWARF_CB_OK;
+}
+
+static int module_free_held(Dwfl_Module *mod, void **userdata, const char *name,
+                            Dwarf_Addr start, void *arg)
+{
+	(void)mod;
+	(void)name;
+	(void)start;
+	(void)arg;
+	held_free(*userdata);
+	*userdata = NULL;
+	return DWARF_CB_OK;
+}
+
 static int report(struct ha_symbolizer *s)
 {
 	char path[64], probe[2];
@@ -246,7 +361,7 @@ static int report(struct ha_symbolizer *s)
 	dwfl_report_begin(s->dwfl);
 	rc = dwfl_linux_proc_report(s->dwfl, s->pid);
 	/* Modules reported again unchanged keep their loaded ELF and DWARF. */
-	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && rc == 0)
+	if (dwfl_report_end(s->dwfl, module_removed, NULL) != 0 && rc == 0)
 		rc = -1;
 	/* The maps find_elf opens the reported modules' files by (read after
 	 * the report: a module mapped in between is in both). */
@@ -255,6 +370,8 @@ static int report(struct ha_symbolizer *s)
 		ha_maps_free(&s->maps);
 		s->maps = maps;
 	}
+	if (rc == 0)
+		dwfl_getmodules(s->dwfl, prepare_module, s, 0);
 	return rc;
 }
 
@@ -323,8 +440,10 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		return;
 	if (cur_sym == s)
 		cur_sym = NULL;
-	if (s->dwfl)
+	if (s->dwfl) {
+		dwfl_getmodules(s->dwfl, module_free_held, NULL, 0);
 		dwfl_end(s->dwfl);
+	}
 	ha_maps_free(&s->maps);
 	cache_clear(s);
 	for (int i = 0; i < s->n_to_cache; i++) {
@@ -334,6 +453,25 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 	free(s->frames);
 	ha_strpool_free(&s->pool);
 	free(s);
+}
+
+static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+                        void *arg)
+{
+	(void)mod;
+	(void)userdata;
+	(void)name;
+	(void)start;
+	++*(int *)arg;
+	return DWARF_CB_OK;
+}
+
+int ha_symbolizer_modules(struct ha_symbolizer *s)
+{
+	int n = 0;
+	if (s && s->dwfl)
+		dwfl_getmodules(s->dwfl, count_module, &n, 0);
+	return n;
 }
 
 void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose)

@@ -2,7 +2,7 @@
  * inlined frames and demangled names, with libdw (follows .gnu_debuglink and
  * build-id debug files).  Each frame keeps the module path, build-id and
  * module-relative pc so a profile can be re-symbolized later.  Owned by one
- * thread. */
+ * thread at a time (it may be created on one and handed to another). */
 #ifndef HA_SYMBOLIZE_H
 #define HA_SYMBOLIZE_H
 
@@ -23,9 +23,13 @@ struct ha_sym_frame {
 };
 
 /* Strings in the frames returned are owned by the symbolizer and stay valid
- * until ha_symbolizer_free. */
+ * until ha_symbolizer_free.  The target's modules' files are opened by
+ * ha_symbolizer_new (and by later reports, for modules mapped since), so
+ * pcs are still named after the target exited. */
 struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen);
 void ha_symbolizer_free(struct ha_symbolizer *s);
+/* The modules of the target known now (0 for NULL). */
+int ha_symbolizer_modules(struct ha_symbolizer *s);
 void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
 /* At the end of a session: write the uncompressed copies of the compressed
  * debug files it read (debugcache.h); with verbose, say what the cache did

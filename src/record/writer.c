@@ -173,15 +173,15 @@ static void *writer_main(void *arg)
 	struct idmap ids = { 0 };
 	ha_background_thread();
 	char err[200] = "";
-	/* Without a symbolizer stacks are still stored, as frames without names.
-	 * A target that exited already (it may, right after the attach) leaves
-	 * nothing to symbolize: that is no failure to write the profile. */
-	struct ha_symbolizer *sym = ha_symbolizer_new(w->pid, err, sizeof err);
-	if (!sym && ha_proc_alive(w->pid))
-		fail(w, "symbolizer", err);
-	pid_t own = w->own_pid ? w->own_pid : w->pid;
-	struct jit_names jn = { ha_perfmap_new(w->pid, own), ha_jitdump_new(w->pid, own) };
-	jit_poll(&jn);
+	if (!w->prepared)
+		ha_writer_prepare(w);
+	struct ha_symbolizer *sym = w->sym;
+	if (!sym && w->sym_err[0])
+		fail(w, "symbolizer", w->sym_err);
+	struct jit_names jn = { w->perfmap, w->jitdump };
+	w->sym = NULL;
+	w->perfmap = NULL;
+	w->jitdump = NULL;
 	struct ha_qmsg *q = NULL;
 	for (;;) {
 		if (!q)
@@ -245,6 +245,27 @@ void ha_writer_init(struct ha_writer *w)
 	ha_queue_init(&w->inbox);
 }
 
+void ha_writer_prepare(struct ha_writer *w)
+{
+	char err[200] = "";
+	double t0 = ha_now_ms();
+	w->prepared = 1;
+	/* Without a symbolizer stacks are still stored, as frames without names.
+	 * A target that exited already (it may, right after the attach) leaves
+	 * nothing to symbolize: that is no failure to write the profile. */
+	w->sym = ha_symbolizer_new(w->pid, err, sizeof err);
+	if (!w->sym && ha_proc_alive(w->pid))
+		snprintf(w->sym_err, sizeof w->sym_err, "%s", err);
+	pid_t own = w->own_pid ? w->own_pid : w->pid;
+	w->perfmap = ha_perfmap_new(w->pid, own);
+	w->jitdump = ha_jitdump_new(w->pid, own);
+	struct jit_names jn = { w->perfmap, w->jitdump };
+	jit_poll(&jn);
+	if (w->verbose)
+		fprintf(stderr, "heapattach: the files of %d modules opened in %.1f ms\n",
+		        ha_symbolizer_modules(w->sym), ha_now_ms() - t0);
+}
+
 void ha_writer_discard(struct ha_writer *w)
 {
 	struct ha_qmsg *q;
@@ -255,6 +276,12 @@ void ha_writer_discard(struct ha_writer *w)
 			free(q);
 	}
 	ha_queue_destroy(&w->inbox);
+	ha_symbolizer_free(w->sym);
+	ha_perfmap_free(w->perfmap);
+	ha_jitdump_free(w->jitdump);
+	w->sym = NULL;
+	w->perfmap = NULL;
+	w->jitdump = NULL;
 }
 
 int ha_writer_start(struct ha_writer *w)

@@ -12,6 +12,10 @@
 #include "db_write.h"
 #include "queue.h"
 
+struct ha_symbolizer;
+struct ha_perfmap;
+struct ha_jitdump;
+
 /* HA_WMSG_MAPS (a bare struct ha_qmsg): modules were loaded or unloaded in
  * the target; re-read its maps before symbolizing the stacks that follow. */
 enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 4 };
@@ -64,17 +68,30 @@ struct ha_writer {
 	uint64_t jit_frames;          /* relaxed atomic: frames named by the perf map */
 	int64_t last_snapshot_id;
 	struct ha_wmsg_end end;       /* the last message: no allocation can fail it */
+	/* Opened by ha_writer_prepare while the target lives, then the
+	 * writer thread's. */
+	int prepared;
+	struct ha_symbolizer *sym;    /* NULL: stacks are stored without names */
+	struct ha_perfmap *perfmap;
+	struct ha_jitdump *jitdump;
+	char sym_err[200];            /* why sym is NULL, if that is a failure */
 	int failed;                   /* a write failed; err says why */
 	char err[256];
 };
 
 /* The inbox, so that messages can be sent before the thread starts. */
 void ha_writer_init(struct ha_writer *w);
+/* After ha_writer_init (w->pid, own_pid set), on the caller's thread while
+ * the target lives: the symbolizer, which opens the files of the target's
+ * modules now, and the JIT names (the thread would do it at its start,
+ * which waits for the database: the last stacks of a target that exits
+ * meanwhile could no longer be named). */
+void ha_writer_prepare(struct ha_writer *w);
 /* After ha_writer_init: start the thread, which writes what is in the
  * inbox and what comes after (db and session_id set). */
 int ha_writer_start(struct ha_writer *w);
-/* After ha_writer_init, instead of starting: free every message sent and
- * the inbox (nobody sends any more). */
+/* After ha_writer_init, instead of starting: free every message sent, the
+ * inbox (nobody sends any more) and what ha_writer_prepare opened. */
 void ha_writer_discard(struct ha_writer *w);
 /* Send END and join: every message before it is written. */
 void ha_writer_finish(struct ha_writer *w, double end_time);
