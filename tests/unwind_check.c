@@ -636,7 +636,21 @@ static int self_test(void)
 	fast_agrees("chain", ch.pid, ch.rec, 1);
 	ha_symbolizer_free(s);
 	ha_unwinder_free(u);
+	/* A symbolizer made while the child lives names its pcs once it is
+	 * gone, /proc/PID with it: the files were opened when the modules
+	 * were reported, not when a pc in them was first asked for. */
+	s = ha_symbolizer_new(ch.pid, err, sizeof err);
 	reap(&ch);
+	{
+		struct ha_sym_frame g[8];
+		int k = s ? ha_symbolize(s, pcs[0], 0, g, 8) : 0;
+		EXPECT(k >= 1 && strcmp(g[0].function, "capture_here") == 0 && g[0].line > 0 &&
+		           strstr(g[0].file, UC_CHILD_FILE),
+		       "chain: after the child exited, pc %#llx is '%s' at %s:%d, not capture_here "
+		       "in " UC_CHILD_FILE, (unsigned long long)pcs[0], k >= 1 ? g[0].function : "",
+		       k >= 1 ? g[0].file : "", k >= 1 ? g[0].line : 0);
+	}
+	ha_symbolizer_free(s);
 
 	/* 2. through libc: qsort -> (libc internals) -> q_cmp -> capture */
 	q_captured = 0;

@@ -155,15 +155,22 @@ static int try_debug(pid_t pid, Dwfl_Module *mod, const struct stat *main_st, co
 int ha_modfile_open_debug(pid_t pid, Dwfl_Module *mod, const char *file_name,
                           const char *debuglink, uint32_t crc, char **debuginfo_file_name)
 {
+	*debuginfo_file_name = NULL;
+	/* The system directories, by build-id. */
+	int fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0, debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
+	return ha_modfile_open_debug_link(pid, mod, file_name, debuglink, crc, debuginfo_file_name);
+}
+
+int ha_modfile_open_debug_link(pid_t pid, Dwfl_Module *mod, const char *file_name,
+                               const char *debuglink, uint32_t crc, char **debuginfo_file_name)
+{
 	char dir[PATH_MAX], path[2 * PATH_MAX + 64];
 	struct stat main_st, *mst = NULL;
 	int fd;
 
 	*debuginfo_file_name = NULL;
-	/* The system directories, by build-id. */
-	fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0, debuginfo_file_name);
-	if (fd >= 0)
-		return fd;
 	if (!debuglink || !*debuglink)
 		return -1;
 	/* An absolute link is a dwz file's .gnu_debugaltlink: taken only

@@ -27,4 +27,11 @@ int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
 int ha_modfile_open_debug(pid_t pid, Dwfl_Module *mod, const char *file_name,
                           const char *debuglink, uint32_t crc, char **debuginfo_file_name);
 
+/* The second half of ha_modfile_open_debug: by the debug link only, the
+ * part that opens files through the target (and so only while it lives).
+ * The first, dwfl_build_id_find_debuginfo, must be called from libdwfl's
+ * find_debuginfo only: it leaves the file it finds in the module. */
+int ha_modfile_open_debug_link(pid_t pid, Dwfl_Module *mod, const char *file_name,
+                               const char *debuglink, uint32_t crc, char **debuginfo_file_name);
+
 #endif

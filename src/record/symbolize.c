@@ -49,6 +49,8 @@
 #define MAX_CHAIN 64              /* inline depth we keep per pc */
 #define PC_CACHE_MAX (1u << 20)   /* entries before the cache is cleared */
 #define REPORT_MIN_MS 100.0       /* re-read maps at most this often on our own */
+#define PREPARE_MAX 1024          /* modules whose files are opened when reported
+                                   * (~2 descriptors each); the rest when used */
 
 /* ------------------------------------------------------------------ pc cache */
 
@@ -68,6 +70,7 @@ struct ha_symbolizer {
 	char root[64];           /* "/proc/PID/root" if another mount ns, else "" */
 	struct ha_maps maps;     /* the target's, as of the last report (find_elf) */
 	int stale;               /* maps changed: report again before use */
+	int prepared;            /* modules prepare_module opened the files of */
 	double report_ms;
 	struct ha_strpool pool;
 	struct pcent *tab;
@@ -230,19 +233,31 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	}
 	(void)modname;
 	(void)base;
-	/* (The held file is for the module's own .gnu_debuglink; a dwz
-	 * file's .gnu_debugaltlink comes here too, and is looked up.) */
+	/* As ha_modfile_open_debug searches, by build-id in the system
+	 * directories first (that needs no target), then by the debug link,
+	 * whose file was found and held when the module was reported.  (The
+	 * held file is for the module's own .gnu_debuglink; a dwz file's
+	 * .gnu_debugaltlink comes here too, and is looked up.) */
 	struct held_debug *h = userdata ? *userdata : NULL;
 	int fd = -1;
-	if (h && h->fd >= 0 && (h->link ? debuglink_file && strcmp(h->link, debuglink_file) == 0
+	*debuginfo_file_name = NULL;
+	if (!s)
+		;
+	else if (!h)
+		fd = ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
+		                           debuginfo_file_name);
+	else if ((fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0,
+	                                            debuginfo_file_name)) >= 0)
+		;
+	else if (h->fd >= 0 && (h->link ? debuglink_file && strcmp(h->link, debuglink_file) == 0
 	                                : !debuglink_file || !*debuglink_file)) {
 		fd = h->fd;
 		*debuginfo_file_name = h->name;
 		h->fd = -1;
 		h->name = NULL;
-	} else if (s) {
-		fd = ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
-		                           debuginfo_file_name);
+	} else {
+		fd = ha_modfile_open_debug_link(s->pid, mod, file_name, debuglink_file,
+		                                debuglink_crc, debuginfo_file_name);
 	}
 	/* (A module reported again after its maps changed comes back here.) */
 	for (int i = 0; cache && i < s->n_to_cache; i++)
@@ -298,13 +313,14 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	struct ha_symbolizer *s = arg;
 	Dwarf_Addr bias;
 	(void)start;
-	if (*userdata)
-		return DWARF_CB_OK;     /* reported before, unchanged */
+	if (*userdata || s->prepared >= PREPARE_MAX)
+		return DWARF_CB_OK;     /* reported before, unchanged; or too many */
 	struct held_debug *h = calloc(1, sizeof *h);
 	if (!h)
 		return DWARF_CB_OK;
 	h->fd = -1;
 	*userdata = h;
+	s->prepared++;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
 	if (!elf || name[0] != '/' || has_dwarf(elf))
 		return DWARF_CB_OK;
@@ -312,7 +328,7 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &mainfile, NULL);
 	GElf_Word crc = 0;
 	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
-	h->fd = ha_modfile_open_debug(s->pid, mod, mainfile, link, crc, &h->name);
+	h->fd = ha_modfile_open_debug_link(s->pid, mod, mainfile, link, crc, &h->name);
 	if (h->fd >= 0 && link && *link && !(h->link = strdup(link))) {
 		close(h->fd);
 		h->fd = -1;
@@ -325,10 +341,12 @@ static int module_removed(Dwfl_Module *mod, void *slot, const char *name, Dwarf_
                           void *arg)
 {
 	void **userdata = slot;
+	struct ha_symbolizer *s = arg;
 	(void)mod;
 	(void)name;
 	(void)base;
-	(void)arg;
+	if (*userdata)
+		s->prepared--;
 	held_free(*userdata);
 	*userdata = NULL;
 	return DWARF_CB_OK;
@@ -361,7 +379,7 @@ static int report(struct ha_symbolizer *s)
 	dwfl_report_begin(s->dwfl);
 	rc = dwfl_linux_proc_report(s->dwfl, s->pid);
 	/* Modules reported again unchanged keep their loaded ELF and DWARF. */
-	if (dwfl_report_end(s->dwfl, module_removed, NULL) != 0 && rc == 0)
+	if (dwfl_report_end(s->dwfl, module_removed, s) != 0 && rc == 0)
 		rc = -1;
 	/* The maps find_elf opens the reported modules' files by (read after
 	 * the report: a module mapped in between is in both). */
