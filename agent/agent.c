@@ -127,6 +127,21 @@ static void close_fd(int *fdp)
 	ha_fork_unlock();
 }
 
+/* Close a descriptor a peer not yet known to be the attacher passed:
+ * forgotten under the lock, closed after it -- its file may block the
+ * close (a FUSE file's flush waits for its server), and every fork() of
+ * the host would wait with it.  A fork() in between leaves the child a
+ * copy, closed at its exec (MSG_CMSG_CLOEXEC). */
+static void close_foreign_fd(int *fdp)
+{
+	ha_fork_lock();
+	int fd = *fdp;
+	*fdp = -1;
+	ha_fork_unlock();
+	if (fd >= 0)
+		(void)close(fd);
+}
+
 /* Unmap [lo, hi) of our ring mapping if it is not empty. */
 static void unmap_part(uintptr_t lo, uintptr_t hi)
 {
@@ -380,18 +395,23 @@ static int recv_config(struct failure *f, int timeout_ms)
 		return fail(f, ECONNRESET, "attacher closed before CONFIG");
 	if (n < 0)
 		return fail(f, (int)-n, n == -EAGAIN ? "timeout waiting for CONFIG" : "receive CONFIG");
-	if (!ha_msg_valid(&m, n) || m.type != HA_MSG_CONFIG)
+	if (!ha_msg_valid(&m, n) || m.type != HA_MSG_CONFIG) {
+		close_foreign_fd(&g_ring_fd);
 		return fail(f, EPROTO, "expected CONFIG");
+	}
 	if (rfd < 0)
 		return fail(f, EPROTO, "CONFIG without ring descriptor");
 	/* Only the process that wrote our arguments knows the cookie: where
 	 * SO_PEERCRED cannot name the attacher (HA_INIT_PEER_OUTSIDE), this
-	 * is what does, and nothing of the peer's is mapped before it. */
+	 * is what does, and nothing of the peer's is mapped before it (nor
+	 * is its descriptor closed under the fork lock). */
 	uint8_t diff = 0;
 	for (size_t i = 0; i < sizeof g_args.cookie; i++)
 		diff |= (uint8_t)(m.u.config.cookie[i] ^ g_args.cookie[i]);
-	if (diff)
+	if (diff) {
+		close_foreign_fd(&g_ring_fd);
 		return fail(f, EPERM, "CONFIG without the session's cookie");
+	}
 
 	g_cfg = m.u.config;
 	long ps = sysconf(_SC_PAGESIZE);

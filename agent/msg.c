@@ -107,6 +107,8 @@ ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 	mh.msg_iovlen = 1;
 	mh.msg_control = cbuf.buf;
 	mh.msg_controllen = sizeof cbuf.buf;
+	int extra[HA_MAX_RX_FDS];
+	size_t n_extra = 0;
 	ha_fork_lock();
 	do
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -124,12 +126,20 @@ ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 				memcpy(&rfd, data + i * sizeof(int), sizeof rfd);
 				if (fd_slot && *fd_slot < 0)
 					*fd_slot = rfd;
+				else if (n_extra < HA_MAX_RX_FDS)
+					extra[n_extra++] = rfd;
 				else
-					(void)close(rfd);
+					(void)close(rfd);  /* (the buffer holds no more) */
 			}
 		}
 	}
 	ha_fork_unlock();
+	/* Not under the lock: closing a file the peer chose can block (a
+	 * FUSE file's flush waits for its server), and every fork() of the
+	 * host would wait with it.  A fork() meanwhile leaves the child a
+	 * copy, closed at its exec (MSG_CMSG_CLOEXEC). */
+	for (size_t i = 0; i < n_extra; i++)
+		(void)close(extra[i]);
 	if (n < 0)
 		return -err;
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))

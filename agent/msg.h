@@ -19,9 +19,11 @@ HA_HIDDEN int ha_msg_send(int fd, const struct ha_msg *m);
 HA_HIDDEN void ha_msg_send_error(int fd, int code, const char *what, const char *detail);
 
 /* Receive one message, waiting at most timeout_ms for it.  The descriptors
- * passed with it are taken under the fork lock, so a fork() child never
- * inherits one we have not recorded: the first goes to *fd_slot if fd_slot
- * is given and *fd_slot < 0, every other one is closed at once.  Returns the
+ * passed with it are taken under the fork lock, so that a fork() child
+ * never inherits one we have recorded without knowing of it: the first
+ * goes to *fd_slot if fd_slot is given and *fd_slot < 0, every other one is
+ * closed at once, after the lock is released (the peer's file may block
+ * its close).  Returns the
  * byte count, 0 at end of stream, or -errno (-EAGAIN: nothing in time,
  * -EMSGSIZE: truncated message or descriptors). */
 HA_HIDDEN ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms);

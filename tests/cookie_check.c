@@ -16,6 +16,13 @@
  *     first -- and init says FAILED or STARTED (the agent thread then
  *     failed it);
  *  2. the right cookie: READY, the ring mapped, then a clean detach.
+ * And with the first host:
+ *  3. CONFIG with another cookie and, for the ring, a descriptor whose
+ *     close blocks (a TCP socket lingering with unsent data, the agent's
+ *     copy the last): while the agent is in that close, a fork() of the
+ *     host returns at once -- the descriptor is not closed under the fork
+ *     lock, which every fork() of the host takes (a FUSE file's close can
+ *     wait for ever on its server).
  * Before each init the host waits until the agent is dormant again.
  */
 #define _GNU_SOURCE
@@ -26,18 +33,59 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ha_proto.h"
 #include "session.h"
 #include "unit.h"
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The host's other thread: for each byte read from fork_in, fork() a
+ * child that exits at once, and write back how long fork() took, in ms (a
+ * double). */
+static int fork_in = -1, fork_out = -1;
+static void *forker(void *arg)
+{
+	char c;
+	(void)arg;
+	while (read(fork_in, &c, 1) == 1) {
+		double t0 = now_ms();
+		pid_t child = fork();
+		if (child == 0)
+			_exit(0);
+		double ms = now_ms() - t0;
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		if (write(fork_out, &ms, sizeof ms) != (ssize_t)sizeof ms)
+			break;
+	}
+	return NULL;
+}
+
 /* The child: for each struct ha_init_args read from in, init the agent
- * with it and write back init's result (args.result). */
+ * with it and write back init's result (args.result).  Meanwhile its
+ * forker thread forks when asked. */
 static void agent_host(const char *agent, int in, int out)
 {
+	pthread_t th;
+	if (pthread_create(&th, NULL, forker, NULL) != 0)
+		_exit(2);
 	void *h = dlopen(agent, RTLD_NOW);
 	int (*init)(struct ha_init_args *) = h ? (int (*)(struct ha_init_args *))dlsym(h, HA_AGENT_INIT_SYMBOL) : NULL;
 	if (!init) {
@@ -133,12 +181,177 @@ static int round_trip(pid_t pid, pid_t own_pid, int to_host, int from_host, uint
 	return rc;
 }
 
+/* Is a thread of pid in close(2)? */
+static int in_close(pid_t pid)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/syscall", (int)pid, e->d_name);
+		int fd = open(path, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		found = strtol(buf, NULL, 10) == SYS_close && strchr(buf, ' ');
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Is pid stopped (state T in /proc/PID/stat)? */
+static int stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
+#define LINGER_S 3
+
+/* A connected TCP socket over loopback whose close(2) blocks for LINGER_S
+ * seconds: its send buffer and the peer's receive buffer full (*peer,
+ * never read), SO_LINGER on. */
+static int lingering_socket(int *peer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof a;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) || connect(c, (struct sockaddr *)&a, alen))
+		abort();
+	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (*peer < 0)
+		abort();
+	close(l);
+	static char junk[1 << 16];
+	while (send(c, junk, sizeof junk, MSG_DONTWAIT) > 0)
+		;
+	struct linger lg = { 1, LINGER_S };
+	if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg))
+		abort();
+	return c;
+}
+
+/* Round 3 (see the top): a stranger's descriptor whose close blocks. */
+static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_forker,
+                                 int from_forker)
+{
+	struct ha_session s;
+	char err[600] = "";
+	ha_session_init(&s);
+	if (ha_session_open(&s, pid, getuid(), getgid(), 1, 1u << 20, 1, err, sizeof err)) {
+		EXPECT(0, "a blocking close: cannot open a session: %s", err);
+		ha_session_close(&s);
+		return;
+	}
+	struct ha_init_args a = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
+	                          .attacher_pid = (int32_t)getpid(),
+	                          .attacher_uid = (uint32_t)geteuid() };
+	snprintf(a.sock_path, sizeof a.sock_path, "%s", s.sock_target);
+	struct ha_msg_config cfg = { .sample_interval = 512u << 10, .stack_bytes = 64u << 10 };
+	if (getrandom(a.cookie, sizeof a.cookie, 0) != (ssize_t)sizeof a.cookie)
+		abort();
+	memcpy(cfg.cookie, a.cookie, sizeof cfg.cookie);
+	cfg.cookie[5] ^= 0xa5;
+	int peer, sock = lingering_socket(&peer);
+	if (write(to_host, &a, sizeof a) != (ssize_t)sizeof a)
+		abort();
+	/* The handshake by hand, up to HELLO: the agent then waits for
+	 * CONFIG.  (The session's own steps would send CONFIG at once.) */
+	struct pollfd p = { .fd = s.listen_fd, .events = POLLIN };
+	int conn = poll(&p, 1, 10000) == 1 ? accept4(s.listen_fd, NULL, NULL, SOCK_CLOEXEC) : -1;
+	struct ha_msg m;
+	p = (struct pollfd){ .fd = conn, .events = POLLIN };
+	ssize_t n = conn >= 0 && poll(&p, 1, 10000) == 1 ? recv(conn, &m, sizeof m, 0) : -1;
+	if (n <= 0 || m.type != HA_MSG_HELLO) {
+		EXPECT(0, "a blocking close: no HELLO (%zd)", n);
+		exit(UNIT_RESULT(""));
+	}
+	/* CONFIG goes out while the host is stopped, and our copy of the
+	 * socket is closed before the agent can take its own: the agent's
+	 * close is the last, the one that lingers. */
+	double t_end = now_ms() + 10000;
+	kill(pid, SIGSTOP);
+	while (!stopped(pid) && now_ms() < t_end)
+		sched_yield();
+	ha_msg_init(&m, HA_MSG_CONFIG);
+	m.u.config = cfg;
+	m.u.config.ring_size = 1u << 20;
+	m.u.config.rings = 1;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = { &m, sizeof m };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.buf,
+	                     .msg_controllen = sizeof cb.buf };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &sock, sizeof sock);
+	EXPECT(sendmsg(conn, &mh, 0) == (ssize_t)sizeof m, "a blocking close: cannot send CONFIG");
+	close(sock);
+	kill(pid, SIGCONT);
+	while (!in_close(pid) && now_ms() < t_end)
+		sched_yield();
+	double t_close = now_ms();
+	EXPECT(in_close(pid), "a blocking close: the agent was never seen in close()");
+	/* A fork() of the host's while the agent is in that close. */
+	double fork_ms = -1;
+	if (write(to_forker, "f", 1) != 1 ||
+	    read(from_forker, &fork_ms, sizeof fork_ms) != (ssize_t)sizeof fork_ms)
+		abort();
+	double fork_end = now_ms() - t_close;
+	/* The agent's ERROR comes once its close is over. */
+	p = (struct pollfd){ .fd = conn, .events = POLLIN };
+	n = poll(&p, 1, 10000) == 1 ? recv(conn, &m, sizeof m, 0) : -1;
+	double close_ms = now_ms() - t_close;
+	int32_t result;
+	if (read(from_host, &result, sizeof result) != (ssize_t)sizeof result)
+		abort();
+	m.u.error.text[sizeof m.u.error.text - 1] = '\0';
+	EXPECT(n > 0 && m.type == HA_MSG_ERROR && strstr(m.u.error.text, "cookie"),
+	       "a blocking close: no ERROR naming the cookie (%zd, type %d)", n, n > 0 ? m.type : -1);
+	/* The close did block (else this round shows nothing), and fork()
+	 * did not wait for it. */
+	EXPECT(close_ms >= LINGER_S * 1000 * 0.6,
+	       "a blocking close: the agent's ERROR came %.0f ms after its close began (no linger?)",
+	       close_ms);
+	EXPECT(fork_end < close_ms - LINGER_S * 1000 * 0.3,
+	       "a blocking close: the host's fork() was over %.0f ms after the close began, not "
+	       "during it (%.0f ms)", fork_end, close_ms);
+	EXPECT(fork_ms >= 0 && fork_ms < LINGER_S * 1000 * 0.3,
+	       "a blocking close: the host's fork() took %.0f ms while the agent closed the "
+	       "stranger's descriptor (%.0f ms)", fork_ms, close_ms);
+	printf("a blocking close: the agent's close took %.0f ms, the host's fork() meanwhile %.1f "
+	       "ms; %s\n", close_ms, fork_ms, n > 0 ? m.u.error.text : "");
+	close(conn);
+	close(peer);
+	ha_session_close(&s);
+}
+
 /* A host of the agent, in a pid namespace of its own if pidns: its pid in
  * ours into *pid.  Its stdin and stdout are the two pipes' ends. */
-static pid_t start_host(const char *agent, int pidns, int *to_host, int *from_host)
+static pid_t start_host(const char *agent, int pidns, int *to_host, int *from_host,
+                        int *to_forker, int *from_forker)
 {
-	int down[2], up[2];
-	if (pipe(down) || pipe(up))
+	int down[2], up[2], fdown[2], fup[2];
+	if (pipe(down) || pipe(up) || pipe(fdown) || pipe(fup))
 		abort();
 	pid_t child = fork();
 	if (child < 0)
@@ -146,6 +359,10 @@ static pid_t start_host(const char *agent, int pidns, int *to_host, int *from_ho
 	if (child == 0) {
 		close(down[1]);
 		close(up[0]);
+		close(fdown[1]);
+		close(fup[0]);
+		fork_in = fdown[0];
+		fork_out = fup[1];
 		if (!pidns)
 			agent_host(agent, down[0], up[1]);
 		/* The host is the child of ours in the new namespace: pid 1. */
@@ -166,8 +383,12 @@ static pid_t start_host(const char *agent, int pidns, int *to_host, int *from_ho
 	}
 	close(down[0]);
 	close(up[1]);
+	close(fdown[0]);
+	close(fup[1]);
 	*to_host = down[1];
 	*from_host = up[0];
+	*to_forker = fdown[1];
+	*from_forker = fup[0];
 	if (pidns) {
 		int32_t gp;
 		if (read(up[0], &gp, sizeof gp) != (ssize_t)sizeof gp)
@@ -207,16 +428,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: cookie_check AGENT.so\n");
 		return 2;
 	}
-	int to_host, from_host, st;
+	int to_host, from_host, to_forker, from_forker, st;
 
-	pid_t host = start_host(argv[1], 0, &to_host, &from_host);
+	pid_t host = start_host(argv[1], 0, &to_host, &from_host, &to_forker, &from_forker);
 	rounds("in our pid namespace", host, 0, 0, to_host, from_host);
+	blocking_close_round(host, to_host, from_host, to_forker, from_forker);
 	close(to_host);
 	close(from_host);
+	close(to_forker);
+	close(from_forker);
 	EXPECT(waitpid(host, &st, 0) == host && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "the agent's host did not exit cleanly (%#x)", st);
 
-	host = start_host(argv[1], 1, &to_host, &from_host);
+	host = start_host(argv[1], 1, &to_host, &from_host, &to_forker, &from_forker);
 	if (host < 0) {
 		waitpid(-host, &st, 0);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
@@ -230,9 +454,13 @@ int main(int argc, char **argv)
 	       from_host);
 	close(to_host);
 	close(from_host);
+	close(to_forker);
+	close(from_forker);
 	/* Its parent (our child) waits for it and exits with its status. */
 	EXPECT(waitpid(-1, &st, 0) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "the namespaced agent's host did not exit cleanly (%#x)", st);
 	return UNIT_RESULT("another cookie refused before the descriptor was looked at, the right one "
-	                   "attached and detached, in our pid namespace and as pid 1 of another");
+	                   "attached and detached, in our pid namespace and as pid 1 of another; "
+	                   "a fork() of the host meanwhile the agent's blocking close of a stranger's "
+	                   "descriptor");
 }

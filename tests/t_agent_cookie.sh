@@ -7,7 +7,9 @@
 # SO_PEERCRED check can only want pid 0, which every process outside
 # shows: HA_INIT_PEER_OUTSIDE).  CONFIG with another cookie and a pipe for
 # the ring is refused by the cookie, before the descriptor is looked at;
-# the right one gets READY and a clean detach.
+# the right one gets READY and a clean detach.  And a stranger's descriptor
+# whose close blocks (a lingering TCP socket) is not closed under the
+# agent's fork lock: a fork() of the host meanwhile returns at once.
 . "$(dirname "$0")/lib.sh"
 require_root
 [ -x "$HA_BUILDDIR/tests/cookie_check" ] || fail "tests/cookie_check is not built"
