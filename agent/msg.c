@@ -15,7 +15,10 @@
 
 #include "forklock.h"
 
-#define HA_MAX_RX_FDS 8
+/* The kernel's SCM_MAX_FD: no message carries more, so the buffer below
+ * holds every descriptor one can (those that do not fit would be dropped
+ * by the kernel, and released inside recvmsg, under the fork lock). */
+#define HA_MAX_RX_FDS 253
 
 struct text {
 	char *buf;
@@ -81,13 +84,16 @@ void ha_msg_send_error(int fd, int code, const char *what, const char *detail)
 	(void)ha_msg_send(fd, &m);
 }
 
-/* (See msg.h.) */
+/* (See msg.h.)  Static buffers: 2 KiB is more than the stack of the
+ * hijacked thread that runs the handshake should lend, and there is one
+ * receiver at a time (the session's thread). */
 ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 {
-	union {
+	static union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int) * HA_MAX_RX_FDS)];
 	} cbuf;
+	static int extra[HA_MAX_RX_FDS + 1];
 	struct iovec iov = { m, sizeof *m };
 	struct msghdr mh;
 	struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
@@ -107,8 +113,8 @@ ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 	mh.msg_iovlen = 1;
 	mh.msg_control = cbuf.buf;
 	mh.msg_controllen = sizeof cbuf.buf;
-	int extra[HA_MAX_RX_FDS];
 	size_t n_extra = 0;
+	int took_slot = 0;
 	ha_fork_lock();
 	do
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -124,13 +130,20 @@ ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 			for (size_t i = 0; i < nfd; i++) {
 				int rfd;
 				memcpy(&rfd, data + i * sizeof(int), sizeof rfd);
-				if (fd_slot && *fd_slot < 0)
+				if (fd_slot && *fd_slot < 0) {
 					*fd_slot = rfd;
-				else if (n_extra < HA_MAX_RX_FDS)
+					took_slot = 1;
+				} else if (n_extra < HA_MAX_RX_FDS) {
 					extra[n_extra++] = rfd;
-				else
-					(void)close(rfd);  /* (the buffer holds no more) */
+				} else {
+					(void)close(rfd);  /* (never: the buffer holds them all) */
+				}
 			}
+		}
+		/* A cut message is refused: its descriptor with it. */
+		if (took_slot && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+			extra[n_extra++] = *fd_slot;
+			*fd_slot = -1;
 		}
 	}
 	ha_fork_unlock();

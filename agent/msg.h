@@ -23,7 +23,8 @@ HA_HIDDEN void ha_msg_send_error(int fd, int code, const char *what, const char 
  * never inherits one we have recorded without knowing of it: the first
  * goes to *fd_slot if fd_slot is given and *fd_slot < 0, every other one is
  * closed at once, after the lock is released (the peer's file may block
- * its close).  Returns the
+ * its close), and so is the first when the message was cut.  One caller
+ * at a time (static buffers).  Returns the
  * byte count, 0 at end of stream, or -errno (-EAGAIN: nothing in time,
  * -EMSGSIZE: truncated message or descriptors). */
 HA_HIDDEN ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms);

@@ -17,12 +17,13 @@
  *     failed it);
  *  2. the right cookie: READY, the ring mapped, then a clean detach.
  * And with the first host:
- *  3. CONFIG with another cookie and, for the ring, a descriptor whose
- *     close blocks (a TCP socket lingering with unsent data, the agent's
- *     copy the last): while the agent is in that close, a fork() of the
- *     host returns at once -- the descriptor is not closed under the fork
- *     lock, which every fork() of the host takes (a FUSE file's close can
- *     wait for ever on its server).
+ *  3. a descriptor whose close blocks (a TCP socket lingering with unsent
+ *     data, the agent's copy the last) as the ring of CONFIG with another
+ *     cookie, as the ring of a CONFIG cut for being too long, and as the
+ *     12th descriptor of CONFIG: while the agent is in that close, a fork()
+ *     of the host returns at once -- the descriptor is not closed under the
+ *     fork lock, which every fork() of the host takes (a FUSE file's close
+ *     can wait for ever on its server).
  * Before each init the host waits until the agent is dormant again.
  */
 #define _GNU_SOURCE
@@ -219,7 +220,7 @@ static int stopped(pid_t pid)
 	return p && p[1] == ' ' && p[2] == 'T';
 }
 
-#define LINGER_S 3
+#define LINGER_S 2
 
 /* A connected TCP socket over loopback whose close(2) blocks for LINGER_S
  * seconds: its send buffer and the peer's receive buffer full (*peer,
@@ -246,15 +247,27 @@ static int lingering_socket(int *peer)
 	return c;
 }
 
-/* Round 3 (see the top): a stranger's descriptor whose close blocks. */
-static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_forker,
-                                 int from_forker)
+/* Round 3 (see the top): a stranger's descriptor whose close blocks, as
+ * CONFIG's ring with another cookie (BC_COOKIE), as the ring of a CONFIG
+ * longer than any message (BC_CUT: cut, refused), or as the twelfth
+ * descriptor of a CONFIG with another cookie (BC_MANY: more than a small
+ * buffer would take; the kernel would drop and release the rest inside
+ * recvmsg). */
+enum { BC_COOKIE, BC_CUT, BC_MANY };
+#define BC_MANY_FDS 12
+
+static void blocking_close_round(int variant, pid_t pid, int to_host, int from_host,
+                                 int to_forker, int from_forker)
 {
+	static const char *const names[] = { "another cookie", "a cut CONFIG",
+	                                     "the 12th descriptor" };
+	static const char *const want[] = { "cookie", "receive CONFIG", "cookie" };
+	const char *what = names[variant];
 	struct ha_session s;
 	char err[600] = "";
 	ha_session_init(&s);
 	if (ha_session_open(&s, pid, getuid(), getgid(), 1, 1u << 20, 1, err, sizeof err)) {
-		EXPECT(0, "a blocking close: cannot open a session: %s", err);
+		EXPECT(0, "%s: cannot open a session: %s", what, err);
 		ha_session_close(&s);
 		return;
 	}
@@ -266,8 +279,18 @@ static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_f
 	if (getrandom(a.cookie, sizeof a.cookie, 0) != (ssize_t)sizeof a.cookie)
 		abort();
 	memcpy(cfg.cookie, a.cookie, sizeof cfg.cookie);
-	cfg.cookie[5] ^= 0xa5;
+	if (variant != BC_CUT)
+		cfg.cookie[5] ^= 0xa5;
 	int peer, sock = lingering_socket(&peer);
+	int fds[BC_MANY_FDS], nfds = 1, pp[2];
+	fds[0] = sock;
+	if (variant == BC_MANY) {
+		if (pipe(pp))
+			abort();
+		for (nfds = 0; nfds < BC_MANY_FDS - 1; nfds++)
+			fds[nfds] = pp[0];
+		fds[nfds++] = sock;
+	}
 	if (write(to_host, &a, sizeof a) != (ssize_t)sizeof a)
 		abort();
 	/* The handshake by hand, up to HELLO: the agent then waits for
@@ -278,7 +301,7 @@ static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_f
 	p = (struct pollfd){ .fd = conn, .events = POLLIN };
 	ssize_t n = conn >= 0 && poll(&p, 1, 10000) == 1 ? recv(conn, &m, sizeof m, 0) : -1;
 	if (n <= 0 || m.type != HA_MSG_HELLO) {
-		EXPECT(0, "a blocking close: no HELLO (%zd)", n);
+		EXPECT(0, "%s: no HELLO (%zd)", what, n);
 		exit(UNIT_RESULT(""));
 	}
 	/* CONFIG goes out while the host is stopped, and our copy of the
@@ -294,23 +317,29 @@ static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_f
 	m.u.config.rings = 1;
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * BC_MANY_FDS)];
 	} cb;
-	struct iovec iov = { &m, sizeof m };
+	static char longer[sizeof m + 64];
+	memcpy(longer, &m, sizeof m);
+	struct iovec iov = { longer, variant == BC_CUT ? sizeof longer : sizeof m };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.buf,
-	                     .msg_controllen = sizeof cb.buf };
+	                     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &sock, sizeof sock);
-	EXPECT(sendmsg(conn, &mh, 0) == (ssize_t)sizeof m, "a blocking close: cannot send CONFIG");
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	EXPECT(sendmsg(conn, &mh, 0) == (ssize_t)iov.iov_len, "%s: cannot send CONFIG", what);
 	close(sock);
+	if (variant == BC_MANY) {
+		close(pp[0]);
+		close(pp[1]);
+	}
 	kill(pid, SIGCONT);
 	while (!in_close(pid) && now_ms() < t_end)
 		sched_yield();
 	double t_close = now_ms();
-	EXPECT(in_close(pid), "a blocking close: the agent was never seen in close()");
+	EXPECT(in_close(pid), "%s: the agent was never seen in close()", what);
 	/* A fork() of the host's while the agent is in that close. */
 	double fork_ms = -1;
 	if (write(to_forker, "f", 1) != 1 ||
@@ -325,21 +354,22 @@ static void blocking_close_round(pid_t pid, int to_host, int from_host, int to_f
 	if (read(from_host, &result, sizeof result) != (ssize_t)sizeof result)
 		abort();
 	m.u.error.text[sizeof m.u.error.text - 1] = '\0';
-	EXPECT(n > 0 && m.type == HA_MSG_ERROR && strstr(m.u.error.text, "cookie"),
-	       "a blocking close: no ERROR naming the cookie (%zd, type %d)", n, n > 0 ? m.type : -1);
+	EXPECT(n > 0 && m.type == HA_MSG_ERROR && strstr(m.u.error.text, want[variant]),
+	       "%s: no ERROR naming '%s' (%zd, type %d: %s)", what, want[variant], n,
+	       n > 0 ? m.type : -1, n > 0 ? m.u.error.text : "");
 	/* The close did block (else this round shows nothing), and fork()
 	 * did not wait for it. */
 	EXPECT(close_ms >= LINGER_S * 1000 * 0.6,
-	       "a blocking close: the agent's ERROR came %.0f ms after its close began (no linger?)",
+	       "%s: the agent's ERROR came %.0f ms after its close began (no linger?)", what,
 	       close_ms);
 	EXPECT(fork_end < close_ms - LINGER_S * 1000 * 0.3,
-	       "a blocking close: the host's fork() was over %.0f ms after the close began, not "
-	       "during it (%.0f ms)", fork_end, close_ms);
+	       "%s: the host's fork() was over %.0f ms after the close began, not "
+	       "during it (%.0f ms)", what, fork_end, close_ms);
 	EXPECT(fork_ms >= 0 && fork_ms < LINGER_S * 1000 * 0.3,
-	       "a blocking close: the host's fork() took %.0f ms while the agent closed the "
-	       "stranger's descriptor (%.0f ms)", fork_ms, close_ms);
-	printf("a blocking close: the agent's close took %.0f ms, the host's fork() meanwhile %.1f "
-	       "ms; %s\n", close_ms, fork_ms, n > 0 ? m.u.error.text : "");
+	       "%s: the host's fork() took %.0f ms while the agent closed the "
+	       "stranger's descriptor (%.0f ms)", what, fork_ms, close_ms);
+	printf("%s: the agent's close took %.0f ms, the host's fork() meanwhile %.1f "
+	       "ms; %s\n", what, close_ms, fork_ms, n > 0 ? m.u.error.text : "");
 	close(conn);
 	close(peer);
 	ha_session_close(&s);
@@ -432,7 +462,8 @@ int main(int argc, char **argv)
 
 	pid_t host = start_host(argv[1], 0, &to_host, &from_host, &to_forker, &from_forker);
 	rounds("in our pid namespace", host, 0, 0, to_host, from_host);
-	blocking_close_round(host, to_host, from_host, to_forker, from_forker);
+	for (int v = BC_COOKIE; v <= BC_MANY; v++)
+		blocking_close_round(v, host, to_host, from_host, to_forker, from_forker);
 	close(to_host);
 	close(from_host);
 	close(to_forker);

@@ -138,10 +138,13 @@ export HEAPATTACH_TEST_DB_GATE=$gate
 session_begin 5
 unset HEAPATTACH_TEST_DB_GATE
 pid5=$SPID
+# (The files are opened right after the attach; -v says when.)
+wait_line "$HA_ERR" 'the files of [1-9][0-9]* modules of code' 20
 ! grep -q 'database .* opened in' "$HA_ERR" || fail "session 5: the database was opened before the gate let it"
 send "$TFD" quit
 wait_exit "$pid5" 10 && [ "$RC" = 0 ] || fail "session 5: dc did not exit cleanly ($RC)"
-echo go >"$gate"
+is_alive "$HAPID" || fail "session 5: heapattach exited before the gate let the database through"
+timeout 10 sh -c 'echo go >"$1"' sh "$gate" || fail "session 5: heapattach did not read the gate"
 wait_for 20 '! is_alive "$HAPID"' || fail "session 5: heapattach still running 20 s after its target exited"
 wait "$HAPID"
 rc=$?

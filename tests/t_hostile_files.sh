@@ -203,6 +203,8 @@ case $top in
 '' | usr | etc | proc | tmp | lib | lib64 | bin | sbin)
 	skip "the build tree's top directory /$top cannot be bound into the chroot" ;;
 esac
+setpriv --reuid=$nobody --regid=$nobody --clear-groups test -x "$TARGETS/idle" ||
+	skip "nobody cannot reach $TARGETS/idle (the build tree's directories are closed to it)"
 mkdir -p "$root"/usr "$root"/etc "$root/$top" "$root"/proc "$W/outside"
 for l in lib lib64 bin sbin; do ln -s "usr/$l" "$root/$l"; done
 ln -s "$W/outside" "$root/tmp"

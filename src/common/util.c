@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -91,6 +92,18 @@ unsigned long ha_raise_fd_limit(void)
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	return (unsigned long)rl.rlim_cur;
+}
+
+unsigned long ha_open_fd_count(void)
+{
+	unsigned long n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 64;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 double ha_unix_now(void)

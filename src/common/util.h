@@ -54,6 +54,9 @@ double ha_unix_now(void);
  * a descriptor, and so is every file the symbolizer holds); the limit now,
  * 0 if it cannot be read. */
 unsigned long ha_raise_fd_limit(void);
+/* The descriptors this process has open (an estimate of 64 if
+ * /proc/self/fd cannot be read). */
+unsigned long ha_open_fd_count(void);
 
 /* Read a whole (small) file into buf, NUL-terminated.  Returns the number of
  * bytes read or -errno.  Content beyond buflen-1 bytes is cut. */

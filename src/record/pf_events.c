@@ -315,18 +315,6 @@ static int scan(struct ha_pf *pf, struct perf_event_attr *a, int window, size_t 
 }
 
 /* Descriptors this process has open now. */
-static unsigned long open_fds(void)
-{
-	unsigned long n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return 64;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, char *err,
                          size_t errlen)
 {
@@ -351,7 +339,7 @@ struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, c
 	/* The events may take what is left of the limit but a reserve: the
 	 * attacher itself needs descriptors (the injection's /proc files, the
 	 * database, debug files). */
-	unsigned long used = open_fds() + FD_RESERVE;
+	unsigned long used = ha_open_fd_count() + FD_RESERVE;
 	pf->fd_budget = rep->fd_limit > used ? rep->fd_limit - used : 0;
 	unsigned long budget = pf->fd_budget;
 

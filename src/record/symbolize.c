@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,7 @@
 #define REPORT_MIN_MS 100.0       /* re-read maps at most this often on our own */
 #define PREPARE_MAX 1024          /* modules whose files are opened when reported
                                    * (~2 descriptors each); the rest when used */
+#define FD_SPARE 512              /* descriptors left to everything else */
 
 /* ------------------------------------------------------------------ pc cache */
 
@@ -71,6 +73,7 @@ struct ha_symbolizer {
 	struct ha_maps maps;     /* the target's, as of the last report (find_elf) */
 	int stale;               /* maps changed: report again before use */
 	int prepared;            /* modules prepare_module opened the files of */
+	int prepare_max;         /* ...at most (the descriptors they hold) */
 	double report_ms;
 	struct ha_strpool pool;
 	struct pcent *tab;
@@ -197,23 +200,32 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 struct held_debug {
 	int fd;                  /* -1: none found, or handed over */
 	char *name;              /* its path (handed over with fd) */
-	char *link;              /* the .gnu_debuglink it was found by, or NULL */
+	char *link;              /* the .gnu_debuglink it was found by */
 };
+
+/* Its file closed: the module's debug file came from elsewhere. */
+static void held_drop(struct held_debug *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+	free(h->name);
+	h->name = NULL;
+}
 
 static void held_free(struct held_debug *h)
 {
 	if (!h)
 		return;
-	if (h->fd >= 0)
-		close(h->fd);
-	free(h->name);
+	held_drop(h);
 	free(h->link);
 	free(h);
 }
 
-/* Debug files: the cached uncompressed copy if there is one, else the one
- * held since the module was reported, else where libdwfl finds them; a
- * compressed one is noted for the cache. */
+/* Debug files: the cached uncompressed copy if there is one, else by
+ * build-id in the system directories, else by the debug link (the file
+ * held since the module was reported, if any); a compressed one is noted
+ * for the cache. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
                           const char *file_name, const char *debuglink_file,
                           GElf_Word debuglink_crc, char **debuginfo_file_name)
@@ -223,34 +235,40 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	GElf_Addr id_vaddr;
 	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
 	int cache = s && s->cache_dir[0] && id_len > 0 && id_len <= 64;
+	/* The file held since the module was reported, if this call is for
+	 * the debug link it was found by (a dwz file's .gnu_debugaltlink
+	 * comes here too, and is looked up).  Handed over, or closed when the
+	 * file comes from elsewhere. */
+	struct held_debug *h = userdata ? *userdata : NULL;
+	int own = h && h->fd >= 0 && h->link && debuglink_file &&
+	          strcmp(h->link, debuglink_file) == 0;
 
+	(void)modname;
+	(void)base;
+	*debuginfo_file_name = NULL;
 	if (cache) {
 		int fd = ha_debugcache_open(s->cache_dir, id, id_len, debuginfo_file_name);
 		if (fd >= 0) {
 			s->cache_hits++;
+			if (own)
+				held_drop(h);
 			return fd;
 		}
 	}
-	(void)modname;
-	(void)base;
-	/* As ha_modfile_open_debug searches, by build-id in the system
-	 * directories first (that needs no target), then by the debug link,
-	 * whose file was found and held when the module was reported.  (The
-	 * held file is for the module's own .gnu_debuglink; a dwz file's
-	 * .gnu_debugaltlink comes here too, and is looked up.) */
-	struct held_debug *h = userdata ? *userdata : NULL;
-	int fd = -1;
-	*debuginfo_file_name = NULL;
+	/* As ha_modfile_open_debug searches: by build-id in the system
+	 * directories first (which needs no target), then by the debug link,
+	 * whose file was found when the module was reported. */
+	int fd;
 	if (!s)
-		;
-	else if (!h)
+		return -1;
+	if (!h)
 		fd = ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
 		                           debuginfo_file_name);
 	else if ((fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0,
-	                                            debuginfo_file_name)) >= 0)
-		;
-	else if (h->fd >= 0 && (h->link ? debuglink_file && strcmp(h->link, debuglink_file) == 0
-	                                : !debuglink_file || !*debuglink_file)) {
+	                                            debuginfo_file_name)) >= 0) {
+		if (own)
+			held_drop(h);
+	} else if (own) {
 		fd = h->fd;
 		*debuginfo_file_name = h->name;
 		h->fd = -1;
@@ -302,6 +320,26 @@ static int has_dwarf(Elf *elf)
 	return 0;
 }
 
+/* Whether the module named name has an executable mapping in the maps:
+ * the modules pcs can be in.  (libdwfl makes a module of every mapped file;
+ * a data file, a memfd or a file on a hung network filesystem is opened
+ * only if a pc is ever looked up in it, as before.) */
+static int has_code(const struct ha_symbolizer *s, Dwfl_Module *mod, const char *name)
+{
+	Dwarf_Addr lo = 0, hi = 0;
+	if (name[0] != '/')
+		return name[0] == '[';   /* [vdso: PID]: read from memory */
+	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
+		return 0;
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct ha_map *m = &s->maps.v[i];
+		if ((m->prot & PROT_EXEC) && m->start >= lo && m->start < hi &&
+		    strcmp(m->path, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* A module reported for the first time: its files are opened now, while
  * the target lives -- the ELF file (libdwfl keeps it) and the debug file
  * (held_debug) -- not when a pc in it is first symbolized, which may be
@@ -313,8 +351,8 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	struct ha_symbolizer *s = arg;
 	Dwarf_Addr bias;
 	(void)start;
-	if (*userdata || s->prepared >= PREPARE_MAX)
-		return DWARF_CB_OK;     /* reported before, unchanged; or too many */
+	if (*userdata || s->prepared >= s->prepare_max || !has_code(s, mod, name))
+		return DWARF_CB_OK;     /* reported before, unchanged; too many; data */
 	struct held_debug *h = calloc(1, sizeof *h);
 	if (!h)
 		return DWARF_CB_OK;
@@ -329,10 +367,8 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	GElf_Word crc = 0;
 	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
 	h->fd = ha_modfile_open_debug_link(s->pid, mod, mainfile, link, crc, &h->name);
-	if (h->fd >= 0 && link && *link && !(h->link = strdup(link))) {
-		close(h->fd);
-		h->fd = -1;
-	}
+	if (h->fd >= 0 && !(h->link = strdup(link)))  /* (a file found: link is set) */
+		held_drop(h);
 	return DWARF_CB_OK;
 }
 
@@ -364,6 +400,48 @@ static int module_free_held(Dwfl_Module *mod, void **userdata, const char *name,
 	return DWARF_CB_OK;
 }
 
+/* The modules as they are before a report (kept_add), to be reported
+ * again if the target exits during it. */
+struct kept {
+	struct kept_mod {
+		char *name;
+		Dwarf_Addr lo, hi;
+	} *v;
+	size_t n, cap;
+};
+
+static int kept_add(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+                    void *arg)
+{
+	struct kept *k = arg;
+	Dwarf_Addr lo = 0, hi = 0;
+	(void)userdata;
+	(void)start;
+	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
+		return DWARF_CB_OK;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 64;
+		struct kept_mod *v = realloc(k->v, cap * sizeof *v);
+		if (!v)
+			return DWARF_CB_ABORT;
+		k->v = v;
+		k->cap = cap;
+	}
+	k->v[k->n].name = strdup(name);
+	if (!k->v[k->n].name)
+		return DWARF_CB_ABORT;
+	k->v[k->n].lo = lo;
+	k->v[k->n++].hi = hi;
+	return DWARF_CB_OK;
+}
+
+static void kept_free(struct kept *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->v[i].name);
+	free(k->v);
+}
+
 static int report(struct ha_symbolizer *s)
 {
 	char path[64], probe[2];
@@ -376,17 +454,30 @@ static int report(struct ha_symbolizer *s)
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)s->pid);
 	if (ha_read_file(path, probe, sizeof probe) <= 0)
 		return ESRCH;
+	struct kept kept = { 0 };
+	int have_kept = dwfl_getmodules(s->dwfl, kept_add, &kept, 0) == 0;
 	dwfl_report_begin(s->dwfl);
 	rc = dwfl_linux_proc_report(s->dwfl, s->pid);
+	/* The maps find_elf opens the reported modules' files by (read after
+	 * the report: a module mapped in between is in both).  If they cannot
+	 * be read, the target exited during the report, which may then have
+	 * found nothing: the modules we had are reported again (each the same
+	 * module, with its files), not dropped. */
+	struct ha_maps maps = { 0 };
+	int alive = ha_maps_read(s->pid, &maps) == 0 && maps.n > 0;
+	if (!alive && have_kept)
+		for (size_t i = 0; i < kept.n; i++)
+			(void)dwfl_report_module(s->dwfl, kept.v[i].name, kept.v[i].lo, kept.v[i].hi);
+	kept_free(&kept);
 	/* Modules reported again unchanged keep their loaded ELF and DWARF. */
 	if (dwfl_report_end(s->dwfl, module_removed, s) != 0 && rc == 0)
 		rc = -1;
-	/* The maps find_elf opens the reported modules' files by (read after
-	 * the report: a module mapped in between is in both). */
-	struct ha_maps maps = { 0 };
-	if (ha_maps_read(s->pid, &maps) == 0) {
+	if (alive) {
 		ha_maps_free(&s->maps);
 		s->maps = maps;
+	} else {
+		ha_maps_free(&maps);
+		return ESRCH;
 	}
 	if (rc == 0)
 		dwfl_getmodules(s->dwfl, prepare_module, s, 0);
@@ -426,6 +517,9 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 	if (getenv("DEBUGINFOD_URLS"))
 		unsetenv("DEBUGINFOD_URLS");
 	s->pid = pid;
+	/* Within the descriptors left (--rss may have taken most of them). */
+	long budget = ((long)ha_raise_fd_limit() - (long)ha_open_fd_count() - FD_SPARE) / 2;
+	s->prepare_max = budget < 0 ? 0 : budget > PREPARE_MAX ? PREPARE_MAX : (int)budget;
 	set_root(s);
 	s->cb.find_elf = find_elf;
 	s->cb.find_debuginfo = find_debuginfo;
@@ -484,11 +578,12 @@ static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 	return DWARF_CB_OK;
 }
 
-int ha_symbolizer_modules(struct ha_symbolizer *s)
+int ha_symbolizer_modules(struct ha_symbolizer *s, int *prepared)
 {
 	int n = 0;
 	if (s && s->dwfl)
 		dwfl_getmodules(s->dwfl, count_module, &n, 0);
+	*prepared = s ? s->prepared : 0;
 	return n;
 }
 

@@ -23,13 +23,18 @@ struct ha_sym_frame {
 };
 
 /* Strings in the frames returned are owned by the symbolizer and stay valid
- * until ha_symbolizer_free.  The target's modules' files are opened by
- * ha_symbolizer_new (and by later reports, for modules mapped since), so
- * pcs are still named after the target exited. */
+ * until ha_symbolizer_free.  The files of the target's modules of code are
+ * opened by ha_symbolizer_new (and by later reports, for modules mapped
+ * since; at most 1,024 modules, within the descriptors left): each ELF
+ * file, and for one without DWARF of its own the debug file its
+ * .gnu_debuglink finds (by build-id, debug files are looked up in our own
+ * system directories when first needed, which needs no target).  So pcs
+ * are still named after the target exited. */
 struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen);
 void ha_symbolizer_free(struct ha_symbolizer *s);
-/* The modules of the target known now (0 for NULL). */
-int ha_symbolizer_modules(struct ha_symbolizer *s);
+/* The modules of the target known now, and *prepared of them with their
+ * files opened already (0 for NULL). */
+int ha_symbolizer_modules(struct ha_symbolizer *s, int *prepared);
 void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
 /* At the end of a session: write the uncompressed copies of the compressed
  * debug files it read (debugcache.h); with verbose, say what the cache did

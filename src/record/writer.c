@@ -261,9 +261,11 @@ void ha_writer_prepare(struct ha_writer *w)
 	w->jitdump = ha_jitdump_new(w->pid, own);
 	struct jit_names jn = { w->perfmap, w->jitdump };
 	jit_poll(&jn);
-	if (w->verbose)
-		fprintf(stderr, "heapattach: the files of %d modules opened in %.1f ms\n",
-		        ha_symbolizer_modules(w->sym), ha_now_ms() - t0);
+	if (w->verbose) {
+		int prepared, n = ha_symbolizer_modules(w->sym, &prepared);
+		fprintf(stderr, "heapattach: the files of %d modules of code (of %d) opened in %.1f ms\n",
+		        prepared, n, ha_now_ms() - t0);
+	}
 }
 
 void ha_writer_discard(struct ha_writer *w)
