@@ -439,9 +439,6 @@ struct db_open_job {
 	const char *gate;       /* $HEAPATTACH_TEST_DB_GATE (tests only), or NULL */
 	int threaded;           /* th runs db_open_thread */
 	int done;               /* opened (or failed) already, before the attach */
-	int new_file;           /* path did not exist: this run creates it */
-	dev_t dev;              /* path's file once opened */
-	ino_t ino;
 	pthread_t th;
 	char err[512];
 };
@@ -472,11 +469,6 @@ static void *db_open_thread(void *arg)
 			close(fd);
 	}
 	j->rc = ha_db_open(j->path, &j->db, j->err, sizeof j->err);
-	struct stat st;
-	if (j->rc == 0 && stat(j->path, &st) == 0) {
-		j->dev = st.st_dev;
-		j->ino = st.st_ino;
-	}
 	j->ms = ha_now_ms() - t0;
 	return NULL;
 }
@@ -523,12 +515,11 @@ static int db_open_finish(struct db_open_job *j)
 	return j->rc ? -1 : 0;
 }
 
-/* The database of a session that did not start: closed, and removed if
- * this run created it (a failed attach leaves no empty profile behind);
- * never made if its creation had not begun. */
+/* The database of a session that did not start: closed; never made if its
+ * creation had not begun.  (A new file is left, empty: another heapattach
+ * may be recording into the same path by now.) */
 static void db_open_abandon(struct db_open_job *j)
 {
-	struct stat st;
 	if (j->threaded)
 		pthread_join(j->th, NULL);
 	else if (!j->done)
@@ -537,16 +528,6 @@ static void db_open_abandon(struct db_open_job *j)
 	j->done = 1;
 	ha_db_close(j->db);
 	j->db = NULL;
-	/* (Only the file we made: not one put at the path meanwhile.) */
-	if (!j->new_file || j->rc != 0 || j->ino == 0 || stat(j->path, &st) != 0 ||
-	    st.st_dev != j->dev || st.st_ino != j->ino)
-		return;
-	char side[PATH_MAX + 8];
-	(void)unlink(j->path);
-	for (int i = 0; i < 2; i++)
-		if (snprintf(side, sizeof side, "%s%s", j->path, i ? "-shm" : "-wal") <
-		    (int)sizeof side)
-			(void)unlink(side);
 }
 
 /* The handshake runs on the injector's thread while the agent's init call
@@ -1042,8 +1023,7 @@ int main(int argc, char **argv)
 	 * a version we know, not damaged) before the target is touched; only
 	 * the creation of a new one, which can fail only in the ways
 	 * db_path_usable looked at or for lack of space, runs alongside. */
-	dbj.new_file = access(dbname, F_OK) != 0;
-	if (!dbj.new_file && db_open_finish(&dbj)) {
+	if (access(dbname, F_OK) == 0 && db_open_finish(&dbj)) {
 		fprintf(stderr, "heapattach: %s\n", dbj.err);
 		return EXIT_REFUSED;
 	}

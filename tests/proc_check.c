@@ -1,6 +1,7 @@
-/* proc_check -- the /proc parsers (src/common/proc.c) on hostile input: a
- * target chooses its comm (16 bytes, ')' ' ' and newlines included), and a
- * status line can be cut off anywhere.  Each case states what must come
+/* proc_check -- the /proc parsers (src/common/proc.c, and procmaps.c's
+ * " (deleted)" suffix) on hostile input: a target chooses its comm (16
+ * bytes, ')' ' ' and newlines included), and a status line can be cut off
+ * anywhere.  Each case states what must come
  * out; the program prints every mismatch and exits 1 if there is one. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "procmaps.h"
 #include "unit.h"
 
 static void stat_case(const char *line, int want_rc, char want_state, unsigned long want_flags)
@@ -61,6 +63,20 @@ int main(void)
 	field_case("Uid:", "Uid", 0, "");
 	field_case("x\nUid:\t  \t5\n", "Uid", 0, "5");
 
+	/* maps: a " (deleted)" suffix is cut from the path and remembered. */
+	EXPECT(ha_maps_path_len("/lib/x.so (deleted)") == 9, "path_len of a deleted path");
+	EXPECT(ha_maps_path_len("/lib/x.so") == 9, "path_len of a path");
+	EXPECT(ha_maps_path_len(" (deleted)") == 0 && ha_maps_path_len("") == 0,
+	       "path_len of the suffix alone");
+	char maps[] = "7f00-7f10 r-xp 00000000 08:01 42 /tmp/a b (deleted)\n"
+	              "7f10-7f20 r--p 00001000 08:01 42 /tmp/a b\n";
+	struct ha_maps mm = { 0 };
+	EXPECT(ha_maps_parse(maps, sizeof maps - 1, &mm) == 0 && mm.n == 2 &&
+	           strcmp(mm.v[0].path, "/tmp/a b") == 0 && mm.v[0].deleted == 1 &&
+	           strcmp(mm.v[1].path, "/tmp/a b") == 0 && mm.v[1].deleted == 0,
+	       "maps with a deleted file: %zu entries", mm.n);
+	ha_maps_free(&mm);
+
 	/* The real files of this process parse. */
 	char state;
 	unsigned long flags;
@@ -73,5 +89,5 @@ int main(void)
 	EXPECT(ha_proc_stat(0x7ffffff0, 0, &state, &flags) < 0, "a pid that cannot exist parses");
 	EXPECT(!ha_proc_alive(0x7ffffff0), "a pid that cannot exist is alive");
 
-	return UNIT_RESULT("stat and status parsers on hostile lines");
+	return UNIT_RESULT("stat and status parsers on hostile lines; deleted paths in maps");
 }

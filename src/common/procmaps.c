@@ -21,6 +21,15 @@
 
 static const char DELETED_SUFFIX[] = " (deleted)";
 
+size_t ha_maps_path_len(const char *name)
+{
+	size_t n = strlen(name);
+	if (n >= sizeof DELETED_SUFFIX - 1 &&
+	    strcmp(name + n - (sizeof DELETED_SUFFIX - 1), DELETED_SUFFIX) == 0)
+		n -= sizeof DELETED_SUFFIX - 1;
+	return n;
+}
+
 /* Read the whole file at path into a NUL-terminated heap buffer.  /proc files
  * report size 0, so grow as we go.  0 or -errno. */
 static int read_all(const char *path, char **out, size_t *outlen)
@@ -175,12 +184,8 @@ static int parse_line(const char *line, struct ha_map *m)
 		return -1;
 	skip_blanks(&p);
 
-	plen = strlen(p);
-	if (plen >= sizeof DELETED_SUFFIX - 1 &&
-	    strcmp(p + plen - (sizeof DELETED_SUFFIX - 1), DELETED_SUFFIX) == 0) {
-		plen -= sizeof DELETED_SUFFIX - 1;
-		m->deleted = 1;
-	}
+	plen = ha_maps_path_len(p);
+	m->deleted = plen != strlen(p);
 	m->path = strndup(p, plen);
 	return m->path ? 0 : -ENOMEM;
 }

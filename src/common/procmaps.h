@@ -38,6 +38,10 @@ int ha_maps_parse(char *text, size_t len, struct ha_maps *out);
  * preferred (a loaded module, not the file mmap'ed as data). */
 const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix);
 
+/* The length of a path as the maps write it without its " (deleted)"
+ * suffix, if it has one (the path ha_map.path holds). */
+size_t ha_maps_path_len(const char *name);
+
 /* The mapping containing addr, or NULL. */
 const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr);
 

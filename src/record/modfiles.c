@@ -35,8 +35,6 @@
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 
-static const char DELETED[] = " (deleted)";
-
 static int same_inode(const struct stat *st, const struct ha_map *m)
 {
 	return (uint64_t)st->st_ino == m->inode && (uint64_t)major(st->st_dev) == (m->dev >> 32) &&
@@ -47,9 +45,7 @@ static int same_inode(const struct stat *st, const struct ha_map *m)
 static const struct ha_map *module_mapping(const struct ha_maps *maps, const char *name,
                                            uint64_t lo, uint64_t hi)
 {
-	size_t n = strlen(name);
-	if (n >= sizeof DELETED - 1 && strcmp(name + n - (sizeof DELETED - 1), DELETED) == 0)
-		n -= sizeof DELETED - 1;
+	size_t n = ha_maps_path_len(name);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct ha_map *m = &maps->v[i];
 		if (m->start >= lo && m->start < hi && strlen(m->path) == n &&

@@ -213,9 +213,12 @@ static void held_drop(struct held_debug *h)
 	h->name = NULL;
 }
 
+/* The userdata of a module without code (has_code), looked at once. */
+static struct held_debug no_code = { .fd = -1 };
+
 static void held_free(struct held_debug *h)
 {
-	if (!h)
+	if (!h || h == &no_code)
 		return;
 	held_drop(h);
 	free(h->link);
@@ -239,7 +242,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	 * the debug link it was found by (a dwz file's .gnu_debugaltlink
 	 * comes here too, and is looked up).  Handed over, or closed when the
 	 * file comes from elsewhere. */
-	struct held_debug *h = userdata ? *userdata : NULL;
+	struct held_debug *h = userdata && *userdata != &no_code ? *userdata : NULL;
 	int own = h && h->fd >= 0 && h->link && debuglink_file &&
 	          strcmp(h->link, debuglink_file) == 0;
 
@@ -331,10 +334,11 @@ static int has_code(const struct ha_symbolizer *s, Dwfl_Module *mod, const char 
 		return name[0] == '[';   /* [vdso: PID]: read from memory */
 	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
 		return 0;
+	size_t n = ha_maps_path_len(name);
 	for (size_t i = 0; i < s->maps.n; i++) {
 		const struct ha_map *m = &s->maps.v[i];
 		if ((m->prot & PROT_EXEC) && m->start >= lo && m->start < hi &&
-		    strcmp(m->path, name) == 0)
+		    strlen(m->path) == n && strncmp(m->path, name, n) == 0)
 			return 1;
 	}
 	return 0;
@@ -351,8 +355,12 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	struct ha_symbolizer *s = arg;
 	Dwarf_Addr bias;
 	(void)start;
-	if (*userdata || s->prepared >= s->prepare_max || !has_code(s, mod, name))
-		return DWARF_CB_OK;     /* reported before, unchanged; too many; data */
+	if (*userdata || s->prepared >= s->prepare_max)
+		return DWARF_CB_OK;     /* reported before, unchanged; or too many */
+	if (!has_code(s, mod, name)) {
+		*userdata = &no_code;
+		return DWARF_CB_OK;
+	}
 	struct held_debug *h = calloc(1, sizeof *h);
 	if (!h)
 		return DWARF_CB_OK;
@@ -381,7 +389,7 @@ static int module_removed(Dwfl_Module *mod, void *slot, const char *name, Dwarf_
 	(void)mod;
 	(void)name;
 	(void)base;
-	if (*userdata)
+	if (*userdata && *userdata != &no_code)
 		s->prepared--;
 	held_free(*userdata);
 	*userdata = NULL;
@@ -534,6 +542,10 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 	}
 	cur_sym = s;
 	rc = report(s);
+	/* (A target that exited during the report may have left modules.) */
+	int dummy;
+	if (rc == ESRCH && ha_symbolizer_modules(s, &dummy) > 0)
+		rc = 0;
 	if (rc != 0) {
 		if (rc > 0)
 			ha_err(err, errlen, "cannot report the modules of %d: %s", (int)pid, strerror(rc));
