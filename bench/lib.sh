@@ -7,6 +7,7 @@
 run_attached() {
 	local threads=$1; shift
 	local fifo=$work/in.$RANDOM out=$work/out.$RANDOM
+	: >"$work/last_attach_failed"
 	mkfifo "$fifo"
 	"$BENCH" "$threads" "$SECS" wait <"$fifo" >"$out" &
 	local pid=$!
@@ -24,12 +25,23 @@ run_attached() {
 			sleep 0.01
 		done
 		[ "$1" = heaptrack ] && sleep 1 # gdb injection finishes after its message
+		# A heapattach that did not attach (a bench agent of another
+		# protocol, built before a change: make bench rebuilds them)
+		# would measure the plain program: said, and no figure.
+		if [ "$1" != heaptrack ] && ! grep -q 'agent ready' "$work/tool.out"; then
+			grep '^heapattach: ' "$work/tool.out" | grep -v '^heapattach: \[' | tail -n 1 >"$work/last_attach_failed"
+			[ -s "$work/last_attach_failed" ] || echo "heapattach: no 'agent ready'" >"$work/last_attach_failed"
+		fi
 	fi
 	echo go >&7
 	exec 7>&-
 	wait "$pid"
 	[ -n "$tpid" ] && { kill -INT -- "-$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
-	sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
+	if [ -s "$work/last_attach_failed" ]; then
+		echo "bench: not attached, no figure: $(cat "$work/last_attach_failed")" >&2
+	else
+		sed -n 's/^ops_per_sec=\([0-9]*\).*/\1/p' "$out"
+	fi
 	sed -n 's/.* plt_ns_per_op=\([0-9.]*\) direct_ns_per_op=\([0-9.]*\).*/\1 \2/p' "$out" >"$work/last_ab"
 	# CPU nanoseconds per op, the target's own plus (attached) the
 	# attacher's: a cost that other load on the machine blurs much less
@@ -53,6 +65,10 @@ run_attached() {
 run_ab() {
 	local threads=$1; shift
 	MALLOC_BENCH_AB=1 run_attached "$threads" "$@" >/dev/null 2>&1
+	if [ -s "$work/last_attach_failed" ]; then
+		echo "bench: not attached, no figure: $(cat "$work/last_attach_failed")" >&2
+		return 0
+	fi
 	local att
 	att=$(sed -n 's/.*(\([0-9.]*\) s in all).*/\1/p' "$work/last_tool.out" | head -n 1)
 	awk -v a="${att:-0}" '{ if ($2 > 0) printf "%.3f %s %.2f\n", $2 / $1, a, $1 - $2 }' "$work/last_ab"
