@@ -3,7 +3,8 @@
 # is the long one): each built with clang by tests/fuzz/run, replays its
 # seed corpus (the crash-* inputs there are the crashes found before: the
 # regressions), then fuzzes for 5 s.  Fails on any crash, sanitizer report
-# or failed check; the crashing inputs are kept in tests/logs/.  Skipped
+# or failed check; the crashing inputs and their harness's log are kept in
+# tests/logs/.  Skipped
 # without clang or its libFuzzer.
 . "$(dirname "$0")/lib.sh"
 
@@ -17,6 +18,13 @@ if ! FUZZ_RUNS=10000000 FUZZ_SECS=${FUZZ_SECS:-5} sh "$HA_SRCDIR/tests/fuzz/run"
 	mkdir -p "$HA_BUILDDIR/tests/logs"
 	cp "$W"/fuzz/fuzz_*-crash-* "$W"/fuzz/fuzz_*-leak-* "$W"/fuzz/fuzz_*-timeout-* \
 		"$HA_BUILDDIR/tests/logs/" 2>/dev/null
-	fail "a harness failed (crashing inputs, if any, in $HA_BUILDDIR/tests/logs/)"
+	# The failed harnesses' whole logs too (libFuzzer's seed, the
+	# harness's report): an input that needs the ones before it does not
+	# fail again alone.
+	for f in "$W"/fuzz/fuzz_*.log; do
+		n=$(basename "$f" .log)
+		ls "$W"/fuzz/"$n"-* >/dev/null 2>&1 && cp "$f" "$HA_BUILDDIR/tests/logs/$n.fuzz.log"
+	done
+	fail "a harness failed (crashing inputs and their logs, if any, in $HA_BUILDDIR/tests/logs/)"
 fi
 echo "ok: every harness ran clean"
