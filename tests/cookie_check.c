@@ -35,7 +35,6 @@
 #include <string.h>
 #include <sched.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -43,19 +42,13 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ha_proto.h"
+#include "proc.h"
 #include "session.h"
 #include "unit.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "util.h"
 
 /* The host's other thread: for each byte read from fork_in, fork() a
  * child that exits at once, and write back how long fork() took, in ms (a
@@ -66,11 +59,11 @@ static void *forker(void *arg)
 	char c;
 	(void)arg;
 	while (read(fork_in, &c, 1) == 1) {
-		double t0 = now_ms();
+		double t0 = ha_now_ms();
 		pid_t child = fork();
 		if (child == 0)
 			_exit(0);
-		double ms = now_ms() - t0;
+		double ms = ha_now_ms() - t0;
 		if (child > 0)
 			waitpid(child, NULL, 0);
 		if (write(fork_out, &ms, sizeof ms) != (ssize_t)sizeof ms)
@@ -126,6 +119,21 @@ static int ring_mapped(pid_t pid)
 	return found;
 }
 
+/* The arguments of an init for session s (args_flags), and its CONFIG,
+ * with a cookie drawn here in both. */
+static void session_args(const struct ha_session *s, uint32_t args_flags, struct ha_init_args *a,
+                         struct ha_msg_config *cfg)
+{
+	*a = (struct ha_init_args){ .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
+	                            .attacher_pid = (int32_t)getpid(),
+	                            .attacher_uid = (uint32_t)geteuid(), .flags = args_flags };
+	snprintf(a->sock_path, sizeof a->sock_path, "%s", s->sock_target);
+	*cfg = (struct ha_msg_config){ .sample_interval = 512u << 10, .stack_bytes = 64u << 10 };
+	if (getrandom(a->cookie, sizeof a->cookie, 0) != (ssize_t)sizeof a->cookie)
+		abort();
+	memcpy(cfg->cookie, a->cookie, sizeof cfg->cookie);
+}
+
 /* One session with the host (pid, own_pid in its namespace): its init
  * gets args_flags and the cookie drawn here.  wrong: CONFIG carries
  * another cookie, and a pipe instead of the ring's memfd.  Returns the
@@ -142,14 +150,9 @@ static int round_trip(pid_t pid, pid_t own_pid, int to_host, int from_host, uint
 		ha_session_close(&s);
 		return -2;
 	}
-	struct ha_init_args a = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
-	                          .attacher_pid = (int32_t)getpid(),
-	                          .attacher_uid = (uint32_t)geteuid(), .flags = args_flags };
-	snprintf(a.sock_path, sizeof a.sock_path, "%s", s.sock_target);
-	struct ha_msg_config cfg = { .sample_interval = 512u << 10, .stack_bytes = 64u << 10 };
-	if (getrandom(a.cookie, sizeof a.cookie, 0) != (ssize_t)sizeof a.cookie)
-		abort();
-	memcpy(cfg.cookie, a.cookie, sizeof cfg.cookie);
+	struct ha_init_args a;
+	struct ha_msg_config cfg;
+	session_args(&s, args_flags, &a, &cfg);
 	int memfd = -1, p[2] = { -1, -1 };
 	if (wrong) {
 		cfg.cookie[3] ^= 0x5a;
@@ -194,11 +197,8 @@ static int in_close(pid_t pid)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/task/%.16s/syscall", (int)pid, e->d_name);
-		int fd = open(path, O_RDONLY);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		buf[n > 0 ? n : 0] = '\0';
+		if (ha_read_file(path, buf, sizeof buf) < 0)
+			buf[0] = '\0';
 		found = strtol(buf, NULL, 10) == SYS_close && strchr(buf, ' ');
 	}
 	if (d)
@@ -209,15 +209,8 @@ static int in_close(pid_t pid)
 /* Is pid stopped (state T in /proc/PID/stat)? */
 static int stopped(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'T';
+	char state = 0;
+	return ha_proc_stat(pid, 0, &state, NULL) == 0 && state == 'T';
 }
 
 #define LINGER_S 2
@@ -271,14 +264,9 @@ static void blocking_close_round(int variant, pid_t pid, int to_host, int from_h
 		ha_session_close(&s);
 		return;
 	}
-	struct ha_init_args a = { .magic = HA_PROTO_MAGIC, .version = HA_PROTO_VERSION,
-	                          .attacher_pid = (int32_t)getpid(),
-	                          .attacher_uid = (uint32_t)geteuid() };
-	snprintf(a.sock_path, sizeof a.sock_path, "%s", s.sock_target);
-	struct ha_msg_config cfg = { .sample_interval = 512u << 10, .stack_bytes = 64u << 10 };
-	if (getrandom(a.cookie, sizeof a.cookie, 0) != (ssize_t)sizeof a.cookie)
-		abort();
-	memcpy(cfg.cookie, a.cookie, sizeof cfg.cookie);
+	struct ha_init_args a;
+	struct ha_msg_config cfg;
+	session_args(&s, 0, &a, &cfg);
 	if (variant != BC_CUT)
 		cfg.cookie[5] ^= 0xa5;
 	int peer, sock = lingering_socket(&peer);
@@ -307,9 +295,9 @@ static void blocking_close_round(int variant, pid_t pid, int to_host, int from_h
 	/* CONFIG goes out while the host is stopped, and our copy of the
 	 * socket is closed before the agent can take its own: the agent's
 	 * close is the last, the one that lingers. */
-	double t_end = now_ms() + 10000;
+	double t_end = ha_now_ms() + 10000;
 	kill(pid, SIGSTOP);
-	while (!stopped(pid) && now_ms() < t_end)
+	while (!stopped(pid) && ha_now_ms() < t_end)
 		sched_yield();
 	ha_msg_init(&m, HA_MSG_CONFIG);
 	m.u.config = cfg;
@@ -336,20 +324,20 @@ static void blocking_close_round(int variant, pid_t pid, int to_host, int from_h
 		close(pp[1]);
 	}
 	kill(pid, SIGCONT);
-	while (!in_close(pid) && now_ms() < t_end)
+	while (!in_close(pid) && ha_now_ms() < t_end)
 		sched_yield();
-	double t_close = now_ms();
+	double t_close = ha_now_ms();
 	EXPECT(in_close(pid), "%s: the agent was never seen in close()", what);
 	/* A fork() of the host's while the agent is in that close. */
 	double fork_ms = -1;
 	if (write(to_forker, "f", 1) != 1 ||
 	    read(from_forker, &fork_ms, sizeof fork_ms) != (ssize_t)sizeof fork_ms)
 		abort();
-	double fork_end = now_ms() - t_close;
+	double fork_end = ha_now_ms() - t_close;
 	/* The agent's ERROR comes once its close is over. */
 	p = (struct pollfd){ .fd = conn, .events = POLLIN };
 	n = poll(&p, 1, 10000) == 1 ? recv(conn, &m, sizeof m, 0) : -1;
-	double close_ms = now_ms() - t_close;
+	double close_ms = ha_now_ms() - t_close;
 	int32_t result;
 	if (read(from_host, &result, sizeof result) != (ssize_t)sizeof result)
 		abort();
