@@ -520,12 +520,9 @@ static int db_open_finish(struct db_open_job *j)
  * may be recording into the same path by now.) */
 static void db_open_abandon(struct db_open_job *j)
 {
-	if (j->threaded)
-		pthread_join(j->th, NULL);
-	else if (!j->done)
+	if (!j->threaded && !j->done)
 		return;
-	j->threaded = 0;
-	j->done = 1;
+	(void)db_open_finish(j);
 	ha_db_close(j->db);
 	j->db = NULL;
 }

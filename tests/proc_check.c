@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -75,6 +76,14 @@ int main(void)
 	           strcmp(mm.v[0].path, "/tmp/a b") == 0 && mm.v[0].deleted == 1 &&
 	           strcmp(mm.v[1].path, "/tmp/a b") == 0 && mm.v[1].deleted == 0,
 	       "maps with a deleted file: %zu entries", mm.n);
+	/* ...and a module's mapping is found by its name with the suffix. */
+	EXPECT(mm.n == 2 &&
+	           ha_maps_module_mapping(&mm, "/tmp/a b (deleted)", 0x7f00, 0x7f20, PROT_EXEC) ==
+	               &mm.v[0] &&
+	           ha_maps_module_mapping(&mm, "/tmp/a b", 0x7f08, 0x7f20, 0) == &mm.v[1] &&
+	           !ha_maps_module_mapping(&mm, "/tmp/a b", 0x7f08, 0x7f20, PROT_EXEC) &&
+	           !ha_maps_module_mapping(&mm, "/tmp/a", 0x7f00, 0x7f20, 0),
+	       "module mappings by name, range and protection");
 	ha_maps_free(&mm);
 
 	/* The real files of this process parse. */

@@ -30,6 +30,19 @@ size_t ha_maps_path_len(const char *name)
 	return n;
 }
 
+const struct ha_map *ha_maps_module_mapping(const struct ha_maps *m, const char *name,
+                                            uint64_t lo, uint64_t hi, unsigned prot)
+{
+	size_t n = ha_maps_path_len(name);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct ha_map *e = &m->v[i];
+		if (e->start >= lo && e->start < hi && (e->prot & prot) == prot &&
+		    strlen(e->path) == n && strncmp(e->path, name, n) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /* Read the whole file at path into a NUL-terminated heap buffer.  /proc files
  * report size 0, so grow as we go.  0 or -errno. */
 static int read_all(const char *path, char **out, size_t *outlen)

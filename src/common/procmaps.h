@@ -42,6 +42,13 @@ const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *pr
  * suffix, if it has one (the path ha_map.path holds). */
 size_t ha_maps_path_len(const char *name);
 
+/* The first mapping that starts in [lo, hi), maps the file name (as the
+ * maps write it, " (deleted)" or not) and has every bit of prot: a
+ * module's mapping, from the range and name libdwfl reports it by.  NULL
+ * if none. */
+const struct ha_map *ha_maps_module_mapping(const struct ha_maps *m, const char *name,
+                                            uint64_t lo, uint64_t hi, unsigned prot);
+
 /* The mapping containing addr, or NULL. */
 const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr);
 

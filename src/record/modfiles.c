@@ -41,20 +41,6 @@ static int same_inode(const struct stat *st, const struct ha_map *m)
 	       (uint64_t)minor(st->st_dev) == (m->dev & 0xffffffffu);
 }
 
-/* The mapping of the module's file: one in [lo, hi) whose path is name. */
-static const struct ha_map *module_mapping(const struct ha_maps *maps, const char *name,
-                                           uint64_t lo, uint64_t hi)
-{
-	size_t n = ha_maps_path_len(name);
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct ha_map *m = &maps->v[i];
-		if (m->start >= lo && m->start < hi && strlen(m->path) == n &&
-		    strncmp(m->path, name, n) == 0)
-			return m;
-	}
-	return NULL;
-}
-
 int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
                         Dwfl_Module *mod, const char *name, char **file_name)
 {
@@ -65,7 +51,7 @@ int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
 
 	if (name[0] != '/' || !dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
 		return -1;
-	const struct ha_map *m = module_mapping(maps, name, lo, hi);
+	const struct ha_map *m = ha_maps_module_mapping(maps, name, lo, hi, 0);
 	if (!m)
 		return -1;
 	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,

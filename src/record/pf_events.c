@@ -314,7 +314,6 @@ static int scan(struct ha_pf *pf, struct perf_event_attr *a, int window, size_t 
 	return opened;
 }
 
-/* Descriptors this process has open now. */
 struct ha_pf *ha_pf_open(pid_t pid, uint64_t period, struct ha_pf_report *rep, char *err,
                          size_t errlen)
 {

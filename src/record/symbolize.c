@@ -332,16 +332,8 @@ static int has_code(const struct ha_symbolizer *s, Dwfl_Module *mod, const char 
 	Dwarf_Addr lo = 0, hi = 0;
 	if (name[0] != '/')
 		return name[0] == '[';   /* [vdso: PID]: read from memory */
-	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
-		return 0;
-	size_t n = ha_maps_path_len(name);
-	for (size_t i = 0; i < s->maps.n; i++) {
-		const struct ha_map *m = &s->maps.v[i];
-		if ((m->prot & PROT_EXEC) && m->start >= lo && m->start < hi &&
-		    strlen(m->path) == n && strncmp(m->path, name, n) == 0)
-			return 1;
-	}
-	return 0;
+	return dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) &&
+	       ha_maps_module_mapping(&s->maps, name, lo, hi, PROT_EXEC);
 }
 
 /* A module reported for the first time: its files are opened now, while
@@ -543,8 +535,7 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 	cur_sym = s;
 	rc = report(s);
 	/* (A target that exited during the report may have left modules.) */
-	int dummy;
-	if (rc == ESRCH && ha_symbolizer_modules(s, &dummy) > 0)
+	if (rc == ESRCH && ha_symbolizer_modules(s, NULL) > 0)
 		rc = 0;
 	if (rc != 0) {
 		if (rc > 0)
@@ -595,7 +586,8 @@ int ha_symbolizer_modules(struct ha_symbolizer *s, int *prepared)
 	int n = 0;
 	if (s && s->dwfl)
 		dwfl_getmodules(s->dwfl, count_module, &n, 0);
-	*prepared = s ? s->prepared : 0;
+	if (prepared)
+		*prepared = s ? s->prepared : 0;
 	return n;
 }
 

@@ -32,8 +32,8 @@ struct ha_sym_frame {
  * are still named after the target exited. */
 struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen);
 void ha_symbolizer_free(struct ha_symbolizer *s);
-/* The modules of the target known now, and *prepared of them with their
- * files opened already (0 for NULL). */
+/* The modules of the target known now, and *prepared of them (if
+ * prepared is not NULL) with their files opened already (0 for NULL). */
 int ha_symbolizer_modules(struct ha_symbolizer *s, int *prepared);
 void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
 /* At the end of a session: write the uncompressed copies of the compressed
