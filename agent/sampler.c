@@ -443,6 +443,36 @@ __attribute__((always_inline)) static inline int sample_by_ref(struct ha_rec_sre
 	return len <= cfg.stack_bytes && sref_find(lo, len, rbp, ref);
 }
 
+/* The agent's own object, from its ELF header to its end: the linker's
+ * own names for them (hence reserved), bound here, so that the program's
+ * _end never interposes. */
+/* NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): the linker's */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+/* NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): the linker's */
+extern const char _end[] __attribute__((visibility("hidden")));
+
+/* The program's return address from the allocation function: the first
+ * one up the frame-pointer chain from fp (ha_sample_alloc's frame) that
+ * is not the agent's.  Only the agent's own frames are read -- built with
+ * frame pointers, each links to its caller's, and a hook reached by a
+ * jump from another has no frame to link -- and only inside this thread's
+ * stack, moving up; 0 where that does not hold (a signal stack). */
+__attribute__((always_inline)) static inline uint64_t program_caller(uint64_t fp)
+{
+	for (int k = 0; k < 4; k++) {
+		if (fp < ha_ts.stack_lo || fp > ha_ts.stack_hi - 16 || (fp & 7))
+			return 0;
+		const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+		uint64_t ra = frame[1];
+		if (ra < (uint64_t)(uintptr_t)__ehdr_start || ra >= (uint64_t)(uintptr_t)_end)
+			return ra;
+		if (frame[0] <= fp)
+			return 0;
+		fp = frame[0];
+	}
+	return 0;
+}
+
 /* Capture the registers and copy the stack into a new record.  Inlined
  * into ha_sample_alloc: the captured rip, rsp and callee-saved registers
  * belong to that frame, which the attacher unwinds from (its CFI holds at
@@ -493,6 +523,7 @@ __attribute__((always_inline)) static inline void write_sample(struct ha_ring_hd
 	s->kind = (uint16_t)kind;
 	s->pad2 = 0;
 	s->interval = interval;
+	s->caller = program_caller((uint64_t)(uintptr_t)__builtin_frame_address(0));
 	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
 	                 "mov %%rax, 0(%0)\n\t"
 	                 "mov %%rsp, 8(%0)\n\t"

@@ -122,7 +122,10 @@ CREATE TABLE modules (
 -- file), kept so that a profile can be re-symbolized later.  An inlined
 -- function gets its own frame (inlined = 1) with the same module and rel_pc
 -- as the frame it was inlined into, which follows it in the stack.
--- function, file: '' = unknown; line: 0 = unknown.
+-- function, file: '' = unknown; line: 0 = unknown.  The frame of module
+-- path '', rel_pc 0 and function '(stack not unwound past here)' ends a
+-- stack whose walk failed: before it stands the program's call of the
+-- allocation function, all that was known.
 CREATE TABLE frames (
 	id        INTEGER PRIMARY KEY,
 	module_id INTEGER NOT NULL REFERENCES modules (id),

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 8u
+#define HA_PROTO_VERSION 9u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -371,6 +371,11 @@ struct ha_rec_sample {
 	                          * took this sample was drawn with (<= 1: every
 	                          * allocation): its weight is
 	                          * 1 / (1 - exp(-size / interval)) */
+	uint64_t caller;         /* the program's return address from the
+	                          * allocation function (the first one up the
+	                          * agent's own frame-pointer chain outside the
+	                          * agent), 0 if not found: the leaf the attacher
+	                          * keeps when the stack cannot be unwound */
 	struct ha_regs regs;
 };
 
@@ -393,7 +398,7 @@ _Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line")
 _Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
 _Static_assert(sizeof(struct ha_rec_hdr) == 16, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");
-_Static_assert(sizeof(struct ha_rec_sample) == 16 + 56 + 64, "sample record layout");
+_Static_assert(sizeof(struct ha_rec_sample) == 16 + 64 + 64, "sample record layout");
 _Static_assert(sizeof(struct ha_rec_free) == 16 + 32, "free record layout");
 _Static_assert(sizeof(struct ha_sref) == 512, "stack reference layout");
 _Static_assert(HA_RING_HDR_SIZE % 4096 == 0, "the data area starts on a page");

@@ -74,7 +74,7 @@ struct item {
 	uint32_t id;                  /* samples: bucket id (0: none) */
 	const uint8_t *stack;         /* samples: the stack copy, in the ring (with
 	                               * HA_REC_F_SREF: the struct ha_rec_sref) */
-	uint32_t sref_seq;            /* samples by reference: the publication (sref.h) */
+	uint32_t sref_slot, sref_seq; /* samples by reference: the publication (sref.h) */
 	uint16_t flags;               /* the record header's (modules: the generation) */
 	uint64_t addr;                /* frees: the block */
 	struct ha_rec_sample s;       /* samples: the fixed part */
@@ -364,6 +364,7 @@ static void unwind_batch(struct ctx *x, int k)
 			struct ha_rec_sref ref;
 			memcpy(&ref, it->stack, sizeof ref);
 			n = ha_srefs_resolve(x->srefs, &ref, it->s.regs.rip, x->pcs[i], MAX_PCS);
+			it->sref_slot = ref.slot;
 			it->sref_seq = n > 0 ? ref.seq : 0;
 			it->ref = 0;
 		} else {
@@ -376,6 +377,10 @@ static void unwind_batch(struct ctx *x, int k)
 			if (it->ref && !x->maps_pending)
 				ha_srefs_offer(x->srefs, x->unw, it->ref, it->s.stack_len, MAX_PCS);
 		}
+		/* A walk that ended inside the agent has nothing of the
+		 * program: as good as none. */
+		if (n > 0 && x->pcs[i][n - 1] >= x->agent_lo && x->pcs[i][n - 1] < x->agent_hi)
+			n = 0;
 		if (n <= 0) {
 			x->st.unwind_failures++;
 			n = 0;
@@ -387,8 +392,10 @@ static void unwind_batch(struct ctx *x, int k)
 
 /* The bucket of n pcs (leaf first) of kind (0: out of memory); a new one
  * goes to the writer.  ids: the words the unwinder's cache entry keeps for
- * the heap and mmap buckets of those pcs (NULL: none). */
-static uint32_t intern(struct ctx *x, uint64_t *pcs, int n, int kind, uint32_t *ids)
+ * the heap and mmap buckets of those pcs (NULL: none).  first_is_return:
+ * pcs[0] is a return address (as it is when agent frames are skipped). */
+static uint32_t intern(struct ctx *x, uint64_t *pcs, int n, int kind, uint32_t *ids,
+                       int first_is_return)
 {
 	int is_new;
 	if (ids && ids[kind])
@@ -410,7 +417,7 @@ static uint32_t intern(struct ctx *x, uint64_t *pcs, int n, int kind, uint32_t *
 		return 0;
 	if (is_new) {
 		x->st.stacks++;
-		send_stack(x, id, pcs + skip, n - skip, skip > 0);
+		send_stack(x, id, pcs + skip, n - skip, skip > 0 || first_is_return);
 	}
 	if (ids)
 		ids[kind] = id;
@@ -423,10 +430,18 @@ static uint32_t stack_id(struct ctx *x, const struct item *it, uint64_t *pcs)
 	int kind = it->s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
 	/* The same pcs as a stack booked before: its id, kept by the unwinder's
 	 * cache entry (the agent range, hence the pcs kept, never changes). */
-	uint32_t *ids = it->sref_seq ? ha_srefs_ids(x->srefs, it->sref_seq)
+	uint32_t *ids = it->sref_seq ? ha_srefs_ids(x->srefs, it->sref_slot, it->sref_seq)
 	                : it->ref    ? ha_unwind_user(x->unw, it->ref)
 	                             : NULL;
-	return intern(x, pcs, it->n, kind, ids);
+	/* Not unwound: what the agent knew, the program's call of the
+	 * allocation function, then a frame saying the rest is missing (one
+	 * bucket per such leaf, never one "(no frames)" for them all). */
+	if (it->n == 0 && it->s.caller) {
+		pcs[0] = it->s.caller;
+		pcs[1] = HA_PC_NOT_UNWOUND;
+		return intern(x, pcs, 2, kind, NULL, 1);
+	}
+	return intern(x, pcs, it->n, kind, ids, 0);
 }
 
 /* ---------------------------------------------------------------- --rss */
@@ -440,7 +455,7 @@ static uint32_t swap_bucket(void *arg, uint32_t rss_bucket)
 	if (!pcs || n > MAX_PCS)
 		return 0;
 	memcpy(x->pf_pcs, pcs, (size_t)n * sizeof *pcs);
-	return intern(x, x->pf_pcs, n, HA_KIND_SWAP, NULL);
+	return intern(x, x->pf_pcs, n, HA_KIND_SWAP, NULL, 0);
 }
 
 /* Book the page-fault samples waiting in the perf rings: unwound like the
@@ -461,7 +476,7 @@ static void drain_rss(struct ctx *x)
 			x->pf_pcs[0] = s.regs.rip;
 			n = 1;
 		}
-		uint32_t id = intern(x, x->pf_pcs, n, HA_KIND_RSS, NULL);
+		uint32_t id = intern(x, x->pf_pcs, n, HA_KIND_RSS, NULL, 0);
 		ha_rss_fault(x->rss, s.addr, id, (double)x->c->rss_period);
 		x->st.rss_samples++;
 	}
@@ -911,6 +926,12 @@ static void *collector_main(void *arg)
 	x->c = c;
 	x->book = ha_book_new();
 	x->unw = ha_unwinder_new(c->pid, err, sizeof err);
+	/* Tests only: a session whose every sample fails to unwind, as when
+	 * the unwinder cannot be made (what such samples are booked as). */
+	if (getenv("HEAPATTACH_TEST_NO_UNWIND")) {
+		ha_unwinder_free(x->unw);
+		x->unw = NULL;
+	}
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
 	if (c->pf && x->book)

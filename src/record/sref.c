@@ -2,12 +2,19 @@
  *
  * The reader is behind the agent: by the time it reads a sample naming
  * (slot, seq), it may have republished that slot several times for the
- * copies it read before that sample.  So what was published is kept by
- * seq, in a history of the last HIST publications (seqs grow by 2 for
- * each), not by slot; the slots only decide what the agent sees.  A
- * history entry is reused for a newer publication while samples naming
- * the old one may still wait in a batch: the words kept with it are
- * handed out by seq (ha_srefs_ids), never by a pointer kept across. */
+ * copies it read before that sample.  So a publication is kept with its
+ * slot for as long as the slot shows it -- however long that is: a
+ * popular entry may stay for the whole session, and every sample that
+ * names it must resolve -- and, once replaced, in a history of the last
+ * HIST publications replaced (by seq: seqs grow by 2 for each), for the
+ * samples that named it and are still on their way.  (Kept by seq alone,
+ * the history of every publication, a slot that outlived 4,096 later
+ * publications lost its pcs while the agent went on naming it: each of
+ * its samples a failed unwind, the commonest stack of a busy service
+ * first.)  A history entry is reused for a newer retirement while samples
+ * naming the old one may still wait in a batch: the words kept with it
+ * are handed out by (slot, seq), ha_srefs_ids, never by a pointer kept
+ * across. */
 #include "sref.h"
 
 #include <stddef.h>
@@ -15,7 +22,7 @@
 #include <string.h>
 
 #define SREF_PCS 64          /* deeper stacks are not published (the cache's SC_FRAMES) */
-#define HIST 4096            /* publications remembered */
+#define HIST 4096            /* replaced publications remembered */
 #define SREF_PATIENCE 16     /* copies of a group's length before one of its entries goes */
 
 /* One publication, as published (the table itself is never read back). */
@@ -29,10 +36,10 @@ struct pub {
 
 /* What a slot shows the agent now. */
 struct slot {
-	uint32_t seq;            /* 0: nothing */
 	uint32_t offers;         /* (a group's first slot) copies since the last change */
 	uint64_t src;            /* the cache entry it came from */
 	uint64_t hits;           /* since published, halved at each change in its group */
+	struct pub cur;          /* cur.seq 0: nothing */
 };
 
 struct ha_srefs {
@@ -40,13 +47,36 @@ struct ha_srefs {
 	uint16_t gen;
 	uint32_t last_seq;
 	struct slot slot[HA_SREF_SLOTS];
-	struct pub hist[HIST];
+	struct pub hist[HIST];   /* replaced, by seq */
 	struct ha_srefs_stats st;
 };
 
 static struct pub *hist_of(struct ha_srefs *r, uint32_t seq)
 {
 	return &r->hist[(seq >> 1) % HIST];
+}
+
+/* The slot's publication leaves it: into the history, for the samples
+ * that named it and are still on their way. */
+static void retire(struct ha_srefs *r, struct slot *sl)
+{
+	if (!sl->cur.seq)
+		return;
+	struct pub *h = hist_of(r, sl->cur.seq);
+	memcpy(h, &sl->cur, offsetof(struct pub, pcs) + (size_t)sl->cur.n * sizeof sl->cur.pcs[0]);
+	sl->cur.seq = 0;
+}
+
+/* Publication seq as named by a sample with slot: the slot's own while it
+ * shows it, else the history's; NULL if forgotten or never published. */
+static struct pub *pub_of(struct ha_srefs *r, uint32_t slot, uint32_t seq)
+{
+	if (!seq || (seq & 1) || slot >= HA_SREF_SLOTS)
+		return NULL;
+	if (r->slot[slot].cur.seq == seq)
+		return &r->slot[slot].cur;
+	struct pub *p = hist_of(r, seq);
+	return p->seq == seq ? p : NULL;
 }
 
 struct ha_srefs *ha_srefs_new(struct ha_sref *table)
@@ -91,9 +121,9 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 		return;
 	uint32_t g = ha_sref_group(len), t = HA_SREF_SLOTS;
 	for (uint32_t i = g; i < g + HA_SREF_WAYS; i++) {
-		if (r->slot[i].seq && r->slot[i].src == ref)
+		if (r->slot[i].cur.seq && r->slot[i].src == ref)
 			return; /* published already (the sample was in flight before it was) */
-		if (!r->slot[i].seq && t == HA_SREF_SLOTS)
+		if (!r->slot[i].cur.seq && t == HA_SREF_SLOTS)
 			t = i;
 	}
 	if (t == HA_SREF_SLOTS) {
@@ -114,7 +144,8 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 		return;
 	e.seq = next_seq(r);
 	e.gen = r->gen;
-	struct pub *p = hist_of(r, e.seq);
+	retire(r, &r->slot[t]);
+	struct pub *p = &r->slot[t].cur;
 	memset(p, 0, offsetof(struct pub, pcs));
 	p->seq = e.seq;
 	p->rip = e.rip;
@@ -124,7 +155,6 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 	r->slot[g].offers = 0;
 	for (uint32_t i = g; i < g + HA_SREF_WAYS; i++)
 		r->slot[i].hits /= 2;
-	r->slot[t].seq = e.seq;
 	r->slot[t].src = ref;
 	r->slot[t].hits = 0;
 	write_slot(r, t, &e);
@@ -134,13 +164,11 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 int ha_srefs_resolve(struct ha_srefs *r, const struct ha_rec_sref *ref, uint64_t rip,
                      uint64_t *pcs, int max)
 {
-	if (!r || ref->slot >= HA_SREF_SLOTS || !ref->seq || (ref->seq & 1))
-		goto stale;
-	struct pub *p = hist_of(r, ref->seq);
-	if (p->seq != ref->seq || p->rip != rip || p->n <= 0 || p->n > max)
+	struct pub *p = r ? pub_of(r, ref->slot, ref->seq) : NULL;
+	if (!p || p->rip != rip || p->n <= 0 || p->n > max)
 		goto stale;
 	memcpy(pcs, p->pcs, (size_t)p->n * sizeof *pcs);
-	if (r->slot[ref->slot].seq == ref->seq)
+	if (p == &r->slot[ref->slot].cur)
 		r->slot[ref->slot].hits++;
 	r->st.hits++;
 	r->st.frames += (uint64_t)p->n;
@@ -152,12 +180,10 @@ stale:
 	return 0;
 }
 
-uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t seq)
+uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t slot, uint32_t seq)
 {
-	if (!r || !seq || (seq & 1))
-		return NULL;
-	struct pub *p = hist_of(r, seq);
-	return p->seq == seq ? p->ids : NULL;
+	struct pub *p = r ? pub_of(r, slot, seq) : NULL;
+	return p ? p->ids : NULL;
 }
 
 int ha_srefs_modules(struct ha_srefs *r, uint16_t gen)
@@ -174,7 +200,10 @@ int ha_srefs_modules(struct ha_srefs *r, uint16_t gen)
 	 * stays resolvable: samples read after this that name an older entry
 	 * were checked against it by a thread that had not seen the change.) */
 	for (uint32_t i = 0; i < HA_SREF_SLOTS; i++) {
-		r->slot[i] = (struct slot){ 0 };
+		retire(r, &r->slot[i]);
+		r->slot[i].offers = 0;
+		r->slot[i].src = 0;
+		r->slot[i].hits = 0;
 		__atomic_store_n(&r->table[i].seq, 0, __ATOMIC_RELEASE);
 	}
 	return 1;

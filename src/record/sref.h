@@ -9,9 +9,10 @@
  * read back (what is published is remembered here, with its own pcs), so
  * a target that scribbles over it can only make its own samples copy
  * their stacks or name stacks they do not have -- a lie about itself,
- * like any forged record.  What was published is remembered by seq for
- * the last 1024 publications: a sample naming an older one (or anything
- * never published) is stale and counted as a failed unwind.
+ * like any forged record.  What a slot shows is remembered with the slot
+ * for as long as it shows it, and once replaced for the next 4,096
+ * replacements: a sample naming an older one (or anything never
+ * published) is stale and counted as a failed unwind.
  */
 #ifndef HA_RECORD_SREF_H
 #define HA_RECORD_SREF_H
@@ -48,10 +49,10 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 int ha_srefs_resolve(struct ha_srefs *r, const struct ha_rec_sref *ref, uint64_t rip,
                      uint64_t *pcs, int max);
 
-/* Two words kept with publication seq for the collector (the callstack
- * ids of its pcs, as ha_unwind_user; zero when published), or NULL once
- * that publication is forgotten.  Ask again for each use. */
-uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t seq);
+/* Two words kept with publication seq of slot for the collector (the
+ * callstack ids of its pcs, as ha_unwind_user; zero when published), or
+ * NULL once that publication is forgotten.  Ask again for each use. */
+uint32_t *ha_srefs_ids(struct ha_srefs *r, uint32_t slot, uint32_t seq);
 
 /* The modules changed: a modules record of generation gen was read, or
  * the ring header shows gen (the record may have been dropped).  Entries

@@ -152,6 +152,12 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct j
 	int64_t id;
 	int polled = 0;
 	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
+		if (m->pcs[i] == HA_PC_NOT_UNWOUND) {
+			sf[nf++] = (struct ha_sym_frame){ .module = "", .build_id = "", .rel_pc = 0,
+			                                  .function = HA_NOT_UNWOUND_FUNCTION,
+			                                  .file = "", .line = 0, .inlined = 0 };
+			continue;
+		}
 		int is_ra = i > 0 || m->first_is_return;
 		int k = ha_symbolize(sym, m->pcs[i], is_ra, sf + nf, MAX_FRAMES - nf);
 		if (jn->pm && k == 1 && !sf[nf].function[0])

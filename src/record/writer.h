@@ -23,6 +23,12 @@ enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 
 /* A new callstack: its program counters, innermost first.  The writer
  * symbolizes it (first-time symbolization can take a while as debug info
  * loads; that must never hold up the collector draining the ring). */
+/* A pc no code has, last in a callstack whose walk failed (the collector
+ * keeps the program's call of the allocation function before it): the
+ * writer stores it as the frame NOT_UNWOUND_FUNCTION of no module. */
+#define HA_PC_NOT_UNWOUND UINT64_MAX
+#define HA_NOT_UNWOUND_FUNCTION "(stack not unwound past here)"
+
 struct ha_wmsg_stack {
 	struct ha_qmsg q;
 	uint32_t local_id;

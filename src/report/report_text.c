@@ -29,7 +29,7 @@ static void print_frames(FILE *f, const struct hd_row *r)
 		fputc('\n', f);
 	}
 	if (st->n == 0)
-		fprintf(f, "%*s(no frames)\n", INDENT, "");
+		fprintf(f, "%*s(no frames: the stack was not unwound)\n", INDENT, "");
 	if (r->folded > 0) {
 		/* Say what was folded, below the frames (scripts read the
 		 * first frame line as the leaf). */
@@ -82,6 +82,19 @@ static const char *kernel_part(char *buf, size_t len, const struct hd_report *r)
 	return buf;
 }
 
+/* The samples counts of a header, and what they mean for the rows. */
+static void print_samples(FILE *f, int64_t samples, int64_t drops, int64_t not_unwound)
+{
+	fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
+	        samples, drops, not_unwound);
+	if (drops > 0)
+		fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+	if (not_unwound > 0)
+		fprintf(f, "note: %" PRId64 " samples were not unwound: their call paths end in "
+		        "\"(stack not unwound past here)\" after the allocating call, or show no frames\n",
+		        not_unwound);
+}
+
 void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults)
 {
 	const struct hd_snap *a = r->a, *b = r->b;
@@ -95,11 +108,8 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 			/* The counters are cumulative: from the earlier snapshot
 			 * to the later one, whichever is A. */
 			const struct hd_snap *e = a->id < b->id ? a : b, *l = a->id < b->id ? b : a;
-			fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
-			        hd_sub_i64(l->samples, e->samples), hd_sub_i64(l->drops, e->drops),
-			        hd_sub_i64(l->unwind_failures, e->unwind_failures));
-			if (l->drops > e->drops)
-				fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+			print_samples(f, hd_sub_i64(l->samples, e->samples), hd_sub_i64(l->drops, e->drops),
+			              hd_sub_i64(l->unwind_failures, e->unwind_failures));
 			if (faults)
 				print_fault_line(f, e, l);
 		}
@@ -107,10 +117,7 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 		char label[64];
 		snprintf(label, sizeof label, "%s at", at);
 		print_snap_line(f, label, b, 0);
-		fprintf(f, "samples: %" PRId64 " taken, %" PRId64 " dropped, %" PRId64 " not unwound\n",
-		        b->samples, b->drops, b->unwind_failures);
-		if (b->drops > 0)
-			fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
+		print_samples(f, b->samples, b->drops, b->unwind_failures);
 		if (faults)
 			print_fault_line(f, NULL, b);
 	}
