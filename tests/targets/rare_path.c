@@ -70,18 +70,9 @@ __attribute__((noinline)) static void *in0(size_t size)
 	}
 
 #define IN(idx, size) in0(size)
-LEVEL(11, IN, IN)
-LEVEL(10, lv11a, lv11b)
-LEVEL(9, lv10a, lv10b)
-LEVEL(8, lv9a, lv9b)
-LEVEL(7, lv8a, lv8b)
-LEVEL(6, lv7a, lv7b)
-LEVEL(5, lv6a, lv6b)
-LEVEL(4, lv5a, lv5b)
-LEVEL(3, lv4a, lv4b)
-LEVEL(2, lv3a, lv3b)
-LEVEL(1, lv2a, lv2b)
-LEVEL(0, lv1a, lv1b)
+#define NEXT(k, j) LEVEL(k, lv##j##a, lv##j##b)
+LEVEL(11, IN, IN) NEXT(10, 11) NEXT(9, 10) NEXT(8, 9) NEXT(7, 8) NEXT(6, 7)
+NEXT(5, 6) NEXT(4, 5) NEXT(3, 4) NEXT(2, 3) NEXT(1, 2) NEXT(0, 1)
 
 static void *enter(unsigned idx, size_t size)
 {
@@ -149,18 +140,16 @@ static size_t run(double ms)
 
 int main(void)
 {
-	char line[128];
+	char cmd[16];
+	double ms;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready pid=%d\n", (int)getpid());
-	while (fgets(line, sizeof line, stdin)) {
-		double ms;
-		if (sscanf(line, "run %lf", &ms) == 1) {
+	/* "run MS" until "quit" or the end of the input */
+	while (scanf("%15s", cmd) == 1 && strcmp(cmd, "quit") != 0) {
+		if (strcmp(cmd, "run") == 0 && scanf("%lf", &ms) == 1)
 			printf("done run %zu\n", run(ms));
-		} else if (strncmp(line, "quit", 4) == 0) {
-			return 0;
-		} else {
-			printf("error: unknown command: %s", line);
-		}
+		else
+			printf("error: unknown command: %s\n", cmd);
 	}
 	return 0;
 }
