@@ -9,6 +9,10 @@
 #    clears), ? shows the help and any key closes it, the arrows move the
 #    selection and Enter folds and unfolds its stack, s says a snapshot was
 #    asked for, q and Ctrl-C exit 0 with the terminal as it was;
+#  - f: functions; intern_key, the helper no call path of it shows (through
+#    operator new, folded away), tops them with its flat and cumulative
+#    growth and the call paths through it; the filter; Enter shows its
+#    callers; f goes back;
 #  - a resize to 120x40 is followed;
 #  - hostile names (escape sequences, bell, newlines, invalid UTF-8, C1,
 #    bidi overrides) reach the terminal as '?', never as control characters;
@@ -72,7 +76,7 @@ $(screen "$1")"
 # The body's rows: the lines that start with a growth figure.
 rows() { screen "$1" | grep -E '^[ >][ +-]*[0-9][0-9.]* (B|KiB|MiB|GiB) '; }
 # The leaf function of the first row.
-top_fn() { rows "$1" | head -n 1 | grep -oE '(static_cache|leak_fast|mmap_arena|rss_pages|shrinker|late_symbols|worker_[0-9]+)'; }
+top_fn() { rows "$1" | head -n 1 | grep -oE '(static_cache|leak_fast|mmap_arena|rss_pages|shrinker|late_symbols|intern_key|worker_[0-9]+)'; }
 wait_top() {
 	_n=$1 _fn=$2
 	wait_for "${3:-10}" '[ "$(top_fn "$_n")" = "$_fn" ]' ||
@@ -129,7 +133,7 @@ wait_screen v '^sort growth  kind heap\+mmap  since attach [0-9]+s ago  [0-9]+ r
 wait_screen v 'GROWTH +OBJECTS +RATE/MIN +LIVE KIND FUNCTION'
 wait_screen v 'static_cache  worker\.c:2$'
 wait_screen v 'leak_fast  worker\.c:3$'
-wait_screen v '^q quit  g/l/r sort'
+wait_screen v '^q quit  g/l/r sort  k kind  f functions  m mark  / filter  Enter stack  \? help$'
 [ "$(screen v | wc -l)" = 24 ] || fail "not 24 lines at 80x24"
 [ "$(rows v | wc -l)" = 17 ] || fail "expected 17 rows at 80x24, saw $(rows v | wc -l)"
 wait_top v static_cache # 50 MiB at once; leak_fast gains 1 MiB a second
@@ -211,6 +215,7 @@ log "/: typing, Backspace, Enter, Escape (prompt and screen), module and case, n
 keys v '?'
 wait_screen v 'heapattach --live: keys'
 wait_screen v 'press any key'
+wait_screen v '│ f +functions, not call paths \(f again: back\): flat, what +│'
 keys v k # closes the help, and only that
 wait_gone v 'press any key'
 screen v | grep -q '^sort growth  kind heap+mmap' || fail "the key that closed the help was acted on"
@@ -251,6 +256,50 @@ keys v Enter Escape # fold it, clear the filter
 wait_gone v '^    #0  '
 log "hostile names: replaced, cut, wide kept"
 
+# Functions.  Each call path of intern_key grows as little as a worker's,
+# and none is near the top; together they grow several times faster than
+# leak_fast.
+keys v g / i n t e r n _ k e y Enter
+wait_screen v 'filter intern_key$'
+[ "$(rows v | wc -l)" = 17 ] && [ "$(rows v | grep -c ' intern_key  intern\.c:42$')" = 17 ] ||
+	fail "intern_key's call paths (operator new folded away) do not fill the screen: $(rows v)"
+keys v Escape
+wait_for 5 '[ "$(rows v | wc -l)" = 17 ]' || fail "the filter was not cleared"
+! rows v | head -n 3 | grep -q intern_key || fail "an intern_key call path is in the first three: $(rows v)"
+keys v f
+wait_screen v '^sort growth  kind heap\+mmap  since mark [0-9]+s ago  [0-9]+ functions$'
+wait_screen v '^    GROWTH       CUM       LIVE       CUM PATHS FUNCTION  FILE$'
+wait_screen v '^q quit  g/l/r sort  k kind  f paths  m mark  / filter  Enter callers  \? help$'
+wait_top v intern_key
+# flat = cum (it calls nothing that allocates), and 165 paths through it
+# have grown (every 8th of the 2000 rows, less those that only stay live).
+rows v | head -n 1 | awk '!($1 $2 == $3 $4 && $9 == 165 && $10 == "intern_key" && $11 == "intern.c") { exit 1 }' ||
+	fail "intern_key's row: $(rows v | head -n 1)"
+rows v | sed -n 2p | grep -Eq '^ +\+[0-9.]+ MiB +\+[0-9.]+ MiB +[0-9.]+ MiB +[0-9.]+ MiB +1 leak_fast  worker\.c$' ||
+	fail "leak_fast is not second, with one path: $(rows v | sed -n 2p)"
+# Its callers, each with its share.
+keys v Home Enter
+wait_for 5 '[ "$(screen v | grep -cE "^ +[0-9]+% +\+[0-9.]+ MiB +[0-9]+ paths  <- (parse_header|parse_cookie|load_route)  parse\.c$")" = 3 ]' ||
+	fail "intern_key's three callers are not shown: $(screen v)"
+keys v Enter
+wait_gone v ' <- '
+keys v Down Enter # leak_fast: one path, from event_loop
+wait_screen v '^ +100% +\+[0-9.]+ MiB +1 path   <- event_loop  service\.c$'
+keys v Enter
+# The filter applies to a function's name, file and module: parse_header
+# and parse_cookie by name, load_route by its file; none allocates itself.
+keys v / p a r s e Enter
+wait_screen v 'since mark [0-9]+s ago  3 functions  filter parse$'
+[ "$(rows v | grep -cE '^ +0 B +\+[0-9.]+ MiB +0 B +[0-9.]+ MiB +[0-9]+ (parse_header|parse_cookie|load_route)  parse\.c$')" = 3 ] ||
+	fail "the filtered functions: $(rows v)"
+keys v Escape l
+wait_screen v '^sort live bytes  kind heap\+mmap  since mark [0-9]+s ago  [0-9]+ functions$'
+keys v g f
+wait_screen v '^sort growth  kind heap\+mmap  since mark [0-9]+s ago  [0-9]+ rows$'
+wait_screen v 'FUNCTION \(leaf\)  FILE:LINE$'
+wait_top v leak_fast
+log "f: functions, intern_key on top with flat, cum and paths; its callers; the filter; back to call paths"
+
 # Snapshot, resize.
 keys v s
 wait_screen v '^snapshot requested'
@@ -258,6 +307,7 @@ tm resize-window -t v -x 120 -y 40
 wait_for 5 '[ "$(screen v | wc -l)" = 40 ] && [ "$(rows v | wc -l)" = 33 ]' ||
 	fail "after the resize to 120x40: $(screen v | wc -l) lines, $(rows v | wc -l) rows"
 wait_screen v '^heapattach --live .{50,} \? help  q quit$'
+wait_screen v '^q quit  g/l/r sort  k kind  f functions  m mark  s snapshot  / filter  Enter stack  \? help$'
 screen v | head -n 1 | awk 'length($0) != 120 { exit 1 }' || fail "the title line does not reach column 120"
 log "s: message; resize to 120x40 followed"
 

@@ -6,34 +6,17 @@
  * once (its values are cumulative), so nothing is summed here but the rows
  * of one call to ha_live_rows.  10,000 buckets cost a few hundred
  * microseconds per frame and per ranking (bench figure in the closing note
- * of issue 15). */
+ * of issue 15).  Functions as rows are live_funcs.c's, on the same values
+ * (live_model_int.h). */
 #define _GNU_SOURCE
-#include "live_model.h"
+#include "live_model_int.h"
 #include "live_text.h"
+#include "alloc_frame.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-struct value {
-	int kind;                 /* -1: no such bucket yet */
-	double live_bytes, live_count;
-};
-
-struct ha_live {
-	struct ha_live_summary sum;
-	double start_unix, mark_unix, last_unix;
-	int mark_pending;           /* the next frame is the mark */
-	uint64_t last_samples;
-	struct value *cur, *mark;   /* index = id */
-	struct ha_lmsg_stack **stacks;
-	size_t cap;                 /* of cur, mark and stacks */
-	struct ha_live_row *rows;
-	size_t rows_cap;
-	double hist[4][HA_LIVE_HISTORY]; /* heap, mmap, resident, rss */
-	char comm[64];
-};
 
 struct ha_live *ha_live_new(pid_t pid, const char *comm, double start_unix)
 {
@@ -61,6 +44,7 @@ void ha_live_free(struct ha_live *l)
 	free(l->cur);
 	free(l->mark);
 	free(l->rows);
+	lf_free(l->fx);
 	free(l);
 }
 
@@ -155,6 +139,7 @@ void ha_live_take(struct ha_live *l, struct ha_qmsg *m)
 		if (st->id && reserve(l, st->id) == 0) {
 			free(l->stacks[st->id]);
 			l->stacks[st->id] = st;
+			lf_take_stack(l, st->id);
 			return;
 		}
 	}
@@ -182,6 +167,69 @@ static int kind_matches(int want, int kind)
 	return want == HA_LIVE_ALLOC ? kind == HA_KIND_HEAP || kind == HA_KIND_MMAP : kind == want;
 }
 
+int lm_bucket(const struct ha_live *l, size_t id, int kind, struct ha_live_amount *a)
+{
+	const struct value *c = &l->cur[id], *m = &l->mark[id];
+	if (c->kind < 0 || !kind_matches(kind, c->kind))
+		return 0;
+	double minutes = l->sum.since_mark_s / 60;
+	a->growth_bytes = c->live_bytes - (m->kind >= 0 ? m->live_bytes : 0);
+	a->growth_objects = c->live_count - (m->kind >= 0 ? m->live_count : 0);
+	a->live_bytes = c->live_bytes;
+	a->live_objects = c->live_count;
+	a->rate_per_min = minutes > 0 ? a->growth_bytes / minutes : 0;
+	return 1;
+}
+
+int lm_shown(const struct ha_live_amount *a, enum ha_live_sort sort)
+{
+	return sort == HA_LIVE_BY_LIVE ? a->live_bytes > 0 : a->growth_bytes != 0;
+}
+
+int lm_cmp(const struct ha_live_amount *x, const struct ha_live_amount *y, enum ha_live_sort sort)
+{
+	/* Rate is growth over the same time for every row: the same order. */
+	double vx = sort == HA_LIVE_BY_LIVE ? x->live_bytes : x->growth_bytes;
+	double vy = sort == HA_LIVE_BY_LIVE ? y->live_bytes : y->growth_bytes;
+	return vx > vy ? -1 : vx < vy;
+}
+
+void lm_add(struct ha_live_amount *to, const struct ha_live_amount *a)
+{
+	to->growth_bytes += a->growth_bytes;
+	to->growth_objects += a->growth_objects;
+	to->live_bytes += a->live_bytes;
+	to->live_objects += a->live_objects;
+	to->rate_per_min += a->rate_per_min;
+}
+
+int lm_text_matches(const struct ha_live_text *f, const char *filter)
+{
+	return !filter || !filter[0] || strcasestr(f->function, filter) || strcasestr(f->file, filter) ||
+	       strcasestr(f->module, filter);
+}
+
+void *lm_grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	if (n <= *cap)
+		return arr;
+	size_t c = *cap ? *cap : 256;
+	while (c < n)
+		c *= 2;
+	void *a = realloc(arr, c * size);
+	if (a)
+		*cap = c;
+	return a;
+}
+
+int ha_live_leaf(const struct ha_lmsg_stack *st)
+{
+	int k = 0;
+	while (k < st->n - 1 && ha_alloc_frame(st->f[k].function, st->f[k].module))
+		k++;
+	return k;
+}
+
 static int stack_matches(const struct ha_lmsg_stack *st, const char *filter)
 {
 	if (!filter || !filter[0])
@@ -189,57 +237,36 @@ static int stack_matches(const struct ha_lmsg_stack *st, const char *filter)
 	if (!st)
 		return 0;
 	for (int i = 0; i < st->n; i++)
-		if (strcasestr(st->f[i].function, filter) || strcasestr(st->f[i].file, filter) ||
-		    strcasestr(st->f[i].module, filter))
+		if (lm_text_matches(&st->f[i], filter))
 			return 1;
 	return 0;
 }
 
-static enum ha_live_sort sort_key;
-
-static int by_key(const void *a, const void *b)
+static int by_key(const void *a, const void *b, void *sort)
 {
 	const struct ha_live_row *x = a, *y = b;
-	double vx = sort_key == HA_LIVE_BY_LIVE ? x->live_bytes : x->growth_bytes;
-	double vy = sort_key == HA_LIVE_BY_LIVE ? y->live_bytes : y->growth_bytes;
-	/* Rate is growth over the same time for every row: the same order. */
-	if (vx != vy)
-		return vx > vy ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	int c = lm_cmp(&x->v, &y->v, *(enum ha_live_sort *)sort);
+	return c ? c : x->id < y->id ? -1 : x->id > y->id;
 }
 
 size_t ha_live_rows(struct ha_live *l, int kind, enum ha_live_sort sort, const char *filter,
                     const struct ha_live_row **rows)
 {
 	size_t n = 0;
-	double minutes = l->sum.since_mark_s / 60;
-	*rows = l->rows;
+	struct ha_live_amount a;
 	for (size_t id = 1; id < l->cap; id++) {
-		const struct value *c = &l->cur[id], *m = &l->mark[id];
-		if (c->kind < 0 || !kind_matches(kind, c->kind))
+		if (!lm_bucket(l, id, kind, &a) || !lm_shown(&a, sort) || !stack_matches(l->stacks[id], filter))
 			continue;
-		double gb = c->live_bytes - (m->kind >= 0 ? m->live_bytes : 0);
-		double go = c->live_count - (m->kind >= 0 ? m->live_count : 0);
-		if (sort == HA_LIVE_BY_LIVE ? c->live_bytes <= 0 : gb == 0)
-			continue;
-		if (!stack_matches(l->stacks[id], filter))
-			continue;
-		if (n == l->rows_cap) {
-			size_t cap = l->rows_cap ? l->rows_cap * 2 : 256;
-			struct ha_live_row *r = realloc(l->rows, cap * sizeof *r);
-			if (!r)
-				break;
-			l->rows = r;
-			l->rows_cap = cap;
-		}
+		struct ha_live_row *r = lm_grow(l->rows, &l->rows_cap, n + 1, sizeof *r);
+		if (!r)
+			break;
+		l->rows = r;
 		l->rows[n++] = (struct ha_live_row){
-			.id = (uint32_t)id, .kind = c->kind, .growth_bytes = gb, .growth_objects = go,
-			.live_bytes = c->live_bytes, .live_objects = c->live_count,
-			.rate_per_min = minutes > 0 ? gb / minutes : 0, .stack = l->stacks[id],
+			.id = (uint32_t)id, .kind = l->cur[id].kind, .v = a, .stack = l->stacks[id],
 		};
 	}
-	sort_key = sort;
-	qsort(l->rows, n, sizeof *l->rows, by_key);
+	if (n > 1)
+		qsort_r(l->rows, n, sizeof *l->rows, by_key, &sort);
 	*rows = l->rows;
 	return n;
 }
@@ -273,8 +300,8 @@ void ha_live_status(struct ha_live *l, char *buf, size_t len)
 	human(l->sum.heap + l->sum.mmap, grown, sizeof grown);
 	const struct ha_live_row *rows;
 	size_t n = ha_live_rows(l, HA_LIVE_ALLOC, HA_LIVE_BY_GROWTH, NULL, &rows);
-	const char *top = n && rows[0].growth_bytes > 0 && rows[0].stack && rows[0].stack->n
-	                          ? rows[0].stack->f[0].function : NULL;
+	const struct ha_lmsg_stack *st = n && rows[0].v.growth_bytes > 0 ? rows[0].stack : NULL;
+	const char *top = st && st->n ? st->f[ha_live_leaf(st)].function : NULL;
 	snprintf(buf, len, "live heap %s since attach%s%s", grown, top ? ", top: " : "",
 	         top ? top : "");
 	/* The name comes from the target: no control character (C0, DEL or

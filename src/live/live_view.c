@@ -1,13 +1,15 @@
 /* live_view.c -- heapattach --live's full-screen view: the entry points
- * (live_view.h) and the keys.  The layout is live_draw.c's, the terminal
+ * (live_view.h) and the keys.  The layout is live_draw.c's (its rows
+ * live_rows.c's), the terminal
  * live_screen.c's (ncurses, or plain lines for TERM=dumb), the text
  * live_text.c's; what they share is in live_view_int.h.
  *
  * Keys are read until none is waiting, or one asks the caller for
  * something (q, Ctrl-C, s): the rest stay in the terminal for the next
- * call.  A key that changes the rows (sort, kind, mark, filter) makes the
- * remembered order stale, so that a selection key after it in the same
- * batch acts on the new rows; the screen is drawn once after the batch.
+ * call.  A key that changes the rows (sort, kind, mark, filter, functions
+ * or call paths) makes the remembered order stale, so that a selection key
+ * after it in the same batch acts on the new rows; the screen is drawn
+ * once after the batch.
  *
  * The locale: the user's LC_CTYPE (newlocale ""), made current with
  * uselocale for the length of each call only, so that ncurses' output and
@@ -110,6 +112,13 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 	case 'l': v->sort = HA_LIVE_BY_LIVE; v->stale = 1; break;
 	case 'r': v->sort = HA_LIVE_BY_RATE; v->stale = 1; break;
 	case 'k': next_kind(v, l); v->stale = 1; break;
+	case 'f': /* functions or call paths: another list, from its top */
+		v->funcs = !v->funcs;
+		v->stale = 1;
+		v->follow = 0;
+		v->top = 0;
+		v->have_open = 0;
+		break;
 	case 'm':
 		ha_live_mark(l);
 		v->stale = 1;

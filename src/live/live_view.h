@@ -2,12 +2,14 @@
  * live model (live_model.h), redrawn once a second and on every key.
  *
  * Keys: g/l/r sort by growth, live bytes, rate; k cycles the kind (heap +
- * mmap, heap, mmap, and resident with --rss); m marks (growth from now
+ * mmap, heap, mmap, and resident with --rss); f shows functions (flat and
+ * cumulative) instead of call paths, and back; m marks (growth from now
  * on); s asks for a snapshot; / filters by function, file or module (Enter
  * applies, Escape cancels and clears; Escape outside the prompt clears
  * too); Up/Down, Ctrl-P/Ctrl-N or j (down: k is the kind) move the
  * selection, PgUp/PgDn/Home/End by a page or to an end; Enter or space
- * expands or folds the selected row's whole stack; ? shows the help (any
+ * expands or folds the selected row: a call path's whole stack, a
+ * function's callers; ? shows the help (any
  * key closes it); q, or Ctrl-C at any time (read as a key: the terminal is
  * raw), detaches.
  * Works at 80x24 and larger, follows resizes, respects NO_COLOR (no

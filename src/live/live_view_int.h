@@ -2,8 +2,10 @@
  * heapattach sees live_view.h only.
  *
  *   live_view.c    the entry points (live_view.h) and the keys
- *   live_draw.c    the screen's layout: header, rows, stacks, help, the
- *                  bottom line; the selection and the scrolling
+ *   live_draw.c    the screen's layout: header, body, help, the bottom
+ *                  line; the selection and the scrolling
+ *   live_rows.c    the body's rows: call paths and their stacks, or
+ *                  functions and their callers
  *   live_screen.c  the terminal: ncurses, or plain lines where it cannot
  *                  address the cursor; writing cells, reading keys
  *   live_text.c    names made safe, numbers, sparklines (live_text.h)
@@ -40,7 +42,8 @@ enum {
 	K_ENTER, K_ESC, K_BS, K_KILL, K_RESIZE, K_INTR, K_OTHER
 };
 
-/* A row of the model: a bucket. */
+/* A row of the model: a bucket (id, kind), or a function (its id, the
+ * view's kind). */
 struct ident {
 	uint32_t id;
 	int kind;
@@ -59,6 +62,7 @@ struct ha_view {
 	int sel_style;            /* S_SEL while drawing the selected row */
 
 	/* What is shown. */
+	int funcs;                /* functions, not call paths */
 	int kind;
 	enum ha_live_sort sort;
 	char filter[FILTER_MAX];
@@ -106,6 +110,27 @@ void lv_box(struct ha_view *v, int y, int x, int h, int w);
 /* Show the cursor at (y, x), or hide it (y < 0). */
 void lv_cursor(struct ha_view *v, int y, int x);
 int lv_read_key(struct ha_view *v);
+
+/* The rows of the mode in force, as the model gave them. */
+struct lv_rows {
+	size_t n;
+	const struct ha_live_row *path;       /* call paths */
+	const struct ha_live_fn *fn;          /* functions (v->funcs) */
+	const struct ha_live_caller *callers; /* the open function's (lv_open_lines) */
+	size_t n_callers;
+};
+
+/* live_rows.c */
+const char *lv_kind_name(int kind);
+void lv_get_rows(struct ha_view *v, struct ha_live *l, struct lv_rows *r);
+struct ident lv_row_ident(const struct ha_view *v, const struct lv_rows *r, size_t i);
+/* The column heads at row y. */
+void lv_draw_columns(struct ha_view *v, int y);
+void lv_draw_row(struct ha_view *v, int y, const struct lv_rows *r, size_t i, int selected);
+/* The lines row i takes expanded (before the screen cuts them): its stack,
+ * or its callers (which it gets from the model into r). */
+int lv_open_lines(struct ha_view *v, struct ha_live *l, struct lv_rows *r, size_t i);
+void lv_draw_open(struct ha_view *v, int y, int nlines, const struct lv_rows *r, size_t i);
 
 /* live_draw.c */
 void lv_draw(struct ha_view *v, struct ha_live *l);

@@ -9,6 +9,7 @@
  * binary (other build-id, other offsets) still matches. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "alloc_frame.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -17,57 +18,12 @@
 
 /* ------------------------------------------------------------ folding */
 
-/* Frames of the allocator itself and of the C++ runtime's allocation path:
- * a profile is about who asked for the memory, not how it was obtained. */
-static const char *const alloc_exact[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
-	"memalign", "valloc", "pvalloc", "strdup", "strndup", "__strdup", "__strndup",
-	"mmap", "mmap64", "__mmap", "sysmalloc", "tcache_init", "_int_malloc", "_int_realloc",
-	"_int_memalign", "_mid_memalign", "__libc_malloc", "__libc_calloc", "__libc_realloc",
-	"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
-	"__libc_alloc_buffer_allocate", "__cxa_allocate_exception", NULL,
-};
-/* The C++ runtime's allocation path: operator new and the allocator
- * classes, whole. */
-static const char *const alloc_prefix[] = {
-	"operator new", "std::allocator<", "std::allocator_traits<", "std::__new_allocator<",
-	"__gnu_cxx::new_allocator<", "__gnu_cxx::__alloc_traits<", "std::__allocate_guarded",
-	"std::__allocated_ptr", NULL,
-};
-/* Of the standard containers, only the members that obtain memory: a
- * std::vector<T>::push_back called by the program is worth seeing, the
- * _M_allocate it calls is not. */
-static const char *const alloc_member[] = {
-	"::_M_allocate(", "::_M_allocate_node", "::_M_allocate_buckets", "::_M_get_node(",
-	"::_M_create(", "::_M_create_storage", NULL,
-};
-
-static int is_alloc_frame(const struct hd_frame *f)
-{
-	const char *fn = f->function;
-	if (strstr(ha_base_name(f->module), "heapattach_agent"))
-		return 1;
-	if (!fn[0])
-		return 0;
-	for (int i = 0; alloc_exact[i]; i++)
-		if (strcmp(fn, alloc_exact[i]) == 0)
-			return 1;
-	for (int i = 0; alloc_prefix[i]; i++)
-		if (strncmp(fn, alloc_prefix[i], strlen(alloc_prefix[i])) == 0)
-			return 1;
-	if (strncmp(fn, "std::", 5) == 0 || strncmp(fn, "__gnu_cxx::", 11) == 0)
-		for (int i = 0; alloc_member[i]; i++)
-			if (strstr(fn, alloc_member[i]))
-				return 1;
-	return 0;
-}
-
 struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded)
 {
 	struct hd_stack v = *st;
 	int k = 0;
 	if (!all)
-		while (k < st->n - 1 && is_alloc_frame(&st->f[k]))
+		while (k < st->n - 1 && ha_alloc_frame(st->f[k].function, st->f[k].module))
 			k++;
 	v.f = st->f ? st->f + k : NULL;
 	v.n = st->n - k;
