@@ -394,18 +394,28 @@ struct hd_leak_opts {
 /* Leak suspects over every snapshot of session; 0 or exits. */
 void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
 
-/* One leak suspect: the trend of a (callstack, kind) series. */
+/* One leak suspect: the trend of a (callstack, kind) series, or of a
+ * function's (leak_funcs.c). */
+enum { HD_LEAK_STACK, HD_LEAK_FLAT, HD_LEAK_CUM };
 struct hd_leak {
-	int64_t stack_id;
-	int kind;
+	int what;                  /* HD_LEAK_STACK, _FLAT (what the function
+	                            * allocated), _CUM (in it or its callees,
+	                            * what no narrower suspect explains) */
+	int64_t stack_id;          /* stack: its callstack */
+	int kind;                  /* stack: its kind */
+	size_t func;               /* flat, cum: the function (hd_leak_set.fn) */
+	int paths;                 /* flat, cum: the call paths it adds up */
+	size_t *via, nvia;         /* flat, cum: the functions whose cumulative
+	                            * trend it explains (fn indexes, by growth) */
 	double slope;              /* bytes per second */
 	double fit, steady, retained;
 	double first, last, max, last_objects;
 	double *series;            /* live bytes at each snapshot of the set,
 	                            * or NULL (past keep_series) */
 };
-/* The suspects of a session, ranked by slope, those whose (folded) stack
- * fails the filters left out. */
+/* The suspects of a session, call paths and functions together, ranked
+ * by slope; call paths whose (folded) stack fails the filters left out,
+ * and their memory from the functions' sums. */
 struct hd_leak_set {
 	struct hd_leak *v;
 	size_t n;
@@ -414,6 +424,11 @@ struct hd_leak_set {
 	int64_t *snap_id;          /* [nsnaps], ascending */
 	double *t;                 /* [nsnaps], seconds since the first */
 	double duration;
+	struct hd_fn_index fn;     /* the functions measured (their names) */
+	size_t funcs;              /* functions on the call paths measured */
+	size_t unfitted;           /* of them, past the memory cap: not fitted */
+	int approx;                /* cumulative suspects not narrowed (too many
+	                            * call paths to keep): each listed whole */
 };
 /* Finds the suspects (none measured when nsnaps < 3); the first
  * keep_series of them keep their series. */

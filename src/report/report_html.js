@@ -22,7 +22,9 @@
  *                takes a regular expression and shows the matched share,
  *                flame or icicle;
  *   tables       the top call paths of the view (a row opens to its whole
- *                stack), the leak suspects with a sparkline each, and with
+ *                stack), the top functions of A -> B (flat and
+ *                cumulative), the leak suspects (call paths and functions)
+ *                with a sparkline each, and with
  *                resident memory the functions' heap and mmap against their
  *                resident and swapped memory (heapdiff --heap-vs-rss).
  *
@@ -712,6 +714,40 @@
 		if (n < rows.length) showAll(tableBox, rows.length + ' call paths', function () { rowsTable(true); });
 	}
 
+	/* The top functions of A -> B (or at B): flat, what a function
+	 * allocated itself, with cumulative, what it and its callees did
+	 * (heapdiff --by function). */
+	function topFunctions(box, all) {
+		var rows = D.top_functions, diff = !!D.a, top = D.top > 0 ? D.top : Infinity;
+		box.textContent = '';
+		if (!rows.length) {
+			add(box, el('div', 'empty', diff ? 'no function changed' : EMPTY));
+			return;
+		}
+		add(box, el('div', 'muted', 'Flat: allocated in the function itself (its call paths\u2019 leaf, the ' +
+			'allocator\u2019s frames folded); cumulative: in it or in what it called, each call path once.'));
+		var table = add(box, el('table', 'rows'));
+		table.id = 'hd-funcs';
+		var cols = [['#', 1], ['flat', 1], [D.objects, 1], ['cumulative', 1], ['call paths', 1], ['function', 0]];
+		headRow(table, cols);
+		var tbody = add(table, el('tbody'));
+		var n = all ? rows.length : Math.min(rows.length, top);
+		for (var i = 0; i < n; i++) {
+			var r = rows[i], tr = add(tbody, el('tr'));
+			add(tr, el('td', 'n', i + 1));
+			add(tr, el('td', 'n', fmtBytes(r.flat_bytes, diff)));
+			add(tr, el('td', 'n', fmtCount(r.flat_objects, diff)));
+			add(tr, el('td', 'n', fmtBytes(r.cum_bytes, diff)));
+			add(tr, el('td', 'n', fmtCount(r.cum_paths, 0)));
+			var td = add(tr, el('td', 'fn'));
+			add(td, el('span', 'mono', r['function']));
+			var site = r.file || '';
+			if (r.module) site += (site ? '  ' : '') + '[' + r.module.replace(/^.*\//, '') + ']';
+			if (site) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site mono', site)); }
+		}
+		if (n < rows.length) showAll(box, rows.length + ' functions', function () { topFunctions(box, true); });
+	}
+
 	function showAll(box, what, again) {
 		var b = add(add(box, el('div', 'more')), el('button', null, 'show all ' + what));
 		b.type = 'button';
@@ -742,12 +778,12 @@
 			return;
 		}
 		var grown = PHYS ? D.what : 'live bytes';
-		add(sec, el('div', 'muted', 'Call paths whose ' + grown + ' grew steadily over the ' + Lk.nsnaps +
+		add(sec, el('div', 'muted', 'Call paths and functions whose ' + grown + ' grew steadily over the ' + Lk.nsnaps +
 			' snapshots of the session (' + fmtDur(Lk.duration) + '): a fitted slope > 0 with R\u00b2 \u2265 0.8, ' +
 			'rarely falling, not fallen back.  ' + Lk.count + ' suspect' + (Lk.count === 1 ? '' : 's') + '; ' +
 			Lk.grew + ' other call path' + (Lk.grew === 1 ? '' : 's') + ' grew without a steady trend.'));
 		if (!Lk.suspects.length) {
-			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s ' + grown + ' grew steadily.'));
+			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s or function\u2019s ' + grown + ' grew steadily.'));
 			return;
 		}
 		var table = add(sec, el('table', 'rows'));
@@ -764,7 +800,19 @@
 			add(tr, el('td', 'n', s.fit.toFixed(2)));
 			var sp = add(tr, el('td'));
 			if (s.series.length) sp.appendChild(spark(s.series, Lk.t));
-			leafCell(add(tr, el('td', 'fn')), s.frames, s.kind);
+			var td = add(tr, el('td', 'fn'));
+			leafCell(td, s.frames, s.kind);
+			if (s.what && s.what !== 'stack') {
+				/* A function (heapdiff --leaks): what it adds up, and
+				 * the callers whose cumulative growth this is. */
+				add(td, el('div', 'site', (s.what === 'function' ? 'function: allocated in it over ' :
+					'cumulative: in it or its callees, explained by no other suspect, over ') +
+					s.paths + ' call path' + (s.paths === 1 ? '' : 's')));
+				if (s.via.length)
+					add(td, el('div', 'site', 'via ' + s.via.slice(0, 4).map(frameName).join(', ') +
+						(s.via.length > 4 ? ' and ' + (s.via.length - 4) + ' more' : '')));
+				return;
+			}
 			expandable(tbody, tr, cols.length, s.frames, s.folded);
 		});
 		if (Lk.count > Lk.suspects.length)
@@ -825,6 +873,12 @@
 	h2r.id = 'hd-rows-title';
 	tableBox = add(app, el('section'));
 	setView(S.view);
+	var h2f = add(app, el('h2', null, 'Top functions' +
+		(D.a ? ', snapshot ' + D.a.id + ' \u2192 ' + D.b.id : ', snapshot ' + D.b.id)));
+	h2f.id = 'hd-funcs-title';
+	var secf = add(app, el('section'));
+	secf.id = 'hd-top-funcs';
+	topFunctions(secf, false);
 	leaks();
 	if (RSS) {
 		var h2v = add(app, el('h2', null, 'Heap and mmap against resident memory, by function' +
