@@ -201,8 +201,9 @@ static void parse_by(struct options *o, const char *arg)
 {
 	static const char *const views[] = { "stack", "function", "cumulative" };
 	static char words[256];
+	int n = 0;
 	snprintf(words, sizeof words, "%s", arg);
-	for (char *save = NULL, *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+	for (char *save = NULL, *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save), n++) {
 		int v = -1;
 		for (int i = 0; i < 3; i++)
 			if (strcmp(w, views[i]) == 0)
@@ -218,7 +219,7 @@ static void parse_by(struct options *o, const char *arg)
 			usage_error("bad --by '%s' (stack, function or cumulative; bytes or objects)", w);
 		}
 	}
-	if (strlen(arg) >= sizeof words || !words[0])
+	if (strlen(arg) >= sizeof words || n == 0)
 		usage_error("bad --by '%s' (stack, function or cumulative; bytes or objects)", arg);
 }
 

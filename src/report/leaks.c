@@ -24,6 +24,10 @@
  * it the session reads as if it had never been taken.  The peak itself
  * (hd_peak) and the chart's totals (hd_snap_totals) do count it.
  *
+ * Functions are fitted too, flat and cumulative, and ranked with the call
+ * paths (leak_funcs.c: a helper whose call paths are each noise, and the
+ * rule that names it before its callers).
+ *
  * hd_leak_find measures; hd_leaks writes --leaks as text or json;
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
@@ -417,7 +421,7 @@ static void text_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set 
 		fprintf(f, "%s %s", i ? "," : "", hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
 	if (t->nvia > VIA_NAMED)
 		fprintf(f, " and %zu more", t->nvia - VIA_NAMED);
-	fputs(" (their cumulative growth is this)\n", f);
+	fputs(" (the callers whose cumulative growth this explains)\n", f);
 }
 
 static void func_text_row(FILE *f, const struct hd_leak *t, int exact, const struct session_snaps *ss,

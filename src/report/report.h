@@ -4,8 +4,9 @@
  * reads values and callstacks from one or two databases (every value
  * bounds-checked: the file may be corrupt); report_rows.c folds allocator
  * frames, applies the filters and merges the two sides into rows; one
- * report_<format>.c per output format writes them; leaks.c finds leak
- * suspects over all snapshots of a session.  Nothing here writes a
+ * report_<format>.c per output format writes them; report_funcs.c adds
+ * rows up by function; leaks.c (and leak_funcs.c, for functions) finds
+ * leak suspects over all snapshots of a session.  Nothing here writes a
  * database. */
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
