@@ -4,6 +4,7 @@
  *   heapdiff [options] DB A B         callstacks ranked by growth of live bytes
  *   heapdiff [options] DB B           the live heap at B
  *   heapdiff [options] DB             first -> last of the latest session
+ *   heapdiff --by function DB [[A] B] functions: flat and cumulative
  *   heapdiff [options] X.db:A Y.db:B  across two files (before/after a deploy)
  *   heapdiff --leaks DB               leak suspects over a whole session
  *   heapdiff --peak DB                the live heap at its highest point
@@ -15,7 +16,8 @@
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
- * write the formats, leaks.c does --leaks and --peak, heap_vs_rss.c
+ * write the formats, report_funcs.c adds rows up by function, leaks.c and
+ * leak_funcs.c do --leaks and --peak, heap_vs_rss.c
  * --heap-vs-rss.  Usage errors are
  * found before any file is opened.
  */
@@ -87,8 +89,9 @@ static void usage(FILE *f)
 	        "                        self-contained page: memory over time, flame\n"
 	        "                        graphs, top call paths, leak suspects)\n"
 	        "  -o, --output FILE     write the report to FILE instead of standard output\n"
-	        "      --leaks           leak suspects: callstacks whose live bytes grow\n"
-	        "                        steadily over all snapshots of the session\n"
+	        "      --leaks           leak suspects: callstacks and functions whose live\n"
+	        "                        bytes grow steadily over all snapshots of the\n"
+	        "                        session\n"
 	        "      --peak            the live heap at the snapshot where it was highest\n"
 	        "      --heap-vs-rss     per function (every call path through it), the\n"
 	        "                        change of heap and mmap, of resident and of\n"

@@ -322,8 +322,6 @@ void hd_funcs_add(struct hd_funcs *fs, const struct hd_row *row);
 /* Keeps and ranks the rows (by: HD_BY_FUNCTION or HD_BY_CUM). */
 void hd_funcs_finish(struct hd_funcs *fs, double min_bytes, int by, int by_objects);
 void hd_funcs_free(struct hd_funcs *fs);
-/* The rows a report shows: --top of them (all with 0). */
-size_t hd_funcs_shown(const struct hd_funcs *fs, long top);
 /* The first n rows as a JSON array of objects (function, file, module,
  * flat_bytes, flat_objects, cum_bytes, cum_objects, flat_paths,
  * cum_paths), names through str (hd_json_str, or hd_json_html_str). */

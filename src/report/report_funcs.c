@@ -156,11 +156,6 @@ void hd_funcs_free(struct hd_funcs *fs)
 	memset(fs, 0, sizeof *fs);
 }
 
-size_t hd_funcs_shown(const struct hd_funcs *fs, long top)
-{
-	return top > 0 && (size_t)top < fs->n ? (size_t)top : fs->n;
-}
-
 void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
                         void (*str)(FILE *, const char *))
 {

@@ -3,8 +3,8 @@
  * distinct call paths, so that each path holds little and is noise; beside
  * it three churning call paths, churn_a/b/c(), that allocate and free at a
  * high rate into bounded caches (their live total wobbles and grows a
- * little as each cache fills), so that a ranking of exact call paths shows
- * the churners first and no single path of the helper.
+ * little as each cache fills, in its first 3 s), so that a ranking of
+ * exact call paths shows the churners first and no path of the helper.
  *
  * The 256 paths: a chain of 8 levels, each a choice between two noinline
  * functions (lvN_0, lvN_1) by bit N of the path's index; every function
@@ -13,7 +13,8 @@
  *
  * Commands on stdin (each acknowledged with "done CMD"):
  *   start KBPS   start the worker: every 10 ms it keeps KBPS/100 KiB through
- *                keep_block (on the next path, in turn) and churns; it
+ *                keep_block (blocks of 4 KiB, each on the next path in
+ *                turn) and churns; it
  *                paces itself by the clock (this is the workload, not a
  *                test's synchronisation)
  *   stop         stop the worker (answers with the totals kept)
@@ -38,7 +39,7 @@ static volatile unsigned long sink;
 static void **kept;
 static size_t nkept, capkept;
 static atomic_int running;
-static size_t kb_per_tick;
+static size_t bytes_per_tick;
 
 __attribute__((noinline, noclone)) static void keep_block(size_t size)
 {
@@ -91,7 +92,9 @@ __attribute__((noinline, noclone)) static void spread(unsigned idx, size_t size)
 }
 
 /* A bounded cache: each op replaces a random slot with a block of a random
- * size; slots in use grow by one per tick up to the cache's size. */
+ * size; slots in use grow by FILL per tick up to the cache's size (full in
+ * under 3 s: then it only wobbles). */
+#define FILL 16
 struct cache {
 	void **slot;
 	size_t nslots, used;
@@ -103,8 +106,7 @@ struct cache {
  * (its own leaf frame, not one shared function's). */
 #define CHURN(c)                                                               \
 	do {                                                                   \
-		if ((c)->used < (c)->nslots)                                   \
-			(c)->used++;                                           \
+		(c)->used = (c)->used + FILL < (c)->nslots ? (c)->used + FILL : (c)->nslots; \
 		for (int i_ = 0; i_ < CHURN_OPS; i_++) {                       \
 			size_t k_ = (size_t)rand_r(&(c)->seed) % (c)->used;    \
 			free((c)->slot[k_]);                                   \
@@ -121,20 +123,23 @@ __attribute__((noinline, noclone)) static void churn_c(struct cache *c) { CHURN(
 
 static void *worker(void *arg)
 {
-	/* Caches of 6, 5 and 4 MiB when full (slots x mean size). */
-	static struct cache ca = { NULL, 1536, 0, 2048, 4096, 1 };
-	static struct cache cb = { NULL, 1280, 0, 2048, 4096, 2 };
-	static struct cache cc = { NULL, 1024, 0, 2048, 4096, 3 };
+	/* Caches of 8, 7 and 6 MiB when full (slots x mean size): at the
+	 * default sampling interval a churner's estimate wobbles by a few
+	 * MiB and stays above any one path of keep_block's. */
+	static struct cache ca = { NULL, 2048, 0, 2048, 4096, 1 };
+	static struct cache cb = { NULL, 1792, 0, 2048, 4096, 2 };
+	static struct cache cc = { NULL, 1536, 0, 2048, 4096, 3 };
 	struct cache *all[3] = { &ca, &cb, &cc };
 	struct timespec next;
 	unsigned path = 0;
+	size_t credit = 0;          /* bytes owed to keep_block */
 	(void)arg;
 	for (int i = 0; i < 3; i++)
 		if (!all[i]->slot && !(all[i]->slot = calloc(all[i]->nslots, sizeof(void *))))
 			abort();
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (atomic_load(&running)) {
-		for (size_t kb = 0; kb + BLOCK / 1024 <= kb_per_tick; kb += BLOCK / 1024)
+		for (credit += bytes_per_tick; credit >= BLOCK; credit -= BLOCK)
 			spread(path++ % PATHS, BLOCK);
 		churn_a(&ca);
 		churn_b(&cb);
@@ -159,7 +164,7 @@ int main(void)
 	printf("ready pid=%d\n", (int)getpid());
 	while (fgets(line, sizeof line, stdin)) {
 		if (sscanf(line, "start %u", &kbps) == 1 && !started) {
-			kb_per_tick = kbps / 100;
+			bytes_per_tick = (size_t)kbps * 1024 / 100;
 			atomic_store(&running, 1);
 			if (pthread_create(&th, NULL, worker, NULL) != 0)
 				abort();
