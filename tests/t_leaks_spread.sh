@@ -125,7 +125,9 @@ cum = [r['cum_bytes'] for r in c['rows']]
 assert cum == sorted(cum, reverse=True), 'not ranked by cumulative'
 s = l['suspects'][0]
 assert s['what'] == 'function' and s['function'] == 'keep_block' and s['paths'] >= 10, s
-assert 'worker' in s['via'] and 'spread' in s['via'], s['via']
+# spread's cumulative trend is keep_block's flat one (all its call paths
+# end there): always a via; worker's holds the churners' wobble too.
+assert 'spread' in s['via'], s['via']
 assert not [x for x in l['suspects'] if x['what'] == 'cumulative' and x['function'] in s['via']]
 PY
 echo "ok: json: --by function, --by cumulative and --leaks agree"
