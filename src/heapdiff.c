@@ -4,6 +4,7 @@
  *   heapdiff [options] DB A B         callstacks ranked by growth of live bytes
  *   heapdiff [options] DB B           the live heap at B
  *   heapdiff [options] DB             first -> last of the latest session
+ *   heapdiff --by function DB [[A] B] functions: flat and cumulative
  *   heapdiff [options] X.db:A Y.db:B  across two files (before/after a deploy)
  *   heapdiff --leaks DB               leak suspects over a whole session
  *   heapdiff --peak DB                the live heap at its highest point
@@ -15,7 +16,8 @@
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
- * write the formats, leaks.c does --leaks and --peak, heap_vs_rss.c
+ * write the formats, report_funcs.c adds rows up by function, leaks.c and
+ * leak_funcs.c do --leaks and --peak, heap_vs_rss.c
  * --heap-vs-rss.  Usage errors are
  * found before any file is opened.
  */
@@ -51,6 +53,8 @@ struct options {
 	struct operand op[2];    /* A, B; op[0].spec NULL = single mode */
 	long top;                /* 0 = all */
 	int by_objects;
+	int by;                  /* HD_BY_STACK, HD_BY_FUNCTION, HD_BY_CUM */
+	const char *by_view;     /* the --by that chose it, or NULL */
 	int64_t session;         /* 0 = latest session with snapshots */
 	int exact_bytes;
 	enum hd_format format;
@@ -85,8 +89,9 @@ static void usage(FILE *f)
 	        "                        self-contained page: memory over time, flame\n"
 	        "                        graphs, top call paths, leak suspects)\n"
 	        "  -o, --output FILE     write the report to FILE instead of standard output\n"
-	        "      --leaks           leak suspects: callstacks whose live bytes grow\n"
-	        "                        steadily over all snapshots of the session\n"
+	        "      --leaks           leak suspects: callstacks and functions whose live\n"
+	        "                        bytes grow steadily over all snapshots of the\n"
+	        "                        session\n"
 	        "      --peak            the live heap at the snapshot where it was highest\n"
 	        "      --heap-vs-rss     per function (every call path through it), the\n"
 	        "                        change of heap and mmap, of resident and of\n"
@@ -94,7 +99,11 @@ static void usage(FILE *f)
 	        "                        allocated but untouched, touched and kept, or\n"
 	        "                        resident but freed; text or json\n"
 	        "  -n, --top N           show the N first callstacks (default 10; 0 = all)\n"
-	        "      --by bytes|objects  rank by live bytes (default) or live objects\n"
+	        "      --by WHAT[,WHAT]  what a row is: stack (a call path, the default),\n"
+	        "                        function (ranked by flat: what it allocated itself)\n"
+	        "                        or cumulative (what it and its callees allocated);\n"
+	        "                        and what ranks: bytes (default) or objects\n"
+	        "                        (repeatable; text, json, pprof, html)\n"
 	        "      --session N       'first' and 'last' mean those of session N\n"
 	        "      --module SUBSTR   only callstacks with a frame in a matching module\n"
 	        "      --function SUBSTR only callstacks with a frame of a matching function\n"
@@ -187,6 +196,34 @@ static enum hd_format parse_format(const char *s)
 		if (strcmp(s, names[i]) == 0)
 			return (enum hd_format)i;
 	usage_error("bad --format '%s' (text, folded, json, svg, pprof or html)", s);
+}
+
+/* --by: a comma-separated list of views (stack, function, cumulative) and
+ * rankings (bytes, objects), one of each at most over all --by. */
+static void parse_by(struct options *o, const char *arg)
+{
+	static const char *const views[] = { "stack", "function", "cumulative" };
+	static char words[256];
+	int n = 0;
+	snprintf(words, sizeof words, "%s", arg);
+	for (char *save = NULL, *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save), n++) {
+		int v = -1;
+		for (int i = 0; i < 3; i++)
+			if (strcmp(w, views[i]) == 0)
+				v = i;
+		if (v >= 0) {
+			if (o->by_view && o->by != v)
+				usage_error("--by %s and --by %s exclude each other", o->by_view, views[v]);
+			o->by = v;
+			o->by_view = views[v];
+		} else if (strcmp(w, "bytes") == 0 || strcmp(w, "objects") == 0) {
+			o->by_objects = w[0] == 'o';
+		} else {
+			usage_error("bad --by '%s' (stack, function or cumulative; bytes or objects)", w);
+		}
+	}
+	if (strlen(arg) >= sizeof words || n == 0)
+		usage_error("bad --by '%s' (stack, function or cumulative; bytes or objects)", arg);
 }
 
 static int parse_kind(const char *s)
@@ -299,14 +336,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_PEAK: o->peak = 1; break;
 		case O_VS: o->vs = 1; break;
 		case 'n': o->top = parse_long(optarg, "--top", 0); break;
-		case O_BY:
-			if (strcmp(optarg, "bytes") == 0)
-				o->by_objects = 0;
-			else if (strcmp(optarg, "objects") == 0)
-				o->by_objects = 1;
-			else
-				usage_error("bad --by '%s' (bytes or objects)", optarg);
-			break;
+		case O_BY: parse_by(o, optarg); break;
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
 		case O_MODULE: o->flt.module = optarg; break;
 		case O_FUNCTION: o->flt.function = optarg; break;
@@ -328,6 +358,14 @@ static void parse_args(int argc, char **argv, struct options *o)
 		usage_error("--leaks and --peak exclude each other");
 	if (o->leaks && o->format != HD_TEXT && o->format != HD_JSON)
 		usage_error("--leaks writes text or json");
+	if (o->by_view && (o->leaks || o->vs))
+		usage_error("%s: no --by %s", o->leaks ? "--leaks ranks call paths and functions together"
+		                                       : "--heap-vs-rss is by function (cumulative) already",
+		            o->by_view);
+	if (o->by != HD_BY_STACK && (o->format == HD_FOLDED || o->format == HD_SVG))
+		usage_error("--by %s: a flame graph (%s) is made of call paths, whose frames it adds up "
+		            "itself; use text, json, pprof or html", o->by_view,
+		            o->format == HD_FOLDED ? "folded" : "svg");
 	if (o->vs) {
 		if (o->leaks || o->peak)
 			usage_error("--heap-vs-rss and %s exclude each other", o->leaks ? "--leaks" : "--peak");
@@ -549,6 +587,13 @@ int main(int argc, char **argv)
 	r.by_objects = o.by_objects;
 	r.exact_bytes = o.exact_bytes;
 	r.top = o.top;
+	/* The functions: --by function's rows, the text report's top
+	 * functions, the page's table (pprof adds its call paths up by
+	 * function itself). */
+	struct hd_funcs funcs = { 0 };
+	r.by = o.by;
+	if (o.format == HD_TEXT || o.format == HD_JSON || o.format == HD_HTML)
+		r.funcs = &funcs;
 	hd_build_rows(&r, &o.flt);
 
 	out = open_output(&o);

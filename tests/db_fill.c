@@ -17,6 +17,9 @@
  *   db_fill --offset-ids ...
  *       Intern an unrelated callstack first, so that the same callstacks
  *       get other ids than without (for diffs across two files).
+ *   db_fill --spread DB
+ *       A session of 10 snapshots one minute apart whose leaks are spread
+ *       over call paths, for --leaks' function trends (see spread()).
  *   db_fill --attacher DB
  *       A session written as the attacher writes one now: an 'attach'
  *       baseline without rows, periodic snapshots, a 'peak' snapshot
@@ -298,6 +301,70 @@ static void series(const char *path)
 		}
 		snapshot(db, sid, T0 + 60 * i, 20000000 + 10000 * (uint64_t)i, 100 * (uint64_t)i, 0, 0,
 		         i == 9 ? "detach" : "periodic", b, n);
+	}
+	CHECK(ha_db_end_session(db, sid, T0 + 541, err, sizeof err));
+	ha_db_close(db);
+}
+
+/* --spread: session 1 (pid 7171, "spread"), 10 snapshots one minute apart.
+ * Each call path below wobbles (up 7000, down 5000 in turn: no steady
+ * trend) while each pair of them adds up to a line (+2000 a minute):
+ *   keep_block <- caller_K <- serve <- main   K = 0..7: keep_block's flat
+ *                       trend is a suspect (+8000/min over 8 call paths),
+ *                       serve's and main's cumulative ones are its via;
+ *   leaf_a, leaf_b <- parse <- main           each leaf one call path (no
+ *                       flat trend measured); parse's cumulative trend is a
+ *                       suspect (+2000/min) that no narrower one explains;
+ *   pool_init <- main  a constant pool. */
+static void spread(const char *path)
+{
+	static const char *const callers[8] = { "caller_0", "caller_1", "caller_2", "caller_3",
+		                                 "caller_4", "caller_5", "caller_6", "caller_7" };
+	struct ha_db_frame kb[] = {
+		{ NULL, NULL, 0x3000, "keep_block", "/src/sp/keep.c", 5, 0 },
+		{ NULL, NULL, 0x3100, NULL, "/src/sp/callers.c", 10, 0 },
+		{ NULL, NULL, 0x3200, "serve", "/src/sp/serve.c", 20, 0 },
+		{ NULL, NULL, 0x2950, "main", "/src/sp/main.c", 30, 0 },
+	};
+	struct ha_db_frame la[] = {
+		{ NULL, NULL, 0x3300, "leaf_a", "/src/sp/parse.c", 40, 0 },
+		{ NULL, NULL, 0x3400, "parse", "/src/sp/parse.c", 50, 0 },
+		{ NULL, NULL, 0x2960, "main", "/src/sp/main.c", 31, 0 },
+	};
+	struct ha_db_frame lb[] = {
+		{ NULL, NULL, 0x3310, "leaf_b", "/src/sp/parse.c", 41, 0 },
+		{ NULL, NULL, 0x3410, "parse", "/src/sp/parse.c", 51, 0 },
+		{ NULL, NULL, 0x2960, "main", "/src/sp/main.c", 31, 0 },
+	};
+	struct ha_db_frame pool[] = {
+		{ NULL, NULL, 0x2400, "pool_init", "/src/sp/main.c", 10, 0 },
+		{ NULL, NULL, 0x2970, "main", "/src/sp/main.c", 32, 0 },
+	};
+	struct ha_db *db;
+	struct ha_db_session sess = SESSION(7171, "spread", EXE, 524288, T0 - 1);
+	int64_t sid, k[8], a, b, p;
+
+	CHECK(ha_db_open(path, &db, err, sizeof err));
+	CHECK(ha_db_begin_session(db, &sess, &sid, err, sizeof err));
+	for (int j = 0; j < 8; j++) {
+		kb[1].rel_pc = 0x3100 + 0x10 * (uint64_t)j;
+		kb[1].function = callers[j];
+		k[j] = stack(db, kb, N(kb));
+	}
+	a = stack(db, la, N(la));
+	b = stack(db, lb, N(lb));
+	p = stack(db, pool, N(pool));
+	for (int i = 0; i < 10; i++) {
+		struct ha_db_bucket v[11];
+		size_t n = 0;
+		double up = 3000 + 1000.0 * i + (i % 2 ? -3000 : 3000), down = 3000 + 1000.0 * i - (i % 2 ? -3000 : 3000);
+		for (int j = 0; j < 8; j++)
+			v[n++] = bucket(k[j], HA_KIND_HEAP, j % 2 ? down : up, 1, 0, 0);
+		v[n++] = bucket(a, HA_KIND_HEAP, up, 1, 0, 0);
+		v[n++] = bucket(b, HA_KIND_HEAP, down, 1, 0, 0);
+		v[n++] = bucket(p, HA_KIND_HEAP, 100000, 10, 0, 0);
+		snapshot(db, sid, T0 + 60 * i, 30000000, 100 * (uint64_t)i, 0, 0,
+		         i == 9 ? "detach" : "periodic", v, n);
 	}
 	CHECK(ha_db_end_session(db, sid, T0 + 541, err, sizeof err));
 	ha_db_close(db);
@@ -642,9 +709,10 @@ static void usage(void)
 	        "       %s --loop COUNT [--stacks N] [--step] DB\n"
 	        "       %s --open DB\n"
 	        "       %s --series DB\n"
+	        "       %s --spread DB\n"
 	        "       %s --attacher DB\n"
 	        "       %s --many N DB\n"
-	        "       %s --rss DB\n", prog, prog, prog, prog, prog, prog, prog);
+	        "       %s --rss DB\n", prog, prog, prog, prog, prog, prog, prog, prog);
 	exit(2);
 }
 
@@ -657,6 +725,7 @@ int main(int argc, char **argv)
 		{ "open", no_argument, NULL, 'o' },
 		{ "step", no_argument, NULL, 'S' },
 		{ "series", no_argument, NULL, 'x' },
+		{ "spread", no_argument, NULL, 'P' },
 		{ "offset-ids", no_argument, NULL, 'O' },
 		{ "attacher", no_argument, NULL, 'A' },
 		{ "many", required_argument, NULL, 'M' },
@@ -664,7 +733,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int sessions = 1, nstacks = 500, do_open = 0, step = 0, do_series = 0, offset = 0, c;
-	int do_attacher = 0, do_rss = 0, npaths = 0;
+	int do_attacher = 0, do_rss = 0, npaths = 0, do_spread = 0;
 	long count = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -675,6 +744,7 @@ int main(int argc, char **argv)
 		case 'o': do_open = 1; break;
 		case 'S': step = 1; break;
 		case 'x': do_series = 1; break;
+		case 'P': do_spread = 1; break;
 		case 'O': offset = 1; break;
 		case 'A': do_attacher = 1; break;
 		case 'R': do_rss = 1; break;
@@ -712,6 +782,8 @@ int main(int argc, char **argv)
 		many(argv[optind], npaths);
 	else if (do_series)
 		series(argv[optind]);
+	else if (do_spread)
+		spread(argv[optind]);
 	else if (count >= 0)
 		loop(argv[optind], count, nstacks, step);
 	else

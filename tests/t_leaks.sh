@@ -3,8 +3,10 @@
 # a steady leak, a C++ leak through operator new, a cache that grows and
 # falls back, a constant pool, a constant mmap): exactly the two leaks,
 # ranked by growth per minute, with exact rates; the same answer from the
-# leak_suspects view in sqlite3; json through python3; filters; too few
-# snapshots is an error.  No root, no target.
+# leak_suspects view in sqlite3; json through python3; filters; function
+# trends (tests/db_fill --spread): a helper over many wobbling call paths,
+# a caller's cumulative trend, their callers named as via, not listed; too
+# few snapshots is an error.  No root, no target.
 . "$(dirname "$0")/lib.sh"
 
 HD=$HA_BUILDDIR/src/heapdiff
@@ -68,6 +70,37 @@ same "--min-bytes 10000" "$(hd --leaks --bytes --min-bytes 10000 "$db" | suspect
 same "--top 1" "$(hd --leaks --bytes --top 1 "$db" | suspects | cut -d' ' -f1)" 1
 grep -q '1 more suspect' "$W/hd.out" || fail "--top 1: no '1 more suspect' line"
 echo "ok: json, filters, --top"
+
+# Function trends (tests/db_fill --spread): keep_block's 8 call paths and
+# parse's 2 each wobble, their sums grow in a line.  keep_block is a flat
+# suspect with its callers serve and main as via; parse a cumulative one
+# (nothing narrower explains it) with main as via; main is never listed.
+sdb=$W/spread.db
+"$FILL" --spread "$sdb" >"$W/fill.out" 2>&1 || fail "db_fill --spread failed: $(cat "$W/fill.out")"
+hd --leaks --bytes "$sdb" >"$W/sp"
+sed 's/^/    /' "$W/sp"
+same "function suspects" "$(awk '$5 == "function" || $5 == "cumulative" || $5 == "stack" { r = $5 " " $1 " " $2 " " $3; getline; print r, $1 }
+	/^ +via / { sub(/^ +/, ""); print }' "$W/sp")" "function +8000/min +72000 96000 keep_block
+via main, serve (the callers whose cumulative growth this explains)
+cumulative +2000/min +18000 24000 parse
+via main (the callers whose cumulative growth this explains)"
+grep -q '11 callstacks, 15 functions$' "$W/sp" || fail "no count of functions in the header"
+grep -q '^2 suspects; 10 other callstacks grew' "$W/sp" || fail "summary line: $(tail -n 1 "$W/sp")"
+hd --leaks -f json "$sdb" >"$W/sp.json"
+same "json" "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["functions"], d["unfitted"], d["approx"])
+for s in d["suspects"]:
+    print(s["what"], s["function"], s["paths"], s["bytes_per_minute"], s["trend_bytes"], s["last_bytes"], ",".join(s["via"]))
+' "$W/sp.json")" "15 0 False
+function keep_block 8 8000.0 72000 96000 main,serve
+cumulative parse 2 2000.0 18000 24000 main"
+same "--function parse" "$(hd --leaks --bytes --function parse "$sdb" | awk '$5 == "cumulative" { getline; print $1 }')" parse
+same "--function caller_3: one wobbling path" "$(hd --leaks --bytes --function caller_3 "$sdb" | grep -c '^ .*  \(stack\|function\|cumulative\) ')" 0
+same "--min-bytes 20000" "$(hd --leaks --bytes --min-bytes 20000 "$sdb" | awk '$5 == "function" || $5 == "cumulative" { getline; print $1 }')" keep_block
+same "--top 1" "$(hd --leaks --bytes --top 1 "$sdb" | grep -c 'more suspect')" 1
+echo "ok: function trends: a flat suspect, a cumulative one, their callers as via"
 
 # Too few snapshots.
 "$FILL" "$W/three.db" >/dev/null && sqlite3 "$W/three.db" 'DELETE FROM buckets WHERE snapshot_id = 3; DELETE FROM snapshots WHERE id = 3' ||

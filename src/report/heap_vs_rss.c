@@ -45,11 +45,8 @@ static const char *const col_json[HD_VS_N] = { "heap_mmap_bytes", "resident_byte
 
 struct build {
 	struct hd_vs *vs;
-	struct hd_map *index;      /* function \x1f module file name -> index + 1 */
-	size_t cap;
-	uint64_t stamp;            /* one per call path: counts it once */
-	uint64_t *seen;            /* [row]: the stamp of the last path added */
-	size_t seen_cap;
+	struct hd_fn_index fn;     /* the functions (report_funcs.c): row i is
+	                            * function i until the rows are ranked */
 };
 
 static int column_of(int kind)
@@ -59,27 +56,20 @@ static int column_of(int kind)
 	return kind == HA_KIND_RSS ? HD_VS_RSS : kind == HA_KIND_SWAP ? HD_VS_SWAP : -1;
 }
 
-static size_t row_of(struct build *B, const struct hd_frame *fr, struct hd_buf *key)
+static size_t row_of(struct build *B, const struct hd_frame *fr)
 {
 	char pc[32];
-	const char *name = hd_frame_name(fr, pc, sizeof pc);
+	int fresh;
 	struct hd_vs *vs = B->vs;
-	key->n = 0;
-	hd_buf_printf(key, "%s\x1f%s", name, ha_base_name(fr->module));
-	hd_buf_addc(key, 0);
-	uintptr_t i = (uintptr_t)hd_map_get(B->index, (char *)key->p);
-	if (i)
-		return i - 1;
-	if (vs->n == B->cap) {
-		B->cap = B->cap ? B->cap * 2 : 256;
-		vs->v = hd_xrealloc(vs->v, B->cap * sizeof *vs->v);
-		B->seen = hd_xrealloc(B->seen, B->cap * sizeof *B->seen);
+	size_t i = hd_fn_of(&B->fn, fr, &fresh);
+	if (fresh) {
+		vs->v = hd_xrealloc(vs->v, B->fn.cap * sizeof *vs->v);
+		vs->v[i] = (struct hd_vs_row){ .function = hd_xstrdup(hd_frame_name(fr, pc, sizeof pc)),
+		                               .file = hd_xstrdup(fr->file),
+		                               .module = hd_xstrdup(fr->module) };
+		vs->n = B->fn.n;
 	}
-	vs->v[vs->n] = (struct hd_vs_row){ .function = hd_xstrdup(name), .file = hd_xstrdup(fr->file),
-	                                   .module = hd_xstrdup(fr->module) };
-	B->seen[vs->n] = 0;
-	hd_map_put(B->index, (char *)key->p, (void *)(uintptr_t)(vs->n + 1));
-	return vs->n++;
+	return i;
 }
 
 static void add_side(struct build *B, const struct hd_snap *snap, double sign,
@@ -87,7 +77,6 @@ static void add_side(struct build *B, const struct hd_snap *snap, double sign,
 {
 	size_t n;
 	struct hd_value *v = hd_values_at(snap, &n);
-	struct hd_buf key = { 0 };
 
 	for (size_t i = 0; i < n; i++) {
 		int folded, col = column_of(v[i].kind);
@@ -98,18 +87,16 @@ static void add_side(struct build *B, const struct hd_snap *snap, double sign,
 			continue;
 		double bytes = sign * v[i].live_bytes;
 		B->vs->total[col] += bytes;
-		B->stamp++;
+		hd_fn_path(&B->fn);
 		for (int k = 0; k < view.n; k++) {
-			size_t r = row_of(B, &view.f[k], &key);
-			if (B->seen[r] == B->stamp)
+			size_t r = row_of(B, &view.f[k]);
+			if (!hd_fn_once(&B->fn, r))
 				continue; /* the function again on this path */
-			B->seen[r] = B->stamp;
 			B->vs->v[r].bytes[col] += bytes;
 			if (sign > 0)
 				B->vs->v[r].paths[col]++;
 		}
 	}
-	hd_buf_free(&key);
 	free(v);
 }
 
@@ -150,7 +137,7 @@ static void free_row(struct hd_vs_row *r)
 
 void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs)
 {
-	struct build B = { .vs = vs, .index = hd_map_new() };
+	struct build B = { .vs = vs };
 	size_t k = 0;
 
 	memset(vs, 0, sizeof *vs);
@@ -169,8 +156,7 @@ void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct 
 	vs->n = k;
 	if (vs->n)
 		qsort(vs->v, vs->n, sizeof *vs->v, cmp_vs);
-	hd_map_free(B.index, NULL);
-	free(B.seen);
+	hd_fn_free(&B.fn);
 }
 
 void hd_vs_free(struct hd_vs *vs)

@@ -24,10 +24,14 @@
  * it the session reads as if it had never been taken.  The peak itself
  * (hd_peak) and the chart's totals (hd_snap_totals) do count it.
  *
+ * Functions are fitted too, flat and cumulative, and ranked with the call
+ * paths (leak_funcs.c: a helper whose call paths are each noise, and the
+ * rule that names it before its callers).
+ *
  * hd_leak_find measures; hd_leaks writes --leaks as text or json;
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "leaks_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -38,13 +42,6 @@
 #define FIT_MIN 0.8
 #define STEADY_MIN 0.9
 #define RETAINED_MIN 0.9
-
-struct session_snaps {
-	size_t n;
-	int64_t *id;
-	double *t;                 /* seconds since the first snapshot */
-	double duration;
-};
 
 
 /* The snapshots of session in id order; without the peak snapshot unless
@@ -100,15 +97,7 @@ static long snap_index(const struct session_snaps *ss, int64_t id)
 	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
 }
 
-/* Calls fn on every (callstack, kind) series of the session whose kind
- * passes the --kind filter kind_filter (or of any kind: ANY_KIND): y[i]
- * and c[i] are the live bytes and objects at snapshot i (carried forward
- * from the latest row, 0 before the first). */
-#define ANY_KIND (-2)
-typedef void (*series_fn)(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                          const struct session_snaps *ss);
-
-static void scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
+void hd_scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
                         int kind_filter, series_fn fn, void *ctx)
 {
 	sqlite3_stmt *q = hd_prepare(s,
@@ -217,7 +206,7 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 
 	load_snaps(s, session, &ss, 1);
 	p.total = hd_xcalloc(ss.n, sizeof *p.total);
-	scan_series(s, session, &ss, kind, add_total, &p);
+	hd_scan_series(s, session, &ss, kind, add_total, &p);
 	for (size_t i = 1; i < ss.n; i++)
 		if (p.total[i] > p.total[best])
 			best = i;
@@ -251,7 +240,7 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
 	p.objects = hd_xcalloc(ss.n, sizeof *p.objects);
 	v = hd_xcalloc(ss.n, sizeof *v);
-	scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
+	hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
 
 	/* snapshots.sample_interval came with schema version 3, RssAnon and
 	 * VmSwap with version 5. */
@@ -304,15 +293,12 @@ struct leak_ctx {
 	double min_bytes;
 };
 
-static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                    const struct session_snaps *ss)
+int hd_leak_fit(const double *y, const double *c, const struct session_snaps *ss, double min_bytes,
+                struct hd_leak *tr)
 {
-	struct leak_ctx *L = ctx;
 	size_t n = ss->n;
 	double mt = 0, my = 0, sxx = 0, sxy = 0, syy = 0, up = 0, moved = 0, max = y[0];
-	struct hd_leak tr = { .stack_id = stack_id, .kind = kind };
 
-	L->series++;
 	for (size_t i = 0; i < n; i++) {
 		mt += ss->t[i];
 		my += y[i];
@@ -331,17 +317,28 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 		sxy += (ss->t[i] - mt) * (y[i] - my);
 		syy += (y[i] - my) * (y[i] - my);
 	}
-	tr.slope = sxx > 0 ? sxy / sxx : 0;
-	tr.fit = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0;
-	tr.steady = moved > 0 ? up / moved : 0;
-	tr.retained = max > 0 ? y[n - 1] / max : 0;
-	tr.first = y[0];
-	tr.last = y[n - 1];
-	tr.max = max;
-	tr.last_objects = c[n - 1];
-	double growth = tr.slope * ss->duration;
-	if (!(tr.slope > 0 && tr.fit >= FIT_MIN && tr.steady >= STEADY_MIN &&
-	      tr.retained >= RETAINED_MIN && growth >= 1 && growth >= L->min_bytes)) {
+	tr->slope = sxx > 0 ? sxy / sxx : 0;
+	tr->fit = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0;
+	tr->steady = moved > 0 ? up / moved : 0;
+	tr->retained = max > 0 ? y[n - 1] / max : 0;
+	tr->first = y[0];
+	tr->last = y[n - 1];
+	tr->max = max;
+	tr->last_objects = c ? c[n - 1] : 0;
+	double growth = tr->slope * ss->duration;
+	return tr->slope > 0 && tr->fit >= FIT_MIN && tr->steady >= STEADY_MIN &&
+	       tr->retained >= RETAINED_MIN && growth >= 1 && growth >= min_bytes;
+}
+
+static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                    const struct session_snaps *ss)
+{
+	struct leak_ctx *L = ctx;
+	size_t n = ss->n;
+	struct hd_leak tr = { .stack_id = stack_id, .kind = kind };
+
+	L->series++;
+	if (!hd_leak_fit(y, c, ss, L->min_bytes, &tr)) {
 		if (tr.last > tr.first)
 			L->grew++;
 		return;
@@ -362,6 +359,10 @@ static int cmp_trend(const void *pa, const void *pb)
 	const struct hd_leak *a = pa, *b = pb;
 	if (a->slope != b->slope)
 		return a->slope > b->slope ? -1 : 1;
+	if (a->what != b->what)
+		return a->what - b->what;
+	if (a->func != b->func)
+		return a->func < b->func ? -1 : 1;
 	if (a->stack_id != b->stack_id)
 		return a->stack_id < b->stack_id ? -1 : 1;
 	return a->kind - b->kind;
@@ -396,7 +397,7 @@ static void text_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v,
 static void json_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
                      const struct session_snaps *ss, int first)
 {
-	fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
+	fprintf(f, "%s\n  {\"what\": \"stack\", \"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
 	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
 	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
 	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
@@ -405,6 +406,64 @@ static void json_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v,
 	        t->retained, folded);
 	hd_json_frames(f, v);
 	fputc('}', f);
+}
+
+/* The via functions of a function suspect, the widest first: a line
+ * (text) or an array (json). */
+#define VIA_NAMED 4
+static void text_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls)
+{
+	char pc[32];
+	if (!t->nvia)
+		return;
+	fprintf(f, "%*svia", 53, "");
+	for (size_t i = 0; i < t->nvia && i < VIA_NAMED; i++)
+		fprintf(f, "%s %s", i ? "," : "", hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
+	if (t->nvia > VIA_NAMED)
+		fprintf(f, " and %zu more", t->nvia - VIA_NAMED);
+	fputs(" (the callers whose cumulative growth this explains)\n", f);
+}
+
+static void func_text_row(FILE *f, const struct hd_leak *t, int exact, const struct session_snaps *ss,
+                          const struct hd_leak_set *ls)
+{
+	char b1[64], b2[64], b3[64], rate[80];
+	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
+	fprintf(f, "%18s %12s %12s %5.2f  %s (%s, %d call path%s)\n", rate,
+	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
+	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit,
+	        t->what == HD_LEAK_FLAT ? "function" : "cumulative",
+	        t->what == HD_LEAK_FLAT ? "allocated in it" : "in it or its callees, explained by no other suspect",
+	        t->paths, t->paths == 1 ? "" : "s");
+	fprintf(f, "%*s", 53, "");
+	hd_func_text_name(f, ls->fn.fr[t->func]);
+	fputc('\n', f);
+	text_via(f, t, ls);
+}
+
+static void func_json_row(FILE *f, const struct hd_leak *t, const struct session_snaps *ss,
+                          const struct hd_leak_set *ls, int first)
+{
+	const struct hd_frame *fr = ls->fn.fr[t->func];
+	char pc[32];
+	fprintf(f, "%s\n  {\"what\": \"%s\", \"function\": ", first ? "" : ",",
+	        t->what == HD_LEAK_FLAT ? "function" : "cumulative");
+	hd_json_str(f, hd_frame_name(fr, pc, sizeof pc));
+	fputs(", \"file\": ", f);
+	hd_json_str(f, fr->file);
+	fputs(", \"module\": ", f);
+	hd_json_str(f, fr->module);
+	fprintf(f, ", \"kind\": \"%s\", \"paths\": %d, \"bytes_per_minute\": %.3f, \"trend_bytes\": %.0f, "
+	        "\"first_bytes\": %.0f, \"last_bytes\": %.0f, \"max_bytes\": %.0f, \"live_objects\": %.0f, "
+	        "\"fit\": %.4f, \"steady\": %.4f, \"retained\": %.4f,\n   \"via\": [",
+	        hd_kind_name(t->kind), t->paths, t->slope * 60, t->slope * ss->duration, t->first, t->last,
+	        t->max, t->last_objects, t->fit, t->steady, t->retained);
+	for (size_t i = 0; i < t->nvia; i++) {
+		if (i)
+			fputs(", ", f);
+		hd_json_str(f, hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
+	}
+	fputs("]}", f);
 }
 
 void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
@@ -422,35 +481,42 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	out->duration = ss.duration;
 	if (ss.n < 3)
 		return;
-	scan_series(s, session, &ss, flt->kind, measure, &L);
-	if (L.n)
-		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
+	hd_scan_series(s, session, &ss, flt->kind, measure, &L);
 	/* The filters apply to the displayed (folded) frames. */
 	for (size_t i = 0; i < L.n; i++) {
 		int folded;
 		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
 		struct hd_stack v = hd_fold(st, flt->all_frames, &folded);
-		int match = hd_stack_matches(&v, flt);
-		if (!match || k >= keep_series) {
-			free(L.t[i].series);
-			L.t[i].series = NULL;
-		}
-		if (match)
+		if (hd_stack_matches(&v, flt))
 			L.t[k++] = L.t[i];
+		else
+			free(L.t[i].series);
+	}
+	L.n = k;
+	/* The functions' suspects, ranked with the call paths. */
+	hd_leak_funcs(s, session, &ss, flt, L.keep, L.t, L.n, &L.t, &L.n, &L.cap, out);
+	if (L.n)
+		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
+	for (size_t i = keep_series; i < L.n; i++) {
+		free(L.t[i].series);
+		L.t[i].series = NULL;
 	}
 	out->v = L.t;
-	out->n = k;
+	out->n = L.n;
 	out->series = L.series;
 	out->grew = L.grew;
 }
 
 void hd_leak_free(struct hd_leak_set *ls)
 {
-	for (size_t i = 0; i < ls->n; i++)
+	for (size_t i = 0; i < ls->n; i++) {
 		free(ls->v[i].series);
+		free(ls->v[i].via);
+	}
 	free(ls->v);
 	free(ls->snap_id);
 	free(ls->t);
+	hd_fn_free(&ls->fn);
 	memset(ls, 0, sizeof *ls);
 }
 
@@ -474,8 +540,10 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	if (o->format == HD_JSON) {
 		hd_json_str(f, s->path);
 		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
-		        "\"callstacks\": %zu, \"grew\": %zu,\n \"suspects\": [",
-		        session, ss.n, ss.duration, ls.series, ls.grew);
+		        "\"callstacks\": %zu, \"grew\": %zu, \"functions\": %zu, \"unfitted\": %zu, "
+		        "\"approx\": %s,\n \"suspects\": [",
+		        session, ss.n, ss.duration, ls.series, ls.grew, ls.funcs, ls.unfitted,
+		        ls.approx ? "true" : "false");
 	} else {
 		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
 		int64_t pid = 0;
@@ -489,29 +557,37 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		}
 		sqlite3_finalize(q);
 		fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
-		        "%zu snapshots over %.1f %s, %zu callstacks\n\n",
+		        "%zu snapshots over %.1f %s, %zu callstacks, %zu functions\n\n",
 		        physical ? " (" : "", physical ? hd_kind_what(o->flt->kind) : "", physical ? ")" : "",
 		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
 		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
-		        ls.series);
+		        ls.series, ls.funcs);
 		free(comm);
 	}
 	for (size_t i = 0; i < ls.n; i++) {
-		int folded;
-		const struct hd_stack *st = hd_stack_get(s, ls.v[i].stack_id);
-		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
+		const struct hd_leak *t = &ls.v[i];
 		if (o->top > 0 && shown >= (size_t)o->top) {
 			shown++;
 			continue;
 		}
-		if (o->format == HD_JSON) {
-			json_row(f, &ls.v[i], &v, folded, &ss, shown == 0);
-		} else {
-			if (shown == 0)
-				fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
-				        "STACK (leaf first)");
-			text_row(f, &ls.v[i], &v, folded, o->exact_bytes, &ss);
+		if (o->format != HD_JSON && shown == 0)
+			fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
+			        "SUSPECT (a call path, leaf first, or a function)");
+		if (t->what != HD_LEAK_STACK) {
+			if (o->format == HD_JSON)
+				func_json_row(f, t, &ss, &ls, shown == 0);
+			else
+				func_text_row(f, t, o->exact_bytes, &ss, &ls);
+			shown++;
+			continue;
 		}
+		int folded;
+		const struct hd_stack *st = hd_stack_get(s, t->stack_id);
+		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
+		if (o->format == HD_JSON)
+			json_row(f, t, &v, folded, &ss, shown == 0);
+		else
+			text_row(f, t, &v, folded, o->exact_bytes, &ss);
 		shown++;
 	}
 	if (o->format == HD_JSON) {
@@ -519,7 +595,7 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 	} else {
 		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
 		if (shown == 0)
-			fprintf(f, "no leak suspects: no callstack's %s grew steadily\n",
+			fprintf(f, "no leak suspects: no callstack's or function's %s grew steadily\n",
 			        physical ? hd_kind_what(o->flt->kind) : "live bytes");
 		else if (listed < shown)
 			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
@@ -527,6 +603,12 @@ void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_lea
 		fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
 		        "without a steady trend\n",
 		        shown, shown == 1 ? "" : "s", ls.grew, ls.grew == 1 ? "" : "s");
+		if (ls.unfitted)
+			fprintf(f, "note: %zu functions seen last were not fitted (more functions x snapshots "
+			        "than heapdiff keeps in memory)\n", ls.unfitted);
+		if (ls.approx)
+			fprintf(f, "note: too many call paths to narrow the cumulative suspects: each is listed "
+			        "with its whole trend\n");
 	}
 	hd_leak_free(&ls);
 }

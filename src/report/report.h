@@ -4,8 +4,9 @@
  * reads values and callstacks from one or two databases (every value
  * bounds-checked: the file may be corrupt); report_rows.c folds allocator
  * frames, applies the filters and merges the two sides into rows; one
- * report_<format>.c per output format writes them; leaks.c finds leak
- * suspects over all snapshots of a session.  Nothing here writes a
+ * report_<format>.c per output format writes them; report_funcs.c adds
+ * rows up by function; leaks.c (and leak_funcs.c, for functions) finds
+ * leak suspects over all snapshots of a session.  Nothing here writes a
  * database. */
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
@@ -90,6 +91,11 @@ struct hd_row {
 	double alloc_bytes, alloc_objects;
 };
 
+/* --by: a row is a call path (the default), or a function ranked by
+ * what it allocated itself (flat) or by what it and everything it called
+ * allocated (cumulative). */
+enum { HD_BY_STACK, HD_BY_FUNCTION, HD_BY_CUM };
+
 /* --kind: one enum ha_mem_kind (db.h), or HD_KIND_ALLOC, heap and mmap
  * together: what the program allocated.  rss and swap say where memory is;
  * they count the same memory as heap and mmap again and are never added to
@@ -119,6 +125,11 @@ struct hd_report {
 	double total_bytes;        /* over every row matching the filters */
 	double total_objects;
 	int by_objects, exact_bytes;
+	int by;                    /* --by stack (HD_BY_STACK, the default),
+	                            * function or cumulative: what a row is */
+	struct hd_funcs *funcs;    /* NULL, or the functions hd_build_rows adds
+	                            * every row matching the filters to
+	                            * (report_funcs.c) */
 	int kind;                  /* the --kind of the rows (hd_build_rows) */
 	long top;                  /* 0 = all */
 	int cross_db;              /* a and b are in different files */
@@ -254,7 +265,8 @@ const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id);
 /* The rows of A -> B (a NULL: the live heap at b), folded, filtered and
  * merged; fills r->rows, n, nall, totals, sorted by r->by_objects. */
 void hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
-/* The rows, and those of an hd_build_rows an error cut short. */
+/* The rows, and those of an hd_build_rows an error cut short (and the
+ * functions of r->funcs). */
 void hd_free_rows(struct hd_report *r);
 /* The frames of st as displayed (a view into st): the allocator and C++
  * runtime frames at the leaf end folded away unless all; *folded gets
@@ -262,6 +274,63 @@ void hd_free_rows(struct hd_report *r);
 struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded);
 /* Does st pass the module/function filters? */
 int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
+
+/* ------------------------------------------------------------ functions */
+
+/* report_funcs.c: functions across call paths.  A function is its name
+ * (or 0xPC when unknown) and module file name, as report_rows.c keys a
+ * frame across two files.  hd_fn_of gives each function an index, in the
+ * order first seen (*fresh 1 then: the caller grows its arrays to cap);
+ * hd_fn_path starts a call path, on which hd_fn_once is 1 for a function
+ * the first time only (recursion counts once). */
+struct hd_fn_index {
+	struct hd_map *map;        /* name \x1f module file name -> index + 1 */
+	struct hd_buf key;
+	const struct hd_frame **fr; /* [n]: the first frame seen of each (a view
+	                            * into a cached stack: valid while its
+	                            * source is open) */
+	uint64_t *seen;            /* [n]: the path it was last counted on */
+	uint64_t stamp;
+	size_t n, cap;
+};
+size_t hd_fn_of(struct hd_fn_index *x, const struct hd_frame *fr, int *fresh);
+void hd_fn_path(struct hd_fn_index *x);
+int hd_fn_once(struct hd_fn_index *x, size_t i);
+void hd_fn_free(struct hd_fn_index *x);
+
+/* One function's row: what it allocated itself (flat: it is the leaf once
+ * the allocator's frames are folded) and what it and its callees
+ * allocated (cumulative: every row through it, once), A -> B or at B. */
+struct hd_func_row {
+	const struct hd_frame *fr; /* its name, file and module (hd_fn_index) */
+	double flat_bytes, flat_objects;
+	double cum_bytes, cum_objects;
+	int flat_paths, cum_paths; /* rows (call paths) that changed (or hold
+	                            * anything, at B) with it as leaf / on them */
+};
+struct hd_funcs {
+	struct hd_fn_index idx;
+	struct hd_func_row *v;     /* after hd_funcs_finish: rows whose flat or
+	                            * cumulative value is at least --min-bytes
+	                            * (and 0.5), ranked by flat (HD_BY_CUM:
+	                            * cumulative) bytes, or objects */
+	size_t n;
+	size_t nall;               /* functions on the rows */
+};
+/* Adds a row (its displayed frames, kind, values) to the functions. */
+void hd_funcs_add(struct hd_funcs *fs, const struct hd_row *row);
+/* Keeps and ranks the rows (by: HD_BY_FUNCTION or HD_BY_CUM). */
+void hd_funcs_finish(struct hd_funcs *fs, double min_bytes, int by, int by_objects);
+void hd_funcs_free(struct hd_funcs *fs);
+/* The first n rows as a JSON array of objects (function, file, module,
+ * flat_bytes, flat_objects, cum_bytes, cum_objects, flat_paths,
+ * cum_paths), names through str (hd_json_str, or hd_json_html_str). */
+void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
+                        void (*str)(FILE *, const char *));
+/* The function part of a text line: "name  file  [module]". */
+void hd_func_text_name(FILE *f, const struct hd_frame *fr);
+/* Functions shown by default under the text report's header. */
+#define HD_TOP_FUNCS 6
 
 /* ------------------------------------------------------------ writers */
 
@@ -324,18 +393,28 @@ struct hd_leak_opts {
 /* Leak suspects over every snapshot of session; 0 or exits. */
 void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
 
-/* One leak suspect: the trend of a (callstack, kind) series. */
+/* One leak suspect: the trend of a (callstack, kind) series, or of a
+ * function's (leak_funcs.c). */
+enum { HD_LEAK_STACK, HD_LEAK_FLAT, HD_LEAK_CUM };
 struct hd_leak {
-	int64_t stack_id;
-	int kind;
+	int what;                  /* HD_LEAK_STACK, _FLAT (what the function
+	                            * allocated), _CUM (in it or its callees,
+	                            * what no narrower suspect explains) */
+	int64_t stack_id;          /* stack: its callstack */
+	int kind;                  /* stack: its kind */
+	size_t func;               /* flat, cum: the function (hd_leak_set.fn) */
+	int paths;                 /* flat, cum: the call paths it adds up */
+	size_t *via, nvia;         /* flat, cum: the functions whose cumulative
+	                            * trend it explains (fn indexes, by growth) */
 	double slope;              /* bytes per second */
 	double fit, steady, retained;
 	double first, last, max, last_objects;
 	double *series;            /* live bytes at each snapshot of the set,
 	                            * or NULL (past keep_series) */
 };
-/* The suspects of a session, ranked by slope, those whose (folded) stack
- * fails the filters left out. */
+/* The suspects of a session, call paths and functions together, ranked
+ * by slope; call paths whose (folded) stack fails the filters left out,
+ * and their memory from the functions' sums. */
 struct hd_leak_set {
 	struct hd_leak *v;
 	size_t n;
@@ -344,6 +423,11 @@ struct hd_leak_set {
 	int64_t *snap_id;          /* [nsnaps], ascending */
 	double *t;                 /* [nsnaps], seconds since the first */
 	double duration;
+	struct hd_fn_index fn;     /* the functions measured (their names) */
+	size_t funcs;              /* functions on the call paths measured */
+	size_t unfitted;           /* of them, past the memory cap: not fitted */
+	int approx;                /* cumulative suspects not narrowed (too many
+	                            * call paths to keep): each listed whole */
 };
 /* Finds the suspects (none measured when nsnaps < 3); the first
  * keep_series of them keep their series. */

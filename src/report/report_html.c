@@ -32,14 +32,26 @@
  *                  "from", "to", "dt", "total",
  *                  "rows": [ [kind, bytes, objects, [frame, ...]] ] } ],
  *     "leaks": { "nsnaps", "duration", "callstacks", "grew", "t": [...],
- *                "suspects": [ { "stack", "kind", "rate", "growth",
+ *                "suspects": [ { "what": "stack" | "function" |
+ *                                "cumulative" (leaks.c, leak_funcs.c),
+ *                                "stack", "kind", "rate", "growth",
  *                                "live", "objects", "fit", "folded",
- *                                "frames": [...], "series": [...] } ] },
+ *                                "paths" (of a function),
+ *                                "frames": [...] (a function's: its own),
+ *                                "via": [frame, ...] (the functions whose
+ *                                cumulative growth a function's is),
+ *                                "series": [...] } ] },
  *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
  *                      "resident_bytes", "swapped_bytes", "paths" }, ... ]
  *                                       heap_vs_rss.c's rows of A -> B (or
  *                                       at B), when the session has
  *                                       resident memory; else []
+ *     "top_functions": [ { "function", "file", "module", "flat_bytes",
+ *                          "flat_objects", "cum_bytes", "cum_objects",
+ *                          "flat_paths", "cum_paths" }, ... ]
+ *                                       the functions of A -> B (or at B),
+ *                                       by flat (report_funcs.c), the
+ *                                       first 200
  *     "top": N }
  *
  * Frames are interned by content (a row's frames are indexes into
@@ -218,20 +230,45 @@ static void leaks_json(FILE *f, struct frames *fs, struct hd_source *s, int64_t 
 	fputs("], \"suspects\": [", f);
 	for (size_t i = 0; i < ls.n && i < LEAKS_SHOWN; i++) {
 		const struct hd_leak *L = &ls.v[i];
-		int folded;
-		struct hd_stack v = hd_fold(hd_stack_get(s, L->stack_id), flt->all_frames, &folded);
-		fprintf(f, "%s\n  {\"stack\": %" PRId64 ", \"kind\": %d, \"rate\": %.3f, \"growth\": %.0f, "
-		        "\"live\": %.0f, \"objects\": %.0f, \"fit\": %.4f, \"folded\": %d, \"frames\": ",
-		        i ? "," : "", L->stack_id, L->kind, L->slope * 60, L->slope * ls.duration, L->last,
-		        L->last_objects, L->fit, folded);
-		frame_list(f, fs, &v);
-		fputs(", \"series\": [", f);
+		int folded = 0;
+		struct hd_stack v = { 0 };
+		if (L->what == HD_LEAK_STACK)
+			v = hd_fold(hd_stack_get(s, L->stack_id), flt->all_frames, &folded);
+		fprintf(f, "%s\n  {\"what\": \"%s\", \"stack\": %" PRId64 ", \"kind\": %d, \"rate\": %.3f, "
+		        "\"growth\": %.0f, \"live\": %.0f, \"objects\": %.0f, \"fit\": %.4f, \"folded\": %d, "
+		        "\"paths\": %d, \"frames\": ",
+		        i ? "," : "", L->what == HD_LEAK_STACK ? "stack" : L->what == HD_LEAK_FLAT ? "function"
+		                                                                              : "cumulative",
+		        L->stack_id, L->what == HD_LEAK_STACK ? L->kind : 0, L->slope * 60,
+		        L->slope * ls.duration, L->last, L->last_objects, L->fit, folded, L->paths);
+		if (L->what == HD_LEAK_STACK) {
+			frame_list(f, fs, &v);
+		} else {
+			/* A function: its frame, then those it is via. */
+			fprintf(f, "[%zu]", frame_index(fs, ls.fn.fr[L->func]));
+		}
+		fputs(", \"via\": [", f);
+		for (size_t k = 0; k < L->nvia; k++)
+			fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, ls.fn.fr[L->via[k]]));
+		fputs("], \"series\": [", f);
 		for (size_t k = 0; L->series && k < ls.nsnaps; k++)
 			fprintf(f, k ? ",%.0f" : "%.0f", L->series[k]);
 		fputs("]}", f);
 	}
 	fputs("]}", f);
 	hd_leak_free(&ls);
+}
+
+/* The functions of r (report_funcs.c), the first TOP_FUNCS of them. */
+#define TOP_FUNCS 200
+static void top_functions_json(FILE *f, const struct hd_report *r)
+{
+	fputs(",\n \"top_functions\": ", f);
+	if (!r->funcs) {
+		fputs("[]", f);
+		return;
+	}
+	hd_funcs_json_rows(f, r->funcs, TOP_FUNCS, hd_json_html_str);
 }
 
 /* --heap-vs-rss's rows of r (heap_vs_rss.c), when the session has them. */
@@ -348,6 +385,7 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 	fputs("]", f);
 	leaks_json(f, &fs, s, session, flt);
 	functions_json(f, r, flt, rss_period > 0);
+	top_functions_json(f, r);
 	frames_json(f, &fs);
 	fputs("}\n</script>\n<script>\n", f);
 	fputs(hd_html_js, f);

@@ -22,7 +22,9 @@
  *                takes a regular expression and shows the matched share,
  *                flame or icicle;
  *   tables       the top call paths of the view (a row opens to its whole
- *                stack), the leak suspects with a sparkline each, and with
+ *                stack), the top functions of A -> B (flat and
+ *                cumulative), the leak suspects (call paths and functions)
+ *                with a sparkline each, and with
  *                resident memory the functions' heap and mmap against their
  *                resident and swapped memory (heapdiff --heap-vs-rss).
  *
@@ -677,7 +679,7 @@
 	}
 
 	function rowsTable(all) {
-		var v = curTree.view, diff = !!v.diff, top = D.top > 0 ? D.top : Infinity;
+		var v = curTree.view, diff = !!v.diff;
 		var rows = v.rows.filter(function (r) { return diff ? r[1] > 0 : true; });
 		document.getElementById('hd-rows-title').textContent = diff ?
 			'Top growing call paths, snapshot ' + v.from + ' \u2192 ' + v.to + ' (' + fmtDur(v.dt) + ')' :
@@ -688,28 +690,68 @@
 			add(tableBox, el('div', 'empty', diff ? 'no call path grew' : EMPTY));
 			return;
 		}
-		var table = add(tableBox, el('table', 'rows'));
-		table.id = 'hd-rows';
-		var cols = [['#', 1], [diff ? 'grew' : PHYS ? D.kind === 'rss' ? 'resident bytes' : 'swapped bytes' : 'live bytes', 1], [D.objects, 1]];
+		var cols = [[diff ? 'grew' : PHYS ? D.kind === 'rss' ? 'resident bytes' : 'swapped bytes' : 'live bytes', 1], [D.objects, 1]];
 		if (diff) cols.push(['per minute', 1]);
 		cols.push(['leaf function (click for the stack)', 0]);
-		headRow(table, cols);
-		var tbody = add(table, el('tbody'));
-		var n = all ? rows.length : Math.min(rows.length, top);
-		for (var i = 0; i < n; i++) {
-			var r = rows[i], tr = add(tbody, el('tr'));
-			add(tr, el('td', 'n', i + 1));
+		var n = rankTable(tableBox, 'hd-rows', cols, rows, all, function (tbody, tr, r, ncols) {
 			add(tr, el('td', 'n', fmtBytes(r[1], diff)));
 			add(tr, el('td', 'n', fmtCount(r[2], diff)));
 			if (diff) add(tr, el('td', 'n', v.dt > 0 ? fmtBytes(r[1] / v.dt * 60, 1) + '/min' : '\u2014'));
 			leafCell(add(tr, el('td', 'fn')), r[3], r[0]);
-			expandable(tbody, tr, cols.length, r[3], 0);
-		}
+			expandable(tbody, tr, ncols, r[3], 0);
+		});
 		var shrank = diff ? v.rows.length - rows.length : 0;
 		if (shrank)
 			add(tableBox, el('div', 'more muted', shrank + ' other call path' + (shrank === 1 ? '' : 's') +
 				' shrank (blue in the flame graph)'));
 		if (n < rows.length) showAll(tableBox, rows.length + ' call paths', function () { rowsTable(true); });
+	}
+
+	/* The top functions of A -> B (or at B): flat, what a function
+	 * allocated itself, with cumulative, what it and its callees did
+	 * (heapdiff --by function). */
+	function topFunctions(box, all) {
+		var rows = D.top_functions, diff = !!D.a;
+		box.textContent = '';
+		if (!rows.length) {
+			add(box, el('div', 'empty', diff ? 'no function changed' : EMPTY));
+			return;
+		}
+		add(box, el('div', 'muted', 'Flat: allocated in the function itself (its call paths\u2019 leaf, the ' +
+			'allocator\u2019s frames folded); cumulative: in it or in what it called, each call path once.'));
+		var cols = [['flat', 1], [D.objects, 1], ['cumulative', 1], ['call paths', 1], ['function', 0]];
+		var n = rankTable(box, 'hd-funcs', cols, rows, all, function (tbody, tr, r) {
+			add(tr, el('td', 'n', fmtBytes(r.flat_bytes, diff)));
+			add(tr, el('td', 'n', fmtCount(r.flat_objects, diff)));
+			add(tr, el('td', 'n', fmtBytes(r.cum_bytes, diff)));
+			add(tr, el('td', 'n', fmtCount(r.cum_paths, 0)));
+			funcCell(add(tr, el('td', 'fn')), r);
+		});
+		if (n < rows.length) showAll(box, rows.length + ' functions', function () { topFunctions(box, true); });
+	}
+
+	/* A function's cell: its name, file and [module] (rows of
+	 * heap_vs_rss.c and report_funcs.c). */
+	function funcCell(td, r) {
+		add(td, el('span', 'mono', r['function']));
+		if (r.file) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site mono', r.file)); }
+		if (r.module) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site', '[' + base(r.module) + ']')); }
+	}
+
+	/* A numbered table of rows in box: the first D.top unless all; fill
+	 * adds a row's other cells.  The number of rows shown. */
+	function rankTable(box, id, cols, rows, all, fill) {
+		var table = add(box, el('table', 'rows'));
+		table.id = id;
+		headRow(table, [['#', 1]].concat(cols));
+		var tbody = add(table, el('tbody'));
+		var top = D.top > 0 ? D.top : Infinity, n = all ? rows.length : Math.min(rows.length, top);
+		for (var i = 0; i < n; i++) {
+			var tr = add(tbody, el('tr'));
+			add(tr, el('td', 'n', i + 1));
+			fill(tbody, tr, rows[i], cols.length + 1);
+		}
+		return n;
 	}
 
 	function showAll(box, what, again) {
@@ -742,12 +784,12 @@
 			return;
 		}
 		var grown = PHYS ? D.what : 'live bytes';
-		add(sec, el('div', 'muted', 'Call paths whose ' + grown + ' grew steadily over the ' + Lk.nsnaps +
+		add(sec, el('div', 'muted', 'Call paths and functions whose ' + grown + ' grew steadily over the ' + Lk.nsnaps +
 			' snapshots of the session (' + fmtDur(Lk.duration) + '): a fitted slope > 0 with R\u00b2 \u2265 0.8, ' +
 			'rarely falling, not fallen back.  ' + Lk.count + ' suspect' + (Lk.count === 1 ? '' : 's') + '; ' +
 			Lk.grew + ' other call path' + (Lk.grew === 1 ? '' : 's') + ' grew without a steady trend.'));
 		if (!Lk.suspects.length) {
-			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s ' + grown + ' grew steadily.'));
+			add(sec, el('div', 'empty', 'No leak suspects: no call path\u2019s or function\u2019s ' + grown + ' grew steadily.'));
 			return;
 		}
 		var table = add(sec, el('table', 'rows'));
@@ -764,7 +806,19 @@
 			add(tr, el('td', 'n', s.fit.toFixed(2)));
 			var sp = add(tr, el('td'));
 			if (s.series.length) sp.appendChild(spark(s.series, Lk.t));
-			leafCell(add(tr, el('td', 'fn')), s.frames, s.kind);
+			var td = add(tr, el('td', 'fn'));
+			leafCell(td, s.frames, s.kind);
+			if (s.what && s.what !== 'stack') {
+				/* A function (heapdiff --leaks): what it adds up, and
+				 * the callers whose cumulative growth this is. */
+				add(td, el('div', 'site', (s.what === 'function' ? 'function: allocated in it over ' :
+					'cumulative: in it or its callees, explained by no other suspect, over ') +
+					s.paths + ' call path' + (s.paths === 1 ? '' : 's')));
+				if (s.via.length)
+					add(td, el('div', 'site', 'via ' + s.via.slice(0, 4).map(frameName).join(', ') +
+						(s.via.length > 4 ? ' and ' + (s.via.length - 4) + ' more' : '')));
+				return;
+			}
 			expandable(tbody, tr, cols.length, s.frames, s.folded);
 		});
 		if (Lk.count > Lk.suspects.length)
@@ -788,7 +842,7 @@
 	 * memory (heapdiff --heap-vs-rss), when the session has resident
 	 * memory. */
 	function heapVsRss(sec, all) {
-		var rows = D.functions, diff = !!D.a, top = D.top > 0 ? D.top : Infinity;
+		var rows = D.functions, diff = !!D.a;
 		sec.textContent = '';
 		add(sec, el('div', 'muted', 'Per function, every call path through it counted once: the ' +
 			(diff ? 'change of its' : '') + ' live heap and mmap (what it allocated) next to its resident and swapped ' +
@@ -796,23 +850,14 @@
 			'Heap far above resident: allocated but never touched; about equal: touched and kept; resident above heap: ' +
 			'no longer on the heap (freed into the allocator), or touched by a function that did not allocate it.'));
 		if (!rows.length) { add(sec, el('div', 'empty', diff ? 'no function changed' : 'no live memory')); return; }
-		var table = add(sec, el('table', 'rows'));
-		table.id = 'hd-vs-table';
-		headRow(table, [['#', 1], ['heap+mmap', 1], ['resident', 1], ['swapped', 1], ['function', 0], ['reading', 0]]);
-		var tbody = add(table, el('tbody'));
-		var n = all ? rows.length : Math.min(rows.length, top);
-		for (var i = 0; i < n; i++) {
-			var r = rows[i], tr = add(tbody, el('tr'));
-			add(tr, el('td', 'n', i + 1));
+		var cols = [['heap+mmap', 1], ['resident', 1], ['swapped', 1], ['function', 0], ['reading', 0]];
+		var n = rankTable(sec, 'hd-vs-table', cols, rows, all, function (tbody, tr, r) {
 			[r.heap_mmap_bytes, r.resident_bytes, r.swapped_bytes].forEach(function (v) {
 				add(tr, el('td', 'n', fmtBytes(v, diff)));
 			});
-			var td = add(tr, el('td', 'fn'));
-			add(td, el('span', 'mono', r['function']));
-			if (r.file) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site mono', r.file)); }
-			if (r.module) { td.appendChild(document.createTextNode('  ')); add(td, el('span', 'site', '[' + base(r.module) + ']')); }
+			funcCell(add(tr, el('td', 'fn')), r);
 			add(tr, el('td', 'muted', reading(r.heap_mmap_bytes, r.resident_bytes, r.swapped_bytes, r.paths[0])));
-		}
+		});
 		if (n < rows.length) showAll(sec, rows.length + ' functions', function () { heapVsRss(sec, true); });
 	}
 
@@ -825,15 +870,19 @@
 	h2r.id = 'hd-rows-title';
 	tableBox = add(app, el('section'));
 	setView(S.view);
-	leaks();
-	if (RSS) {
-		var h2v = add(app, el('h2', null, 'Heap and mmap against resident memory, by function' +
-			(D.a ? ', snapshot ' + D.a.id + ' \u2192 ' + D.b.id : ', snapshot ' + D.b.id)));
-		h2v.id = 'hd-vs-title';
-		var secv = add(app, el('section'));
-		secv.id = 'hd-vs';
-		heapVsRss(secv, false);
+	/* A section of A -> B (or at B) under its title. */
+	function abSection(title, h2id, id) {
+		var h2 = add(app, el('h2', null, title + (D.a ? ', snapshot ' + D.a.id + ' \u2192 ' + D.b.id :
+			', snapshot ' + D.b.id)));
+		h2.id = h2id;
+		var sec = add(app, el('section'));
+		sec.id = id;
+		return sec;
 	}
+	topFunctions(abSection('Top functions', 'hd-funcs-title', 'hd-top-funcs'), false);
+	leaks();
+	if (RSS)
+		heapVsRss(abSection('Heap and mmap against resident memory, by function', 'hd-vs-title', 'hd-vs'), false);
 	var resizeTimer = null;
 	window.addEventListener('resize', function () {
 		clearTimeout(resizeTimer);

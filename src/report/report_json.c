@@ -1,6 +1,7 @@
 /* report_json.c -- the report as one JSON document, for scripts:
  *
  *   { "heapdiff": 1, "mode": "diff" | "live",
+ *     "by": "stack" | "function" | "cumulative",
  *     "kind": "heap+mmap" | "heap" | "mmap" | "rss" | "swap",
  *     "objects": "objects" | "pages",
  *     "from": SNAPSHOT | null, "to": SNAPSHOT,
@@ -17,7 +18,13 @@
  * VmSwap and the page-fault samples (0 where the file has none).  In a
  * diff every value is the change from A to B ("rss_bytes" too); frames are
  * leaf first; rel_pc is a hex string (JSON numbers lose 64-bit precision in
- * most readers).  --top limits the rows as in text. */
+ * most readers).  --top limits the rows as in text.
+ *
+ * --by function (or cumulative): "rows" are functions (report_funcs.c),
+ * ranked by flat (or cumulative) bytes, and "total" counts "functions":
+ *     "rows": [ { "function", "file", "module", "flat_bytes",
+ *                 "flat_objects", "cum_bytes", "cum_objects",
+ *                 "flat_paths", "cum_paths" } ] */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -71,20 +78,31 @@ void hd_json_frames(FILE *f, const struct hd_stack *st)
 
 void hd_write_json(FILE *f, const struct hd_report *r)
 {
-	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	int by_fn = r->by != HD_BY_STACK && r->funcs;
+	size_t n = by_fn ? r->funcs->n : r->n;
+	size_t shown = r->top > 0 && (size_t)r->top < n ? (size_t)r->top : n;
 	const struct hd_snap *a = r->a, *b = r->b;
 	double rss = (double)b->rss - (a ? (double)a->rss : 0);
 	double anon = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
 	double swap = (double)b->swap - (a ? (double)a->swap : 0);
 
-	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\", \"kind\": \"%s\", \"objects\": \"%s\",\n"
-	        " \"from\": ", a ? "diff" : "live", hd_kind_name(r->kind), hd_kind_objects(r->kind));
+	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\", \"by\": \"%s\", \"kind\": \"%s\", "
+	        "\"objects\": \"%s\",\n \"from\": ", a ? "diff" : "live",
+	        !by_fn ? "stack" : r->by == HD_BY_CUM ? "cumulative" : "function", hd_kind_name(r->kind),
+	        hd_kind_objects(r->kind));
 	hd_json_snap(f, a);
 	fputs(",\n \"to\": ", f);
 	hd_json_snap(f, b);
 	fprintf(f, ",\n \"total\": {\"live_bytes\": %.0f, \"live_objects\": %.0f, \"rss_bytes\": %.0f, "
-	        "\"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, \"callstacks\": %zu, \"shown\": %zu},\n"
-	        " \"rows\": [", r->total_bytes, r->total_objects, rss, anon, swap, r->n, shown);
+	        "\"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, \"%s\": %zu, \"shown\": %zu},\n"
+	        " \"rows\": ", r->total_bytes, r->total_objects, rss, anon, swap,
+	        by_fn ? "functions" : "callstacks", n, shown);
+	if (by_fn) {
+		hd_funcs_json_rows(f, r->funcs, shown, hd_json_str);
+		fputs("}\n", f);
+		return;
+	}
+	fputc('[', f);
 	for (size_t i = 0; i < shown; i++) {
 		const struct hd_row *row = &r->rows[i];
 		fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"live_bytes\": %.0f, "

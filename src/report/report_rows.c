@@ -1,5 +1,7 @@
 /* report_rows.c -- from bucket values to report rows: fold the allocator's
- * frames, apply the filters, merge the two sides (A and B) and sort.
+ * frames, apply the filters, merge the two sides (A and B) and sort;
+ * with r->funcs, add every row that matches the filters to the functions
+ * too (report_funcs.c: --by function, the text report's top functions).
  *
  * Rows are keyed by their displayed frames and kind, not by stack id:
  * folding can make two stored callstacks one (the same caller through
@@ -136,6 +138,8 @@ static void collect_row(void *p)
 	r->nall++;
 	r->total_bytes += row->bytes;
 	r->total_objects += row->objects;
+	if (r->funcs)
+		hd_funcs_add(r->funcs, row);
 	int changed = fabs(row->bytes) >= 0.5 || fabs(row->objects) >= 0.5 ||
 	              (r->alloc_from && (fabs(row->alloc_bytes) >= 0.5 || fabs(row->alloc_objects) >= 0.5));
 	if (changed && fabs(row->bytes) >= g_collect->flt->min_bytes) {
@@ -171,6 +175,9 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	g_by_objects = r->by_objects;
 	if (r->n)
 		qsort(r->rows, r->n, sizeof *r->rows, cmp_rows);
+	if (r->funcs)
+		hd_funcs_finish(r->funcs, flt->min_bytes, r->by == HD_BY_CUM ? HD_BY_CUM : HD_BY_FUNCTION,
+		                r->by_objects);
 }
 
 void hd_free_rows(struct hd_report *r)
@@ -180,4 +187,6 @@ void hd_free_rows(struct hd_report *r)
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;
+	if (r->funcs)
+		hd_funcs_free(r->funcs);
 }

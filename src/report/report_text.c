@@ -1,6 +1,10 @@
-/* report_text.c -- the default output: an aligned table, each row followed
- * by its symbolized stack (leaf first), then a total line.  Tests and
- * scripts parse it (see tests/profile_lib.sh): keep the layout stable. */
+/* report_text.c -- the default output: the top functions (flat, with
+ * cumulative beside: report_funcs.c), then an aligned table of call paths,
+ * each row followed by its symbolized stack (leaf first), then a total
+ * line; --by function: the table of functions instead of both.  Tests and
+ * scripts parse it (see tests/profile_lib.sh): keep the layout stable (no
+ * line of the functions' table is indented 20 columns or more, as a
+ * stack's frames are). */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -126,48 +130,93 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 	fputc('\n', f);
 }
 
+/* The functions' table: all of --by function, or the first HD_TOP_FUNCS
+ * under the header of the call paths' report (n). */
+static void print_funcs(FILE *f, const struct hd_report *r, size_t n, int summary)
+{
+	const struct hd_funcs *fs = r->funcs;
+	int sign = r->a != NULL, cum = r->by == HD_BY_CUM;
+	char b1[64], b2[64], b3[64];
+
+	if (summary)
+		fprintf(f, "top functions (flat: allocated in it; cum: in it or in what it called; "
+		        "--by function lists all)\n");
+	fprintf(f, "%14s %12s %14s %6s  %s\n", "FLAT", hd_kind_physical(r->kind) ? "PAGES" : "OBJECTS",
+	        "CUM", "PATHS", summary ? "FUNCTION" : cum ? "FUNCTION (by cum)" : "FUNCTION (by flat)");
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_func_row *row = &fs->v[i];
+		fprintf(f, "%14s %12s %14s %6d  ", hd_fmt_bytes(b1, sizeof b1, row->flat_bytes, sign, r->exact_bytes),
+		        hd_fmt_count(b2, sizeof b2, row->flat_objects, sign),
+		        hd_fmt_bytes(b3, sizeof b3, row->cum_bytes, sign, r->exact_bytes), row->cum_paths);
+		hd_func_text_name(f, row->fr);
+		fputc('\n', f);
+	}
+	if (n < fs->n)
+		fprintf(f, "%14s %12s %14s %6s  ... %zu more function%s (%s)\n", "", "", "", "", fs->n - n,
+		        fs->n - n == 1 ? "" : "s", summary ? "--by function" : "--top 0 shows all");
+}
+
+/* The call paths' table: the rows and their stacks. */
+static void print_paths(FILE *f, const struct hd_report *r, size_t shown)
+{
+	int physical = hd_kind_physical(r->kind);
+	char b1[64], b2[64];
+	const char *live = r->kind == HA_KIND_RSS ? "RESIDENT" : r->kind == HA_KIND_SWAP ? "SWAPPED"
+	                                                                                 : "LIVE BYTES";
+	fprintf(f, "%14s %12s  %s\n", r->a ? "BYTES" : live,
+	        physical ? "PAGES" : r->a ? "OBJECTS" : "LIVE OBJECTS", "STACK (leaf first)");
+	for (size_t i = 0; i < shown; i++) {
+		const struct hd_row *row = &r->rows[i];
+		fprintf(f, "%14s %12s  stack %" PRId64,
+		        hd_fmt_bytes(b1, sizeof b1, row->bytes, !!r->a, r->exact_bytes),
+		        hd_fmt_count(b2, sizeof b2, row->objects, !!r->a), row->stack_id);
+		if (row->kind != 0)
+			fprintf(f, " (%s)", hd_kind_name(row->kind));
+		fputc('\n', f);
+		print_frames(f, row);
+	}
+	if (shown < r->n)
+		fprintf(f, "%14s %12s  ... %zu more callstack%s (--top 0 shows all)\n", "", "",
+		        r->n - shown, r->n - shown == 1 ? "" : "s");
+}
+
 void hd_write_text(FILE *f, const struct hd_report *r)
 {
 	const struct hd_snap *a = r->a, *b = r->b;
-	size_t shown = r->top > 0 && (size_t)r->top < r->n ? (size_t)r->top : r->n;
+	int by_fn = r->by != HD_BY_STACK && r->funcs;
+	size_t n = by_fn ? r->funcs->n : r->n;
+	size_t shown = r->top > 0 && (size_t)r->top < n ? (size_t)r->top : n;
 	int physical = hd_kind_physical(r->kind);
+	const char *what = by_fn ? "function" : "callstack";
 	char b1[64], b2[64], k[96];
 
 	hd_text_header(f, r, hd_kind_title(r->kind), physical);
-	if (r->n == 0 && (a || !physical)) {
-		fprintf(f, a ? "no callstack changed\n" : "no live allocations\n");
-	} else if (r->n == 0) {
+	if (n == 0 && (a || !physical)) {
+		fprintf(f, a ? "no %s changed\n" : "no live allocations\n", what);
+	} else if (n == 0) {
 		fprintf(f, "no %s\n", hd_kind_what(r->kind));
+	} else if (by_fn) {
+		print_funcs(f, r, shown, 0);
 	} else {
-		const char *live = r->kind == HA_KIND_RSS ? "RESIDENT" : r->kind == HA_KIND_SWAP ? "SWAPPED"
-		                                                                                 : "LIVE BYTES";
-		fprintf(f, "%14s %12s  %s\n", a ? "BYTES" : live,
-		        physical ? "PAGES" : a ? "OBJECTS" : "LIVE OBJECTS", "STACK (leaf first)");
-		for (size_t i = 0; i < shown; i++) {
-			const struct hd_row *row = &r->rows[i];
-			fprintf(f, "%14s %12s  stack %" PRId64,
-			        hd_fmt_bytes(b1, sizeof b1, row->bytes, !!a, r->exact_bytes),
-			        hd_fmt_count(b2, sizeof b2, row->objects, !!a), row->stack_id);
-			if (row->kind != 0)
-				fprintf(f, " (%s)", hd_kind_name(row->kind));
+		/* The first screen names a helper that leaks over many call
+		 * paths, each of them too small to be on it. */
+		if (r->funcs && r->funcs->n) {
+			print_funcs(f, r, r->funcs->n < HD_TOP_FUNCS ? r->funcs->n : HD_TOP_FUNCS, 1);
 			fputc('\n', f);
-			print_frames(f, row);
 		}
-		if (shown < r->n)
-			fprintf(f, "%14s %12s  ... %zu more callstack%s (--top 0 shows all)\n", "", "",
-			        r->n - shown, r->n - shown == 1 ? "" : "s");
+		print_paths(f, r, shown);
 	}
 	fputc('\n', f);
 	if (a) {
-		fprintf(f, "total: %s %s (estimated; %zu callstacks changed, %zu shown)%s; RSS %s; %.1f s\n",
+		fprintf(f, "total: %s %s (estimated; %zu %ss changed, %zu shown)%s; RSS %s; %.1f s\n",
 		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes),
-		        r->n, shown, kernel_part(k, sizeof k, r),
+		        n, what, shown, kernel_part(k, sizeof k, r),
 		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss - (double)a->rss, 1, r->exact_bytes),
 		        b->time - a->time);
 	} else {
-		fprintf(f, "total: %s %s (estimated; %zu callstacks, %zu shown)%s; RSS %s\n",
+		fprintf(f, "total: %s %s (estimated; %zu %ss, %zu shown)%s; RSS %s\n",
 		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes),
-		        r->n, shown, kernel_part(k, sizeof k, r),
+		        n, what, shown, kernel_part(k, sizeof k, r),
 		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss, 0, r->exact_bytes));
 	}
 }

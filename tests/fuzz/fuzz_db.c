@@ -4,8 +4,9 @@
  * formed, or heapdiff must stop with one clear line.
  *
  * Input: OPTIONS (5 bytes: the session, --kind, by objects / all frames /
- * exact bytes / --top, --min-bytes, the two snapshots and, in the top 5
- * bits of the last, the report), then one of two modes:
+ * exact bytes / --top / --by stack, function or cumulative, --min-bytes,
+ * the two snapshots and, in the top 5 bits of the last, the report), then
+ * one of two modes:
  *  - a whole SQLite file ("SQLite format 3" first): byte-level corruption;
  *    the seed is corpus/db/seed.db, written by tests/db_fill (--rss, then
  *    --series, then --attacher: three sessions, every kind, a peak
@@ -19,7 +20,9 @@
  * heapdiff.c's main calls: hd_source_open, hd_resolve, hd_build_rows and
  * the writer of ONE report (the input's choice; libFuzzer covers them all
  * over a run, each execution is about 15 times cheaper than all of them):
- * A -> B in text, folded, json, svg, pprof or html; the live heap at B in
+ * A -> B in text, folded, json, svg, pprof or html (text, json, pprof and
+ * html by the input's --by: call paths, functions flat or cumulative; the
+ * text report by call paths has the top functions too); the live heap at B in
  * text, json, svg or pprof; --peak (json); --leaks (text or json);
  * --heap-vs-rss (text or json) when B's session has resident memory.  At
  * its start the harness runs the seed through every one of them (none may
@@ -44,7 +47,8 @@
  * fuzz-sources: src/report/report_util.c src/report/report_load.c src/report/report_rows.c
  * fuzz-sources: src/report/report_text.c src/report/report_folded.c src/report/report_json.c
  * fuzz-sources: src/report/report_svg.c src/report/report_pprof.c src/report/report_html.c
- * fuzz-sources: src/report/leaks.c src/report/heap_vs_rss.c src/db/db_open.c
+ * fuzz-sources: src/report/leaks.c src/report/leak_funcs.c src/report/heap_vs_rss.c
+ * fuzz-sources: src/report/report_funcs.c src/db/db_open.c
  * fuzz-sources: src/common/util.c src/common/alloc_frame.c
  * fuzz-generated: src/report/report_html_assets.c src/db/schema_sql.c
  * fuzz-libs: -lsqlite3 -lz
@@ -235,6 +239,7 @@ struct opts {
 	int64_t session;
 	struct hd_filter flt;
 	int by_objects, exact;
+	int by;                      /* --by stack, function or cumulative */
 	long top;
 	const char *spec[2];
 	int which;                   /* the report: 0..NREPORTS - 1 */
@@ -290,10 +295,12 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 	static struct hd_source src;
 	static struct hd_snap a, b;
 	static struct hd_report r;
+	static struct hd_funcs funcs;
 	static char note[256];
 	static struct hd_trap here;
 	struct hd_trap *outer = trap_now;
 	memset(&r, 0, sizeof r);
+	memset(&funcs, 0, sizeof funcs);
 	trap(&here);
 	if (setjmp(here.jb) == 0) {
 		hd_source_open(&src, dbpath, 0);
@@ -307,6 +314,10 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 		r.by_objects = o->by_objects;
 		r.exact_bytes = o->exact;
 		r.top = o->top;
+		/* As heapdiff.c: the functions for text, json and html; --by
+		 * function refused for folded and svg. */
+		r.by = mask & (1u << O_FOLDED | 1u << O_SVG) ? HD_BY_STACK : o->by;
+		r.funcs = &funcs;
 		hd_build_rows(&r, &o->flt);
 		for (int k = O_TEXT; k <= O_HTML; k++)
 			if (mask & (1u << k))
@@ -389,9 +400,12 @@ static void reports(const struct opts *o, int which)
 {
 	static const enum out live[] = { O_TEXT, O_JSON, O_SVG, O_PPROF };
 	if (which == ALL_REPORTS) {
+		struct opts f = *o;
 		diff_reports(o, 0, 0x3f);
 		diff_reports(o, 1, 1u << O_TEXT | 1u << O_JSON | 1u << O_SVG | 1u << O_PPROF);
 		other_reports(o, 0x1f);
+		for (f.by = HD_BY_FUNCTION; f.by <= HD_BY_CUM; f.by++)
+			diff_reports(&f, 0, 1u << O_TEXT | 1u << O_JSON | 1u << O_PPROF | 1u << O_HTML);
 	} else if (which < 6) {
 		diff_reports(o, 0, 1u << which);
 	} else if (which < 10) {
@@ -419,6 +433,7 @@ static void parse_opts(const uint8_t *d, struct opts *o)
 	o->flt.all_frames = (d[2] >> 1) & 1;
 	o->exact = (d[2] >> 2) & 1;
 	o->top = tops[(d[2] >> 3) & 3];
+	o->by = (d[2] >> 5) % 3;
 	o->flt.min_bytes = mins[d[3] % 4];
 	o->spec[0] = specs[d[4] % 8][0];
 	o->spec[1] = specs[d[4] % 8][1];

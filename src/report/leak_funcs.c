@@ -1,0 +1,379 @@
+/* leak_funcs.c -- the function trends of heapdiff --leaks: a helper that
+ * keeps what it allocates, called from hundreds of places, holds little
+ * on each call path (each is noise, or not sampled at all), but its total
+ * grows steadily.  So besides every (callstack, kind) series (leaks.c),
+ * every function's series are fitted with the same tests (hd_leak_fit):
+ *   flat        the live bytes of the call paths whose leaf (once the
+ *               allocator's frames are folded, hd_fold) is the function:
+ *               what it allocated.  Measured when at least 2 call paths
+ *               end in it (with one, its series is that call path's);
+ *   cumulative  of the call paths with the function anywhere on them, each
+ *               once (recursion): what it and its callees allocated.
+ *               Measured when it is not the leaf of all of them (else it is
+ *               its flat series).
+ * Only call paths that pass the filters (--module, --function, --kind) are
+ * added up.
+ *
+ * A cumulative trend grows with every leak below it: main's, and that of
+ * every caller on the way to the helper.  The reader wants the helper
+ * named, not main, so a cumulative suspect is listed only when it says
+ * something the narrower suspects do not:
+ *   1. the call paths explained so far are the call-path suspects and the
+ *      call paths ending in a flat suspect;
+ *   2. the cumulative suspects are taken narrowest first (fewest call
+ *      paths through them, then the steepest); for each, the series of its
+ *      call paths not yet explained (its residual) is fitted: a suspect,
+ *      and it is listed with that residual's trend, its call paths
+ *      explained from then on; otherwise it is not listed: it is a "via"
+ *      function of the suspects that explain its call paths, named on
+ *      their line (text) or in their "via" list (json).
+ * So the helper is named with "via main, worker, ...", and main is listed
+ * itself only when something grows through it that no narrower suspect
+ * explains.  The residuals need a second scan of the session (only when
+ * there is a cumulative suspect) and the series of the unexplained call
+ * paths through a candidate.
+ *
+ * Memory: two series a function and the unexplained call paths' series,
+ * at most MAX_VALUES values in all: past it, the functions seen later are
+ * not fitted (counted: hd_leak_set.unfitted), and if the unexplained call
+ * paths do not fit, every cumulative suspect is listed whole (approx). */
+#define _GNU_SOURCE
+#include "leaks_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_VALUES (8u << 20)   /* 64 MiB of doubles */
+
+struct fn_trend {
+	double *flat, *cum;        /* [nsnaps] each; NULL: past the cap */
+	double flat_obj, cum_obj;  /* live objects at the last snapshot */
+	int flat_paths, cum_paths;
+	int flat_suspect;          /* its flat trend is a suspect */
+	int cand;                  /* its cumulative trend is a suspect */
+	struct hd_leak cum_fit;    /* that trend */
+	size_t *by, nby;           /* the suspects (fn indexes) that explain
+	                            * some of its call paths */
+};
+
+/* An unexplained call path through a cumulative candidate (pass 2). */
+struct upath {
+	double *y;
+	size_t *cand, ncand;       /* the candidates on it, each once */
+	long by;                   /* the listed cumulative suspect that
+	                            * explains it (fn index), or -1 */
+};
+
+struct lf {
+	struct hd_source *s;
+	const struct hd_filter *flt;
+	const struct session_snaps *ss;
+	struct hd_fn_index *fn;
+	struct fn_trend *t;        /* [fn->n] */
+	size_t values, unfitted;
+	const struct hd_leak *stacks;
+	size_t nstacks;
+	struct upath *up;
+	size_t nup, capup;
+	int approx;
+};
+
+/* The folded frames of a series, or n = 0 when it fails the filters. */
+static struct hd_stack view_of(struct lf *F, int64_t stack_id)
+{
+	int folded;
+	struct hd_stack v = hd_fold(hd_stack_get(F->s, stack_id), F->flt->all_frames, &folded);
+	if (!hd_stack_matches(&v, F->flt))
+		v.n = 0;
+	return v;
+}
+
+static size_t fn_at(struct lf *F, const struct hd_frame *fr)
+{
+	int fresh;
+	size_t i = hd_fn_of(F->fn, fr, &fresh);
+	if (!fresh)
+		return i;
+	F->t = hd_xrealloc(F->t, F->fn->cap * sizeof *F->t);
+	memset(&F->t[i], 0, sizeof F->t[i]);
+	if (F->values + 2 * F->ss->n <= MAX_VALUES) {
+		F->t[i].flat = hd_xcalloc(F->ss->n, sizeof(double));
+		F->t[i].cum = hd_xcalloc(F->ss->n, sizeof(double));
+		F->values += 2 * F->ss->n;
+	} else {
+		F->unfitted++;
+	}
+	return i;
+}
+
+static void add_to(double *sum, const double *y, size_t n)
+{
+	for (size_t i = 0; sum && i < n; i++)
+		sum[i] += y[i];
+}
+
+/* Pass 1: every series into its functions' sums. */
+static void pass1(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                  const struct session_snaps *ss)
+{
+	struct lf *F = ctx;
+	struct hd_stack v = view_of(F, stack_id);
+	(void)kind;
+	if (v.n == 0)
+		return;
+	size_t li = fn_at(F, &v.f[0]); /* (may move F->t) */
+	struct fn_trend *leaf = &F->t[li];
+	add_to(leaf->flat, y, ss->n);
+	leaf->flat_obj += c[ss->n - 1];
+	leaf->flat_paths++;
+	hd_fn_path(F->fn);
+	for (int k = 0; k < v.n; k++) {
+		size_t i = fn_at(F, &v.f[k]);
+		if (!hd_fn_once(F->fn, i))
+			continue;
+		add_to(F->t[i].cum, y, ss->n);
+		F->t[i].cum_obj += c[ss->n - 1];
+		F->t[i].cum_paths++;
+	}
+}
+
+static void explained_by(struct fn_trend *t, size_t s)
+{
+	for (size_t i = 0; i < t->nby; i++)
+		if (t->by[i] == s)
+			return;
+	t->by = hd_xrealloc(t->by, (t->nby + 1) * sizeof *t->by);
+	t->by[t->nby++] = s;
+}
+
+static int stack_suspect(const struct lf *F, int64_t stack_id, int kind)
+{
+	for (size_t i = 0; i < F->nstacks; i++)
+		if (F->stacks[i].stack_id == stack_id && F->stacks[i].kind == kind)
+			return 1;
+	return 0;
+}
+
+/* Pass 2: the call paths through a candidate: explained ones name their
+ * flat suspect on the candidates; the others are kept for step 2. */
+static void pass2(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                  const struct session_snaps *ss)
+{
+	struct lf *F = ctx;
+	struct hd_stack v = view_of(F, stack_id);
+	size_t cand[HD_MAX_FRAMES], ncand = 0;
+	(void)c;
+	if (v.n == 0)
+		return;
+	hd_fn_path(F->fn);
+	for (int k = 0; k < v.n; k++) {
+		/* (A function not seen in pass 1: the file changed between
+		 * the scans; it is no candidate.) */
+		size_t i = fn_at(F, &v.f[k]);
+		if (F->t[i].cand && hd_fn_once(F->fn, i) && ncand < HD_MAX_FRAMES)
+			cand[ncand++] = i;
+	}
+	if (ncand == 0)
+		return;
+	size_t leaf = fn_at(F, &v.f[0]);
+	if (F->t[leaf].flat_suspect) {
+		for (size_t k = 0; k < ncand; k++)
+			explained_by(&F->t[cand[k]], leaf);
+		return;
+	}
+	if (stack_suspect(F, stack_id, kind))
+		return;
+	if (F->approx || F->values + ss->n > MAX_VALUES) {
+		F->approx = 1;
+		return;
+	}
+	if (F->nup == F->capup) {
+		F->capup = F->capup ? F->capup * 2 : 64;
+		F->up = hd_xrealloc(F->up, F->capup * sizeof *F->up);
+	}
+	struct upath *u = &F->up[F->nup++];
+	u->y = hd_xmalloc(ss->n * sizeof *u->y);
+	memcpy(u->y, y, ss->n * sizeof *y);
+	u->cand = hd_xmalloc(ncand * sizeof *u->cand);
+	memcpy(u->cand, cand, ncand * sizeof *cand);
+	u->ncand = ncand;
+	u->by = -1;
+	F->values += ss->n;
+}
+
+static void push(struct hd_leak **v, size_t *n, size_t *cap, const struct hd_leak *tr)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		*v = hd_xrealloc(*v, *cap * sizeof **v);
+	}
+	(*v)[(*n)++] = *tr;
+}
+
+static double *copy_series(const double *y, size_t n, int keep)
+{
+	if (!keep)
+		return NULL;
+	double *c = hd_xmalloc(n * sizeof *c);
+	memcpy(c, y, n * sizeof *c);
+	return c;
+}
+
+static const struct lf *g_order;   /* cmp_narrow's functions */
+
+/* Narrowest first: fewest call paths, then the steepest, then first seen. */
+static int cmp_narrow(const void *pa, const void *pb)
+{
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	const struct fn_trend *x = &g_order->t[a], *y = &g_order->t[b];
+	if (x->cum_paths != y->cum_paths)
+		return x->cum_paths < y->cum_paths ? -1 : 1;
+	if (x->cum_fit.slope != y->cum_fit.slope)
+		return x->cum_fit.slope > y->cum_fit.slope ? -1 : 1;
+	return a < b ? -1 : 1;
+}
+
+/* Step 2: the candidates narrowest first, each listed on its residual or
+ * left as a via function. */
+static void narrow(struct lf *F, int keep, struct hd_leak **v, size_t *n, size_t *cap)
+{
+	size_t nc = 0, ns = F->ss->n;
+	size_t *order = hd_xmalloc((F->fn->n + 1) * sizeof *order);
+	double *res = hd_xmalloc(ns * sizeof *res);
+	for (size_t i = 0; i < F->fn->n; i++)
+		if (F->t[i].cand)
+			order[nc++] = i;
+	g_order = F;
+	qsort(order, nc, sizeof *order, cmp_narrow);
+	for (size_t o = 0; o < nc; o++) {
+		size_t g = order[o];
+		struct fn_trend *t = &F->t[g];
+		struct hd_leak tr = { .what = HD_LEAK_CUM, .func = g, .kind = F->flt->kind };
+		int paths = 0;
+		memset(res, 0, ns * sizeof *res);
+		for (size_t p = 0; p < F->nup; p++) {
+			struct upath *u = &F->up[p];
+			for (size_t k = 0; k < u->ncand; k++) {
+				if (u->cand[k] != g)
+					continue;
+				if (u->by >= 0) {
+					explained_by(t, (size_t)u->by);
+				} else {
+					add_to(res, u->y, ns);
+					paths++;
+				}
+			}
+		}
+		if (F->approx) {
+			/* Too many paths kept: the whole trend, unnarrowed. */
+			tr = t->cum_fit;
+			tr.paths = t->cum_paths;
+			tr.series = copy_series(t->cum, ns, keep);
+			push(v, n, cap, &tr);
+			continue;
+		}
+		if (paths == 0 || !hd_leak_fit(res, NULL, F->ss, F->flt->min_bytes, &tr))
+			continue; /* a via function */
+		tr.paths = paths;
+		tr.last_objects = t->cum_obj;
+		tr.series = copy_series(res, ns, keep);
+		push(v, n, cap, &tr);
+		t->cand = 2; /* listed */
+		for (size_t p = 0; p < F->nup; p++)
+			for (size_t k = 0; k < F->up[p].ncand; k++)
+				if (F->up[p].cand[k] == g && F->up[p].by < 0)
+					F->up[p].by = (long)g;
+	}
+	free(res);
+	free(order);
+}
+
+static const struct lf *g_via;   /* cmp_via's functions */
+
+/* The widest via function first: by the growth of its cumulative trend. */
+static int cmp_via(const void *pa, const void *pb)
+{
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	double ga = g_via->t[a].cum_fit.slope, gb = g_via->t[b].cum_fit.slope;
+	if (ga != gb)
+		return ga > gb ? -1 : 1;
+	return a < b ? -1 : 1;
+}
+
+/* Each function suspect's via list: the candidates not listed that it
+ * explains some call paths of. */
+static void via_lists(struct lf *F, struct hd_leak *v, size_t from, size_t n)
+{
+	g_via = F;
+	for (size_t i = from; i < n; i++) {
+		struct hd_leak *L = &v[i];
+		for (size_t g = 0; g < F->fn->n; g++) {
+			const struct fn_trend *t = &F->t[g];
+			if (t->cand != 1)
+				continue;
+			for (size_t k = 0; k < t->nby; k++) {
+				if (t->by[k] != L->func)
+					continue;
+				L->via = hd_xrealloc(L->via, (L->nvia + 1) * sizeof *L->via);
+				L->via[L->nvia++] = g;
+				break;
+			}
+		}
+		if (L->nvia)
+			qsort(L->via, L->nvia, sizeof *L->via, cmp_via);
+	}
+}
+
+void hd_leak_funcs(struct hd_source *s, int64_t session, const struct session_snaps *ss,
+                   const struct hd_filter *flt, int keep, const struct hd_leak *stacks,
+                   size_t nstacks, struct hd_leak **v, size_t *n, size_t *cap,
+                   struct hd_leak_set *out)
+{
+	struct lf F = { .s = s, .flt = flt, .ss = ss, .fn = &out->fn, .stacks = stacks,
+	                .nstacks = nstacks };
+	size_t from = *n, ncand = 0;
+
+	hd_scan_series(s, session, ss, flt->kind, pass1, &F);
+	/* Step 1: the flat suspects, and the cumulative candidates. */
+	for (size_t i = 0; i < F.fn->n; i++) {
+		struct fn_trend *t = &F.t[i];
+		struct hd_leak tr = { .what = HD_LEAK_FLAT, .func = i, .kind = flt->kind };
+		if (!t->flat)
+			continue;
+		if (t->flat_paths >= 2 && hd_leak_fit(t->flat, NULL, ss, flt->min_bytes, &tr)) {
+			tr.paths = t->flat_paths;
+			tr.last_objects = t->flat_obj;
+			tr.series = copy_series(t->flat, ss->n, keep);
+			push(v, n, cap, &tr);
+			t->flat_suspect = 1;
+		}
+		t->cum_fit = (struct hd_leak){ 0 };
+		if (t->cum_paths > t->flat_paths && hd_leak_fit(t->cum, NULL, ss, flt->min_bytes, &t->cum_fit)) {
+			t->cand = 1;
+			ncand++;
+		}
+	}
+	if (ncand) {
+		/* The call-path suspects were found on a copy of *v that may
+		 * have moved: they are the first "from" of it. */
+		F.stacks = *v;
+		hd_scan_series(s, session, ss, flt->kind, pass2, &F);
+		narrow(&F, keep, v, n, cap);
+	}
+	via_lists(&F, *v, from, *n);
+
+	out->funcs = F.fn->n;
+	out->unfitted = F.unfitted;
+	out->approx = F.approx;
+	for (size_t i = 0; i < F.fn->n; i++) {
+		free(F.t[i].flat);
+		free(F.t[i].cum);
+		free(F.t[i].by);
+	}
+	free(F.t);
+	for (size_t p = 0; p < F.nup; p++) {
+		free(F.up[p].y);
+		free(F.up[p].cand);
+	}
+	free(F.up);
+}
