@@ -735,7 +735,13 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 		f[0].build_id = ha_strpool_intern(&s->pool, hex);
 	}
 
-	ln = dwfl_module_getsrc(mod, addr);
+	/* Only inside the ranges of the CU libdw finds for addr: for code no CU
+	 * covers (crt1.o's _start, assembly), libdw can take the nearest CU's
+	 * line table, whose last row before addr is some other function's
+	 * (_start named as the last line of main's file). */
+	Dwarf_Addr cu_bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &cu_bias);
+	ln = cu && dwarf_haspc(cu, addr - cu_bias) == 1 ? dwfl_module_getsrc(mod, addr) : NULL;
 	if (ln)
 		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
 	if (!file)
