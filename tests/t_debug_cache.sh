@@ -90,7 +90,9 @@ session() {
 	send "$TFD" quit
 	wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "session $n: dc did not exit cleanly ($RC)"
 	"$HA_BUILDDIR/src/heapdiff" --bytes "$W/s$n.db" last >"$W/live$n" || fail "session $n: heapdiff failed"
-	grep -m 1 'dc_make_record' "$W/live$n" | sed 's/^ *//' >"$W/leaf$n"
+	# the leaf frame of the call paths (the top functions above them name
+	# no line)
+	sed -n '/STACK (leaf first)/,$p' "$W/live$n" | grep -m 1 'dc_make_record' | sed 's/^ *//' >"$W/leaf$n"
 	log "session $n: $(cat "$W/leaf$n"); $(grep 'debug info cache' "$HA_ERR")"
 	grep -q 'dc\.c:[0-9]' "$W/leaf$n" || fail "session $n: dc_make_record has no dc.c:LINE: $(cat "$W/leaf$n")"
 }
@@ -151,7 +153,7 @@ rc=$?
 grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error' "$HA_ERR" && fail "session 5: sanitizer report from heapattach"
 grep -q 'target [0-9]* exited' "$HA_ERR" || fail "session 5: heapattach did not see its target exit: $(tail -n 3 "$HA_ERR")"
 "$HA_BUILDDIR/src/heapdiff" --bytes "$W/s5.db" last >"$W/live5" || fail "session 5: heapdiff failed"
-grep -m 1 'dc_make_record' "$W/live5" | sed 's/^ *//' >"$W/leaf5"
+sed -n '/STACK (leaf first)/,$p' "$W/live5" | grep -m 1 'dc_make_record' | sed 's/^ *//' >"$W/leaf5"
 log "session 5 (target exited, heapattach exit $rc): $(cat "$W/leaf5"); $(grep 'debug info cache' "$HA_ERR")"
 cmp -s "$W/leaf1" "$W/leaf5" ||
 	fail "session 5: the frames of a target that exited before they were symbolized differ: '$(cat "$W/leaf5")' vs '$(cat "$W/leaf1")'"
