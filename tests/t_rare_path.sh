@@ -58,7 +58,7 @@ named_first() {
 # --block: every 4 KiB sample reaches the attacher however busy the
 # machine (no interval raised for a full ring), so that thousands of
 # references are published.
-session fast 6000 -i 4096 --block
+session fast 8000 -i 4096 --block
 named_first fast
 named=$(sed -n 's/^heapattach: \([0-9]*\) samples named their stack.*/\1/p' "$HA_ERR")
 published=$(sed -n 's/.*(\([0-9]*\) stack references published.*/\1/p' "$HA_ERR")

@@ -375,7 +375,7 @@ static void unwind_batch(struct ctx *x, int k)
 			/* Not with maps older than the newest modules record: the
 			 * entry must hold for the modules the agent has now. */
 			if (it->ref && !x->maps_pending)
-				ha_srefs_offer(x->srefs, x->unw, it->ref, it->s.stack_len, MAX_PCS);
+				ha_srefs_offer(x->srefs, x->unw, it->ref, it->s.stack_len, MAX_PCS, t0);
 		}
 		/* A walk that ended inside the agent has nothing of the
 		 * program: as good as none. */

@@ -24,6 +24,17 @@
 #define SREF_PCS 64          /* deeper stacks are not published (the cache's SC_FRAMES) */
 #define HIST 4096            /* replaced publications remembered */
 #define SREF_PATIENCE 16     /* copies of a group's length before one of its entries goes */
+/* Replacements a second at most (and at once): the history then holds
+ * what was replaced in the last 4 s or more, far longer than a sample
+ * spends between the agent's look at the table and the collector's read
+ * of its record (rings of a few thousand records), unless the thread was
+ * stopped in between.  Untaxed, 4,096 hot paths taking turns in the 64
+ * slots replaced ~9,000 a second -- each a 512-byte write the agent then
+ * misses in its cache, and hardly one named twice -- and a sample whose
+ * record waited behind the other rings' backlog named a publication
+ * already gone (t_rare_path, once in a loaded run). */
+#define SREF_REPLACE_RATE 1000.0
+#define SREF_REPLACE_BURST 64.0
 
 /* One publication, as published (the table itself is never read back). */
 struct pub {
@@ -48,6 +59,7 @@ struct ha_srefs {
 	uint32_t last_seq;
 	struct slot slot[HA_SREF_SLOTS];
 	struct pub hist[HIST];   /* replaced, by seq */
+	double tokens, tokens_ms; /* replacements allowed now, as of when */
 	struct ha_srefs_stats st;
 };
 
@@ -115,7 +127,23 @@ static void write_slot(struct ha_srefs *r, uint32_t t, const struct ha_sref *e)
 	__atomic_store_n(&d->seq, e->seq, __ATOMIC_RELEASE);
 }
 
-void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uint64_t len, int max)
+/* May a slot be replaced at now_ms (a token taken)? */
+static int may_replace(struct ha_srefs *r, double now_ms)
+{
+	if (now_ms > r->tokens_ms) {
+		r->tokens += (now_ms - r->tokens_ms) * (SREF_REPLACE_RATE / 1000.0);
+		if (r->tokens > SREF_REPLACE_BURST)
+			r->tokens = SREF_REPLACE_BURST;
+		r->tokens_ms = now_ms;
+	}
+	if (r->tokens < 1.0)
+		return 0;
+	r->tokens -= 1.0;
+	return 1;
+}
+
+void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uint64_t len, int max,
+                    double now_ms)
 {
 	if (!r || !ref)
 		return;
@@ -129,7 +157,7 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 	if (t == HA_SREF_SLOTS) {
 		/* All taken by other paths of this length: after enough copies,
 		 * the least used entry of the group goes. */
-		if (++r->slot[g].offers < SREF_PATIENCE)
+		if (++r->slot[g].offers < SREF_PATIENCE || !may_replace(r, now_ms))
 			return;
 		t = g;
 		for (uint32_t i = g + 1; i < g + HA_SREF_WAYS; i++)

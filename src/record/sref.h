@@ -11,7 +11,7 @@
  * their stacks or name stacks they do not have -- a lie about itself,
  * like any forged record.  What a slot shows is remembered with the slot
  * for as long as it shows it, and once replaced for the next 4,096
- * replacements: a sample naming an older one (or anything never
+ * replacements (4 s at least): a sample naming an older one (or anything never
  * published) is stale and counted as a failed unwind.
  */
 #ifndef HA_RECORD_SREF_H
@@ -39,10 +39,11 @@ void ha_srefs_free(struct ha_srefs *r);
 /* A sample with its stack copy of len bytes was unwound by the cache entry
  * ref of u (ha_unwind_ref) with at most max pcs: publish that entry if one
  * of the slots of its length is free, or, once enough copies of that
- * length came, in place of the least used.  Call only while the unwinder's maps are those of the newest
- * modules record. */
+ * length came, in place of the least used (at most 1,000 such replacements
+ * a second, counted on the clock now_ms).  Call only while the unwinder's
+ * maps are those of the newest modules record. */
 void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uint64_t len,
-                    int max);
+                    int max, double now_ms);
 
 /* The pcs (at most max) of the stack a sample names, captured at rip; 0 if
  * it names nothing published (stale, or forged). */
