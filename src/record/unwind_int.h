@@ -94,7 +94,6 @@ struct ha_unwinder {
 	unsigned maps_gen;
 	double maps_ms;          /* when maps were read */
 	struct image *images;
-	struct copy_end cend[CEND_N];
 	struct page *pages;
 	unsigned pc_gen;
 	double pc_epoch_ms;
@@ -107,6 +106,7 @@ struct ha_unwinder {
 	int verify;              /* HA_UNWIND_VERIFY: check every fast walk */
 	uint64_t verified, verify_bad;
 	uint64_t frames, fp_frames; /* pcs returned, of which found by frame pointer */
+	struct copy_end cend[CEND_N]; /* see uw_copy_len */
 };
 
 /* Per-call context, the `arg` of every accessor. */
@@ -194,9 +194,10 @@ static inline size_t uw_copy_len(struct ha_unwinder *u, uint64_t rsp, size_t len
 	const struct copy_end *ce = &u->cend[(rsp / PAGE_SZ) % CEND_N];
 	uint64_t end = ce->gen == u->maps_gen && ce->page == rsp / PAGE_SZ ? ce->end
 	                                                                     : uw_copy_end(u, rsp);
-	if (end <= rsp)
-		return 0;
-	return end - rsp < len ? (size_t)(end - rsp) : len;
+	/* a branch, not a select: the cache's hash need not wait for it */
+	if (__builtin_expect(end > rsp && end - rsp >= len, 1))
+		return len;
+	return end > rsp ? (size_t)(end - rsp) : 0;
 }
 
 /* ------------------------------------------------------------------ unwind_access.c */
