@@ -432,7 +432,6 @@ static void copy_over_tables(pid_t pid)
 	static uint64_t stack[STACK_CAP / 8];
 	struct hdr_find h = { .addr = (uint64_t)(uintptr_t)&copy_over_tables };
 	uint64_t x = h.addr + 1, a[MAX_PCS], b[MAX_PCS];
-	char err[256];
 	int bad = 0;
 	EXPECT(dl_iterate_phdr(hdr_of, &h) == 1 && h.size > 0, "no .eh_frame_hdr of our own");
 	if (!h.size)
@@ -440,28 +439,20 @@ static void copy_over_tables(pid_t pid)
 	for (size_t i = 0; i < STACK_CAP / 8; i++)
 		stack[i] = x;
 	for (uint64_t k = 0; k < 12; k++) {
-		struct ha_unwinder *f = ha_unwinder_new(pid, err, sizeof err);
-		struct ha_unwinder *s = ha_unwinder_new(pid, err, sizeof err);
-		EXPECT(f && s, "unwinders: %s", err);
-		if (!f || !s) {
-			ha_unwinder_free(f);
-			ha_unwinder_free(s);
+		struct pair p;
+		if (pair_open(&p, pid) != 0)
 			return;
-		}
-		ha_unwinder_set_stack_cache(f, 0);
-		ha_unwinder_set_stack_cache(s, 0);
-		ha_unwinder_set_fast(s, 0);
 		struct ha_regs regs = { .rip = x };
 		regs.rsp = h.hdr + h.size + 64 - sizeof stack + 8 * (k / 4) * 1024 + (k % 4) * 3;
-		int na = ha_unwind(f, &regs, (const uint8_t *)stack, sizeof stack, a, 5);
-		int nb = ha_unwind(s, &regs, (const uint8_t *)stack, sizeof stack, b, 5);
+		int na = ha_unwind(p.fast, &regs, (const uint8_t *)stack, sizeof stack, a, 5);
+		int nb = ha_unwind(p.slow, &regs, (const uint8_t *)stack, sizeof stack, b, 5);
 		if (na != nb || (na > 0 && memcmp(a, b, (size_t)na * sizeof *a) != 0)) {
 			printf("  rsp .eh_frame_hdr%+lld: fast walk %d pcs, libunwind %d\n",
 			       (long long)(regs.rsp - h.hdr), na, nb);
 			bad++;
 		}
-		ha_unwinder_free(f);
-		ha_unwinder_free(s);
+		ha_unwinder_free(p.fast);
+		ha_unwinder_free(p.slow);
 	}
 	EXPECT(bad == 0, "a copy over a module's unwind tables: the fast walk and libunwind "
 	       "differ %d times in 12", bad);
