@@ -93,6 +93,9 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		stack_len = 0;
 	if (stack_len > UINT64_MAX - regs->rsp)
 		stack_len = (size_t)(UINT64_MAX - regs->rsp);
+	/* Before anything, the cache's key included: no byte of the copy
+	 * stands for a module's (uw_copy_len). */
+	stack_len = uw_copy_len(u, regs->rsp, stack_len);
 
 	/* The whole-stack cache first: a hit reads no rules, no maps, no
 	 * clock. */

@@ -27,7 +27,9 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u);
  * regs->rip; later entries are return addresses as found on the stack).
  * Returns the number of pcs (>= 1), or -1 if not even the first step could
  * be taken.  Untrusted input: never reads outside the copy, the files or
- * the process's mappings. */
+ * the process's mappings.  The copy is used up to the first module's (or
+ * the vdso's) mapping at or above rsp: no stack lies there, and those
+ * bytes are the module's file, read from it. */
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max);
 

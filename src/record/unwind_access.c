@@ -3,7 +3,9 @@
  * unwind-libunwind-local.c).
  *
  * Where memory reads are served from, in this order:
- *   1. the copied stack window [regs.rsp, regs.rsp + stack_len);
+ *   1. the copied stack window [regs.rsp, regs.rsp + stack_len), as
+ *      ha_unwind cut it (uw_copy_len: never over a module's mapping, whose
+ *      bytes, its unwind tables among them, come from 2.);
  *   2. file-backed mappings and [vdso]: their images (unwind_maps.c);
  *   3. anonymous memory only (heap, JIT, "[anon:...]"): the live process via
  *      process_vm_readv through a small cache of 4 KiB pages.

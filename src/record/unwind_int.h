@@ -36,6 +36,7 @@
 
 #define PAGE_SZ 4096u
 #define PCACHE_N 64              /* live pages cached (direct-mapped) */
+#define CEND_N 64                /* copy ends cached (direct-mapped by rsp's page) */
 
 /* An ELF file (or the vdso) as bytes in our memory. */
 struct image {
@@ -67,6 +68,8 @@ struct mapinfo {
 	uint64_t segbase, table_addr, fde_count;
 	int bias_state;          /* 0 unknown, 1 ok, -1 none */
 	uint64_t bias;           /* runtime address - ELF vaddr */
+	size_t next_file;        /* the first mapping from this one on that may be
+	                          * served from an image (file, vdso); maps.n if none */
 };
 
 struct page {
@@ -74,6 +77,13 @@ struct page {
 	unsigned gen;            /* valid iff == u->pc_gen */
 	int ok;                  /* 1 data valid, 0 read failed */
 	uint8_t data[PAGE_SZ];
+};
+
+/* Where the stack copy of an rsp in page `page` must end, see uw_copy_len. */
+struct copy_end {
+	uint64_t page;           /* rsp / PAGE_SZ */
+	uint64_t end;
+	unsigned gen;            /* valid iff == u->maps_gen */
 };
 
 struct ha_unwinder {
@@ -96,6 +106,7 @@ struct ha_unwinder {
 	int verify;              /* HA_UNWIND_VERIFY: check every fast walk */
 	uint64_t verified, verify_bad;
 	uint64_t frames, fp_frames; /* pcs returned, of which found by frame pointer */
+	struct copy_end cend[CEND_N]; /* see uw_copy_len */
 };
 
 /* Per-call context, the `arg` of every accessor. */
@@ -163,6 +174,32 @@ int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_
 Dwarf_CFI *uw_image_cfi(struct image *im);
 void uw_images_free(struct ha_unwinder *u);
 
+/* The start of the first mapping at or above rsp's page that may be
+ * served from an image (rsp's page if it lies in one), UINT64_MAX if none;
+ * remembered in u->cend, for uw_copy_len. */
+uint64_t uw_copy_end(struct ha_unwinder *u, uint64_t rsp);
+
+/* How many bytes of a stack copy of len bytes at rsp the walks may use: up
+ * to the first mapping whose bytes may be served from an image (a module's
+ * file or the vdso: code, .eh_frame_hdr, .eh_frame), none if rsp lies in
+ * one.  A thread's stack is never such a mapping, so a real copy loses
+ * nothing but bytes past its stack; and no address is then both in the copy
+ * and in an image, which libunwind's accessors (copy first) would otherwise
+ * serve from the copy: its unwind tables too, where the fast walk reads the
+ * file (libdw).  tests/fuzz/fuzz_unwind found it: a copy said to start in a
+ * module's text ran over its .eh_frame_hdr.  Cached by rsp's page
+ * (mappings are page-aligned). */
+static inline size_t uw_copy_len(struct ha_unwinder *u, uint64_t rsp, size_t len)
+{
+	const struct copy_end *ce = &u->cend[(rsp / PAGE_SZ) % CEND_N];
+	uint64_t end = ce->gen == u->maps_gen && ce->page == rsp / PAGE_SZ ? ce->end
+	                                                                     : uw_copy_end(u, rsp);
+	/* a branch, not a select: the cache's hash need not wait for it */
+	if (__builtin_expect(end > rsp && end - rsp >= len, 1))
+		return len;
+	return end > rsp ? (size_t)(end - rsp) : 0;
+}
+
 /* ------------------------------------------------------------------ unwind_access.c */
 
 /* The accessors of u->as: memory from the copy, the images, live pages. */
@@ -218,7 +255,8 @@ void uw_sc_free(struct ha_unwinder *u);
  * their checks from the copy and ended cleanly are stored.  The one
  * absolute property a walk tests is the frame-pointer rule's rbp 8-aligned
  * (unwind_fp.c): a walk through it also holds only for an rsp of the same
- * alignment.
+ * alignment.  (Where rsp is decides how much of the copy may be used,
+ * uw_copy_len; the length in the key is that one.)
  *
  * The set is picked by rip, length and the words at the return-address
  * offsets of a recent walk with the same rip and length (its template):

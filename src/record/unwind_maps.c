@@ -49,6 +49,12 @@ static int is_pseudo(const char *path)
 	return path[0] != '/';
 }
 
+/* May reads of mapping m be served from an image (uw_mapinfo_of)? */
+static int image_backed(const struct ha_map *m)
+{
+	return (!is_pseudo(m->path) && m->inode != 0) || strcmp(m->path, "[vdso]") == 0;
+}
+
 /* Open the file a mapping maps, as the target sees it and with its right
  * to it (target_fs.h: no file its user may not read, no FIFO, no device). */
 static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
@@ -331,6 +337,9 @@ int uw_load_maps(struct ha_unwinder *u)
 		ha_maps_free(&u->maps);
 		return -ENOMEM;
 	}
+	for (size_t i = nm.n; i-- > 0;)
+		u->mi[i].next_file = image_backed(&nm.v[i]) ? i : i + 1 < nm.n ? u->mi[i + 1].next_file
+		                                                               : nm.n;
 	/* Keep the images of files still mapped (same dev/inode), drop the others. */
 	for (size_t i = 0; i < nm.n; i++) {
 		const struct ha_map *m = &nm.v[i];
@@ -381,6 +390,28 @@ struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m)
 	}
 	/* everything else ([stack], [vvar], [vsyscall], devices...): MI_NONE */
 	return mi;
+}
+
+uint64_t uw_copy_end(struct ha_unwinder *u, uint64_t rsp)
+{
+	struct copy_end *ce = &u->cend[(rsp / PAGE_SZ) % CEND_N];
+	uint64_t pg = rsp & ~(uint64_t)(PAGE_SZ - 1), end = UINT64_MAX;
+	size_t lo = 0, hi = u->maps.n;
+
+	/* the first mapping that ends above rsp's page */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u->maps.v[mid].end <= pg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < u->maps.n && u->mi[lo].next_file < u->maps.n) {
+		uint64_t start = u->maps.v[u->mi[lo].next_file].start;
+		end = start > pg ? start : pg;
+	}
+	*ce = (struct copy_end){ rsp / PAGE_SZ, end, u->maps_gen };
+	return end;
 }
 
 void ha_unwinder_maps_changed(struct ha_unwinder *u)

@@ -258,8 +258,12 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 	n = uw_unwind_once(u, c, pcs, max);
 	/* A pc in no mapping: something was mapped since we read maps (dlopen,
 	 * JIT).  Re-read them (rate-limited) and try again. */
-	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && uw_refresh(u))
+	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && uw_refresh(u)) {
+		/* the copy as the new maps allow it, the stack's mapping again */
+		c->hi = c->lo + uw_copy_len(u, c->lo, (size_t)(c->hi - c->lo));
+		c->smap_known = 0;
 		n = uw_unwind_once(u, c, pcs, max);
+	}
 	if (n > 0 && u->rc) {
 		u->frames += (uint64_t)n;
 		u->fp_frames += (uint64_t)count_fp(u, c, pcs, n);

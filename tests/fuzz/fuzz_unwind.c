@@ -13,10 +13,12 @@
  * exactly its length.  Random 64-bit words almost never land on code or
  * on the copy, so a register or an aligned stack word whose top byte is
  * TAG_CODE is replaced by an address inside an executable mapping (which
- * one: the next byte, modulo their number; where: the low 40 bits modulo
- * its size), and one whose top byte is TAG_STACK by an address in or just
- * past the copy (rsp + the low 24 bits, modulo the copy's length plus a
- * page).  rsp itself is put in a PROT_NONE region reserved for it (plus
+ * one: the next byte, modulo their number, in the order of their files'
+ * names: the order of their addresses changes from one process to the
+ * next, and an input run again must name the same module; where: the low
+ * 40 bits modulo its size), and one whose top byte is TAG_STACK by an
+ * address in or just past the copy (rsp + the low 24 bits, modulo the
+ * copy's length plus a page).  rsp itself is put in a PROT_NONE region reserved for it (plus
  * its low 12 bits below the middle, unless it is tagged): what the
  * unwinder reads around the copy there fails alike every time.  At its
  * start the harness captures its own registers and stack (as the agent's
@@ -78,7 +80,7 @@
 #define MAX_CODE 64
 
 static struct ha_unwinder *u_prod, *u_fast, *u_slow;
-static struct { uint64_t start, len, offset; char *path; } code[MAX_CODE];
+static struct code_map { uint64_t start, len, offset; char *path; } code[MAX_CODE];
 static int ncode;
 static uint64_t fake_sp, stack_top;
 
@@ -238,6 +240,19 @@ static int run(const uint8_t *d, size_t n)
 
 /* ------------------------------------------------------------ setup */
 
+/* code[] in the order of the files' names (then of addresses): the one
+ * thing about them that does not change from one process to the next. */
+static int code_cmp(const void *pa, const void *pb)
+{
+	const char *a = ha_base_name(((const struct code_map *)pa)->path);
+	const char *b = ha_base_name(((const struct code_map *)pb)->path);
+	int c = strcmp(a, b);
+	if (c)
+		return c;
+	uint64_t x = ((const struct code_map *)pa)->start, y = ((const struct code_map *)pb)->start;
+	return (x > y) - (x < y);
+}
+
 /* Our own registers and stack, as the agent's hook captures them, in the
  * input's form: into in (1 + 64 + STACK_MAX bytes); its length. */
 __attribute__((noinline)) static size_t capture(uint8_t *in)
@@ -297,6 +312,7 @@ static void setup(void)
 	}
 	ha_maps_free(&maps);
 	FUZZ_CHECK(ncode > 0 && stack_top, "no executable mapping or no stack in /proc/self/maps");
+	qsort(code, (size_t)ncode, sizeof *code, code_cmp);
 
 	/* Captured before the fork: the child's memory holds the same. */
 	static uint8_t self[1 + 64 + STACK_MAX];
