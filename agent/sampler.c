@@ -456,11 +456,12 @@ extern const char _end[] __attribute__((visibility("hidden")));
  * is not the agent's.  Only the agent's own frames are read -- built with
  * frame pointers, each links to its caller's, and a hook reached by a
  * jump from another has no frame to link -- and only inside this thread's
- * stack, moving up; 0 where that does not hold (a signal stack). */
+ * stack, moving up; 0 where that does not hold (a signal stack, a thread
+ * whose bounds are unknown: stack_hi 0). */
 __attribute__((always_inline)) static inline uint64_t program_caller(uint64_t fp)
 {
 	for (int k = 0; k < 4; k++) {
-		if (fp < ha_ts.stack_lo || fp > ha_ts.stack_hi - 16 || (fp & 7))
+		if (!ha_ts.stack_hi || fp < ha_ts.stack_lo || fp + 16 > ha_ts.stack_hi || (fp & 7))
 			return 0;
 		const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
 		uint64_t ra = frame[1];

@@ -24,6 +24,7 @@
 #include "procmaps.h"
 #include "symbolize.h"
 #include "unwind.h"
+#include "unwind_int.h"
 #include "util.h"
 
 #include <errno.h>
@@ -459,6 +460,40 @@ static void copy_over_tables(pid_t pid)
 	printf("copy over tables: a copy over a module's .eh_frame_hdr unwinds alike both ways\n");
 }
 
+/* A copy whose rsp lies where the maps last read had a file, now a stack
+ * (a thread's stack mapped into a dlclose'd library's hole): cut to
+ * nothing while the maps are that fresh, whole once they are read again
+ * (uw_copy_end reads them at most every UW_REFRESH_MIN_MS, and never
+ * remembered the cut: every copy of that thread failed for the session). */
+static void stale_maps_copy(void)
+{
+	char err[256];
+	size_t len = 16 * 4096;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	void *a = fd >= 0 ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (fd >= 0)
+		close(fd);
+	EXPECT(a != MAP_FAILED, "cannot map our own executable");
+	if (a == MAP_FAILED)
+		return;
+	struct ha_unwinder *u = ha_unwinder_new(getpid(), err, sizeof err);
+	EXPECT(u != NULL, "unwinder of ourselves: %s", err);
+	void *b = mmap(a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	EXPECT(b == a, "cannot map a stack where the file was");
+	if (u && b == a) {
+		uint64_t rsp = (uint64_t)(uintptr_t)a + 4096 + 8;
+		size_t fresh = uw_copy_len(u, rsp, 8192);
+		u->maps_ms -= 2 * UW_REFRESH_MIN_MS; /* as if read a while ago */
+		size_t later = uw_copy_len(u, rsp, 8192);
+		EXPECT(fresh == 0 && later == 8192,
+		       "a copy at rsp in a file's old place: %zu bytes with fresh maps (0 expected), "
+		       "%zu once they may be read again (8192 expected)", fresh, later);
+		printf("stale maps: a copy where a file was mapped is whole once the maps are read again\n");
+	}
+	ha_unwinder_free(u);
+	munmap(a, len);
+}
+
 /* Robustness: hostile or damaged input must not crash or run away. */
 static void abuse(struct ha_unwinder *u, const struct uc_record *r)
 {
@@ -695,6 +730,7 @@ static int self_test(void)
 	tail_pc(ch.pid, ch.rec);
 	prev_instr_state(ch.pid);
 	copy_over_tables(ch.pid);
+	stale_maps_copy();
 	cache_agrees(u, ch.pid, ch.rec);
 	fast_agrees("chain", ch.pid, ch.rec, 1);
 	ha_symbolizer_free(s);

@@ -46,3 +46,8 @@ int ha_alloc_frame(const char *fn, const char *module)
 				return 1;
 	return 0;
 }
+
+int ha_fold_frame(const char *fn, const char *module, const char *next)
+{
+	return ha_alloc_frame(fn, module) && strcmp(next, HA_NOT_UNWOUND_FUNCTION) != 0;
+}

@@ -9,4 +9,13 @@
 /* function and module as symbolized (never NULL; "" when unknown). */
 int ha_alloc_frame(const char *function, const char *module);
 
+/* The function of the frame the attacher stores after the leaf of a stack
+ * it could not unwind (src/record/writer.h), of no module. */
+#define HA_NOT_UNWOUND_FUNCTION "(stack not unwound past here)"
+
+/* Is a frame with function and module, followed by a frame with function
+ * next, folded away at the leaf end?  An allocator's frame is, but for one
+ * followed by the not-unwound frame: all that is known of its stack. */
+int ha_fold_frame(const char *function, const char *module, const char *next);
+
 #endif

@@ -225,7 +225,7 @@ void *lm_grow(void *arr, size_t *cap, size_t n, size_t size)
 int ha_live_leaf(const struct ha_lmsg_stack *st)
 {
 	int k = 0;
-	while (k < st->n - 1 && ha_alloc_frame(st->f[k].function, st->f[k].module))
+	while (k < st->n - 1 && ha_fold_frame(st->f[k].function, st->f[k].module, st->f[k + 1].function))
 		k++;
 	return k;
 }

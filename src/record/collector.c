@@ -371,16 +371,16 @@ static void unwind_batch(struct ctx *x, int k)
 			n = x->unw ? ha_unwind(x->unw, &it->s.regs, it->stack, it->s.stack_len, x->pcs[i],
 			                       MAX_PCS)
 			           : -1;
+			/* A walk that ended inside the agent has nothing of the
+			 * program: as good as none (and never published). */
+			if (n > 0 && x->pcs[i][n - 1] >= x->agent_lo && x->pcs[i][n - 1] < x->agent_hi)
+				n = 0;
 			it->ref = n > 0 ? ha_unwind_ref(x->unw) : 0;
 			/* Not with maps older than the newest modules record: the
 			 * entry must hold for the modules the agent has now. */
 			if (it->ref && !x->maps_pending)
 				ha_srefs_offer(x->srefs, x->unw, it->ref, it->s.stack_len, MAX_PCS, t0);
 		}
-		/* A walk that ended inside the agent has nothing of the
-		 * program: as good as none. */
-		if (n > 0 && x->pcs[i][n - 1] >= x->agent_lo && x->pcs[i][n - 1] < x->agent_hi)
-			n = 0;
 		if (n <= 0) {
 			x->st.unwind_failures++;
 			n = 0;
@@ -931,6 +931,7 @@ static void *collector_main(void *arg)
 	if (getenv("HEAPATTACH_TEST_NO_UNWIND")) {
 		ha_unwinder_free(x->unw);
 		x->unw = NULL;
+		snprintf(err, sizeof err, "no unwinder (HEAPATTACH_TEST_NO_UNWIND)");
 	}
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));

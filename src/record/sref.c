@@ -25,7 +25,9 @@
 #define HIST 4096            /* replaced publications remembered */
 #define SREF_PATIENCE 16     /* copies of a group's length before one of its entries goes */
 /* Replacements a second at most (and at once): the history then holds
- * what was replaced in the last 4 s or more, far longer than a sample
+ * what was replaced in the last 4 s or so (by seq: a long-lived entry
+ * retired now takes the place of one 8,192 seqs from it, and the
+ * replacements of a modules change are not counted), far longer than a sample
  * spends between the agent's look at the table and the collector's read
  * of its record (rings of a few thousand records), unless the thread was
  * stopped in between.  Untaxed, 4,096 hot paths taking turns in the 64
@@ -157,7 +159,7 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 	if (t == HA_SREF_SLOTS) {
 		/* All taken by other paths of this length: after enough copies,
 		 * the least used entry of the group goes. */
-		if (++r->slot[g].offers < SREF_PATIENCE || !may_replace(r, now_ms))
+		if (++r->slot[g].offers < SREF_PATIENCE)
 			return;
 		t = g;
 		for (uint32_t i = g + 1; i < g + HA_SREF_WAYS; i++)
@@ -167,9 +169,15 @@ void ha_srefs_offer(struct ha_srefs *r, struct ha_unwinder *u, uint64_t ref, uin
 	struct ha_sref e;
 	uint64_t pcs[SREF_PCS];
 	int nfp = 0;
-	int n = ha_unwind_export(u, ref, &e, pcs, max, SREF_PCS, &nfp);
-	if (n <= 0 || e.len != len)
+	/* A replacement takes a token; given back if nothing is published. */
+	int taxed = r->slot[t].cur.seq != 0;
+	if (taxed && !may_replace(r, now_ms))
 		return;
+	int n = ha_unwind_export(u, ref, &e, pcs, max, SREF_PCS, &nfp);
+	if (n <= 0 || e.len != len) {
+		r->tokens += taxed;
+		return;
+	}
 	e.seq = next_seq(r);
 	e.gen = r->gen;
 	retire(r, &r->slot[t]);

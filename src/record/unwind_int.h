@@ -36,6 +36,7 @@
 
 #define PAGE_SZ 4096u
 #define PCACHE_N 64              /* live pages cached (direct-mapped) */
+#define UW_REFRESH_MIN_MS 100.0  /* re-read maps at most this often on our own */
 #define CEND_N 64                /* copy ends cached (direct-mapped by rsp's page) */
 
 /* An ELF file (or the vdso) as bytes in our memory. */

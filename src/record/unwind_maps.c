@@ -392,10 +392,10 @@ struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m)
 	return mi;
 }
 
-uint64_t uw_copy_end(struct ha_unwinder *u, uint64_t rsp)
+/* The end uw_copy_end wants for rsp's page with the maps as they are. */
+static uint64_t copy_end_now(const struct ha_unwinder *u, uint64_t pg)
 {
-	struct copy_end *ce = &u->cend[(rsp / PAGE_SZ) % CEND_N];
-	uint64_t pg = rsp & ~(uint64_t)(PAGE_SZ - 1), end = UINT64_MAX;
+	uint64_t end = UINT64_MAX;
 	size_t lo = 0, hi = u->maps.n;
 
 	/* the first mapping that ends above rsp's page */
@@ -410,7 +410,25 @@ uint64_t uw_copy_end(struct ha_unwinder *u, uint64_t rsp)
 		uint64_t start = u->maps.v[u->mi[lo].next_file].start;
 		end = start > pg ? start : pg;
 	}
-	*ce = (struct copy_end){ rsp / PAGE_SZ, end, u->maps_gen };
+	return end;
+}
+
+uint64_t uw_copy_end(struct ha_unwinder *u, uint64_t rsp)
+{
+	uint64_t pg = rsp & ~(uint64_t)(PAGE_SZ - 1), end = copy_end_now(u, pg);
+
+	/* rsp inside a file's mapping: no thread's stack is, so the maps may
+	 * be old (a stack mapped since where a file was, a dlclose'd
+	 * library's hole): read again, at most every UW_REFRESH_MIN_MS, and
+	 * not remembered while it holds, so that the thread's copies are
+	 * whole again at the next read. */
+	if (end == pg) {
+		if (ha_now_ms() - u->maps_ms >= UW_REFRESH_MIN_MS && uw_refresh(u))
+			end = copy_end_now(u, pg);
+		if (end == pg)
+			return end;
+	}
+	u->cend[(rsp / PAGE_SZ) % CEND_N] = (struct copy_end){ rsp / PAGE_SZ, end, u->maps_gen };
 	return end;
 }
 

@@ -16,7 +16,6 @@
 #include <sys/mman.h>
 
 #define PCACHE_TTL_MS 1000.0     /* live memory changes: refetch after this */
-#define REFRESH_MIN_MS 100.0     /* re-read maps at most this often on our own */
 #define RC_SIZE 16384            /* per-pc rule cache entries (direct-mapped) */
 
 /* A per-pc rule cache entry: valid iff gen == maps_gen. */
@@ -258,7 +257,7 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 	n = uw_unwind_once(u, c, pcs, max);
 	/* A pc in no mapping: something was mapped since we read maps (dlopen,
 	 * JIT).  Re-read them (rate-limited) and try again. */
-	if (c->unknown_ip && now - u->maps_ms >= REFRESH_MIN_MS && uw_refresh(u)) {
+	if (c->unknown_ip && now - u->maps_ms >= UW_REFRESH_MIN_MS && uw_refresh(u)) {
 		/* the copy as the new maps allow it, the stack's mapping again */
 		c->hi = c->lo + uw_copy_len(u, c->lo, (size_t)(c->hi - c->lo));
 		c->smap_known = 0;

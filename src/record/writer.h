@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "alloc_frame.h"
 #include "db_write.h"
 #include "queue.h"
 
@@ -25,9 +26,9 @@ enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 
  * loads; that must never hold up the collector draining the ring). */
 /* A pc no code has, last in a callstack whose walk failed (the collector
  * keeps the program's call of the allocation function before it): the
- * writer stores it as the frame NOT_UNWOUND_FUNCTION of no module. */
+ * writer stores it as the frame HA_NOT_UNWOUND_FUNCTION (alloc_frame.h) of
+ * no module. */
 #define HA_PC_NOT_UNWOUND UINT64_MAX
-#define HA_NOT_UNWOUND_FUNCTION "(stack not unwound past here)"
 
 struct ha_wmsg_stack {
 	struct ha_qmsg q;

@@ -25,7 +25,7 @@ struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded)
 	struct hd_stack v = *st;
 	int k = 0;
 	if (!all)
-		while (k < st->n - 1 && ha_alloc_frame(st->f[k].function, st->f[k].module))
+		while (k < st->n - 1 && ha_fold_frame(st->f[k].function, st->f[k].module, st->f[k + 1].function))
 			k++;
 	v.f = st->f ? st->f + k : NULL;
 	v.n = st->n - k;

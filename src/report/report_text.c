@@ -33,7 +33,7 @@ static void print_frames(FILE *f, const struct hd_row *r)
 		fputc('\n', f);
 	}
 	if (st->n == 0)
-		fprintf(f, "%*s(no frames: the stack was not unwound)\n", INDENT, "");
+		fprintf(f, "%*s(no frames: not unwound, or not named)\n", INDENT, "");
 	if (r->folded > 0) {
 		/* Say what was folded, below the frames (scripts read the
 		 * first frame line as the leaf). */
@@ -94,9 +94,10 @@ static void print_samples(FILE *f, int64_t samples, int64_t drops, int64_t not_u
 	if (drops > 0)
 		fprintf(f, "note: samples were dropped (ring full): the estimates are low\n");
 	if (not_unwound > 0)
-		fprintf(f, "note: %" PRId64 " samples were not unwound: their call paths end in "
+		fprintf(f, "note: %" PRId64 " %s not unwound: %s call paths end in "
 		        "\"(stack not unwound past here)\" after the allocating call, or show no frames\n",
-		        not_unwound);
+		        not_unwound, not_unwound == 1 ? "sample was" : "samples were",
+		        not_unwound == 1 ? "its" : "their");
 }
 
 void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults)
