@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_frame.h"
 #include "report.h"
 #include "unit.h"
 
@@ -82,6 +83,18 @@ static void check_fold(void)
 	struct hd_stack only = { 2, 2, f };
 	v = hd_fold(&only, 0, &folded);
 	EXPECT(v.n == 1 && folded == 1, "fold of allocator frames only: %d left", v.n);
+	/* A sample not unwound: its leaf (strdup, the program's call into
+	 * libc) is all that is known, and is kept before the marker. */
+	struct hd_frame nu[] = {
+		frame("strdup", "", 0, "/lib/x86_64-linux-gnu/libc.so.6"),
+		frame(HA_NOT_UNWOUND_FUNCTION, "", 0, ""),
+	};
+	struct hd_stack nst = { 3, 2, nu };
+	v = hd_fold(&nst, 0, &folded);
+	EXPECT(folded == 0 && v.n == 2 && strcmp(v.f[0].function, "strdup") == 0,
+	       "fold before the not-unwound frame: %d folded, leaf '%s'", folded,
+	       v.n ? v.f[0].function : "");
+	free_frames(nu, sizeof nu / sizeof nu[0]);
 	struct hd_filter flt = { .kind = -1, .module = "/app", .function = "handle" };
 	EXPECT(hd_stack_matches(&st, &flt), "filter module+function: no match");
 	flt.function = "nothere";
