@@ -147,6 +147,9 @@ struct hd_map;
 struct hd_map *hd_map_new(void);
 void *hd_map_get(struct hd_map *m, const char *key);
 void hd_map_put(struct hd_map *m, const char *key, void *val);
+/* An index by key: the one kept in m for key, or for a new key next, kept
+ * for it from now on (*fresh set).  Values of m are index + 1. */
+size_t hd_map_index(struct hd_map *m, const char *key, size_t next, int *fresh);
 /* Calls fn on every value, then frees the map (fn may be NULL). */
 void hd_map_free(struct hd_map *m, void (*fn)(void *));
 

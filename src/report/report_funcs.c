@@ -32,10 +32,9 @@ size_t hd_fn_of(struct hd_fn_index *x, const struct hd_frame *fr, int *fresh)
 	x->key.n = 0;
 	hd_buf_printf(&x->key, "%s\x1f%s", hd_frame_name(fr, pc, sizeof pc), ha_base_name(fr->module));
 	hd_buf_addc(&x->key, 0);
-	uintptr_t i = (uintptr_t)hd_map_get(x->map, (char *)x->key.p);
-	*fresh = !i;
-	if (i)
-		return i - 1;
+	size_t i = hd_map_index(x->map, (char *)x->key.p, x->n, fresh);
+	if (!*fresh)
+		return i;
 	if (x->n == x->cap) {
 		x->cap = x->cap ? x->cap * 2 : 256;
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
@@ -44,7 +43,6 @@ size_t hd_fn_of(struct hd_fn_index *x, const struct hd_frame *fr, int *fresh)
 	}
 	x->fr[x->n] = fr;
 	x->seen[x->n] = 0;
-	hd_map_put(x->map, (char *)x->key.p, (void *)(uintptr_t)(x->n + 1));
 	return x->n++;
 }
 

@@ -93,16 +93,16 @@ static size_t frame_index(struct frames *fs, const struct hd_frame *f)
 	hd_buf_printf(&fs->key, "%s\x1f%s\x1f%d\x1f%s\x1f%d", hd_frame_name(f, pc, sizeof pc), f->file,
 	              f->line, f->module, f->inlined);
 	hd_buf_addc(&fs->key, 0);
-	uintptr_t i = (uintptr_t)hd_map_get(fs->index, (char *)fs->key.p);
-	if (i)
-		return i - 1;
+	int fresh;
+	size_t i = hd_map_index(fs->index, (char *)fs->key.p, fs->n, &fresh);
+	if (!fresh)
+		return i;
 	if (fs->n == fs->cap) {
 		fs->cap = fs->cap ? fs->cap * 2 : 256;
 		/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 		fs->v = hd_xrealloc(fs->v, fs->cap * sizeof *fs->v);
 	}
 	fs->v[fs->n] = f;
-	hd_map_put(fs->index, (char *)fs->key.p, (void *)(uintptr_t)(fs->n + 1));
 	return fs->n++;
 }
 

@@ -196,6 +196,16 @@ void hd_map_put(struct hd_map *m, const char *key, void *val)
 	s->val = val;
 }
 
+size_t hd_map_index(struct hd_map *m, const char *key, size_t next, int *fresh)
+{
+	uintptr_t i = (uintptr_t)hd_map_get(m, key);
+	*fresh = !i;
+	if (i)
+		return i - 1;
+	hd_map_put(m, key, (void *)(uintptr_t)(next + 1));
+	return next;
+}
+
 void hd_map_free(struct hd_map *m, void (*fn)(void *))
 {
 	if (!m)
