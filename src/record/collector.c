@@ -152,6 +152,12 @@ static void find_agent_range(struct ctx *x)
 	ha_maps_free(&maps);
 }
 
+/* Is pc the agent's own code? */
+static inline int in_agent(const struct ctx *x, uint64_t pc)
+{
+	return pc >= x->agent_lo && pc < x->agent_hi;
+}
+
 /* Hand a new stack to the writer, which symbolizes and stores it. */
 static void send_stack(struct ctx *x, uint32_t id, const uint64_t *pcs, int n, int skipped)
 {
@@ -373,7 +379,7 @@ static void unwind_batch(struct ctx *x, int k)
 			           : -1;
 			/* A walk that ended inside the agent has nothing of the
 			 * program: as good as none (and never published). */
-			if (n > 0 && x->pcs[i][n - 1] >= x->agent_lo && x->pcs[i][n - 1] < x->agent_hi)
+			if (n > 0 && in_agent(x, x->pcs[i][n - 1]))
 				n = 0;
 			it->ref = n > 0 ? ha_unwind_ref(x->unw) : 0;
 			/* Not with maps older than the newest modules record: the
@@ -405,11 +411,11 @@ static uint32_t intern(struct ctx *x, uint64_t *pcs, int n, int kind, uint32_t *
 	 * malloc took the sample) are dropped too: the stack reads as if the
 	 * program ran without the agent. */
 	int skip = 0;
-	while (skip < n && pcs[skip] >= x->agent_lo && pcs[skip] < x->agent_hi)
+	while (skip < n && in_agent(x, pcs[skip]))
 		skip++;
 	int kept = skip;
 	for (int i = skip; i < n; i++)
-		if (!(pcs[i] >= x->agent_lo && pcs[i] < x->agent_hi))
+		if (!in_agent(x, pcs[i]))
 			pcs[kept++] = pcs[i];
 	n = kept;
 	uint32_t id = ha_book_stack(x->book, pcs + skip, n - skip, kind, &is_new);
