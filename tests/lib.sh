@@ -24,7 +24,7 @@ TEST_NAME=$(basename "$0" .sh)
 # Tests use the default agent lookup (next to the binary in the build tree)
 # unless they pass --agent themselves.
 unset HEAPATTACH_AGENT
-# No debug info cache (src/record/debugcache.h) unless a test asks for one: every
+# No debug info cache (src/symbolize/debugcache.h) unless a test asks for one: every
 # session reads the debug files as found, and nothing is written to $HOME.
 export HEAPATTACH_CACHE=
 

@@ -1,4 +1,4 @@
-/* perfmap_check.c -- src/record/perfmap.c on files made here: the format
+/* perfmap_check.c -- src/symbolize/perfmap.c on files made here: the format
  * (hex with or without 0x, the name as the rest of the line, bytes kept),
  * lines refused (bad numbers, empty or wrapping ranges, too long, no name),
  * incremental reads of complete lines only, the generation rule for reused

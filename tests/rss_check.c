@@ -1,4 +1,4 @@
-/* rss_check -- unit test of src/record/rss_pages.c on this process's own
+/* rss_check -- unit test of src/rss/rss_pages.c on this process's own
  * memory (no perf event: the "samples" are made up, the residency is real):
  *   - a written anonymous page counts weight x 4 KiB in its bucket, booked
  *     at the fault, and stays after a check;
@@ -72,6 +72,17 @@ static uint32_t no_swap(void *arg, uint32_t rss_bucket)
 	return 0;
 }
 
+/* rss_pages books into its owner's buckets: here a book of our own. */
+static void gain(void *arg, uint32_t bucket, double bytes)
+{
+	ha_book_gain(arg, bucket, bytes);
+}
+
+static void lose(void *arg, uint32_t bucket, double bytes)
+{
+	ha_book_lose(arg, bucket, bytes);
+}
+
 static double live(struct ha_book *b, uint32_t id)
 {
 	struct ha_db_bucket *rows;
@@ -97,7 +108,8 @@ static uint32_t bucket(struct ha_book *b, uint64_t pc)
 int main(int argc, char **argv)
 {
 	struct ha_book *b = ha_book_new();
-	struct ha_rss_pages *p = ha_rss_pages_new(getpid(), b, no_swap, NULL);
+	struct ha_rss_pages *p = ha_rss_pages_new(
+		getpid(), &(struct ha_rss_owner){ .swap_bucket = no_swap, .gain = gain, .lose = lose, .arg = b });
 	/* --no-scan: as on a kernel without PAGEMAP_SCAN. */
 	int no_scan = argc > 1 && strcmp(argv[1], "--no-scan") == 0;
 	if (p && no_scan)

@@ -8,7 +8,7 @@
 command -v cppcheck >/dev/null || skip "cppcheck is not installed (build-aux/setup installs it)"
 cd "$HA_SRCDIR" || fail "no source directory"
 inc=()
-for d in src/proto src/common src/db src/record src/attach src/report src/live agent; do inc+=(-I "$d"); done
+for d in src/*/ agent; do inc+=(-I "${d%/}"); done
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	--suppress=ctuuninitvar --std=c11 "${inc[@]}" -D__x86_64__ -D__linux__ src agent >"$W/cppcheck.out" 2>&1 ||
 	{ cat "$W/cppcheck.out"; fail "cppcheck: $(grep -c 'error:\|warning:' "$W/cppcheck.out") findings"; }

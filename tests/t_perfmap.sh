@@ -1,5 +1,5 @@
 #!/bin/bash
-# t_perfmap: the perf-map reader (src/record/perfmap.c) on files made by
+# t_perfmap: the perf-map reader (src/symbolize/perfmap.c) on files made by
 # tests/perfmap_check: format, hostile lines, incremental reads, the
 # generation rule of reused addresses, refused files (FIFO, symlink, another
 # user's).

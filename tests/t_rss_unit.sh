@@ -1,5 +1,5 @@
 #!/bin/bash
-# The resident-page book-keeping of --rss (src/record/rss_pages.c) on this
+# The resident-page book-keeping of --rss (src/rss/rss_pages.c) on this
 # process's own pages: written, dropped, sampled twice, the zero page, a
 # file page, unmapped, a transparent huge page (tests/rss_check.c); with
 # the PAGEMAP_SCAN ioctl (where the kernel has it) and without (as Linux <

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The unwinder (src/record/unwind.c) and the symbolizer (src/record/symbolize.c) on real
+# The unwinder (src/unwind/unwind.c) and the symbolizer (src/symbolize/symbolize.c) on real
 # stacks of live processes:
 #  1. tests/unwind_check's self-test: a C call chain with an inlined function,
 #     a chain through libc's qsort, a deep recursion, damaged stacks, many

@@ -1,4 +1,4 @@
-/* unwind_check.c -- self-test of src/record/unwind.c and src/record/symbolize.c on real
+/* unwind_check.c -- self-test of src/unwind/unwind.c and src/symbolize/symbolize.c on real
  * stacks of live processes, and a measurement of their speed.
  *
  *   unwind_check                  forked children (unwind_child.c) build known call chains,

@@ -40,7 +40,7 @@
 #include <sys/uio.h>
 
 /* Not in the public headers, but exported by libunwind-x86_64 (perf and
- * src/record/unwind_access.c use it the same way). */
+ * src/unwind/unwind_access.c use it the same way). */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
                                               unw_dyn_info_t *di, unw_proc_info_t *pi,
                                               int need_unwind_info, void *arg);

@@ -280,7 +280,7 @@ enum ha_rec_type {
 #define HA_REC_F_SREF      0x2u  /* no copy: struct ha_rec_sref names the stack */
 
 /* Stack references: the attacher's whole-stack cache entries
- * (src/record/unwind_int.h), published for the agent.  An entry says: a
+ * (src/unwind/unwind_int.h), published for the agent.  An entry says: a
  * stack copy of len bytes taken at rsp unwinds to the pcs the attacher
  * keeps for (slot, seq) if every check holds -- the word at rsp + off
  * (minus rsp if rel) is val; rbp - rsp is rbp_rel if uses_rbp; rsp & 7 is

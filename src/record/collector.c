@@ -464,6 +464,17 @@ static uint32_t swap_bucket(void *arg, uint32_t rss_bucket)
 	return intern(x, x->pf_pcs, n, HA_KIND_SWAP, NULL, 0);
 }
 
+/* What the attributed pages gain and lose, booked in their buckets. */
+static void rss_gain(void *arg, uint32_t bucket, double bytes)
+{
+	ha_book_gain(((struct ctx *)arg)->book, bucket, bytes);
+}
+
+static void rss_lose(void *arg, uint32_t bucket, double bytes)
+{
+	ha_book_lose(((struct ctx *)arg)->book, bucket, bytes);
+}
+
 /* Book the page-fault samples waiting in the perf rings: unwound like the
  * agent's samples (a first touch inside a system call unwinds from the
  * user registers at the call), attributed to their page.  An unwind that
@@ -942,7 +953,8 @@ static void *collector_main(void *arg)
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
 	if (c->pf && x->book)
-		x->rss = ha_rss_pages_new(c->pid, x->book, swap_bucket, x);
+		x->rss = ha_rss_pages_new(c->pid, &(struct ha_rss_owner){ .swap_bucket = swap_bucket,
+		                                   .gain = rss_gain, .lose = rss_lose, .arg = x });
 	find_agent_range(x);
 	x->nrings = c->rings >= 1 && c->rings <= HA_RINGS_MAX ? c->rings : 1;
 	for (uint32_t i = 0; i < x->nrings; i++) {

@@ -1,5 +1,5 @@
 /* fuzz_perf_ring -- libFuzzer harness for the framing of perf's own ring
- * in heapattach --rss, ha_pf_ring_take (src/record/pf_events.c, what
+ * in heapattach --rss, ha_pf_ring_take (src/rss/pf_events.c, what
  * ha_pf_next runs on each CPU's ring), then ha_pf_parse_record on every
  * record it gives (fuzz_pf fuzzes that parser alone).  The kernel writes
  * the ring and data_head; here both may lie: records that wrap, sizes 0,
@@ -20,7 +20,7 @@
  *  - tail never passes head; the loop ends within size / 8 + 1 records;
  *  - the parser's result is one of HA_PF_REC_*.
  *
- * fuzz-sources: src/record/pf_events.c src/common/util.c
+ * fuzz-sources: src/rss/pf_events.c src/common/util.c
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>

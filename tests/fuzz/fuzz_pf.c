@@ -1,5 +1,5 @@
 /* fuzz_pf -- libFuzzer harness for the perf record parser of heapattach
- * --rss, ha_pf_parse_record in src/record/pf_events.c: what ha_pf_next
+ * --rss, ha_pf_parse_record in src/rss/pf_events.c: what ha_pf_next
  * does with each record it copies out of a CPU's ring.  The kernel writes
  * those records, but a sample's user registers and stack are the target's.
  *
@@ -14,7 +14,7 @@
  *    the eight the record carries, in order (bx, bp, sp, ip, r12..r15);
  *  - for a lost record, the count is the record's second field.
  *
- * fuzz-sources: src/record/pf_events.c src/common/util.c
+ * fuzz-sources: src/rss/pf_events.c src/common/util.c
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>

@@ -1,5 +1,5 @@
 /* fuzz_unwind -- libFuzzer harness for the copied-stack unwinder,
- * ha_unwind (src/record/unwind*.c), against real modules: the "target" is
+ * ha_unwind (src/unwind/unwind*.c), against real modules: the "target" is
  * a child forked from the harness at its start, which waits for ever, so
  * that its maps are the harness's (this binary, libc, libunwind, libdw...:
  * the unwinder reads their ELF files and unwind tables) and its memory
@@ -52,9 +52,9 @@
  * reads of the unwind tables (fuzz-cov-ignore): their comparison tracing
  * was half the time of a run; ASan and UBSan still check them.
  *
- * fuzz-sources: src/record/unwind.c src/record/unwind_scache.c src/record/unwind_walk.c
- * fuzz-sources: src/record/unwind_cfi.c src/record/unwind_access.c src/record/unwind_maps.c
- * fuzz-sources: src/record/unwind_fp.c src/common/target_fs.c src/common/proc.c
+ * fuzz-sources: src/unwind/unwind.c src/unwind/unwind_scache.c src/unwind/unwind_walk.c
+ * fuzz-sources: src/unwind/unwind_cfi.c src/unwind/unwind_access.c src/unwind/unwind_maps.c
+ * fuzz-sources: src/unwind/unwind_fp.c src/common/target_fs.c src/common/proc.c
  * fuzz-sources: src/common/procmaps.c src/common/util.c
  * fuzz-libs: -lunwind-ptrace -lunwind-generic -lunwind -ldw -lelf
  * fuzz-cov-ignore: acc_access_mem read_other read_live find_map uw_mapinfo_of

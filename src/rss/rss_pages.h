@@ -24,15 +24,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct ha_book;
 struct ha_rss_pages;
 
-/* The swap bucket of an rss bucket: interned by the caller (who tells the
- * writer about a new one).  0 when out of memory. */
-typedef uint32_t (*ha_rss_swap_bucket_fn)(void *arg, uint32_t rss_bucket);
+/* Where the pages' bytes are booked: the owner's buckets (the collector's
+ * book).  rss_pages only calls these; it knows nothing of the book, so the
+ * pipeline uses --rss and never the reverse. */
+struct ha_rss_owner {
+	/* The swap bucket of an rss bucket: interned by the owner (who tells
+	 * the writer about a new one).  0 when out of memory. */
+	uint32_t (*swap_bucket)(void *arg, uint32_t rss_bucket);
+	/* bytes (> 0) more, or fewer, resident (or swapped) in bucket */
+	void (*gain)(void *arg, uint32_t bucket, double bytes);
+	void (*lose)(void *arg, uint32_t bucket, double bytes);
+	void *arg;
+};
 
-struct ha_rss_pages *ha_rss_pages_new(pid_t pid, struct ha_book *book, ha_rss_swap_bucket_fn swap,
-                                      void *arg);
+struct ha_rss_pages *ha_rss_pages_new(pid_t pid, const struct ha_rss_owner *owner);
 void ha_rss_pages_free(struct ha_rss_pages *p);
 
 /* A sampled fault at addr, first touch by the call path of bucket, weighing

@@ -27,7 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "book.h"
 #include "util.h"
 
 #define PAGE 4096ULL
@@ -69,9 +68,7 @@ struct page {
 
 struct ha_rss_pages {
 	pid_t pid;
-	struct ha_book *book;
-	ha_rss_swap_bucket_fn swap_bucket;
-	void *arg;
+	struct ha_rss_owner owner;  /* where the bytes are booked */
 	struct page *v;
 	size_t n, cap;
 	uint32_t *idx;            /* index + 1 into v; 0 = empty */
@@ -164,9 +161,9 @@ static void book_page(struct ha_rss_pages *p, struct page *pg, uint64_t res, uin
 static void unbook(struct ha_rss_pages *p, struct page *pg)
 {
 	if (pg->rss > 0)
-		ha_book_lose(p->book, pg->bucket, pg->rss);
+		p->owner.lose(p->owner.arg, pg->bucket, pg->rss);
 	if (pg->swap > 0 && pg->swap_bucket)
-		ha_book_lose(p->book, pg->swap_bucket, pg->swap);
+		p->owner.lose(p->owner.arg, pg->swap_bucket, pg->swap);
 	pg->rss = pg->swap = 0;
 }
 
@@ -209,16 +206,13 @@ static uint64_t learn_zero_pfn(void)
 	return pfn;
 }
 
-struct ha_rss_pages *ha_rss_pages_new(pid_t pid, struct ha_book *book, ha_rss_swap_bucket_fn swap,
-                                      void *arg)
+struct ha_rss_pages *ha_rss_pages_new(pid_t pid, const struct ha_rss_owner *owner)
 {
 	struct ha_rss_pages *p = calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	p->book = book;
-	p->swap_bucket = swap;
-	p->arg = arg;
+	p->owner = *owner;
 	p->idx_cap = 2048;
 	p->idx = calloc(p->idx_cap, sizeof *p->idx);
 	p->ents = malloc(SPAN_MAX * sizeof *p->ents);
@@ -364,18 +358,18 @@ static void book_page(struct ha_rss_pages *p, struct page *pg, uint64_t res, uin
 {
 	double rss = (double)res * PAGE * pg->weight, swap = (double)swp * PAGE * pg->weight;
 	if (rss > pg->rss)
-		ha_book_gain(p->book, pg->bucket, rss - pg->rss);
+		p->owner.gain(p->owner.arg, pg->bucket, rss - pg->rss);
 	else if (rss < pg->rss)
-		ha_book_lose(p->book, pg->bucket, pg->rss - rss);
+		p->owner.lose(p->owner.arg, pg->bucket, pg->rss - rss);
 	pg->rss = rss;
 	if (swap != pg->swap && !pg->swap_bucket)
-		pg->swap_bucket = p->swap_bucket(p->arg, pg->bucket);
+		pg->swap_bucket = p->owner.swap_bucket(p->owner.arg, pg->bucket);
 	if (!pg->swap_bucket)
 		return;
 	if (swap > pg->swap)
-		ha_book_gain(p->book, pg->swap_bucket, swap - pg->swap);
+		p->owner.gain(p->owner.arg, pg->swap_bucket, swap - pg->swap);
 	else if (swap < pg->swap)
-		ha_book_lose(p->book, pg->swap_bucket, pg->swap - swap);
+		p->owner.lose(p->owner.arg, pg->swap_bucket, pg->swap - swap);
 	pg->swap = swap;
 }
 
