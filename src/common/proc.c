@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -55,6 +56,35 @@ int ha_proc_status_field(pid_t pid, pid_t tid, const char *name, char *out, size
 	char buf[HA_STATUS_MAX];
 	int rc = ha_proc_status(pid, tid, buf, sizeof buf);
 	return rc < 0 ? rc : ha_status_field(buf, name, out, outlen);
+}
+
+/* A status field in kB, as bytes (0 when missing). */
+static uint64_t status_kb_bytes(const char *status, const char *name)
+{
+	char v[64];
+	if (ha_status_field(status, name, v, sizeof v) != 0)
+		return 0;
+	return strtoull(v, NULL, 10) * 1024;
+}
+
+void ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out)
+{
+	char path[64], buf[256], *p, *end;
+	memset(out, 0, sizeof *out);
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	/* "size resident ...", in pages: past size, resident. */
+	if (ha_read_file(path, buf, sizeof buf) > 0 && !(strtoull(buf, &p, 10) == 0 && p == buf)) {
+		unsigned long long resident = strtoull(p, &end, 10);
+		if (end != p)
+			out->rss = resident * (uint64_t)sysconf(_SC_PAGESIZE);
+	}
+	if (!with_status)
+		return;
+	char status[HA_STATUS_MAX];
+	if (ha_proc_status(pid, 0, status, sizeof status) < 0)
+		return;
+	out->rss_anon = status_kb_bytes(status, "RssAnon");
+	out->swap = status_kb_bytes(status, "VmSwap");
 }
 
 int ha_parse_stat(const char *line, char *state, unsigned long *flags)

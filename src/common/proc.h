@@ -3,11 +3,13 @@
  * Everything in these files is written by the kernel but describes a
  * process that may be hostile (its comm is any 16 bytes, ')' and newlines
  * included), so every parser here bounds what it reads and parses stat
- * after the last ')'.  A missing process reads as -ENOENT or -ESRCH. */
+ * after the last ')'.  A missing process reads as -ENOENT or -ESRCH.
+ * (statm, read here too, is numbers only.) */
 #ifndef HA_PROC_H
 #define HA_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define HA_STATUS_MAX 8192  /* /proc/PID/status is well below this */
@@ -27,6 +29,14 @@ int ha_proc_status_field(pid_t pid, pid_t tid, const char *name, char *out, size
  * letter (3rd field) and the flags (9th; either pointer may be NULL).
  * 0, -errno, or -EINVAL for a line that does not parse. */
 int ha_proc_stat(pid_t pid, pid_t tid, char *state, unsigned long *flags);
+
+/* The process's memory now, in bytes (0 for what could not be read). */
+struct ha_proc_mem {
+	uint64_t rss;           /* resident: /proc/PID/statm */
+	uint64_t rss_anon;      /* with_status: RssAnon of /proc/PID/status */
+	uint64_t swap;          /* with_status: VmSwap */
+};
+void ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out);
 
 /* Does the process still exist, neither a zombie nor exiting? */
 int ha_proc_alive(pid_t pid);

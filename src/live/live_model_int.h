@@ -5,6 +5,8 @@
  *                  call paths as rows; the status line
  *   live_funcs.c   functions as rows: each stack's functions, interned
  *                  when its text comes, summed over the buckets per call
+ *   live_amount.c  what both kinds of rows are made of (below both:
+ *                  live_model.c calls live_funcs.c, never the reverse)
  */
 #ifndef HA_LIVE_MODEL_INT_H
 #define HA_LIVE_MODEL_INT_H
@@ -33,7 +35,7 @@ struct ha_live {
 	char comm[64];
 };
 
-/* live_model.c */
+/* live_amount.c */
 /* Bucket id's amount if it is of kind (else 0). */
 int lm_bucket(const struct ha_live *l, size_t id, int kind, struct ha_live_amount *a);
 /* Whether an amount is a row: it has grown, or (by live bytes) is live. */

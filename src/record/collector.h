@@ -19,37 +19,57 @@ struct ha_cmd {
 	const char *reason;     /* static string: "periodic", "signal", ... */
 };
 
-/* Counters the collector publishes for status lines (relaxed atomics;
- * written only by the collector, after each drain of the ring). */
+/* Counters the collector publishes for status lines: written only by the
+ * collector, after each drain of the ring, and copied word by word with
+ * relaxed atomics (ha_collector_read_stats).  Every one a uint64_t: the
+ * list below makes the struct, and the assertion after it holds the copy
+ * to that layout. */
+#define HA_COLLECTOR_STATS(X) \
+	X(records)          /* records framed */ \
+	X(samples)          /* samples booked */ \
+	X(frees)            /* frees read */ \
+	X(unwind_failures)  /* samples not unwound */ \
+	X(corrupt_records)  /* records that did not check, counted and skipped */ \
+	X(stacks)           /* buckets interned (callstack x kind) */ \
+	X(snapshots)        /* snapshots sent to the writer */ \
+	X(abandoned)        /* records reserved and never published, skipped */ \
+	X(ring_repairs)     /* ring positions the target changed, put back (ring_heal.h) */ \
+	X(ring_skipped)     /* bytes of ring given up on after corruption */ \
+	X(unwind_ns)        /* time spent unwinding */ \
+	X(unwind_cached)    /* unwinds answered by the whole-stack cache (at the end) */ \
+	X(frames)           /* pcs unwound (at the end)... */ \
+	X(fp_frames)        /* ...of which by frame pointer */ \
+	X(ring_bytes)       /* bytes of records consumed */ \
+	X(cpu_ns)           /* CPU time of the collector thread (set when it stops) */ \
+	X(interval)         /* sampling interval in effect (adaptive) */ \
+	X(interval_max)     /* the largest it has been */ \
+	X(peak_bytes)       /* a peak snapshot was written: its live total... */ \
+	X(peak_unix_ms)     /* ...and its unix time, ms */ \
+	X(rss_samples)      /* --rss: page-fault samples booked */ \
+	X(rss_lost)         /* ...lost by the kernel (ring full) */ \
+	X(rss_unwind_failures) /* ...booked with the faulting pc alone */ \
+	X(rss_pages)        /* attributed pages kept (rss_pages.h) */ \
+	X(rss_bytes)        /* attributed resident bytes at the last check */ \
+	X(rss_zero)         /* pages forgotten: the zero page... */ \
+	X(rss_file)         /* ...file-backed or shared... */ \
+	X(rss_dropped)      /* ...no longer present */ \
+	X(rss_check_ns)     /* time spent reading pagemap */ \
+	X(live_frames)      /* frames sent to a live view */ \
+	X(live_ns)          /* ...and the time their copies took */ \
+	X(sref_published)   /* stack references (sref.h): entries published for the agent */ \
+	X(sref_hits)        /* samples that named their stack */ \
+	X(sref_stale)       /* ...naming nothing published (unwind failures) */
+
 struct ha_collector_stats {
-	uint64_t records, samples, frees, unwind_failures, corrupt_records, stacks, snapshots;
-	uint64_t abandoned;     /* records reserved and never published, skipped */
-	uint64_t ring_repairs;  /* ring positions the target changed, put back (ring_heal.h) */
-	uint64_t ring_skipped;  /* bytes of ring given up on after corruption */
-	uint64_t unwind_ns;     /* time spent unwinding */
-	uint64_t unwind_cached; /* unwinds answered by the whole-stack cache (at the end) */
-	uint64_t frames, fp_frames; /* pcs unwound, of which by frame pointer (at the end) */
-	uint64_t ring_bytes;    /* bytes of records consumed */
-	uint64_t cpu_ns;        /* CPU time of the collector thread (set when it stops) */
-	uint64_t interval;      /* sampling interval in effect (adaptive) */
-	uint64_t interval_max;  /* the largest it has been */
-	uint64_t peak_bytes;    /* a peak snapshot was written: its live total... */
-	uint64_t peak_unix_ms;  /* ...and its unix time, ms */
-	/* --rss */
-	uint64_t rss_samples;   /* page-fault samples booked */
-	uint64_t rss_lost;      /* ...lost by the kernel (ring full) */
-	uint64_t rss_unwind_failures; /* booked with the faulting pc alone */
-	uint64_t rss_pages;     /* attributed pages kept (rss_pages.h) */
-	uint64_t rss_bytes;     /* attributed resident bytes at the last check */
-	uint64_t rss_zero, rss_file, rss_dropped; /* pages forgotten, by why */
-	uint64_t rss_check_ns;  /* time spent reading pagemap */
-	uint64_t live_frames;   /* frames sent to a live view */
-	uint64_t live_ns;       /* ...and the time their copies took */
-	/* stack references (sref.h) */
-	uint64_t sref_published; /* entries published for the agent */
-	uint64_t sref_hits;     /* samples that named their stack */
-	uint64_t sref_stale;    /* ...naming nothing published (unwind failures) */
+#define HA_STAT_FIELD(name) uint64_t name;
+	HA_COLLECTOR_STATS(HA_STAT_FIELD)
+#undef HA_STAT_FIELD
 };
+#define HA_STAT_ONE(name) +1
+enum { HA_COLLECTOR_NSTATS = 0 HA_COLLECTOR_STATS(HA_STAT_ONE) };
+#undef HA_STAT_ONE
+_Static_assert(sizeof(struct ha_collector_stats) == HA_COLLECTOR_NSTATS * sizeof(uint64_t),
+               "the stats are copied as an array of uint64_t");
 
 struct ha_collector {
 	/* configuration, set before start */

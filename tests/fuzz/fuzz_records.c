@@ -1,6 +1,6 @@
 /* fuzz_records -- libFuzzer harness for the collector's checks of the
  * records it frames in the ring, ha_rec_take (src/record/rec_check.c, what
- * take_record in collector.c runs), and for what the collector then books
+ * take_record in ring_read.c runs), and for what the collector then books
  * from an accepted sample or free (ha_sample_weight, ha_book_alloc and
  * ha_book_release, src/record/book.c): the target writes every byte of
  * these records.

@@ -12,7 +12,7 @@
  * fuzzer could not guess one), so that inputs can hold published records.
  *
  * The consumer loop is the collector's framing (frame_batch and
- * skip_to_next in src/record/collector.c) reduced to the ring calls: peek
+ * ha_reader_skip_to_next in src/record/ring_read.c) reduced to the ring calls: peek
  * at pos; on a record, check prod covers it, read it all, consume it; on
  * nothing, go on from ha_ring_find_next; stop at a corrupt record.
  * Asserted, besides what the sanitizers check:
@@ -24,7 +24,7 @@
  *  - cons never passes prod, nor moves more than the data size in all;
  *  - the loop ends within size / 8 steps.
  * What the collector then does with a record (take_record's checks of the
- * sample and free records, static in collector.c) is not reached here.
+ * sample and free records, static in ring_read.c) is not reached here.
  *
  * fuzz-sources:
  */
