@@ -142,6 +142,15 @@ static void close_foreign_fd(int *fdp)
 		(void)close(fd);
 }
 
+/* Forget the ring mapping (unmapped, lost to the program, or never in
+ * this fork() child).  Under the fork lock. */
+static void ring_forget(void)
+{
+	g_ring = NULL;
+	g_ring_data = 0;
+	g_ring_inherited = 0;
+}
+
 /* Unmap [lo, hi) of our ring mapping if it is not empty. */
 static void unmap_part(uintptr_t lo, uintptr_t hi)
 {
@@ -163,15 +172,11 @@ static void ring_unmap(void)
 			unmap_part(r0, lo < r1 ? lo : r1);
 			unmap_part(hi > r0 ? hi : r0, r1);
 		}
-		g_ring = NULL;
-		g_ring_data = 0;
-		g_ring_inherited = 0;
+		ring_forget();
 	}
 	if (g_ring) {
 		ha_ring_unmap(g_ring, g_ring_data, g_ring_count);
-		g_ring = NULL;
-		g_ring_data = 0;
-		g_ring_inherited = 0;
+		ring_forget();
 	}
 	ha_fork_unlock();
 }
@@ -220,9 +225,7 @@ static void forget_parent_session(int verify)
 		/* Normally MADV_DONTFORK kept it out of the child. */
 		if (g_ring_inherited && !verify)
 			ha_ring_unmap(g_ring, g_ring_data, g_ring_count);
-		g_ring = NULL;
-		g_ring_data = 0;
-		g_ring_inherited = 0;
+		ring_forget();
 	}
 	child_close(&g_ring_fd, g_ring_dev, g_ring_ino, verify);
 	child_close(&g_sock, g_sock_dev, g_sock_ino, verify);
@@ -591,6 +594,23 @@ static void ask_short_slices(void)
 	(void)ha_sched_set(0, &a);
 }
 
+/* The handshake's tail, after HELLO, on whichever thread has it (init's
+ * or, when CONFIG was late, the agent thread's): CONFIG within timeout_ms,
+ * activate, READY.  0, or -1 with the session ended (an ERROR sent when
+ * the attacher is still there to read it). */
+static int finish_handshake(struct failure *f, int timeout_ms)
+{
+	if (recv_config(f, timeout_ms) != 0 || activate(f) != 0) {
+		end_session(0, f);
+		return -1;
+	}
+	if (send_counters(g_sock, HA_MSG_READY) != 0) {
+		end_session(0, NULL);  /* attacher gone: nobody to tell */
+		return -1;
+	}
+	return 0;
+}
+
 /* What the agent thread starts with. */
 enum agent_phase { PHASE_CONFIG, PHASE_SERVE };
 
@@ -610,14 +630,8 @@ static void *agent_main(void *arg)
 
 	if ((enum agent_phase)(intptr_t)arg == PHASE_CONFIG) {
 		/* init did not get CONFIG in time: the rest of the handshake */
-		if (recv_config(&f, HA_HANDSHAKE_TIMEOUT_S * 1000) != 0 || activate(&f) != 0) {
-			end_session(0, &f);
+		if (finish_handshake(&f, HA_HANDSHAKE_TIMEOUT_S * 1000) != 0)
 			return NULL;
-		}
-		if (send_counters(g_sock, HA_MSG_READY) != 0) {
-			end_session(0, NULL);  /* attacher gone: nobody to tell */
-			return NULL;
-		}
 	}
 
 	/* DETACH or hang-up: restore either way; DETACHED reaches the attacher
@@ -658,6 +672,19 @@ static int start_thread(enum agent_phase phase)
 	return rc;
 }
 
+/* The agent thread started for phase: HA_INIT_STARTED; or, when it cannot
+ * be, the session ended (the ERROR says pthread_create) and
+ * HA_INIT_NOTHREAD. */
+static int start_agent(enum agent_phase phase, struct failure *f)
+{
+	int rc = start_thread(phase);
+	if (rc == 0)
+		return HA_INIT_STARTED;
+	fail(f, rc, "pthread_create");
+	end_session(0, f);
+	return HA_INIT_NOTHREAD;
+}
+
 /* The session from init, on the hijacked thread (see the top of the file).
  * A HA_INIT_* code. */
 static int init_session(void)
@@ -678,30 +705,18 @@ static int init_session(void)
 	if (rc == 0) {
 		/* The attacher is slow (or an older one, which answers only
 		 * after init returned): leave the rest to the agent thread. */
-		rc = start_thread(PHASE_CONFIG);
-		if (rc == 0)
-			return HA_INIT_STARTED;
-		fail(&f, rc, "pthread_create");
-		end_session(0, &f);
-		return HA_INIT_NOTHREAD;
+		return start_agent(PHASE_CONFIG, &f);
 	}
-	if (recv_config(&f, 0) != 0 || activate(&f) != 0)
-		goto failed;
-	if (send_counters(g_sock, HA_MSG_READY) != 0) {
-		end_session(0, NULL);  /* attacher gone: nobody to tell */
+	/* Past connect_attacher, the peer is verified: a failure here is
+	 * said to it (finish_handshake ends the session). */
+	if (finish_handshake(&f, 0) != 0)
 		return HA_INIT_FAILED;
-	}
 	/* The thread only now: started before READY, it could end the
 	 * session (a hang-up) while this thread still uses the socket.  A
-	 * DETACH that comes meanwhile waits in the socket. */
-	rc = start_thread(PHASE_SERVE);
-	if (rc == 0)
-		return HA_INIT_STARTED;
-	/* The attacher has READY and sees this ERROR as a hang-up; the process
-	 * is restored before init returns. */
-	fail(&f, rc, "pthread_create");
-	end_session(0, &f);
-	return HA_INIT_NOTHREAD;
+	 * DETACH that comes meanwhile waits in the socket.  If it cannot be
+	 * started, the attacher has READY and sees the ERROR as a hang-up;
+	 * the process is restored before init returns. */
+	return start_agent(PHASE_SERVE, &f);
 
 failed:
 	if (!verified)

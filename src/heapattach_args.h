@@ -1,6 +1,7 @@
-/* heapattach_args.h -- heapattach's command line: the options and their
- * parser (heapattach_args.c).  Every value is checked here, with one line
- * naming the option and the bad value, before anything else happens. */
+/* heapattach_args.h -- heapattach's command line: the options, their
+ * defaults and their parser, and the ring split the options ask for
+ * (heapattach_args.c).  Every value is checked here, with one line naming
+ * the option and the bad value, before anything else happens. */
 #ifndef HA_HEAPATTACH_ARGS_H
 #define HA_HEAPATTACH_ARGS_H
 
@@ -16,7 +17,7 @@ struct options {
 	int verbose;
 	const char *agent;      /* --agent */
 	uint64_t ring_bytes;    /* all rings' data together */
-	uint64_t rings;         /* --rings; 0: as many as ha_rings_for gives */
+	uint64_t rings;         /* --rings; 0: as many as ha_args_rings gives */
 	uint64_t interval;
 	uint64_t stack_bytes;
 	int block;
@@ -31,9 +32,17 @@ struct options {
 	struct ha_push_conf push; /* --push and its options; nurls 0: none */
 };
 
+/* The defaults of every option, set before ha_parse_args. */
+void ha_args_defaults(struct options *o);
+
 /* Parse argv into *o (whose defaults the caller set).  --help and
  * --version print and exit 0; 0, or -1 after one line on stderr (a usage
  * error). */
 int ha_parse_args(int argc, char **argv, struct options *o);
+
+/* How many rings o->ring_bytes is split into: --rings, or one per CPU (at
+ * least 4, none under 1 MiB); 0, or -1 after one line on stderr (a usage
+ * error: a size that is not a power of two, or rings under 64K). */
+int ha_args_rings(const struct options *o, uint32_t *rings);
 
 #endif

@@ -1,0 +1,122 @@
+/* heapattach_int.h -- what the files of the heapattach command share, and
+ * nothing else: the exit codes, what ends a session, the database opened
+ * alongside the injection, and each file's entry points.
+ *
+ * The command is one file a concern, and they call one way only:
+ *
+ *   heapattach.c            main: the order of events, the refusals
+ *     -> heapattach_args.c     options (a leaf)
+ *     -> heapattach_db.c       the database's name, checks and open (a leaf)
+ *     -> heapattach_session.c  the agent: inject, handshake, detach
+ *     -> heapattach_stay.c     cmd_setup_signals only
+ *     -> heapattach_record.c   one recording session, start to summary
+ *          -> heapattach_session.c (detach), heapattach_db.c,
+ *             heapattach_live.c, heapattach_status.c (the summary)
+ *          -> heapattach_stay.c   the loop while attached
+ *               -> heapattach_live.c, heapattach_status.c (the line)
+ *
+ * No file calls back into one that calls it; heapattach_live.c and
+ * heapattach_status.c call only libraries.
+ */
+#ifndef HA_HEAPATTACH_INT_H
+#define HA_HEAPATTACH_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "heapattach_args.h"
+
+struct ha_collector;
+struct ha_counters;
+struct ha_db;
+struct ha_db_session;
+struct ha_live;
+struct ha_pf;
+struct ha_push;
+struct ha_queue;
+struct ha_session;
+struct ha_target;
+struct ha_view;
+struct ha_writer;
+
+/* heapattach(1)'s exit status: 0 for a session recorded (or a target that
+ * exited), 1 refused before the target was touched, 2 a usage error, 3 a
+ * failure once under way. */
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_FAILED = 3 };
+
+/* What ends a session. */
+enum stop_reason { STOP_SIGNAL, STOP_DURATION, STOP_TARGET_EXIT, STOP_TARGET_EXEC, STOP_AGENT_LOST };
+
+/* ---- heapattach_db.c: the database ---------------------------------- */
+
+/* Opening (and checking, or creating) the database costs a few ms of CPU;
+ * on a busy machine every ms the attacher spends before the agent is ready
+ * adds many more of waiting for a CPU, so it is done on its own thread while
+ * the agent is injected. */
+struct db_open_job {
+	const char *path;
+	struct ha_db *db;
+	double ms;
+	int rc;
+	const char *gate;       /* $HEAPATTACH_TEST_DB_GATE (tests only), or NULL */
+	int threaded;           /* th runs db_open_thread */
+	int done;               /* opened (or failed) already, before the attach */
+	pthread_t th;
+	char err[512];
+};
+
+void default_db_name(const struct ha_target *t, char *out, size_t outlen);
+int db_path_usable(const char *path, char *err, size_t errlen);
+void db_open_start(struct db_open_job *j);
+int db_open_finish(struct db_open_job *j);
+void db_open_abandon(struct db_open_job *j);
+
+/* ---- heapattach_session.c: the agent -------------------------------- */
+
+int cmd_find_agent(const struct options *o, char *out, size_t outlen);
+int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
+               struct db_open_job *dbj, double t_start, double t_checked);
+int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_session *s,
+               enum stop_reason why, int signo);
+
+/* ---- heapattach_stay.c: signals, timers, the loop while attached ---- */
+
+int cmd_setup_signals(void);
+enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s, int sigfd,
+                                   struct ha_collector *coll, struct ha_live *live,
+                                   struct ha_view *view, struct ha_push *push, int *signo);
+
+/* ---- heapattach_status.c: what the user reads of the counters ------- */
+
+void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
+                      uint64_t *last_samples, struct ha_live *live, struct ha_push *push);
+void cmd_print_summary(const struct options *o, const struct ha_session *s,
+                       struct ha_collector *c, const struct ha_writer *w,
+                       const struct ha_db_session *info, const char *dbname);
+void cmd_print_push(const struct ha_push *push);
+
+/* ---- heapattach_live.c: the live model and the --live view ---------- */
+
+/* The view and the stderr it holds while it owns the terminal. */
+struct cmd_view {
+	struct ha_view *view;   /* NULL: no view */
+	int saved_stderr;       /* the real stderr while held, or -1 */
+	int held;               /* the memory file holding what was said, or -1 */
+};
+
+struct ha_live *cmd_live_start(const struct options *o, const struct ha_target *t,
+                               double start_time, struct ha_queue *q);
+void cmd_live_feed(struct ha_queue *q, struct ha_live *live, int wait_ms);
+void cmd_live_end(struct ha_queue *q, struct ha_live *live);
+void cmd_view_open(const struct options *o, struct ha_live *live, struct cmd_view *v);
+void cmd_view_close(struct cmd_view *v);
+
+/* ---- heapattach_record.c: one recording session --------------------- */
+
+struct ha_pf *cmd_open_rss(const struct options *o, pid_t pid);
+int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
+                int sigfd, struct db_open_job *dbj, const char *dbname, struct ha_pf *pf);
+
+#endif
