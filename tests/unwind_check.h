@@ -1,5 +1,6 @@
 /* unwind_check.h -- what the two halves of the unwinder's self-test share
- * (tests/unwind_check.c checks, tests/unwind_child.c is the child side):
+ * (tests/unwind_check.c and unwind_check_hostile.c check,
+ * tests/unwind_child.c is the child side):
  * the capture record a child leaves in shared memory (or a target writes
  * to a file for --attach), and the scenarios a child can run. */
 #ifndef HA_TESTS_UNWIND_CHECK_H
@@ -45,6 +46,14 @@ struct child {
 	int release_w;
 	struct uc_record *rec;
 };
+
+/* The capture's registers as the unwinder takes them (unwind_check.c). */
+struct ha_regs;
+void rec_regs(const struct uc_record *r, struct ha_regs *regs);
+/* The checks on damaged copies, a pc past its segment, a return address's
+ * state, a stale map (unwind_check_hostile.c): how many failed. */
+struct ha_unwinder;
+int uc_hostile_copies(struct ha_unwinder *u, pid_t pid, const struct uc_record *r);
 
 /* Fork a child that runs scenario sc and waits, captured, until reap. */
 int spawn(enum scenario sc, struct child *ch);
