@@ -269,11 +269,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 				return 0;
 			}
 			nsys++;
-			if (j->die_at[0]) {
-				char pt[64];
-				snprintf(pt, sizeof pt, "syscall@%s", what);
-				inj_test_die_at(j, pt);
-			}
+			inj_test_die_in(j, "syscall", what);
 			PT(resume_req(h, ret_sp), h->tid, 0, 0);
 			continue;
 		}
@@ -287,11 +283,7 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			 * frame's rt_sigreturn (the next system call) */
 			h->marked = 1;
 			t_mark = ha_now_ms();
-			if (j->die_at[0]) {
-				char pt[64];
-				snprintf(pt, sizeof pt, "mark@%s", what);
-				inj_test_die_at(j, pt);
-			}
+			inj_test_die_in(j, "mark", what);
 			PT(PTRACE_SYSCALL, h->tid, 0, 0);
 			continue;
 		}

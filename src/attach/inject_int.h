@@ -2,6 +2,7 @@
  * src/attach that implement inject.h and by nothing else.
  *
  *   inject.c        the whole injection, start to end, on its helper thread
+ *   inject_log.c    progress lines and test hooks (calls none of the others)
  *   inject_wait.c   waiting for ptrace events of our tracees
  *   inject_resolve.c  where dlopen, dlerror and the agent's init are
  *   inject_pick.c   choosing the thread to hijack ("probes")
@@ -91,6 +92,10 @@ struct injection {
 	pid_t tried[MAX_TRIED];  /* blocked threads found unsafe: try others first */
 	size_t ntried;
 	int sigfd;               /* signalfd for SIGCHLD, or -1 (see inj_wait_event) */
+	/* Status changes of tracees other than the one waited for: the
+	 * probes' (set by inj_pick_thread).  A pointer, so that inject_wait.c,
+	 * below inject_pick.c, need not call back into it by name. */
+	void (*other_event)(struct injection *j, pid_t tid, int st);
 	int watching;            /* o->watch/o->step apply (the init call runs) */
 	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's point, "" if unset */
 	int die_after;           /* its N: hits left */
@@ -116,13 +121,17 @@ struct hijack {
 	int sched_set;           /* inj_hijack_sched changed it */
 };
 
-/* inject.c: a progress line on stderr when o->verbose. */
+/* inject_log.c: a progress line on stderr when o->verbose. */
 void inj_log(const struct injection *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* inject.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
+/* inject_log.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
  * kills heapattach (SIGKILL) the Nth time (default 1) the injection passes
- * POINT.  Returns 0 otherwise. */
+ * POINT.  Returns 0 otherwise.  inj_test_die_in is the point KIND@WHAT
+ * (e.g. "syscall@dlopen"); inj_test_hooks_read reads the environment, once,
+ * before the injection starts. */
+void inj_test_hooks_read(struct injection *j);
 int inj_test_die_at(struct injection *j, const char *point);
+int inj_test_die_in(struct injection *j, const char *kind, const char *what);
 
 /* inject_wait.c */
 void inj_wait_event(struct injection *j, double until);
@@ -136,7 +145,6 @@ void inj_warm_up(pid_t pid, const struct ha_maps *maps);
 
 /* inject_pick.c */
 int inj_pick_thread(struct injection *j, struct hijack *h);
-void inj_probe_event(struct injection *j, pid_t tid, int st);
 
 /* inject_sched.c */
 void inj_sched_prefer(pid_t tid, int boost);

@@ -6,7 +6,7 @@
  * room for our calls), its registers in h->regs -- or -1 with j->err set.
  * Every other thread it seized ("probes") is let go the moment it stops,
  * with any signal it was to get; the injector's waits keep doing that
- * after the choice (inj_probe_event).  A group
+ * after the choice (probe_event, as j->other_event).  A group
  * stop (job control) during the search is a refusal: the thread stays in
  * it.  Threads blocked in a system call are tried first, then running
  * ones, then those in uninterruptible sleep; the search goes round until
@@ -255,8 +255,8 @@ static struct probe *probe_find(struct injection *j, pid_t tid)
 }
 
 /* A status change of thread tid reported by waitpid, when it is not the
- * one being waited for: one of our probes. */
-void inj_probe_event(struct injection *j, pid_t tid, int st)
+ * one being waited for: one of our probes (j->other_event). */
+static void probe_event(struct injection *j, pid_t tid, int st)
 {
 	struct probe *p = probe_find(j, tid);
 	int event = st >> 16, sig = WSTOPSIG(st);
@@ -448,6 +448,7 @@ int inj_pick_thread(struct injection *j, struct hijack *h)
 	long pause_us = 500;
 
 	snprintf(j->last, sizeof j->last, "no thread tried");
+	j->other_event = probe_event;   /* from now on, for every wait */
 	for (j->round = 1; ha_now_ms() < j->deadline; j->round++) {
 		struct cand *c = NULL;
 		size_t n = 0;
