@@ -169,7 +169,8 @@ restore:
 	} else if (h.tid && rc != 0) {
 		/* stopped but nothing saved yet (or the call could not be
 		 * undone): let it go as it is */
-		PT(PTRACE_DETACH, h.tid, 0, 0);
+		if (PT(j, PTRACE_DETACH, h.tid, 0, 0) == PT_FAILED)
+			inj_log(j, "note: cannot let thread %d go: %s", (int)h.tid, j->pt_err);
 	}
 	inj_log(j, "thread %d stopped for %.3f ms in total", (int)h.tid, ha_now_ms() - t1);
 out:

@@ -119,7 +119,7 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
 	siginfo_t si;
 	char extra[96] = "";
 
-	if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0) {
+	if (PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) == PT_OK) {
 		if (sig == SIGSYS)
 			snprintf(extra, sizeof extra, " (seccomp denied system call %d)",
 			         si.si_syscall);
@@ -138,12 +138,13 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
  * rt_sigreturn put back (during the calls it is h->call_mask); not by rsp,
  * which its own code may take anywhere.  A thread whose own mask is the
  * calls' cannot be told: taken as still in the call. */
-static int returned(const struct hijack *h)
+static int returned(struct injection *j, const struct hijack *h)
 {
 	uint64_t mask;
 
 	return h->prepared && h->sigmask != h->call_mask &&
-	       PT(PTRACE_GETSIGMASK, h->tid, sizeof mask, &mask) == 0 && mask != h->call_mask;
+	       PT(j, PTRACE_GETSIGMASK, h->tid, sizeof mask, &mask) == PT_OK &&
+	       mask != h->call_mask;
 }
 
 /* The call did not return in time: stop the thread so that it can be put
@@ -156,18 +157,21 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 	double deadline = ha_now_ms() + ABORT_WAIT_MS;
 	int st;
 
-	PT(PTRACE_INTERRUPT, h->tid, 0, 0);
+	/* gone: its exit comes next; any other failure: it cannot be stopped */
+	if (PT(j, PTRACE_INTERRUPT, h->tid, 0, 0) == PT_FAILED)
+		deadline = 0;
 	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			break;
 		if (WIFSTOPPED(st) && (st >> 16) == 0 && WSTOPSIG(st) == (SIGTRAP | 0x80)) {
 			/* a syscall stop is no place to restore at (see
 			 * inj_end_calls): on to the interrupt stop */
-			PT(PTRACE_CONT, h->tid, 0, 0);
+			if (PT(j, PTRACE_CONT, h->tid, 0, 0) == PT_FAILED)
+				break;
 			continue;
 		}
 		if (WIFSTOPPED(st)) {
-			if (returned(h)) {
+			if (returned(j, h)) {
 				inj_hijack_sched(j, h, 0);
 				h->saved = 0;   /* detached as it is */
 				ha_err(j->err, j->errlen, "%s did not return within %d ms in process "
@@ -201,12 +205,26 @@ static enum __ptrace_request resume_req(const struct hijack *h, uint64_t ret_sp)
  * Should another sender's tgkill of that signal land right there, the
  * call goes on on syscall stops to the same end, and our own mark, met
  * later, is delivered: ignored. */
-static int is_mark(const struct hijack *h, const struct user_regs_struct *regs)
+static int is_mark(struct injection *j, const struct hijack *h,
+                   const struct user_regs_struct *regs)
 {
 	siginfo_t si;
 
 	return regs->rsp < h->frame && regs->rsp >= h->frame - MARK_STACK &&
-	       PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0 && si.si_code == SI_TKILL;
+	       PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) == PT_OK && si.si_code == SI_TKILL;
+}
+
+/* Let the thread, stopped during a call, go on with req, delivering sig.
+ * Gone (killed meanwhile): 0, its end is the next status.  Any other
+ * failure: -1 with j->err set, the thread still stopped (and restored). */
+static int resume(struct injection *j, struct hijack *h, const char *what,
+                  enum __ptrace_request req, int sig)
+{
+	if (PT(j, req, h->tid, 0, sig) != PT_FAILED)
+		return 0;
+	ha_err(j->err, j->errlen, "cannot resume %s on thread %d: %s", what, (int)h->tid,
+	       j->pt_err);
+	return -1;
 }
 
 /* Wait for the end of a call.  ret_sp 0: the syscall-entry stop of the
@@ -249,12 +267,13 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			continue;
 		sig = WSTOPSIG(st);
 		if ((st >> 16) != 0) {          /* event stop: keep going */
-			PT(resume_req(h, ret_sp), h->tid, 0, 0);
+			if (resume(j, h, what, resume_req(h, ret_sp), 0) < 0)
+				return -1;
 			continue;
 		}
-		if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0) {
+		if (PT(j, PTRACE_GETREGS, h->tid, 0, &regs) != PT_OK) {
 			ha_err(j->err, j->errlen, "cannot read registers of thread %d: %s",
-			       (int)h->tid, strerror(errno));
+			       (int)h->tid, j->pt_err);
 			return -1;
 		}
 		if (sig == (SIGTRAP | 0x80)) {  /* a syscall stop */
@@ -270,7 +289,8 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			}
 			nsys++;
 			inj_test_die_in(j, "syscall", what);
-			PT(resume_req(h, ret_sp), h->tid, 0, 0);
+			if (resume(j, h, what, resume_req(h, ret_sp), 0) < 0)
+				return -1;
 			continue;
 		}
 		if (ret_sp && sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
@@ -278,13 +298,14 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			return 0;
 		}
 		if (!ret_sp && h->mark_chain && !h->marked && sig == j->mark_sig &&
-		    is_mark(h, &regs)) {
+		    is_mark(j, h, &regs)) {
 			/* the call is over: the signal dropped, on to the
 			 * frame's rt_sigreturn (the next system call) */
 			h->marked = 1;
 			t_mark = ha_now_ms();
 			inj_test_die_in(j, "mark", what);
-			PT(PTRACE_SYSCALL, h->tid, 0, 0);
+			if (resume(j, h, what, PTRACE_SYSCALL, 0) < 0)
+				return -1;
 			continue;
 		}
 		if ((SYNC_SIGNALS >> (sig - 1)) & 1) {
@@ -292,10 +313,11 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			/* kernel-generated (si_code > 0): a fault in the call --
 			 * unless the thread is back in its own code, whose fault
 			 * it is: delivered to it, the thread let go as it is */
-			if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) < 0 || si.si_code > 0) {
-				if (returned(h)) {
+			if (PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) != PT_OK || si.si_code > 0) {
+				if (returned(j, h)) {
 					inj_hijack_sched(j, h, 0);
-					PT(PTRACE_DETACH, h->tid, 0, sig);
+					if (PT(j, PTRACE_DETACH, h->tid, 0, sig) == PT_FAILED)
+						inj_log(j, "note: thread %d: %s", (int)h->tid, j->pt_err);
 					h->saved = 0;
 					ha_err(j->err, j->errlen, "%s: thread %d went back to its own code "
 					       "through the frame before its end was seen", what,
@@ -307,7 +329,8 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 			}
 		}
 		/* an asynchronous signal our mask cannot hold back */
-		PT(resume_req(h, ret_sp), h->tid, 0, sig);
+		if (resume(j, h, what, resume_req(h, ret_sp), sig) < 0)
+			return -1;
 	}
 }
 
@@ -354,9 +377,9 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 	 * the last call's rt_sigreturn, that syscall is skipped */
 	regs.orig_rax = (uint64_t)-1;
 	regs.eflags &= ~(uint64_t)(X86_EFLAGS_DF | X86_EFLAGS_TF);
-	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0) {
+	if (PT(j, PTRACE_SETREGS, h->tid, 0, &regs) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
-		       strerror(errno));
+		       j->pt_err);
 		return -1;
 	}
 	h->at_sigreturn = 0;
@@ -366,9 +389,10 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 			return -1;
 		h->prepared = 1;
 	}
-	if (inj_test_die_at(j, what) || PT(resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) < 0) {
+	inj_test_die_at(j, what);
+	if (PT(j, resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
-		       strerror(errno));
+		       j->pt_err);
 		return -1;
 	}
 	rc = wait_call(j, h, what, legacy ? sp + 8 : 0, ret);
@@ -392,14 +416,18 @@ int inj_end_calls(struct injection *j, struct hijack *h)
 
 	if (!h->at_sigreturn)
 		return 0;              /* at an interrupt or signal stop already */
-	if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0)
+	if (PT(j, PTRACE_GETREGS, h->tid, 0, &regs) != PT_OK)
 		goto fail;
 	regs.rip = j->sigreturn_fn;
 	regs.orig_rax = (uint64_t)-1;
-	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0 || PT(PTRACE_INTERRUPT, h->tid, 0, 0) < 0 ||
-	    inj_test_die_at(j, "end") || PT(PTRACE_CONT, h->tid, 0, 0) < 0)
+	if (PT(j, PTRACE_SETREGS, h->tid, 0, &regs) != PT_OK ||
+	    PT(j, PTRACE_INTERRUPT, h->tid, 0, 0) != PT_OK)
+		goto fail;
+	inj_test_die_at(j, "end");
+	if (PT(j, PTRACE_CONT, h->tid, 0, 0) != PT_OK)
 		goto fail;
 	h->at_sigreturn = 0;
+	snprintf(j->pt_err, sizeof j->pt_err, "no stop within %d ms", ABORT_WAIT_MS);
 	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			h->saved = 0;
@@ -410,12 +438,14 @@ int inj_end_calls(struct injection *j, struct hijack *h)
 			continue;
 		if ((st >> 16) == PTRACE_EVENT_STOP)
 			return 0;
-		/* a signal our mask cannot hold back (SIGSTOP): delivered */
-		PT(PTRACE_CONT, h->tid, 0, (st >> 16) ? 0 : WSTOPSIG(st));
+		/* a signal our mask cannot hold back (SIGSTOP): delivered;
+		 * gone meanwhile: its exit is the next status */
+		if (PT(j, PTRACE_CONT, h->tid, 0, (st >> 16) ? 0 : WSTOPSIG(st)) == PT_FAILED)
+			break;
 	}
 fail:
 	ha_err(j->err, j->errlen, "cannot stop thread %d after the agent's init: %s", (int)h->tid,
-	       strerror(errno));
+	       j->pt_err);
 	return -1;
 }
 

@@ -3,6 +3,7 @@
  *
  *   inject.c        the whole injection, start to end, on its helper thread
  *   inject_log.c    progress lines and test hooks (calls none of the others)
+ *   inject_ptrace.c every ptrace request, checked, named when it fails
  *   inject_wait.c   waiting for ptrace events of our tracees
  *   inject_resolve.c  where dlopen, dlerror and the agent's init are
  *   inject_pick.c   choosing the thread to hijack ("probes")
@@ -44,10 +45,16 @@
                       (1ULL << (SIGILL - 1)) | (1ULL << (SIGFPE - 1)) | \
                       (1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSYS - 1)))
 
-/* glibc's ptrace() reads addr and data as void * varargs: pass them as
- * such (a plain int argument would leave the upper half undefined). */
-#define PT(req, tid, addr, data) \
-	ptrace((req), (tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
+/* Every ptrace request goes through inj_ptrace (inject_ptrace.c), which
+ * names it in j->pt_err when it fails; PT() takes pointers and integers
+ * alike for addr and data. */
+enum pt_rc {
+	PT_OK,                   /* done */
+	PT_GONE,                 /* ESRCH: exited, being killed, or not stopped */
+	PT_FAILED,               /* any other error (errno, j->pt_err) */
+};
+#define PT(j, req, tid, addr, data) \
+	inj_ptrace((j), (req), (tid), (uint64_t)(uintptr_t)(addr), (uint64_t)(uintptr_t)(data))
 
 /* A thread seized while looking for one to hijack (see inject_pick.c). */
 enum { PR_FREE, PR_WAIT };
@@ -97,6 +104,7 @@ struct injection {
 	 * below inject_pick.c, need not call back into it by name. */
 	void (*other_event)(struct injection *j, pid_t tid, int st);
 	int watching;            /* o->watch/o->step apply (the init call runs) */
+	char pt_err[96];         /* the last failed ptrace request and its error */
 	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's point, "" if unset */
 	int die_after;           /* its N: hits left */
 };
@@ -132,6 +140,10 @@ void inj_log(const struct injection *j, const char *fmt, ...)
 void inj_test_hooks_read(struct injection *j);
 int inj_test_die_at(struct injection *j, const char *point);
 int inj_test_die_in(struct injection *j, const char *kind, const char *what);
+
+/* inject_ptrace.c: one ptrace request, checked (see enum pt_rc). */
+enum pt_rc inj_ptrace(struct injection *j, enum __ptrace_request req, pid_t tid, uint64_t addr,
+                      uint64_t data);
 
 /* inject_wait.c */
 void inj_wait_event(struct injection *j, double until);

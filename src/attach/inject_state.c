@@ -20,6 +20,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -41,16 +42,20 @@ int inj_save_state(struct injection *j, struct hijack *h)
 	}
 	iov.iov_base = h->fp;
 	iov.iov_len = XSTATE_MAX;
-	if (PT(PTRACE_GETREGSET, h->tid, NT_X86_XSTATE, &iov) == 0 &&
+	if (PT(j, PTRACE_GETREGSET, h->tid, NT_X86_XSTATE, &iov) == PT_OK &&
 	    iov.iov_len >= FXSAVE_SIZE && iov.iov_len < XSTATE_MAX) {
 		h->fptype = NT_X86_XSTATE;
 	} else {
 		iov.iov_base = h->fp;
 		iov.iov_len = FXSAVE_SIZE;
-		if (PT(PTRACE_GETREGSET, h->tid, NT_PRFPREG, &iov) < 0 ||
-		    iov.iov_len != FXSAVE_SIZE) {
+		if (PT(j, PTRACE_GETREGSET, h->tid, NT_PRFPREG, &iov) != PT_OK) {
 			ha_err(j->err, j->errlen, "cannot read the FP state of thread %d: %s",
-			       (int)h->tid, strerror(errno));
+			       (int)h->tid, j->pt_err);
+			return -1;
+		}
+		if (iov.iov_len != FXSAVE_SIZE) {
+			ha_err(j->err, j->errlen, "cannot read the FP state of thread %d: %zu bytes",
+			       (int)h->tid, iov.iov_len);
 			return -1;
 		}
 		h->fptype = NT_PRFPREG;
@@ -58,15 +63,15 @@ int inj_save_state(struct injection *j, struct hijack *h)
 	h->fplen = iov.iov_len;
 	/* returns the mask to restore even inside sigsuspend/ppoll (the
 	 * kernel's saved_sigmask) */
-	if (PT(PTRACE_GETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) < 0) {
+	if (PT(j, PTRACE_GETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot read the signal mask of thread %d: %s",
-		       (int)h->tid, strerror(errno));
+		       (int)h->tid, j->pt_err);
 		return -1;
 	}
 	/* syscall stops tell the end of a call (SIGTRAP | 0x80) */
-	if (PT(PTRACE_SETOPTIONS, h->tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
+	if (PT(j, PTRACE_SETOPTIONS, h->tid, 0, PTRACE_O_TRACESYSGOOD) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot set ptrace options of thread %d: %s",
-		       (int)h->tid, strerror(errno));
+		       (int)h->tid, j->pt_err);
 		return -1;
 	}
 	h->saved = 1;
@@ -90,9 +95,9 @@ int inj_prepare_calls(struct injection *j, struct hijack *h)
 	mask = ~SYNC_SIGNALS;
 	if (j->mark_sig)
 		mask &= ~(1ULL << (j->mark_sig - 1));
-	if (PT(PTRACE_SETSIGMASK, h->tid, sizeof mask, &mask) < 0) {
+	if (PT(j, PTRACE_SETSIGMASK, h->tid, sizeof mask, &mask) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot block signals of thread %d: %s",
-		       (int)h->tid, strerror(errno));
+		       (int)h->tid, j->pt_err);
 		return -1;
 	}
 	h->call_mask = mask;
@@ -110,9 +115,9 @@ int inj_prepare_calls(struct injection *j, struct hijack *h)
 		fx.mxcsr = 0x1f80;
 		iov.iov_base = &fx;
 		iov.iov_len = sizeof fx;
-		if (PT(PTRACE_SETREGSET, h->tid, NT_PRFPREG, &iov) < 0)
+		if (PT(j, PTRACE_SETREGSET, h->tid, NT_PRFPREG, &iov) != PT_OK)
 			inj_log(j, "note: cannot reset the FP control state of thread %d: %s",
-			        (int)h->tid, strerror(errno));
+			        (int)h->tid, j->pt_err);
 	}
 	return 0;
 }
@@ -125,32 +130,33 @@ int inj_prepare_calls(struct injection *j, struct hijack *h)
 int inj_restore_state(struct injection *j, struct hijack *h, int have_err)
 {
 	struct iovec iov = { h->fp, h->fplen };
-	const char *what = NULL;
-	int e = 0;
+	char what[sizeof j->pt_err + 16] = "";
 
 	if (h->at_sigreturn) {
 		/* stuck at the entry of the frame's rt_sigreturn (inj_end_calls
 		 * failed): let it run, it restores the thread (inject_frame.c) */
 		inj_hijack_sched(j, h, 0);
-		PT(PTRACE_DETACH, h->tid, 0, 0);
+		if (PT(j, PTRACE_DETACH, h->tid, 0, 0) != PT_OK)
+			inj_log(j, "note: thread %d: %s", (int)h->tid, j->pt_err);
 		h->saved = 0;
 		return -1;
 	}
-	if (PT(PTRACE_SETREGSET, h->tid, h->fptype, &iov) < 0)
-		what = "FP state", e = errno;
-	if (PT(PTRACE_SETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) < 0 && !what)
-		what = "signal mask", e = errno;
+	/* each step is tried whatever the one before did; the first failure
+	 * is the one told */
+	if (PT(j, PTRACE_SETREGSET, h->tid, h->fptype, &iov) != PT_OK)
+		snprintf(what, sizeof what, "FP state, %s", j->pt_err);
+	if (PT(j, PTRACE_SETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) != PT_OK && !what[0])
+		snprintf(what, sizeof what, "signal mask, %s", j->pt_err);
 	inj_test_die_at(j, "restore");
-	if (PT(PTRACE_SETREGS, h->tid, 0, &h->regs) < 0 && !what)
-		what = "registers", e = errno;
+	if (PT(j, PTRACE_SETREGS, h->tid, 0, &h->regs) != PT_OK && !what[0])
+		snprintf(what, sizeof what, "registers, %s", j->pt_err);
 	inj_hijack_sched(j, h, 0);
-	if (PT(PTRACE_DETACH, h->tid, 0, 0) < 0 && !what)
-		what = "detach", e = errno;
+	if (PT(j, PTRACE_DETACH, h->tid, 0, 0) != PT_OK && !what[0])
+		snprintf(what, sizeof what, "detach, %s", j->pt_err);
 	h->saved = 0;
-	if (!what)
+	if (!what[0])
 		return 0;
 	if (!have_err)
-		ha_err(j->err, j->errlen, "cannot restore thread %d (%s): %s", (int)h->tid, what,
-		       strerror(e));
+		ha_err(j->err, j->errlen, "cannot restore thread %d (%s)", (int)h->tid, what);
 	return -1;
 }
