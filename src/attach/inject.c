@@ -163,15 +163,8 @@ static int inject_run(struct injection *j)
 		goto restore;
 	rc = 0;
 restore:
-	if (h.saved) {
-		if (inj_restore_state(j, &h, rc != 0) < 0)
-			rc = -1;
-	} else if (h.tid && rc != 0) {
-		/* stopped but nothing saved yet (or the call could not be
-		 * undone): let it go as it is */
-		if (PT(j, PTRACE_DETACH, h.tid, 0, 0) == PT_FAILED)
-			inj_log(j, "note: cannot let thread %d go: %s", (int)h.tid, j->pt_err);
-	}
+	if (inj_release(j, &h, rc != 0) < 0)
+		rc = -1;
 	inj_log(j, "thread %d stopped for %.3f ms in total", (int)h.tid, ha_now_ms() - t1);
 out:
 	free(h.fp);

@@ -8,7 +8,7 @@
  *   inject_resolve.c  where dlopen, dlerror and the agent's init are
  *   inject_pick.c   choosing the thread to hijack ("probes")
  *   inject_sched.c  short time slices for the threads on the attach's path
- *   inject_state.c  saving and restoring the hijacked thread
+ *   inject_state.c  the hijacked thread's states; saving and restoring it
  *   inject_frame.c  the signal frame our calls return through
  *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
  *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
@@ -109,10 +109,40 @@ struct injection {
 	int die_after;           /* its N: hits left */
 };
 
+/* Where the hijacked thread is; what is left to do with it follows from
+ * that alone (inj_release).  Changed only by inj_hij_set (inject_state.c),
+ * which knows the allowed steps:
+ *
+ *   NONE -> STOPPED -> SAVED -> CALLING <-> AT_SIGRETURN    any live state
+ *                                  |  \        ^           -> RELEASED
+ *                                  |   MARKED -'           -> GONE
+ *                                  '-> ENDED
+ *
+ * (CALLING -> AT_SIGRETURN directly when the call has no mark.) */
+enum hij_state {
+	HIJ_NONE,                /* no thread chosen yet */
+	HIJ_STOPPED,             /* stopped by the thread search, nothing of ours in it:
+	                          * let go as it is */
+	HIJ_SAVED,               /* its state saved (regs, fp, sigmask below): restore */
+	HIJ_CALLING,             /* running code of ours (a call, or the way out of the
+	                          * last one), or stopped inside it: restore at a stop;
+	                          * the frame restores it should we die */
+	HIJ_MARKED,              /* this call's mark seen: on to its rt_sigreturn */
+	HIJ_AT_SIGRETURN,        /* at the syscall-entry stop of the frame's rt_sigreturn:
+	                          * the next call starts here; restore after
+	                          * inj_end_calls, or let it run that rt_sigreturn */
+	HIJ_ENDED,               /* the calls over, at an interrupt stop: restore */
+	HIJ_RELEASED,            /* detached: restored, or on its way back through the
+	                          * frame, or back in its own code already */
+	HIJ_GONE,                /* out of our hands: exited, or could not be stopped or
+	                          * detached (the kernel lets go of it when the helper
+	                          * thread exits) */
+};
+
 /* The hijacked thread and what must be put back. */
 struct hijack {
 	pid_t tid;
-	int saved;               /* regs/fp/mask below are valid: restore */
+	enum hij_state state;
 	struct user_regs_struct regs;
 	unsigned char *fp;
 	size_t fplen;
@@ -121,10 +151,8 @@ struct hijack {
 	uint64_t sp;             /* pushed data grows down from here */
 	uint64_t frame;          /* the signal frame (inject_frame.c), 0 before */
 	uint64_t mark_chain;     /* the mark's return chain below it, 0 if none: calls start there */
-	int marked;              /* this call's mark seen: on to its rt_sigreturn */
 	uint64_t call_mask;      /* the signal mask during the calls (inj_prepare_calls) */
-	int prepared;            /* inj_prepare_calls done */
-	int at_sigreturn;        /* at the syscall-entry stop of the frame's rt_sigreturn */
+	/* its time slice: a resource of its own, put back whatever the state */
 	uint64_t sched_old;      /* its time slice, while sched_set */
 	int sched_set;           /* inj_hijack_sched changed it */
 };
@@ -166,9 +194,11 @@ int inj_resolve_sigreturn(struct injection *j);
 void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked);
 
 /* inject_state.c */
+void inj_hij_set(struct hijack *h, enum hij_state to);
 int inj_save_state(struct injection *j, struct hijack *h);
 int inj_prepare_calls(struct injection *j, struct hijack *h);
-int inj_restore_state(struct injection *j, struct hijack *h, int have_err);
+void inj_let_go(struct injection *j, struct hijack *h, int sig);
+int inj_release(struct injection *j, struct hijack *h, int have_err);
 
 /* inject_frame.c */
 int inj_write_frame(struct injection *j, struct hijack *h);

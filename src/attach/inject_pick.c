@@ -501,6 +501,7 @@ int inj_pick_thread(struct injection *j, struct hijack *h)
 		if (j->chosen) {
 			h->tid = j->chosen;
 			h->regs = j->chosen_regs;
+			inj_hij_set(h, HIJ_STOPPED);
 			return 0;
 		}
 		/* Everyone was busy: give the threads time to leave the
