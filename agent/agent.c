@@ -168,7 +168,7 @@ static void ring_unmap(void)
 		 * part is the program's now.  The rest, when we know it, is
 		 * still ours to unmap. */
 		uintptr_t r0 = (uintptr_t)g_ring, r1 = r0 + ha_rings_map_len(g_ring_data, g_ring_count);
-		if (lost == 1) {
+		if (lost == HA_RING_TAKEN_ONCE) {
 			unmap_part(r0, lo < r1 ? lo : r1);
 			unmap_part(hi > r0 ? hi : r0, r1);
 		}

@@ -81,8 +81,8 @@ static size_t tls_static_size;
 static uint64_t main_stack_end;
 uint32_t ha_mmap_seen;
 /* The ring's address range while a session may write to it ([0, 0) when
- * none), and what the program did to it: 0 nothing, 1 one call took
- * [taken_lo, taken_hi) away, 2 more than that (or being recorded). */
+ * none), and what the program did to it (enum ha_ring_taken: for
+ * HA_RING_TAKEN_ONCE, [taken_lo, taken_hi) is what it took). */
 static uintptr_t ring_lo, ring_hi;
 static uint32_t ring_taken;
 static uintptr_t taken_lo, taken_hi;
@@ -695,7 +695,7 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 	ha_mmap_seen = 0;
 	uint32_t s = __atomic_load_n(&session, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&session, s ? s : 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&ring_taken, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_taken, HA_RING_OURS, __ATOMIC_RELAXED);
 	__atomic_store_n(&ring_hi, (uintptr_t)c->ring + ha_rings_map_len(c->data_size, c->rings),
 	                 __ATOMIC_RELAXED);
 	__atomic_store_n(&ring_lo, (uintptr_t)c->ring, __ATOMIC_RELEASE);
@@ -728,24 +728,26 @@ void ha_sampler_ring_taken(const void *addr, size_t len)
 			struct timespec t = { 0, 50000 };
 			nanosleep(&t, NULL);
 		}
-	uint32_t expect = 0;
-	if (__atomic_compare_exchange_n(&ring_taken, &expect, 2, 0, __ATOMIC_SEQ_CST,
-	                                __ATOMIC_RELAXED)) {
+	/* MORE while the range is being recorded: a second caller meanwhile
+	 * sees it taken already */
+	uint32_t expect = HA_RING_OURS;
+	if (__atomic_compare_exchange_n(&ring_taken, &expect, HA_RING_TAKEN_MORE, 0,
+	                                __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 		/* In whole pages: what munmap and mmap act on. */
 		uintptr_t a = (uintptr_t)addr, e = a + len < a ? UINTPTR_MAX : a + len;
 		taken_lo = a & ~(uintptr_t)4095;
 		taken_hi = e > UINTPTR_MAX - 4095 ? UINTPTR_MAX & ~(uintptr_t)4095
 		                                  : (e + 4095) & ~(uintptr_t)4095;
-		__atomic_store_n(&ring_taken, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&ring_taken, HA_RING_TAKEN_ONCE, __ATOMIC_RELEASE);
 	} else {
-		__atomic_store_n(&ring_taken, 2, __ATOMIC_RELEASE);
+		__atomic_store_n(&ring_taken, HA_RING_TAKEN_MORE, __ATOMIC_RELEASE);
 	}
 }
 
 int ha_sampler_ring_lost(uintptr_t *lo, uintptr_t *hi)
 {
 	uint32_t t = __atomic_load_n(&ring_taken, __ATOMIC_ACQUIRE);
-	if (t == 1 && lo && hi) {
+	if (t == HA_RING_TAKEN_ONCE && lo && hi) {
 		*lo = taken_lo;
 		*hi = taken_hi;
 	}

@@ -73,8 +73,14 @@ HA_HIDDEN void ha_sampler_stop(void);
  * MAP_FIXED, mremap: the hooks ask ha_sampler_ring_overlaps first): if that
  * is the ring's, ha_sampler_ring_taken stops every write to it before the
  * call is made (the session is over: the agent thread ends it, and must not
- * unmap what the program now owns).  ha_sampler_ring_lost: 0 the ring is
- * ours, 1 one call took [*lo, *hi) of it, 2 more than one. */
+ * unmap what the program now owns).  ha_sampler_ring_lost: what the
+ * program did to the ring (enum ha_ring_taken), and for HA_RING_TAKEN_ONCE
+ * the part it took in [*lo, *hi). */
+enum ha_ring_taken {
+	HA_RING_OURS,            /* nothing: the ring is ours */
+	HA_RING_TAKEN_ONCE,      /* one call took [lo, hi) of it */
+	HA_RING_TAKEN_MORE,      /* more than one (or the one being recorded) */
+};
 HA_HIDDEN int ha_sampler_ring_overlaps(const void *addr, size_t len);
 HA_HIDDEN void ha_sampler_ring_taken(const void *addr, size_t len);
 HA_HIDDEN int ha_sampler_ring_lost(uintptr_t *lo, uintptr_t *hi);

@@ -61,7 +61,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,36 +71,6 @@
 
 #define DEFAULT_TIMEOUT_MS 5000     /* when o->timeout_ms <= 0 */
 #define MAX_OWN_THREADS  64         /* see ha_inject_start */
-
-void inj_log(const struct injection *j, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	if (!j->o->verbose)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	ha_clean_line(line); /* module paths of the target */
-	/* one write per line; the time since ha_inject_start, and the CPU
-	 * time of this thread (on a busy machine, what it has used decides
-	 * how soon the scheduler lets it run again) */
-	struct timespec cpu;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-	fprintf(stderr, "heapattach: [%.3f, cpu %.3f] %s\n", ha_now_ms() - j->t0,
-	        cpu.tv_sec * 1e3 + cpu.tv_nsec / 1e6, line);
-}
-
-int inj_test_die_at(struct injection *j, const char *point)
-{
-	if (!j->die_at[0] || strcmp(j->die_at, point) != 0 || --j->die_after > 0)
-		return 0;
-	inj_log(j, "HEAPATTACH_TEST_DIE_AT=%s: dying", point);
-	kill(getpid(), SIGKILL);
-	for (;;)
-		pause();
-}
 
 static double elapsed(const struct injection *j)
 {
@@ -194,14 +163,8 @@ static int inject_run(struct injection *j)
 		goto restore;
 	rc = 0;
 restore:
-	if (h.saved) {
-		if (inj_restore_state(j, &h, rc != 0) < 0)
-			rc = -1;
-	} else if (h.tid && rc != 0) {
-		/* stopped but nothing saved yet (or the call could not be
-		 * undone): let it go as it is */
-		PT(PTRACE_DETACH, h.tid, 0, 0);
-	}
+	if (inj_release(j, &h, rc != 0) < 0)
+		rc = -1;
 	inj_log(j, "thread %d stopped for %.3f ms in total", (int)h.tid, ha_now_ms() - t1);
 out:
 	free(h.fp);
@@ -308,17 +271,7 @@ struct ha_injection *ha_inject_start(const struct ha_inject_opts *o, struct ha_i
 	j->errlen = errlen;
 	j->t0 = ha_now_ms();
 	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-	{
-		const char *die = getenv("HEAPATTACH_TEST_DIE_AT");
-		if (die && *die) {
-			const char *colon = strchr(die, ':');
-			size_t len = colon ? (size_t)(colon - die) : strlen(die);
-			if (len < sizeof j->die_at) {
-				memcpy(j->die_at, die, len);
-				j->die_after = colon ? (int)strtol(colon + 1, NULL, 10) : 1;
-			}
-		}
-	}
+	inj_test_hooks_read(j);
 	j->deadline = j->t0 + j->timeout_ms;
 
 	/* All ptrace work runs on a helper thread (see the top of this file).

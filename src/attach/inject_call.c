@@ -119,7 +119,7 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
 	siginfo_t si;
 	char extra[96] = "";
 
-	if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0) {
+	if (PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) == PT_OK) {
 		if (sig == SIGSYS)
 			snprintf(extra, sizeof extra, " (seccomp denied system call %d)",
 			         si.si_syscall);
@@ -137,39 +137,44 @@ static void report_crash(struct injection *j, struct hijack *h, const char *what
  * back to where it was.  Told by its signal mask, which the frame's
  * rt_sigreturn put back (during the calls it is h->call_mask); not by rsp,
  * which its own code may take anywhere.  A thread whose own mask is the
- * calls' cannot be told: taken as still in the call. */
-static int returned(const struct hijack *h)
+ * calls' cannot be told: taken as still in the call.  (Asked only once a
+ * call has run, so after inj_prepare_calls set h->call_mask.) */
+static int returned(struct injection *j, const struct hijack *h)
 {
 	uint64_t mask;
 
-	return h->prepared && h->sigmask != h->call_mask &&
-	       PT(PTRACE_GETSIGMASK, h->tid, sizeof mask, &mask) == 0 && mask != h->call_mask;
+	return h->sigmask != h->call_mask &&
+	       PT(j, PTRACE_GETSIGMASK, h->tid, sizeof mask, &mask) == PT_OK &&
+	       mask != h->call_mask;
 }
 
 /* The call did not return in time: stop the thread so that it can be put
  * back where it was (abandoning the call half-way: dlopen may hold the
  * loader lock, the target may be left in a bad state; nothing better is
- * possible).  Returns -1 always; h->saved is cleared if the thread could
- * not be stopped, or if it had returned through the frame already. */
+ * possible).  Returns -1 always; the thread is left stopped for the
+ * restore, let go (it had returned through the frame already: RELEASED),
+ * or out of reach (GONE). */
 static int abort_call(struct injection *j, struct hijack *h, const char *what, int ms)
 {
 	double deadline = ha_now_ms() + ABORT_WAIT_MS;
 	int st;
 
-	PT(PTRACE_INTERRUPT, h->tid, 0, 0);
+	/* gone: its exit comes next; any other failure: it cannot be stopped */
+	if (PT(j, PTRACE_INTERRUPT, h->tid, 0, 0) == PT_FAILED)
+		deadline = 0;
 	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			break;
 		if (WIFSTOPPED(st) && (st >> 16) == 0 && WSTOPSIG(st) == (SIGTRAP | 0x80)) {
 			/* a syscall stop is no place to restore at (see
 			 * inj_end_calls): on to the interrupt stop */
-			PT(PTRACE_CONT, h->tid, 0, 0);
+			if (PT(j, PTRACE_CONT, h->tid, 0, 0) == PT_FAILED)
+				break;
 			continue;
 		}
 		if (WIFSTOPPED(st)) {
-			if (returned(h)) {
-				inj_hijack_sched(j, h, 0);
-				h->saved = 0;   /* detached as it is */
+			if (returned(j, h)) {
+				inj_let_go(j, h, 0);   /* in its own context: as it is */
 				ha_err(j->err, j->errlen, "%s did not return within %d ms in process "
 				       "%d; thread %d had gone back to its own code through the "
 				       "frame", what, ms, (int)j->pid, (int)h->tid);
@@ -181,7 +186,7 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
 			return -1;
 		}
 	}
-	h->saved = 0;
+	inj_hij_set(h, HIJ_GONE);
 	ha_err(j->err, j->errlen, "%s did not return within %d ms in process %d and thread %d "
 	       "cannot be stopped: it was left inside the call", what, ms, (int)j->pid,
 	       (int)h->tid);
@@ -192,7 +197,7 @@ static int abort_call(struct injection *j, struct hijack *h, const char *what, i
  * at each system call; else (or once the mark is seen) to the next one. */
 static enum __ptrace_request resume_req(const struct hijack *h, uint64_t ret_sp)
 {
-	return ret_sp || (h->mark_chain && !h->marked) ? PTRACE_CONT : PTRACE_SYSCALL;
+	return ret_sp || (h->mark_chain && h->state != HIJ_MARKED) ? PTRACE_CONT : PTRACE_SYSCALL;
 }
 
 /* Is this signal-delivery-stop the mark (inject_frame.c): a tgkill, with
@@ -201,12 +206,73 @@ static enum __ptrace_request resume_req(const struct hijack *h, uint64_t ret_sp)
  * Should another sender's tgkill of that signal land right there, the
  * call goes on on syscall stops to the same end, and our own mark, met
  * later, is delivered: ignored. */
-static int is_mark(const struct hijack *h, const struct user_regs_struct *regs)
+static int is_mark(struct injection *j, const struct hijack *h,
+                   const struct user_regs_struct *regs)
 {
 	siginfo_t si;
 
 	return regs->rsp < h->frame && regs->rsp >= h->frame - MARK_STACK &&
-	       PT(PTRACE_GETSIGINFO, h->tid, 0, &si) == 0 && si.si_code == SI_TKILL;
+	       PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) == PT_OK && si.si_code == SI_TKILL;
+}
+
+/* Let the thread, stopped during a call, go on with req, delivering sig.
+ * Gone (killed meanwhile): 0, its end is the next status.  Any other
+ * failure: -1 with j->err set, the thread still stopped (and restored). */
+static int resume(struct injection *j, struct hijack *h, const char *what,
+                  enum __ptrace_request req, int sig)
+{
+	if (PT(j, req, h->tid, 0, sig) != PT_FAILED)
+		return 0;
+	ha_err(j->err, j->errlen, "cannot resume %s on thread %d: %s", what, (int)h->tid,
+	       j->pt_err);
+	return -1;
+}
+
+/* What a status of the hijacked thread during a call is (classify_stop). */
+enum stop_kind {
+	STOP_EXIT,               /* it exited or was killed */
+	STOP_NONE,               /* not a stop (continued): wait on */
+	STOP_EVENT,              /* a ptrace event stop (interrupt, group stop) */
+	STOP_SYSCALL,            /* a syscall stop inside the call */
+	STOP_END,                /* the syscall-entry stop of the frame's rt_sigreturn */
+	STOP_RETURNED,           /* a legacy call's return to address 0 (SIGSEGV) */
+	STOP_MARK,               /* the mark's signal (inject_frame.c) */
+	STOP_FAULT,              /* a fault: a synchronous signal the kernel sent */
+	STOP_SIGNAL,             /* another signal for the thread */
+	STOP_UNREADABLE,         /* its registers cannot be read (j->pt_err) */
+};
+
+/* Classify status st of the thread during a call (ret_sp: see wait_call);
+ * the registers of a signal or syscall stop in *regs. */
+static enum stop_kind classify_stop(struct injection *j, const struct hijack *h, int st,
+                                    uint64_t ret_sp, struct user_regs_struct *regs)
+{
+	siginfo_t si;
+	int sig;
+
+	if (WIFEXITED(st) || WIFSIGNALED(st))
+		return STOP_EXIT;
+	if (!WIFSTOPPED(st))
+		return STOP_NONE;
+	if ((st >> 16) != 0)
+		return STOP_EVENT;
+	if (PT(j, PTRACE_GETREGS, h->tid, 0, regs) != PT_OK)
+		return STOP_UNREADABLE;
+	sig = WSTOPSIG(st);
+	if (sig == (SIGTRAP | 0x80))
+		return !ret_sp && regs->orig_rax == SYS_rt_sigreturn &&
+		       regs->rip == j->sigreturn_fn + SIGRETURN_LEN && regs->rsp == h->frame + 8 ?
+		       STOP_END : STOP_SYSCALL;
+	if (ret_sp && sig == SIGSEGV && regs->rip == 0 && regs->rsp == ret_sp)
+		return STOP_RETURNED;
+	if (!ret_sp && h->mark_chain && h->state == HIJ_CALLING && sig == j->mark_sig &&
+	    is_mark(j, h, regs))
+		return STOP_MARK;
+	/* kernel-generated (si_code > 0): a fault, not a kill() of that signal */
+	if (((SYNC_SIGNALS >> (sig - 1)) & 1) &&
+	    (PT(j, PTRACE_GETSIGINFO, h->tid, 0, &si) != PT_OK || si.si_code > 0))
+		return STOP_FAULT;
+	return STOP_SIGNAL;
 }
 
 /* Wait for the end of a call.  ret_sp 0: the syscall-entry stop of the
@@ -226,96 +292,76 @@ static int wait_call(struct injection *j, struct hijack *h, const char *what, ui
 
 	for (;;) {
 		struct user_regs_struct regs;
-		int st, sig, rc = inj_wait_tid(j, h->tid, &st, deadline);
+		enum __ptrace_request req = resume_req(h, ret_sp);
+		int st, sig = 0, rc = inj_wait_tid(j, h->tid, &st, deadline);
 
 		if (rc == 0)
 			return abort_call(j, h, what, ms);
-		if (rc < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
-			h->saved = 0;   /* nothing left to restore */
-			if (rc > 0) {
-				if (WIFSIGNALED(st))
-					ha_err(j->err, j->errlen, "process %d was killed by SIG%s during "
-					       "%s", (int)j->pid, signame(WTERMSIG(st)), what);
-				else
-					ha_err(j->err, j->errlen, "process %d exited (status %d) during %s",
-					       (int)j->pid, WEXITSTATUS(st), what);
-			} else {
-				ha_err(j->err, j->errlen, "thread %d vanished during %s: %s",
-				       (int)h->tid, what, strerror(-rc));
-			}
+		if (rc < 0) {
+			inj_hij_set(h, HIJ_GONE);
+			ha_err(j->err, j->errlen, "thread %d vanished during %s: %s", (int)h->tid, what,
+			       strerror(-rc));
 			return -1;
 		}
-		if (!WIFSTOPPED(st))
+		switch (classify_stop(j, h, st, ret_sp, &regs)) {
+		case STOP_EXIT:
+			inj_hij_set(h, HIJ_GONE);   /* nothing left to restore */
+			if (WIFSIGNALED(st))
+				ha_err(j->err, j->errlen, "process %d was killed by SIG%s during %s",
+				       (int)j->pid, signame(WTERMSIG(st)), what);
+			else
+				ha_err(j->err, j->errlen, "process %d exited (status %d) during %s",
+				       (int)j->pid, WEXITSTATUS(st), what);
+			return -1;
+		case STOP_NONE:
 			continue;
-		sig = WSTOPSIG(st);
-		if ((st >> 16) != 0) {          /* event stop: keep going */
-			PT(resume_req(h, ret_sp), h->tid, 0, 0);
-			continue;
-		}
-		if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0) {
+		case STOP_UNREADABLE:
 			ha_err(j->err, j->errlen, "cannot read registers of thread %d: %s",
-			       (int)h->tid, strerror(errno));
+			       (int)h->tid, j->pt_err);
 			return -1;
-		}
-		if (sig == (SIGTRAP | 0x80)) {  /* a syscall stop */
-			if (!ret_sp && regs.orig_rax == SYS_rt_sigreturn &&
-			    regs.rip == j->sigreturn_fn + SIGRETURN_LEN && regs.rsp == h->frame + 8) {
-				h->at_sigreturn = 1;
-				if (h->marked)
-					inj_log(j, "%s: marked its end, rt_sigreturn %.3f ms later", what,
-					        ha_now_ms() - t_mark);
-				else
-					inj_log(j, "%s: %u syscall stops", what, nsys);
-				return 0;
-			}
-			nsys++;
-			if (j->die_at[0]) {
-				char pt[64];
-				snprintf(pt, sizeof pt, "syscall@%s", what);
-				inj_test_die_at(j, pt);
-			}
-			PT(resume_req(h, ret_sp), h->tid, 0, 0);
-			continue;
-		}
-		if (ret_sp && sig == SIGSEGV && regs.rip == 0 && regs.rsp == ret_sp) {
+		case STOP_END:
+			if (h->state == HIJ_MARKED)
+				inj_log(j, "%s: marked its end, rt_sigreturn %.3f ms later", what,
+				        ha_now_ms() - t_mark);
+			else
+				inj_log(j, "%s: %u syscall stops", what, nsys);
+			inj_hij_set(h, HIJ_AT_SIGRETURN);
+			return 0;
+		case STOP_RETURNED:
 			*ret = regs.rax;
 			return 0;
-		}
-		if (!ret_sp && h->mark_chain && !h->marked && sig == j->mark_sig &&
-		    is_mark(h, &regs)) {
+		case STOP_EVENT:
+			break;                      /* keep going */
+		case STOP_SYSCALL:
+			nsys++;
+			inj_test_die_in(j, "syscall", what);
+			break;
+		case STOP_MARK:
 			/* the call is over: the signal dropped, on to the
 			 * frame's rt_sigreturn (the next system call) */
-			h->marked = 1;
+			inj_hij_set(h, HIJ_MARKED);
 			t_mark = ha_now_ms();
-			if (j->die_at[0]) {
-				char pt[64];
-				snprintf(pt, sizeof pt, "mark@%s", what);
-				inj_test_die_at(j, pt);
-			}
-			PT(PTRACE_SYSCALL, h->tid, 0, 0);
-			continue;
-		}
-		if ((SYNC_SIGNALS >> (sig - 1)) & 1) {
-			siginfo_t si;
-			/* kernel-generated (si_code > 0): a fault in the call --
-			 * unless the thread is back in its own code, whose fault
-			 * it is: delivered to it, the thread let go as it is */
-			if (PT(PTRACE_GETSIGINFO, h->tid, 0, &si) < 0 || si.si_code > 0) {
-				if (returned(h)) {
-					inj_hijack_sched(j, h, 0);
-					PT(PTRACE_DETACH, h->tid, 0, sig);
-					h->saved = 0;
-					ha_err(j->err, j->errlen, "%s: thread %d went back to its own code "
-					       "through the frame before its end was seen", what,
-					       (int)h->tid);
-					return -1;
-				}
-				report_crash(j, h, what, sig, &regs);
+			inj_test_die_in(j, "mark", what);
+			req = PTRACE_SYSCALL;
+			break;
+		case STOP_FAULT:
+			/* a fault in the call -- unless the thread is back in its
+			 * own code, whose fault it is: delivered to it, the thread
+			 * let go as it is */
+			if (returned(j, h)) {
+				inj_let_go(j, h, WSTOPSIG(st));
+				ha_err(j->err, j->errlen, "%s: thread %d went back to its own code "
+				       "through the frame before its end was seen", what, (int)h->tid);
 				return -1;
 			}
+			report_crash(j, h, what, WSTOPSIG(st), &regs);
+			return -1;
+		case STOP_SIGNAL:
+			sig = WSTOPSIG(st);         /* one our mask cannot hold back */
+			break;
 		}
-		/* an asynchronous signal our mask cannot hold back */
-		PT(resume_req(h, ret_sp), h->tid, 0, sig);
+		if (resume(j, h, what, req, sig) < 0)
+			return -1;
 	}
 }
 
@@ -331,7 +377,7 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 	/* its return address: the mark's chain if any, else rt_sigreturn */
 	uint64_t sp = h->mark_chain ? h->mark_chain : h->frame;
 	double t1 = ha_now_ms();
-	int rc;
+	int rc, first;
 
 	if (!h->frame) {
 		ha_err(j->err, j->errlen, "internal error: a call before the signal frame");
@@ -362,21 +408,19 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 	 * the last call's rt_sigreturn, that syscall is skipped */
 	regs.orig_rax = (uint64_t)-1;
 	regs.eflags &= ~(uint64_t)(X86_EFLAGS_DF | X86_EFLAGS_TF);
-	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0) {
+	if (PT(j, PTRACE_SETREGS, h->tid, 0, &regs) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
-		       strerror(errno));
+		       j->pt_err);
 		return -1;
 	}
-	h->at_sigreturn = 0;
-	h->marked = 0;
-	if (!h->prepared) {             /* from now on the frame restores it all */
-		if (inj_prepare_calls(j, h) < 0)
-			return -1;
-		h->prepared = 1;
-	}
-	if (inj_test_die_at(j, what) || PT(resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) < 0) {
+	first = h->state == HIJ_SAVED;
+	inj_hij_set(h, HIJ_CALLING);
+	if (first && inj_prepare_calls(j, h) < 0)   /* from now on the frame restores it all */
+		return -1;
+	inj_test_die_at(j, what);
+	if (PT(j, resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
-		       strerror(errno));
+		       j->pt_err);
 		return -1;
 	}
 	rc = wait_call(j, h, what, legacy ? sp + 8 : 0, ret);
@@ -398,32 +442,40 @@ int inj_end_calls(struct injection *j, struct hijack *h)
 	struct user_regs_struct regs;
 	int st;
 
-	if (!h->at_sigreturn)
+	if (h->state != HIJ_AT_SIGRETURN)
 		return 0;              /* at an interrupt or signal stop already */
-	if (PT(PTRACE_GETREGS, h->tid, 0, &regs) < 0)
+	if (PT(j, PTRACE_GETREGS, h->tid, 0, &regs) != PT_OK)
 		goto fail;
 	regs.rip = j->sigreturn_fn;
 	regs.orig_rax = (uint64_t)-1;
-	if (PT(PTRACE_SETREGS, h->tid, 0, &regs) < 0 || PT(PTRACE_INTERRUPT, h->tid, 0, 0) < 0 ||
-	    inj_test_die_at(j, "end") || PT(PTRACE_CONT, h->tid, 0, 0) < 0)
+	if (PT(j, PTRACE_SETREGS, h->tid, 0, &regs) != PT_OK ||
+	    PT(j, PTRACE_INTERRUPT, h->tid, 0, 0) != PT_OK)
 		goto fail;
-	h->at_sigreturn = 0;
+	inj_test_die_at(j, "end");
+	if (PT(j, PTRACE_CONT, h->tid, 0, 0) != PT_OK)
+		goto fail;
+	inj_hij_set(h, HIJ_CALLING);   /* on its way out of the last call */
+	snprintf(j->pt_err, sizeof j->pt_err, "no stop within %d ms", ABORT_WAIT_MS);
 	while (inj_wait_tid(j, h->tid, &st, deadline) == 1) {
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			h->saved = 0;
+			inj_hij_set(h, HIJ_GONE);
 			ha_err(j->err, j->errlen, "process %d ended after the agent's init", (int)j->pid);
 			return -1;
 		}
 		if (!WIFSTOPPED(st))
 			continue;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
+		if ((st >> 16) == PTRACE_EVENT_STOP) {
+			inj_hij_set(h, HIJ_ENDED);
 			return 0;
-		/* a signal our mask cannot hold back (SIGSTOP): delivered */
-		PT(PTRACE_CONT, h->tid, 0, (st >> 16) ? 0 : WSTOPSIG(st));
+		}
+		/* a signal our mask cannot hold back (SIGSTOP): delivered;
+		 * gone meanwhile: its exit is the next status */
+		if (PT(j, PTRACE_CONT, h->tid, 0, (st >> 16) ? 0 : WSTOPSIG(st)) == PT_FAILED)
+			break;
 	}
 fail:
 	ha_err(j->err, j->errlen, "cannot stop thread %d after the agent's init: %s", (int)h->tid,
-	       strerror(errno));
+	       j->pt_err);
 	return -1;
 }
 

@@ -2,11 +2,13 @@
  * src/attach that implement inject.h and by nothing else.
  *
  *   inject.c        the whole injection, start to end, on its helper thread
+ *   inject_log.c    progress lines and test hooks (calls none of the others)
+ *   inject_ptrace.c every ptrace request, checked, named when it fails
  *   inject_wait.c   waiting for ptrace events of our tracees
  *   inject_resolve.c  where dlopen, dlerror and the agent's init are
  *   inject_pick.c   choosing the thread to hijack ("probes")
  *   inject_sched.c  short time slices for the threads on the attach's path
- *   inject_state.c  saving and restoring the hijacked thread
+ *   inject_state.c  the hijacked thread's states; saving and restoring it
  *   inject_frame.c  the signal frame our calls return through
  *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
  *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
@@ -43,10 +45,16 @@
                       (1ULL << (SIGILL - 1)) | (1ULL << (SIGFPE - 1)) | \
                       (1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSYS - 1)))
 
-/* glibc's ptrace() reads addr and data as void * varargs: pass them as
- * such (a plain int argument would leave the upper half undefined). */
-#define PT(req, tid, addr, data) \
-	ptrace((req), (tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
+/* Every ptrace request goes through inj_ptrace (inject_ptrace.c), which
+ * names it in j->pt_err when it fails; PT() takes pointers and integers
+ * alike for addr and data. */
+enum pt_rc {
+	PT_OK,                   /* done */
+	PT_GONE,                 /* ESRCH: exited, being killed, or not stopped */
+	PT_FAILED,               /* any other error (errno, j->pt_err) */
+};
+#define PT(j, req, tid, addr, data) \
+	inj_ptrace((j), (req), (tid), (uint64_t)(uintptr_t)(addr), (uint64_t)(uintptr_t)(data))
 
 /* A thread seized while looking for one to hijack (see inject_pick.c). */
 enum { PR_FREE, PR_WAIT };
@@ -91,15 +99,50 @@ struct injection {
 	pid_t tried[MAX_TRIED];  /* blocked threads found unsafe: try others first */
 	size_t ntried;
 	int sigfd;               /* signalfd for SIGCHLD, or -1 (see inj_wait_event) */
+	/* Status changes of tracees other than the one waited for: the
+	 * probes' (set by inj_pick_thread).  A pointer, so that inject_wait.c,
+	 * below inject_pick.c, need not call back into it by name. */
+	void (*other_event)(struct injection *j, pid_t tid, int st);
 	int watching;            /* o->watch/o->step apply (the init call runs) */
+	char pt_err[96];         /* the last failed ptrace request and its error */
 	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's point, "" if unset */
 	int die_after;           /* its N: hits left */
+};
+
+/* Where the hijacked thread is; what is left to do with it follows from
+ * that alone (inj_release).  Changed only by inj_hij_set (inject_state.c),
+ * which knows the allowed steps:
+ *
+ *   NONE -> STOPPED -> SAVED -> CALLING <-> AT_SIGRETURN    any live state
+ *                                  |  \        ^           -> RELEASED
+ *                                  |   MARKED -'           -> GONE
+ *                                  '-> ENDED
+ *
+ * (CALLING -> AT_SIGRETURN directly when the call has no mark.) */
+enum hij_state {
+	HIJ_NONE,                /* no thread chosen yet */
+	HIJ_STOPPED,             /* stopped by the thread search, nothing of ours in it:
+	                          * let go as it is */
+	HIJ_SAVED,               /* its state saved (regs, fp, sigmask below): restore */
+	HIJ_CALLING,             /* running code of ours (a call, or the way out of the
+	                          * last one), or stopped inside it: restore at a stop;
+	                          * the frame restores it should we die */
+	HIJ_MARKED,              /* this call's mark seen: on to its rt_sigreturn */
+	HIJ_AT_SIGRETURN,        /* at the syscall-entry stop of the frame's rt_sigreturn:
+	                          * the next call starts here; restore after
+	                          * inj_end_calls, or let it run that rt_sigreturn */
+	HIJ_ENDED,               /* the calls over, at an interrupt stop: restore */
+	HIJ_RELEASED,            /* detached: restored, or on its way back through the
+	                          * frame, or back in its own code already */
+	HIJ_GONE,                /* out of our hands: exited, or could not be stopped or
+	                          * detached (the kernel lets go of it when the helper
+	                          * thread exits) */
 };
 
 /* The hijacked thread and what must be put back. */
 struct hijack {
 	pid_t tid;
-	int saved;               /* regs/fp/mask below are valid: restore */
+	enum hij_state state;
 	struct user_regs_struct regs;
 	unsigned char *fp;
 	size_t fplen;
@@ -108,21 +151,27 @@ struct hijack {
 	uint64_t sp;             /* pushed data grows down from here */
 	uint64_t frame;          /* the signal frame (inject_frame.c), 0 before */
 	uint64_t mark_chain;     /* the mark's return chain below it, 0 if none: calls start there */
-	int marked;              /* this call's mark seen: on to its rt_sigreturn */
 	uint64_t call_mask;      /* the signal mask during the calls (inj_prepare_calls) */
-	int prepared;            /* inj_prepare_calls done */
-	int at_sigreturn;        /* at the syscall-entry stop of the frame's rt_sigreturn */
+	/* its time slice: a resource of its own, put back whatever the state */
 	uint64_t sched_old;      /* its time slice, while sched_set */
 	int sched_set;           /* inj_hijack_sched changed it */
 };
 
-/* inject.c: a progress line on stderr when o->verbose. */
+/* inject_log.c: a progress line on stderr when o->verbose. */
 void inj_log(const struct injection *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* inject.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
+/* inject_log.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
  * kills heapattach (SIGKILL) the Nth time (default 1) the injection passes
- * POINT.  Returns 0 otherwise. */
+ * POINT.  Returns 0 otherwise.  inj_test_die_in is the point KIND@WHAT
+ * (e.g. "syscall@dlopen"); inj_test_hooks_read reads the environment, once,
+ * before the injection starts. */
+void inj_test_hooks_read(struct injection *j);
 int inj_test_die_at(struct injection *j, const char *point);
+int inj_test_die_in(struct injection *j, const char *kind, const char *what);
+
+/* inject_ptrace.c: one ptrace request, checked (see enum pt_rc). */
+enum pt_rc inj_ptrace(struct injection *j, enum __ptrace_request req, pid_t tid, uint64_t addr,
+                      uint64_t data);
 
 /* inject_wait.c */
 void inj_wait_event(struct injection *j, double until);
@@ -136,7 +185,6 @@ void inj_warm_up(pid_t pid, const struct ha_maps *maps);
 
 /* inject_pick.c */
 int inj_pick_thread(struct injection *j, struct hijack *h);
-void inj_probe_event(struct injection *j, pid_t tid, int st);
 
 /* inject_sched.c */
 void inj_sched_prefer(pid_t tid, int boost);
@@ -146,9 +194,11 @@ int inj_resolve_sigreturn(struct injection *j);
 void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked);
 
 /* inject_state.c */
+void inj_hij_set(struct hijack *h, enum hij_state to);
 int inj_save_state(struct injection *j, struct hijack *h);
 int inj_prepare_calls(struct injection *j, struct hijack *h);
-int inj_restore_state(struct injection *j, struct hijack *h, int have_err);
+void inj_let_go(struct injection *j, struct hijack *h, int sig);
+int inj_release(struct injection *j, struct hijack *h, int have_err);
 
 /* inject_frame.c */
 int inj_write_frame(struct injection *j, struct hijack *h);

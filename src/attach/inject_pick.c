@@ -6,7 +6,7 @@
  * room for our calls), its registers in h->regs -- or -1 with j->err set.
  * Every other thread it seized ("probes") is let go the moment it stops,
  * with any signal it was to get; the injector's waits keep doing that
- * after the choice (inj_probe_event).  A group
+ * after the choice (probe_event, as j->other_event).  A group
  * stop (job control) during the search is a refusal: the thread stays in
  * it.  Threads blocked in a system call are tried first, then running
  * ones, then those in uninterruptible sleep; the search goes round until
@@ -172,8 +172,8 @@ static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_
 	char why[256];
 	int rc;
 
-	if (PT(PTRACE_GETREGS, p->tid, 0, regs) < 0) {
-		snprintf(why, sizeof why, "cannot read its registers: %s", strerror(errno));
+	if (PT(j, PTRACE_GETREGS, p->tid, 0, regs) != PT_OK) {
+		snprintf(why, sizeof why, "cannot read its registers: %s", j->pt_err);
 		rc = -1;
 	} else if (!stack_usable(j, regs->rsp, why, sizeof why)) {
 		rc = 0;
@@ -188,10 +188,13 @@ static int probe_inspect(struct injection *j, struct probe *p, struct user_regs_
 	return rc;
 }
 
-/* Let probe p (stopped) go, delivering sig, and forget it. */
+/* Let probe p (stopped) go, delivering sig, and forget it.  Should the
+ * detach fail, nothing better can be done: a thread that is gone needs
+ * nothing, and the kernel lets go of any other when the helper exits. */
 static void probe_release(struct injection *j, struct probe *p, int sig)
 {
-	PT(PTRACE_DETACH, p->tid, 0, sig);
+	if (PT(j, PTRACE_DETACH, p->tid, 0, sig) != PT_OK)
+		inj_log(j, "note: cannot let thread %d go: %s", (int)p->tid, j->pt_err);
 	p->state = PR_FREE;
 	j->nlive--;
 }
@@ -254,9 +257,21 @@ static struct probe *probe_find(struct injection *j, pid_t tid)
 	return NULL;
 }
 
+/* Let stopped probe p run on to its interrupt stop, delivering sig.  Gone
+ * (killed meanwhile): its exit comes next.  Should it stay stopped for any
+ * other reason, let it go rather than keep it stopped (it might hold a lock
+ * the hijacked thread needs). */
+static void probe_resume(struct injection *j, struct probe *p, int sig)
+{
+	if (PT(j, PTRACE_CONT, p->tid, 0, sig) == PT_FAILED) {
+		inj_log(j, "note: cannot resume thread %d: %s", (int)p->tid, j->pt_err);
+		probe_release(j, p, sig);
+	}
+}
+
 /* A status change of thread tid reported by waitpid, when it is not the
- * one being waited for: one of our probes. */
-void inj_probe_event(struct injection *j, pid_t tid, int st)
+ * one being waited for: one of our probes (j->other_event). */
+static void probe_event(struct injection *j, pid_t tid, int st)
 {
 	struct probe *p = probe_find(j, tid);
 	int event = st >> 16, sig = WSTOPSIG(st);
@@ -287,7 +302,7 @@ void inj_probe_event(struct injection *j, pid_t tid, int st)
 		return;
 	}
 	if (event != 0) {                       /* no other events asked for */
-		PT(PTRACE_CONT, tid, 0, 0);
+		probe_resume(j, p, 0);
 		return;
 	}
 	/* A signal for the program (signal-delivery-stop): deliver it as if
@@ -296,7 +311,7 @@ void inj_probe_event(struct injection *j, pid_t tid, int st)
 	if (j->chosen || j->fatal)
 		probe_release(j, p, sig);
 	else
-		PT(PTRACE_CONT, tid, 0, sig);
+		probe_resume(j, p, sig);
 }
 
 /* Probes still expected to stop soon: interrupted less than STOP_TIMEOUT_MS
@@ -332,7 +347,7 @@ static int probe_add(struct injection *j, pid_t tid, int rank)
 			p = &j->probe[i];
 	if (!p)
 		return TRY_NEXT;
-	if (PT(PTRACE_SEIZE, tid, 0, 0) < 0) {
+	if (PT(j, PTRACE_SEIZE, tid, 0, 0) != PT_OK) {
 		int e = errno;
 		char tracer[32];
 		if (e == ESRCH)
@@ -347,10 +362,10 @@ static int probe_add(struct injection *j, pid_t tid, int rank)
 		return TRY_FATAL;
 	}
 	j->r->tries++;
-	if (PT(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+	if (PT(j, PTRACE_INTERRUPT, tid, 0, 0) != PT_OK) {
 		/* not stopped, so it cannot be detached: the kernel releases
 		 * it when the helper thread exits */
-		inj_log(j, "cannot interrupt thread %d: %s", (int)tid, strerror(errno));
+		inj_log(j, "cannot interrupt thread %d: %s", (int)tid, j->pt_err);
 		return TRY_NEXT;
 	}
 	memset(p, 0, sizeof *p);
@@ -448,6 +463,7 @@ int inj_pick_thread(struct injection *j, struct hijack *h)
 	long pause_us = 500;
 
 	snprintf(j->last, sizeof j->last, "no thread tried");
+	j->other_event = probe_event;   /* from now on, for every wait */
 	for (j->round = 1; ha_now_ms() < j->deadline; j->round++) {
 		struct cand *c = NULL;
 		size_t n = 0;
@@ -485,6 +501,7 @@ int inj_pick_thread(struct injection *j, struct hijack *h)
 		if (j->chosen) {
 			h->tid = j->chosen;
 			h->regs = j->chosen_regs;
+			inj_hij_set(h, HIJ_STOPPED);
 			return 0;
 		}
 		/* Everyone was busy: give the threads time to leave the

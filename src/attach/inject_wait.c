@@ -6,7 +6,7 @@
  * ends as soon as something happened, or after EVENT_POLL_MS at the most.
  * Status changes are collected only for the tracees of this thread
  * (__WNOTHREAD), never for a child of the caller; those of threads other
- * than the one waited for go to inj_probe_event (inject_pick.c), so that no
+ * than the one waited for go to j->other_event (inject_pick.c's), so that no
  * probe stays stopped while we wait for the hijacked thread.  While the
  * agent's init call runs (j->watching), the caller's descriptor wakes us
  * too and its work (o->step) is done here. */
@@ -67,7 +67,7 @@ void inj_wait_event(struct injection *j, double until)
 }
 
 /* Collect every pending status change of our tracees.  The one of `tid` is
- * returned in *st (1); the others go to inj_probe_event.  0 when nothing is
+ * returned in *st (1); the others go to j->other_event.  0 when nothing is
  * pending, -errno (-ECHILD: we trace nobody).  __WNOTHREAD: only the
  * tracees of this (helper) thread, never a child of the caller. */
 int inj_drain_events(struct injection *j, pid_t tid, int *st)
@@ -86,7 +86,10 @@ int inj_drain_events(struct injection *j, pid_t tid, int *st)
 			*st = s;
 			return 1;
 		}
-		inj_probe_event(j, w, s);
+		if (j->other_event)
+			j->other_event(j, w, s);
+		else
+			inj_log(j, "note: unexpected status 0x%x of thread %d", s, (int)w);
 	}
 }
 
