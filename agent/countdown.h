@@ -2,7 +2,7 @@
  * countdown.h -- the Poisson countdown's random draws: header only, on
  * the per-thread state of tls.h and nothing else, so that the sampler
  * compiles them exactly as when they were its own and a unit test
- * (tests/countdown_check.c) can draw millions without the rest of the
+ * (agent/countdown_test.c) can draw millions without the rest of the
  * agent.
  *
  * Each thread counts down a number of bytes drawn from an exponential

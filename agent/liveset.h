@@ -26,7 +26,7 @@
  * probability size/interval, a page holds a sampled block with
  * probability 1 - exp(-4096/interval): 0.8% at the default 512 KiB, 6% at
  * 64 KiB, about what the hashed filter gave at the same densities
- * (tests/liveset_check.c measures both, for every stride).  Denser sampling
+ * (agent/liveset_test.c measures both, for every stride).  Denser sampling
  * (intervals of a few KiB) marks most pages, and most frees then look at
  * the set itself: a cache line.
  *
@@ -80,7 +80,7 @@ extern HA_HIDDEN uint64_t *ha_ls_table;
  * filter).  Blocks of one size class sit at a fixed stride; the top bits
  * of the 64-bit product of the address with 2^64/phi (Fibonacci hashing)
  * spread arithmetic progressions over the buckets, though not all strides
- * evenly (tests/liveset_check.c measures every stride from 16 B to 1 MiB
+ * evenly (agent/liveset_test.c measures every stride from 16 B to 1 MiB
  * for full buckets). */
 static inline uint32_t ha_ls_bucket(const void *p)
 {

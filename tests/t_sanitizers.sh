@@ -1,6 +1,6 @@
 #!/bin/bash
 # t_sanitizers: the attacher, heapdiff and the ring protocol built with
-# ASan and UBSan (src/heapattach_san, src/heapdiff_san, tests/ring_check_san)
+# ASan and UBSan (src/heapattach_san, src/heapdiff_san, src/proto/ring_test_san)
 # run a full profile session without a single sanitizer report, a
 # session with --rss (page-fault samples, pagemap checks) and one with
 # --push (to a loopback receiver, a retry included) too.  (The agent
@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all leak_cmd touch_pages
-for b in src/heapattach_san src/heapdiff_san tests/ring_check_san; do
+for b in src/heapattach_san src/heapdiff_san src/proto/ring_test_san; do
 	[ -x "$HA_BUILDDIR/$b" ] || fail "$b was not built"
 done
 # Any report fails the run; leaks of the attacher's own are reports too,
@@ -18,7 +18,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
 printf 'leak:libdw\nleak:libelf\nleak:libunwind\nleak:libsqlite3\n' >"$W/lsan.supp"
 export LSAN_OPTIONS=suppressions=$W/lsan.supp
 
-"$HA_BUILDDIR/tests/ring_check_san" >"$W/ring.out" 2>&1 || fail "ring_check under sanitizers: $(tail -n 20 "$W/ring.out")"
+"$HA_BUILDDIR/src/proto/ring_test_san" >"$W/ring.out" 2>&1 || fail "ring_test under sanitizers: $(tail -n 20 "$W/ring.out")"
 
 HA=$HA_BUILDDIR/src/heapattach_san
 db=$W/san.db

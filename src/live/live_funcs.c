@@ -12,7 +12,7 @@
  * call then adds every bucket's amount to its leaf's flat sum and to the
  * cumulative sums of its distinct functions: no string is hashed or
  * compared per call, and the cost is the buckets times their distinct
- * functions (tests/live_check.c prints it for 100,000 buckets).  The
+ * functions (live_model_test.c prints it for 100,000 buckets).  The
  * filter applies to a function's own name, file and module, as the call
  * paths' applies to each of their frames.  A bucket whose stack is not
  * symbolized yet is in no function. */

@@ -1,4 +1,4 @@
-/* countdown_check -- the Poisson countdown's draws (agent/countdown.h, on
+/* countdown_test -- the Poisson countdown's draws (agent/countdown.h, on
  * the per-thread state of agent/tls.c; nothing else of the agent).
  *
  * For the intervals 4096 and 512 KiB, NDRAWS draws from each of a few
@@ -88,16 +88,16 @@ static int check(uint64_t interval, uint64_t seed)
 
 int main(void)
 {
-	const uint64_t intervals[] = { 1, 4096, 512 * 1024 };
+	const uint64_t intervals[] = { 1, 4096, (uint64_t)512 * 1024 };
 	const uint64_t seeds[] = { 0x853c49e6748fea9bull, 0x9E3779B97F4A7C15ull, 12345 };
 	int bad = 0;
 	for (size_t i = 0; i < sizeof intervals / sizeof intervals[0]; i++)
 		for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++)
 			bad |= check(intervals[i], seeds[s]);
 	if (bad) {
-		fprintf(stderr, "countdown_check: FAILED\n");
+		fprintf(stderr, "countdown_test: FAILED\n");
 		return 1;
 	}
-	printf("countdown_check: ok\n");
+	printf("countdown_test: ok\n");
 	return 0;
 }

@@ -1,4 +1,4 @@
-/* liveset_check -- the live sampled set and its free filter (agent/liveset.h,
+/* liveset_test -- the live sampled set and its free filter (agent/liveset.h,
  * compiled from agent/liveset.c alone), for every stride of allocation
  * addresses from 16 B to 1 MiB: powers of two and odd strides (48, 1008,
  * 4112, ...).
@@ -210,16 +210,16 @@ static int check_saturation(void)
 	enum { N = 256 }; /* every 16-byte block of the page */
 	int in[N];
 	for (int i = 0; i < N; i++)
-		in[i] = ha_ls_insert((const void *)(uintptr_t)(page + 16u * (unsigned)i));
+		in[i] = ha_ls_insert((const void *)(uintptr_t)(page + (uintptr_t)16 * (unsigned)i));
 	for (int i = 0; i < N - 1; i++)
-		if (in[i] && !ha_ls_remove((const void *)(uintptr_t)(page + 16u * (unsigned)i)))
+		if (in[i] && !ha_ls_remove((const void *)(uintptr_t)(page + (uintptr_t)16 * (unsigned)i)))
 			errors++;
-	if (in[N - 1] && !ha_ls_maybe((const void *)(uintptr_t)(page + 16u * (N - 1)))) {
+	if (in[N - 1] && !ha_ls_maybe((const void *)(uintptr_t)(page + (uintptr_t)16 * (N - 1)))) {
 		errors++;
 		fprintf(stderr, "saturation: the last live block of a full page reported absent\n");
 	}
 	if (in[N - 1])
-		ha_ls_remove((const void *)(uintptr_t)(page + 16u * (N - 1)));
+		ha_ls_remove((const void *)(uintptr_t)(page + (uintptr_t)16 * (N - 1)));
 	ha_ls_clear();
 	if (!filter_empty()) {
 		errors++;
@@ -329,11 +329,11 @@ int main(void)
 			fprintf(stderr, "concurrent: bucket %zu not empty at the end\n", b);
 			break;
 		}
-	printf("concurrent: %u threads x %u x 4 insert/look-up/remove\n", THREADS, PER_THREAD);
+	printf("concurrent: %d threads x %u x 4 insert/look-up/remove\n", THREADS, PER_THREAD);
 	if (errors) {
-		fprintf(stderr, "liveset_check: %d errors\n", errors);
+		fprintf(stderr, "liveset_test: %d errors\n", errors);
 		return 1;
 	}
-	printf("liveset_check: ok\n");
+	printf("liveset_test: ok\n");
 	return 0;
 }

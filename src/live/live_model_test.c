@@ -1,4 +1,4 @@
-/* live_check -- unit test of the live model (src/live/live_model.c): frames
+/* live_model_test -- unit test of the live model (src/live/live_model.c): frames
  * and stack texts in, rows out.  Growth since attach, then since a mark
  * (zero at once, counted from the next frame);
  * the three sorts; kinds (heap + mmap by default, rss apart); the filter
@@ -72,7 +72,12 @@ static void stack(struct ha_live *l, uint32_t id, const char *fn, const char *fi
 	stackv(l, id, sizeof(const char *[]){ __VA_ARGS__ } / sizeof(char *), (const char *[]){ __VA_ARGS__ }, \
 	       "x.c", leaf_mod, "/usr/bin/srv")
 
-#define B(i, k, live) { .id = (i), .kind = (k), .live_bytes = (live), .live_count = (live) / 100 }
+/* A bucket's live bytes in whole objects of 100 bytes (7 bytes: none). */
+static double objects(double live)
+{
+	return (double)(long long)(live / 100);
+}
+#define B(i, k, live) { .id = (i), .kind = (k), .live_bytes = (live), .live_count = objects(live) }
 
 static double ms_since(const struct timespec *t0)
 {

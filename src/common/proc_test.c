@@ -1,4 +1,4 @@
-/* proc_check -- the /proc parsers (src/common/proc.c, and procmaps.c's
+/* proc_test -- the /proc parsers (src/common/proc.c, and procmaps.c's
  * " (deleted)" suffix) on hostile input: a target chooses its comm (16
  * bytes, ')' ' ' and newlines included), and a status line can be cut off
  * anywhere.  Each case states what must come
@@ -93,7 +93,7 @@ int main(void)
 	       "own /proc/self/stat: state %c", state);
 	char buf[64];
 	EXPECT(ha_proc_status_field(getpid(), getpid(), "Tgid", buf, sizeof buf) == 0 &&
-	       atoi(buf) == getpid(), "own task status Tgid '%s'", buf);
+	       strtol(buf, NULL, 10) == getpid(), "own task status Tgid '%s'", buf);
 	EXPECT(ha_proc_alive(getpid()), "this process is not alive?");
 	EXPECT(ha_proc_stat(0x7ffffff0, 0, &state, &flags) < 0, "a pid that cannot exist parses");
 	EXPECT(!ha_proc_alive(0x7ffffff0), "a pid that cannot exist is alive");

@@ -1,4 +1,4 @@
-/* ring_check -- the ring protocol (src/proto/ha_ring.h) under load: several
+/* ring_test -- the ring protocol (src/proto/ha_ring.h) under load: several
  * producer threads write numbered records of varying sizes through one
  * mapping of a memfd while the consumer reads through a second mapping, as
  * the agent and the attacher do.  Checks that every record arrives exactly
@@ -54,7 +54,7 @@ static void *producer(void *p)
 
 static int run(int block, int slow)
 {
-	int fd = memfd_create("ring_check", 0);
+	int fd = memfd_create("ring_test", 0);
 	if (fd < 0 || ftruncate(fd, HA_RING_HDR_SIZE + DATA_SIZE) != 0)
 		return perror("memfd"), 1;
 	struct ha_ring_hdr *prod_view = ha_ring_map(fd, DATA_SIZE, 1);
@@ -226,7 +226,7 @@ struct block_arg {
  * events of it, as a sample and its free come from two threads). */
 static uint64_t block_addr(uint32_t b)
 {
-	return 0x7f0000000000ull + ((uint64_t)b << HA_RING_ROUTE_SHIFT) + 16 * b;
+	return 0x7f0000000000ull + ((uint64_t)b << HA_RING_ROUTE_SHIFT) + (uint64_t)16 * b;
 }
 
 /* Producer id (0 or 1) writes the events id, id + 2, id + 4... of every
@@ -273,10 +273,12 @@ static char thread_state(pid_t tid)
 	FILE *f = fopen(path, "r");
 	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
 	if (f)
-		fclose(f);
+		(void)fclose(f);
 	buf[n] = 0;
 	char *e = strrchr(buf, ')'); /* the name may hold anything */
-	return e && e[1] == ' ' ? e[2] : 0;
+	if (e && e[1] == ' ')
+		return e[2];
+	return 0;
 }
 
 static void *wake_main(void *p)
@@ -302,7 +304,7 @@ static void *wake_main(void *p)
  * the first ring's word. */
 static int run_rings(void)
 {
-	int fd = memfd_create("ring_check", 0);
+	int fd = memfd_create("ring_test", 0);
 	if (fd < 0 || ftruncate(fd, (off_t)ha_rings_file_size(DATA_SIZE, NRINGS)) != 0)
 		return perror("memfd"), 1;
 	struct ha_ring_hdr *prod_view = ha_ring_map(fd, DATA_SIZE, NRINGS);
@@ -391,6 +393,6 @@ static int run_rings(void)
 int main(void)
 {
 	int rc = run(0, 0) || run(0, 1) || run(1, 1) || run_rings();
-	printf(rc ? "ring_check: FAILED\n" : "ring_check: ok\n");
+	printf(rc ? "ring_test: FAILED\n" : "ring_test: ok\n");
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* live_text_check -- the live view's text (src/live/live_text.c): target
+/* live_text_test -- the live view's text (src/live/live_text.c): target
  * names made safe for a terminal and cut to a width, in a UTF-8 locale and
  * in ASCII; the number formats; sparklines.  Each case states what must
  * come out; the program prints every mismatch and exits 1 if there is
@@ -158,7 +158,7 @@ int main(void)
 		many[i] = i;
 	char b[4 * HA_TEXT_MAX_W + 1];
 	ha_sparkline(many, 600, 20, 1, b, sizeof b);
-	EXPECT(strlen(b) == 20 * 3 && strncmp(b, "\u2581", 3) == 0 && strcmp(b + 57, "\u2588") == 0,
+	EXPECT(strlen(b) == (size_t)20 * 3 && strncmp(b, "\u2581", 3) == 0 && strcmp(b + 57, "\u2588") == 0,
 	       "600 values in 20 columns: '%s'", b);
 
 	return UNIT_RESULT("live text: names cleaned and cut, numbers, sparklines");
