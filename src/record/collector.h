@@ -65,9 +65,13 @@ struct ha_collector_stats {
 	HA_COLLECTOR_STATS(HA_STAT_FIELD)
 #undef HA_STAT_FIELD
 };
-#define HA_STAT_ONE(name) +1
-enum { HA_COLLECTOR_NSTATS = 0 HA_COLLECTOR_STATS(HA_STAT_ONE) };
-#undef HA_STAT_ONE
+/* How many: one byte each in a struct of bytes (which has no padding). */
+#define HA_STAT_BYTE(name) char name;
+struct ha_collector_stats_count {
+	HA_COLLECTOR_STATS(HA_STAT_BYTE)
+};
+#undef HA_STAT_BYTE
+enum { HA_COLLECTOR_NSTATS = sizeof(struct ha_collector_stats_count) };
 _Static_assert(sizeof(struct ha_collector_stats) == HA_COLLECTOR_NSTATS * sizeof(uint64_t),
                "the stats are copied as an array of uint64_t");
 
