@@ -8,7 +8,8 @@ int ha_peak_after_records(struct ha_peak *p, struct ha_book *b, uint64_t now_ns)
 	if (total <= 0 || total <= p->high * HA_PEAK_RISE)
 		return 0;
 	/* Record times come from the target: a time that goes backwards
-	 * only delays the next copy until a cheap one. */
+	 * cannot hold copies back; the copy is made at once, as after the
+	 * gap (peak_test.c checks it). */
 	if (p->copy_total > 0 && now_ns - p->copy_ns < HA_PEAK_GAP_NS && now_ns >= p->copy_ns &&
 	    ha_book_peak_dirty(b) > HA_PEAK_CHEAP)
 		return 0;
