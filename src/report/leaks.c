@@ -1,10 +1,6 @@
-/* leaks.c -- heapdiff --leaks and --peak: measures over every snapshot of a
- * session, not just two.
- *
- * The history of one callstack is one range of the buckets primary key
- * (session, stack, kind, snapshot), so one ordered scan of a session's
- * buckets gives every (callstack, kind) series in turn; each is measured
- * and dropped before the next (memory: one series, not the whole matrix).
+/* leaks.c -- heapdiff --leaks: measures over every snapshot of a session,
+ * not just two (the scan of a session's series, the fit and the peak are
+ * report_series.c's).
  *
  * A leak suspect is a series of live bytes y(t) over the session's
  * snapshots (0 before its first row) that grows steadily:
@@ -39,142 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIT_MIN 0.8
-#define STEADY_MIN 0.9
-#define RETAINED_MIN 0.9
+/* ------------------------------------------------------------ totals */
 
-
-/* The snapshots of session in id order; without the peak snapshot unless
- * with_peak: it is out of time order (schema.sql), no point of a trend (its
- * rows are then skipped as rows of no point of the series, and the last
- * snapshot writes every bucket they hold again). */
-static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss,
-                       int with_peak)
-{
-	sqlite3_stmt *q = hd_prepare(s, with_peak
-		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
-		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id");
-	size_t cap = 0;
-	double t0 = 0;
-	memset(ss, 0, sizeof *ss);
-	sqlite3_bind_int64(q, 1, session);
-	while (hd_step(s, q)) {
-		if (ss->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
-			ss->t = hd_xrealloc(ss->t, cap * sizeof *ss->t);
-		}
-		double t = hd_col_real(s, q, 1);
-		if (ss->n == 0)
-			t0 = t;
-		ss->id[ss->n] = sqlite3_column_int64(q, 0);
-		ss->t[ss->n] = t - t0;
-		ss->n++;
-	}
-	sqlite3_finalize(q);
-	if (ss->n == 0)
-		hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
-	ss->duration = ss->t[ss->n - 1] - ss->t[0];
-}
-
-static void free_snaps(struct session_snaps *ss)
-{
-	free(ss->id);
-	free(ss->t);
-}
-
-/* Index of snapshot id in the session, or -1 (a corrupt row). */
-static long snap_index(const struct session_snaps *ss, int64_t id)
-{
-	size_t lo = 0, hi = ss->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ss->id[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
-}
-
-void hd_scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
-                        int kind_filter, series_fn fn, void *ctx)
-{
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
-		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id");
-	double *y = hd_xmalloc(ss->n * sizeof *y), *c = hd_xmalloc(ss->n * sizeof *c);
-	int64_t cur_stack = 0;
-	int cur_kind = -1, have = 0;
-	long last_i = -1;
-	double last_y = 0, last_c = 0;
-
-	/* Fill from the last row up to (excluding) index end. */
-#define FILL_TO(end)                                                   \
-	do {                                                           \
-		for (long j_ = last_i < 0 ? 0 : last_i; j_ < (long)(end); j_++) { \
-			y[j_] = last_i < 0 ? 0 : last_y;                   \
-			c[j_] = last_i < 0 ? 0 : last_c;                   \
-		}                                                      \
-	} while (0)
-
-	sqlite3_bind_int64(q, 1, session);
-	for (;;) {
-		int row = hd_step(s, q);
-		int64_t sid = row ? sqlite3_column_int64(q, 0) : 0;
-		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
-		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
-			FILL_TO(ss->n);
-			if (kind_filter == ANY_KIND || hd_kind_matches(kind_filter, cur_kind))
-				fn(ctx, cur_stack, cur_kind, y, c, ss);
-			have = 0;
-		}
-		if (!row)
-			break;
-		if (kind < 0 || kind > 255)
-			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
-		long i = snap_index(ss, sqlite3_column_int64(q, 2));
-		if (i < 0)
-			continue; /* a row of a snapshot not in the session: corrupt, skipped */
-		if (!have) {
-			have = 1;
-			cur_stack = sid;
-			cur_kind = (int)kind;
-			last_i = -1;
-		}
-		FILL_TO(i);
-		last_i = i;
-		last_y = hd_col_real(s, q, 3);
-		last_c = hd_col_real(s, q, 4);
-		y[i] = last_y;
-		c[i] = last_c;
-	}
-#undef FILL_TO
-	sqlite3_finalize(q);
-	free(y);
-	free(c);
-}
-
-/* ------------------------------------------------------------ peak */
-
-struct peak_ctx {
-	double *total;             /* [n], or by kind: */
-	double *by_kind[HA_KIND_COUNT], *objects;
+struct totals_ctx {
+	double *by_kind[HA_KIND_COUNT], *objects; /* [n] each */
 };
-
-static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                      const struct session_snaps *ss)
-{
-	struct peak_ctx *p = ctx;
-	(void)stack_id, (void)kind, (void)c;
-	for (size_t i = 0; i < ss->n; i++)
-		p->total[i] += y[i];
-}
 
 static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
                         const struct session_snaps *ss)
 {
-	struct peak_ctx *p = ctx;
+	struct totals_ctx *p = ctx;
 	double *t = kind >= 0 && kind < HA_KIND_COUNT ? p->by_kind[kind] : NULL;
 	int alloc = hd_kind_matches(HD_KIND_ALLOC, kind);
 	(void)stack_id;
@@ -185,57 +55,15 @@ static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, 
 	}
 }
 
-/* The id of the session's snapshot of reason 'peak', or 0. */
-static int64_t peak_snapshot(struct hd_source *s, int64_t session)
-{
-	sqlite3_stmt *q = hd_prepare(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'");
-	int64_t id = 0;
-	sqlite3_bind_int64(q, 1, session);
-	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL)
-		id = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return id;
-}
-
-int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
-{
-	struct session_snaps ss;
-	struct peak_ctx p = { 0 };
-	size_t best = 0;
-	int64_t id, marked = kind == HD_KIND_ALLOC ? peak_snapshot(s, session) : 0;
-
-	load_snaps(s, session, &ss, 1);
-	p.total = hd_xcalloc(ss.n, sizeof *p.total);
-	hd_scan_series(s, session, &ss, kind, add_total, &p);
-	for (size_t i = 1; i < ss.n; i++)
-		if (p.total[i] > p.total[best])
-			best = i;
-	/* The attacher's own peak snapshot is the peak, whatever the
-	 * estimates of the periodic ones say. */
-	if (marked) {
-		long i = snap_index(&ss, marked);
-		if (i >= 0)
-			best = (size_t)i;
-	}
-	id = ss.id[best];
-	*live = p.total[best];
-	*nsnaps = (int64_t)ss.n;
-	free(p.total);
-	free_snaps(&ss);
-	return id;
-}
-
-/* ------------------------------------------------------------ totals */
-
 struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *nout)
 {
 	struct session_snaps ss;
-	struct peak_ctx p = { 0 };
+	struct totals_ctx p = { 0 };
 	struct hd_snap_total *v;
 	sqlite3_stmt *q;
 	size_t i = 0;
 
-	load_snaps(s, session, &ss, 1);
+	hd_session_snaps(s, session, &ss, 1);
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
 	p.objects = hd_xcalloc(ss.n, sizeof *p.objects);
@@ -279,7 +107,7 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 		free(p.by_kind[k]);
 	free(p.objects);
 	*nout = i;
-	free_snaps(&ss);
+	hd_session_snaps_free(&ss);
 	return v;
 }
 
@@ -292,43 +120,6 @@ struct leak_ctx {
 	size_t series, grew;       /* all series; non-suspects with last > first */
 	double min_bytes;
 };
-
-int hd_leak_fit(const double *y, const double *c, const struct session_snaps *ss, double min_bytes,
-                struct hd_leak *tr)
-{
-	size_t n = ss->n;
-	double mt = 0, my = 0, sxx = 0, sxy = 0, syy = 0, up = 0, moved = 0, max = y[0];
-
-	for (size_t i = 0; i < n; i++) {
-		mt += ss->t[i];
-		my += y[i];
-		if (y[i] > max)
-			max = y[i];
-		if (i > 0) {
-			double d = y[i] - y[i - 1];
-			up += d > 0 ? d : 0;
-			moved += fabs(d);
-		}
-	}
-	mt /= (double)n;
-	my /= (double)n;
-	for (size_t i = 0; i < n; i++) {
-		sxx += (ss->t[i] - mt) * (ss->t[i] - mt);
-		sxy += (ss->t[i] - mt) * (y[i] - my);
-		syy += (y[i] - my) * (y[i] - my);
-	}
-	tr->slope = sxx > 0 ? sxy / sxx : 0;
-	tr->fit = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0;
-	tr->steady = moved > 0 ? up / moved : 0;
-	tr->retained = max > 0 ? y[n - 1] / max : 0;
-	tr->first = y[0];
-	tr->last = y[n - 1];
-	tr->max = max;
-	tr->last_objects = c ? c[n - 1] : 0;
-	double growth = tr->slope * ss->duration;
-	return tr->slope > 0 && tr->fit >= FIT_MIN && tr->steady >= STEADY_MIN &&
-	       tr->retained >= RETAINED_MIN && growth >= 1 && growth >= min_bytes;
-}
 
 static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
                     const struct session_snaps *ss)
@@ -474,7 +265,7 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	size_t k = 0;
 
 	memset(out, 0, sizeof *out);
-	load_snaps(s, session, &ss, 0);
+	hd_session_snaps(s, session, &ss, 0);
 	out->nsnaps = ss.n;
 	out->snap_id = ss.id;
 	out->t = ss.t;

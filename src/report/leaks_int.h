@@ -1,6 +1,7 @@
-/* leaks_int.h -- what leaks.c shares with leak_funcs.c (the function
- * trends of --leaks): a session's snapshots, the scan of its series, the
- * tests that make a series a suspect.  Private to src/report. */
+/* leaks_int.h -- what report_series.c gives leaks.c and leak_funcs.c (the
+ * function trends of --leaks): a session's snapshots, the scan of its
+ * series, the tests that make a series a suspect; and what leak_funcs.c
+ * gives leaks.c.  Private to src/report. */
 #ifndef HD_LEAKS_INT_H
 #define HD_LEAKS_INT_H
 
@@ -12,6 +13,11 @@ struct session_snaps {
 	double *t;                 /* seconds since the first snapshot */
 	double duration;
 };
+
+/* The snapshots of session in id order (the peak snapshot only with
+ * with_peak); exits 1 when it has none. */
+void hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int with_peak);
+void hd_session_snaps_free(struct session_snaps *ss);
 
 /* Calls fn on every (callstack, kind) series of the session whose kind
  * passes the --kind filter kind_filter (or of any kind: ANY_KIND): y[i]
@@ -25,7 +31,7 @@ void hd_scan_series(struct hd_source *s, int64_t session, const struct session_s
 
 /* Measures the series y (live objects c, or NULL: 0) into *tr (slope,
  * fit, steady, retained, first, last, max, last_objects); 1 if it is a
- * suspect: the tests of leaks.c's top comment, with --min-bytes
+ * suspect: the tests of leaks.c's top comment (report_series.c), with --min-bytes
  * min_bytes. */
 int hd_leak_fit(const double *y, const double *c, const struct session_snaps *ss, double min_bytes,
                 struct hd_leak *tr);

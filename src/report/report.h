@@ -5,9 +5,10 @@
  * bounds-checked: the file may be corrupt); report_rows.c folds allocator
  * frames, applies the filters and merges the two sides into rows; one
  * report_<format>.c per output format writes them; report_funcs.c adds
- * rows up by function; leaks.c (and leak_funcs.c, for functions) finds
- * leak suspects over all snapshots of a session.  Nothing here writes a
- * database. */
+ * rows up by function; report_series.c scans a session's series (the
+ * peak, the fit of a trend), with which leaks.c (and leak_funcs.c, for
+ * functions) finds leak suspects over all snapshots of a session.  Nothing
+ * here writes a database. */
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
 
@@ -438,8 +439,8 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
                   size_t keep_series, struct hd_leak_set *out);
 void hd_leak_free(struct hd_leak_set *ls);
 
-/* The snapshot of session with the highest estimated live memory of the
- * --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'
+/* report_series.c: the snapshot of session with the highest estimated
+ * live memory of the --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'
  * when there is one: the attacher keeps the peak of heap and mmap); *live
  * gets that estimate. */
 int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);

@@ -35,23 +35,6 @@ static int query_i64(struct hd_source *s, const char *sql, int64_t *v, int np, i
 	return got;
 }
 
-double hd_col_real(struct hd_source *s, sqlite3_stmt *q, int i)
-{
-	int t = sqlite3_column_type(q, i);
-	double v;
-	if (t == SQLITE_NULL)
-		return 0;
-	if (t != SQLITE_FLOAT && t != SQLITE_INTEGER)
-		hd_die("%s: corrupt database: a value is not a number", s->path);
-	v = sqlite3_column_double(q, i);
-	if (!isfinite(v))
-		hd_die("%s: corrupt database: a value is not finite", s->path);
-	/* Past what any memory, count or clock can reach: kept, but at the
-	 * cap, so that sums, differences and squares of such values stay
-	 * finite (JSON has no inf). */
-	return v > HD_MAX_VALUE ? HD_MAX_VALUE : v < -HD_MAX_VALUE ? -HD_MAX_VALUE : v;
-}
-
 static void col_str(sqlite3_stmt *q, int i, char *buf, size_t len)
 {
 	char *t = hd_clean_text(sqlite3_column_text(q, i));
