@@ -525,9 +525,15 @@ int main(int argc, char **argv)
 		struct hd_source *s = source_for(src, &nsrc, o.db);
 		int64_t session = hd_session(s, o.session);
 		struct hd_leak_opts lo = { o.format, o.exact_bytes, o.top, &o.flt };
+		struct hd_leak_report lr;
 		out = open_output(&o);
-		hd_leaks(out, s, session, &lo);
+		hd_leak_report(s, session, &lo, &lr);
+		if (o.format == HD_JSON)
+			hd_write_leaks_json(out, &lr);
+		else
+			hd_write_leaks_text(out, &lr);
 		rc = close_output(out, &o);
+		hd_leak_report_free(&lr);
 		hd_source_close(s);
 		return rc;
 	}

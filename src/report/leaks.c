@@ -24,7 +24,8 @@
  * paths (leak_funcs.c: a helper whose call paths are each noise, and the
  * rule that names it before its callers).
  *
- * hd_leak_find measures; hd_leaks writes --leaks as text or json;
+ * hd_leak_find measures; hd_leak_report gathers what --leaks shows, which
+ * report_text.c and report_json.c write (hd_write_leaks_text, _json);
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
 #include "leaks_int.h"
@@ -159,104 +160,6 @@ static int cmp_trend(const void *pa, const void *pb)
 	return a->kind - b->kind;
 }
 
-static void text_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
-                     int exact, const struct session_snaps *ss)
-{
-	char b1[64], b2[64], b3[64], rate[80], pc[32];
-	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
-	fprintf(f, "%18s %12s %12s %5.2f  stack %" PRId64, rate,
-	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
-	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit, t->stack_id);
-	if (t->kind != 0)
-		fprintf(f, " (%s)", hd_kind_name(t->kind));
-	fputc('\n', f);
-	for (int i = 0; i < v->n; i++) {
-		const struct hd_frame *fr = &v->f[i];
-		fprintf(f, "%*s%s", 53, "", hd_frame_name(fr, pc, sizeof pc));
-		if (fr->file[0])
-			fprintf(f, fr->line > 0 ? "  %s:%d" : "  %s", fr->file, fr->line);
-		if (fr->module[0])
-			fprintf(f, "  [%s]", ha_base_name(fr->module));
-		if (fr->inlined)
-			fputs("  (inlined)", f);
-		fputc('\n', f);
-	}
-	if (folded)
-		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", 53, "", folded);
-}
-
-static void json_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
-                     const struct session_snaps *ss, int first)
-{
-	fprintf(f, "%s\n  {\"what\": \"stack\", \"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
-	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
-	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
-	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
-	        first ? "" : ",", t->stack_id, hd_kind_name(t->kind), t->slope * 60,
-	        t->slope * ss->duration, t->first, t->last, t->max, t->last_objects, t->fit, t->steady,
-	        t->retained, folded);
-	hd_json_frames(f, v);
-	fputc('}', f);
-}
-
-/* The via functions of a function suspect, the widest first: a line
- * (text) or an array (json). */
-#define VIA_NAMED 4
-static void text_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls)
-{
-	char pc[32];
-	if (!t->nvia)
-		return;
-	fprintf(f, "%*svia", 53, "");
-	for (size_t i = 0; i < t->nvia && i < VIA_NAMED; i++)
-		fprintf(f, "%s %s", i ? "," : "", hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
-	if (t->nvia > VIA_NAMED)
-		fprintf(f, " and %zu more", t->nvia - VIA_NAMED);
-	fputs(" (the callers whose cumulative growth this explains)\n", f);
-}
-
-static void func_text_row(FILE *f, const struct hd_leak *t, int exact, const struct session_snaps *ss,
-                          const struct hd_leak_set *ls)
-{
-	char b1[64], b2[64], b3[64], rate[80];
-	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
-	fprintf(f, "%18s %12s %12s %5.2f  %s (%s, %d call path%s)\n", rate,
-	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
-	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit,
-	        t->what == HD_LEAK_FLAT ? "function" : "cumulative",
-	        t->what == HD_LEAK_FLAT ? "allocated in it" : "in it or its callees, explained by no other suspect",
-	        t->paths, t->paths == 1 ? "" : "s");
-	fprintf(f, "%*s", 53, "");
-	hd_func_text_name(f, ls->fn.fr[t->func]);
-	fputc('\n', f);
-	text_via(f, t, ls);
-}
-
-static void func_json_row(FILE *f, const struct hd_leak *t, const struct session_snaps *ss,
-                          const struct hd_leak_set *ls, int first)
-{
-	const struct hd_frame *fr = ls->fn.fr[t->func];
-	char pc[32];
-	fprintf(f, "%s\n  {\"what\": \"%s\", \"function\": ", first ? "" : ",",
-	        t->what == HD_LEAK_FLAT ? "function" : "cumulative");
-	hd_json_str(f, hd_frame_name(fr, pc, sizeof pc));
-	fputs(", \"file\": ", f);
-	hd_json_str(f, fr->file);
-	fputs(", \"module\": ", f);
-	hd_json_str(f, fr->module);
-	fprintf(f, ", \"kind\": \"%s\", \"paths\": %d, \"bytes_per_minute\": %.3f, \"trend_bytes\": %.0f, "
-	        "\"first_bytes\": %.0f, \"last_bytes\": %.0f, \"max_bytes\": %.0f, \"live_objects\": %.0f, "
-	        "\"fit\": %.4f, \"steady\": %.4f, \"retained\": %.4f,\n   \"via\": [",
-	        hd_kind_name(t->kind), t->paths, t->slope * 60, t->slope * ss->duration, t->first, t->last,
-	        t->max, t->last_objects, t->fit, t->steady, t->retained);
-	for (size_t i = 0; i < t->nvia; i++) {
-		if (i)
-			fputs(", ", f);
-		hd_json_str(f, hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
-	}
-	fputs("]}", f);
-}
-
 void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
                   size_t keep_series, struct hd_leak_set *out)
 {
@@ -311,97 +214,46 @@ void hd_leak_free(struct hd_leak_set *ls)
 	memset(ls, 0, sizeof *ls);
 }
 
-void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o)
+void hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
+                    struct hd_leak_report *out)
 {
-	struct hd_leak_set ls;
-	struct session_snaps ss;
-	size_t shown = 0;
-	char t0[64];
-	int physical = hd_kind_physical(o->flt->kind);
+	struct hd_leak_set *ls = &out->ls;
 
-	hd_leak_find(s, session, o->flt, 0, &ls);
-	if (ls.nsnaps < 3)
+	memset(out, 0, sizeof *out);
+	out->o = o;
+	out->path = s->path;
+	out->session = session;
+	hd_leak_find(s, session, o->flt, 0, ls);
+	if (ls->nsnaps < 3)
 		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
-		       session, ls.nsnaps);
-	ss = (struct session_snaps){ ls.nsnaps, ls.snap_id, ls.t, ls.duration };
-
-	if (o->format == HD_JSON)
-		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"kind\": \"%s\", \"db\": ",
-		        hd_kind_name(o->flt->kind));
-	if (o->format == HD_JSON) {
-		hd_json_str(f, s->path);
-		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
-		        "\"callstacks\": %zu, \"grew\": %zu, \"functions\": %zu, \"unfitted\": %zu, "
-		        "\"approx\": %s,\n \"suspects\": [",
-		        session, ss.n, ss.duration, ls.series, ls.grew, ls.funcs, ls.unfitted,
-		        ls.approx ? "true" : "false");
-	} else {
+		       session, ls->nsnaps);
+	if (o->format != HD_JSON) {
+		/* The text's header names the session (json does not). */
 		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
-		int64_t pid = 0;
-		char *comm = NULL;
-		double start = 0;
 		sqlite3_bind_int64(q, 1, session);
 		if (hd_step(s, q)) {
-			pid = sqlite3_column_int64(q, 0);
-			comm = hd_clean_text(sqlite3_column_text(q, 1));
-			start = hd_col_real(s, q, 2);
+			out->pid = sqlite3_column_int64(q, 0);
+			out->comm = hd_clean_text(sqlite3_column_text(q, 1));
+			out->start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
-		fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
-		        "%zu snapshots over %.1f %s, %zu callstacks, %zu functions\n\n",
-		        physical ? " (" : "", physical ? hd_kind_what(o->flt->kind) : "", physical ? ")" : "",
-		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
-		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
-		        ls.series, ls.funcs);
-		free(comm);
 	}
-	for (size_t i = 0; i < ls.n; i++) {
-		const struct hd_leak *t = &ls.v[i];
-		if (o->top > 0 && shown >= (size_t)o->top) {
-			shown++;
-			continue;
-		}
-		if (o->format != HD_JSON && shown == 0)
-			fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
-			        "SUSPECT (a call path, leaf first, or a function)");
-		if (t->what != HD_LEAK_STACK) {
-			if (o->format == HD_JSON)
-				func_json_row(f, t, &ss, &ls, shown == 0);
-			else
-				func_text_row(f, t, o->exact_bytes, &ss, &ls);
-			shown++;
-			continue;
-		}
-		int folded;
-		const struct hd_stack *st = hd_stack_get(s, t->stack_id);
-		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
-		if (o->format == HD_JSON)
-			json_row(f, t, &v, folded, &ss, shown == 0);
-		else
-			text_row(f, t, &v, folded, o->exact_bytes, &ss);
-		shown++;
-	}
-	if (o->format == HD_JSON) {
-		fputs("\n ]}\n", f);
-	} else {
-		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
-		if (shown == 0)
-			fprintf(f, "no leak suspects: no callstack's or function's %s grew steadily\n",
-			        physical ? hd_kind_what(o->flt->kind) : "live bytes");
-		else if (listed < shown)
-			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
-			        shown - listed == 1 ? "" : "s");
-		fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
-		        "without a steady trend\n",
-		        shown, shown == 1 ? "" : "s", ls.grew, ls.grew == 1 ? "" : "s");
-		if (ls.unfitted)
-			fprintf(f, "note: %zu functions seen last were not fitted (more functions x snapshots "
-			        "than heapdiff keeps in memory)\n", ls.unfitted);
-		if (ls.approx)
-			fprintf(f, "note: too many call paths to narrow the cumulative suspects: each is listed "
-			        "with its whole trend\n");
-	}
-	hd_leak_free(&ls);
+	out->listed = o->top > 0 && ls->n > (size_t)o->top ? (size_t)o->top : ls->n;
+	out->view = hd_xcalloc(out->listed, sizeof *out->view);
+	out->folded = hd_xcalloc(out->listed, sizeof *out->folded);
+	for (size_t i = 0; i < out->listed; i++)
+		if (ls->v[i].what == HD_LEAK_STACK)
+			out->view[i] = hd_fold(hd_stack_get(s, ls->v[i].stack_id), o->flt->all_frames,
+			                       &out->folded[i]);
+}
+
+void hd_leak_report_free(struct hd_leak_report *lr)
+{
+	hd_leak_free(&lr->ls);
+	free(lr->comm);
+	free(lr->view);
+	free(lr->folded);
+	memset(lr, 0, sizeof *lr);
 }
 
 /* hd_fallen_note (report.h): heapdiff's note under a last snapshot that

@@ -347,8 +347,12 @@ void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
 /* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
 void hd_json_snap(FILE *f, const struct hd_snap *s);
-/* The frames of st as a JSON array (shared with --leaks). */
+/* The frames of st as a JSON array. */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
+/* --leaks (struct hd_leak_report, below). */
+struct hd_leak_report;
+void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr);
+void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr);
 void hd_write_svg(FILE *f, const struct hd_report *r);
 void hd_write_pprof(FILE *f, const struct hd_report *r);
 /* The same gzipped profile appended to out (heapattach --push). */
@@ -394,8 +398,6 @@ struct hd_leak_opts {
 	long top;
 	const struct hd_filter *flt;
 };
-/* Leak suspects over every snapshot of session; 0 or exits. */
-void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
 
 /* One leak suspect: the trend of a (callstack, kind) series, or of a
  * function's (leak_funcs.c). */
@@ -438,6 +440,27 @@ struct hd_leak_set {
 void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
                   size_t keep_series, struct hd_leak_set *out);
 void hd_leak_free(struct hd_leak_set *ls);
+
+/* --leaks: what its report shows, gathered by hd_leak_report (leaks.c),
+ * written by hd_write_leaks_text (report_text.c) or _json
+ * (report_json.c). */
+struct hd_leak_report {
+	const struct hd_leak_opts *o;
+	const char *path;          /* the database */
+	int64_t session;
+	int64_t pid;               /* the session's pid, comm (NULL: unknown) */
+	char *comm;                /* and start: read for the text's header */
+	double start;
+	struct hd_leak_set ls;
+	size_t listed;             /* the suspects listed: the first --top */
+	struct hd_stack *view;     /* [listed]: a call-path suspect's displayed
+	                            * frames (a view into its cached stack) */
+	int *folded;               /* [listed]: its allocator frames folded */
+};
+/* The suspects of session, at least 3 snapshots measured. */
+void hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
+                    struct hd_leak_report *out);
+void hd_leak_report_free(struct hd_leak_report *lr);
 
 /* report_series.c: the snapshot of session with the highest estimated
  * live memory of the --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'

@@ -265,7 +265,10 @@ static void write_one(enum out kind, const char *what, struct hd_report *r,
 			kind == O_JSON ? hd_write_vs_json(f, r, vs) : hd_write_vs_text(f, r, vs);
 		else if (!r) {
 			struct hd_leak_opts lo = { kind == O_JSON ? HD_JSON : HD_TEXT, o->exact, o->top, flt };
-			hd_leaks(f, s, session, &lo);
+			static struct hd_leak_report lr;
+			hd_leak_report(s, session, &lo, &lr);
+			kind == O_JSON ? hd_write_leaks_json(f, &lr) : hd_write_leaks_text(f, &lr);
+			hd_leak_report_free(&lr);
 		} else {
 			switch (kind) {
 			case O_TEXT: hd_write_text(f, r); break;
