@@ -42,8 +42,8 @@ struct totals_ctx {
 	double *by_kind[HA_KIND_COUNT], *objects; /* [n] each */
 };
 
-static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                        const struct session_snaps *ss)
+static int add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                       const struct session_snaps *ss)
 {
 	struct totals_ctx *p = ctx;
 	double *t = kind >= 0 && kind < HA_KIND_COUNT ? p->by_kind[kind] : NULL;
@@ -54,39 +54,52 @@ static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, 
 		if (alloc)
 			p->objects[i] += c[i];
 	}
+	return HD_OK;
 }
 
-struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *nout)
+int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **out, size_t *nout)
 {
 	struct session_snaps ss;
 	struct totals_ctx p = { 0 };
 	struct hd_snap_total *v;
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	size_t i = 0;
+	int rc, has_interval = 0;
 
-	hd_session_snaps(s, session, &ss, 1);
+	*out = NULL;
+	*nout = 0;
+	if (hd_session_snaps(s, session, &ss, 1) < 0)
+		return HD_ERR;
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
 	p.objects = hd_xcalloc(ss.n, sizeof *p.objects);
 	v = hd_xcalloc(ss.n, sizeof *v);
-	hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
+	rc = hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
 
 	/* snapshots.sample_interval came with schema version 3, RssAnon and
 	 * VmSwap with version 5. */
 #define TOTALS_SQL(cols) \
 	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
 	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
-	q = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
-	                  : hd_has_column(s, "snapshots", "sample_interval")
-	                  ? TOTALS_SQL("sample_interval, 0, 0") : TOTALS_SQL("0, 0, 0"));
+	if (rc >= 0 && !s->has_rss)
+		rc = hd_has_column(s, "snapshots", "sample_interval", &has_interval);
+	if (rc >= 0)
+		rc = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
+		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0")
+		                   : TOTALS_SQL("0, 0, 0"), &q);
 #undef TOTALS_SQL
-	sqlite3_bind_int64(q, 1, session);
-	while (hd_step(s, q) && i < ss.n) {
+	if (q)
+		sqlite3_bind_int64(q, 1, session);
+	while (q && (rc = hd_step(s, q)) > 0 && i < ss.n) {
 		struct hd_snap_total *t = &v[i];
-		char *reason = hd_clean_text(sqlite3_column_text(q, 2));
+		char *reason;
 		t->id = sqlite3_column_int64(q, 0);
-		if (t->id != ss.id[i])
-			hd_die("%s: the snapshots of session %" PRId64 " changed while read", s->path, session);
+		if (t->id != ss.id[i]) {
+			rc = hd_fail(s->err, "%s: the snapshots of session %" PRId64 " changed while read",
+			             s->path, session);
+			break;
+		}
+		reason = hd_clean_text(sqlite3_column_text(q, 2));
 		t->time = hd_col_real(s, q, 1);
 		snprintf(t->reason, sizeof t->reason, "%s", reason);
 		free(reason);
@@ -107,9 +120,14 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		free(p.by_kind[k]);
 	free(p.objects);
-	*nout = i;
 	hd_session_snaps_free(&ss);
-	return v;
+	if (rc < 0) {
+		free(v);
+		return HD_ERR;
+	}
+	*out = v;
+	*nout = i;
+	return HD_OK;
 }
 
 /* ------------------------------------------------------------ leaks */
@@ -122,8 +140,8 @@ struct leak_ctx {
 	double min_bytes;
 };
 
-static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                    const struct session_snaps *ss)
+static int measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                   const struct session_snaps *ss)
 {
 	struct leak_ctx *L = ctx;
 	size_t n = ss->n;
@@ -133,7 +151,7 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 	if (!hd_leak_fit(y, c, ss, L->min_bytes, &tr)) {
 		if (tr.last > tr.first)
 			L->grew++;
-		return;
+		return HD_OK;
 	}
 	if (L->n == L->cap) {
 		L->cap = L->cap ? L->cap * 2 : 64;
@@ -144,6 +162,7 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 		memcpy(tr.series, y, n * sizeof *y);
 	}
 	L->t[L->n++] = tr;
+	return HD_OK;
 }
 
 static int cmp_trend(const void *pa, const void *pb)
@@ -160,26 +179,34 @@ static int cmp_trend(const void *pa, const void *pb)
 	return a->kind - b->kind;
 }
 
-void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
-                  size_t keep_series, struct hd_leak_set *out)
+int hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
+                 size_t keep_series, struct hd_leak_set *out)
 {
 	struct session_snaps ss;
 	struct leak_ctx L = { .min_bytes = flt->min_bytes, .keep = keep_series > 0 };
 	size_t k = 0;
 
 	memset(out, 0, sizeof *out);
-	hd_session_snaps(s, session, &ss, 0);
+	if (hd_session_snaps(s, session, &ss, 0) < 0)
+		return HD_ERR;
 	out->nsnaps = ss.n;
 	out->snap_id = ss.id;
 	out->t = ss.t;
 	out->duration = ss.duration;
 	if (ss.n < 3)
-		return;
-	hd_scan_series(s, session, &ss, flt->kind, measure, &L);
+		return HD_OK;
+	if (hd_scan_series(s, session, &ss, flt->kind, measure, &L) < 0)
+		goto fail;
 	/* The filters apply to the displayed (folded) frames. */
 	for (size_t i = 0; i < L.n; i++) {
 		int folded;
-		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
+		const struct hd_stack *st;
+		if (hd_stack_get(s, L.t[i].stack_id, &st) < 0) {
+			for (size_t j = i; j < L.n; j++)
+				free(L.t[j].series);
+			L.n = k;
+			goto fail;
+		}
 		struct hd_stack v = hd_fold(st, flt->all_frames, &folded);
 		if (hd_stack_matches(&v, flt))
 			L.t[k++] = L.t[i];
@@ -188,7 +215,8 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	}
 	L.n = k;
 	/* The functions' suspects, ranked with the call paths. */
-	hd_leak_funcs(s, session, &ss, flt, L.keep, L.t, L.n, &L.t, &L.n, &L.cap, out);
+	if (hd_leak_funcs(s, session, &ss, flt, L.keep, L.t, L.n, &L.t, &L.n, &L.cap, out) < 0)
+		goto fail;
 	if (L.n)
 		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
 	for (size_t i = keep_series; i < L.n; i++) {
@@ -199,6 +227,14 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	out->n = L.n;
 	out->series = L.series;
 	out->grew = L.grew;
+	return HD_OK;
+
+fail:
+	/* What was found so far is the set's to free. */
+	out->v = L.t;
+	out->n = L.n;
+	hd_leak_free(out);
+	return HD_ERR;
 }
 
 void hd_leak_free(struct hd_leak_set *ls)
@@ -214,8 +250,8 @@ void hd_leak_free(struct hd_leak_set *ls)
 	memset(ls, 0, sizeof *ls);
 }
 
-void hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
-                    struct hd_leak_report *out)
+int hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
+                   struct hd_leak_report *out)
 {
 	struct hd_leak_set *ls = &out->ls;
 
@@ -223,28 +259,46 @@ void hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_o
 	out->o = o;
 	out->path = s->path;
 	out->session = session;
-	hd_leak_find(s, session, o->flt, 0, ls);
-	if (ls->nsnaps < 3)
-		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
-		       session, ls->nsnaps);
+	if (hd_leak_find(s, session, o->flt, 0, ls) < 0)
+		return HD_ERR;
+	if (ls->nsnaps < 3) {
+		hd_fail(s->err, "%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)",
+		        s->path, session, ls->nsnaps);
+		goto fail;
+	}
 	if (o->format != HD_JSON) {
 		/* The text's header names the session (json does not). */
-		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
+		sqlite3_stmt *q;
+		int rc;
+		if (hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1", &q) < 0)
+			goto fail;
 		sqlite3_bind_int64(q, 1, session);
-		if (hd_step(s, q)) {
+		rc = hd_step(s, q);
+		if (rc > 0) {
 			out->pid = sqlite3_column_int64(q, 0);
 			out->comm = hd_clean_text(sqlite3_column_text(q, 1));
 			out->start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
+		if (rc < 0 || s->err->set) /* (a bad start_time: hd_col_real) */
+			goto fail;
 	}
 	out->listed = o->top > 0 && ls->n > (size_t)o->top ? (size_t)o->top : ls->n;
 	out->view = hd_xcalloc(out->listed, sizeof *out->view);
 	out->folded = hd_xcalloc(out->listed, sizeof *out->folded);
-	for (size_t i = 0; i < out->listed; i++)
-		if (ls->v[i].what == HD_LEAK_STACK)
-			out->view[i] = hd_fold(hd_stack_get(s, ls->v[i].stack_id), o->flt->all_frames,
-			                       &out->folded[i]);
+	for (size_t i = 0; i < out->listed; i++) {
+		const struct hd_stack *st;
+		if (ls->v[i].what != HD_LEAK_STACK)
+			continue;
+		if (hd_stack_get(s, ls->v[i].stack_id, &st) < 0)
+			goto fail;
+		out->view[i] = hd_fold(st, o->flt->all_frames, &out->folded[i]);
+	}
+	return HD_OK;
+
+fail:
+	hd_leak_report_free(out);
+	return HD_ERR;
 }
 
 void hd_leak_report_free(struct hd_leak_report *lr)
@@ -259,22 +313,31 @@ void hd_leak_report_free(struct hd_leak_report *lr)
 /* hd_fallen_note (report.h): heapdiff's note under a last snapshot that
  * holds less than half of the session's peak (everything the session was
  * attached for may be gone by then: an interpreter frees it all at exit). */
-const char *hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len)
+int hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len,
+                   const char **note)
 {
 	char p1[64], p2[64];
 	struct hd_snap l;
-	int64_t nsnaps;
+	int64_t id, nsnaps;
 	double peak, now;
-	hd_resolve(b->src, "last", b->session_id, &l);
+	*note = NULL;
+	if (hd_resolve(b->src, "last", b->session_id, &l) < 0)
+		return HD_ERR;
 	if (l.id != b->id)
-		return NULL;
-	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
-	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
-		return NULL;
+		return HD_OK;
+	if (hd_peak(b->src, b->session_id, kind, &id, &peak, &nsnaps) < 0)
+		return HD_ERR;
+	if (id == b->id)
+		return HD_OK;
+	if (hd_live_total(b, kind, &now) < 0)
+		return HD_ERR;
+	if (!(peak > 2 * now))
+		return HD_OK;
 	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
 	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
 	         hd_kind_what(kind),
 	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
 	         b->id);
-	return buf;
+	*note = buf;
+	return HD_OK;
 }

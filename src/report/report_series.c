@@ -30,16 +30,20 @@
  * with_peak: it is out of time order (schema.sql), no point of a trend (its
  * rows are then skipped as rows of no point of the series, and the last
  * snapshot writes every bucket they hold again). */
-void hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int with_peak)
+int hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int with_peak)
 {
-	sqlite3_stmt *q = hd_prepare(s, with_peak
-		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
-		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id");
+	sqlite3_stmt *q;
 	size_t cap = 0;
 	double t0 = 0;
+	int rc;
 	memset(ss, 0, sizeof *ss);
+	if (hd_prepare(s, with_peak
+		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
+		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id",
+		&q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, session);
-	while (hd_step(s, q)) {
+	while ((rc = hd_step(s, q)) > 0) {
 		if (ss->n == cap) {
 			cap = cap ? cap * 2 : 64;
 			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
@@ -53,15 +57,21 @@ void hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps
 		ss->n++;
 	}
 	sqlite3_finalize(q);
-	if (ss->n == 0)
-		hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
+	if (rc >= 0 && ss->n == 0)
+		rc = hd_fail(s->err, "%s: session %" PRId64 " has no snapshots", s->path, session);
+	if (rc < 0) {
+		hd_session_snaps_free(ss);
+		return HD_ERR;
+	}
 	ss->duration = ss->t[ss->n - 1] - ss->t[0];
+	return HD_OK;
 }
 
 void hd_session_snaps_free(struct session_snaps *ss)
 {
 	free(ss->id);
 	free(ss->t);
+	memset(ss, 0, sizeof *ss);
 }
 
 /* Index of snapshot id in the session, or -1 (a corrupt row). */
@@ -78,15 +88,13 @@ static long snap_index(const struct session_snaps *ss, int64_t id)
 	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
 }
 
-void hd_scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
-                    int kind_filter, series_fn fn, void *ctx)
+int hd_scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
+                   int kind_filter, series_fn fn, void *ctx)
 {
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
-		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id");
-	double *y = hd_xmalloc(ss->n * sizeof *y), *c = hd_xmalloc(ss->n * sizeof *c);
+	sqlite3_stmt *q;
+	double *y, *c;
 	int64_t cur_stack = 0;
-	int cur_kind = -1, have = 0;
+	int cur_kind = -1, have = 0, rc = HD_OK;
 	long last_i = -1;
 	double last_y = 0, last_c = 0;
 
@@ -99,21 +107,33 @@ void hd_scan_series(struct hd_source *s, int64_t session, const struct session_s
 		}                                                      \
 	} while (0)
 
+	if (hd_prepare(s,
+		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
+		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id", &q) < 0)
+		return HD_ERR;
+	y = hd_xmalloc(ss->n * sizeof *y);
+	c = hd_xmalloc(ss->n * sizeof *c);
 	sqlite3_bind_int64(q, 1, session);
 	for (;;) {
 		int row = hd_step(s, q);
+		if (row < 0) {
+			rc = HD_ERR;
+			break;
+		}
 		int64_t sid = row ? sqlite3_column_int64(q, 0) : 0;
 		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
 		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
 			FILL_TO(ss->n);
 			if (kind_filter == ANY_KIND || hd_kind_matches(kind_filter, cur_kind))
-				fn(ctx, cur_stack, cur_kind, y, c, ss);
+				rc = fn(ctx, cur_stack, cur_kind, y, c, ss);
 			have = 0;
 		}
-		if (!row)
+		if (!row || rc < 0)
 			break;
-		if (kind < 0 || kind > 255)
-			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+		if (kind < 0 || kind > 255) {
+			rc = hd_fail(s->err, "%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+			break;
+		}
 		long i = snap_index(ss, sqlite3_column_int64(q, 2));
 		if (i < 0)
 			continue; /* a row of a snapshot not in the session: corrupt, skipped */
@@ -134,6 +154,7 @@ void hd_scan_series(struct hd_source *s, int64_t session, const struct session_s
 	sqlite3_finalize(q);
 	free(y);
 	free(c);
+	return rc;
 }
 
 /* ------------------------------------------------------------ fit */
@@ -182,37 +203,37 @@ struct peak_ctx {
 	double *total;             /* [n] */
 };
 
-static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                      const struct session_snaps *ss)
+static int add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                     const struct session_snaps *ss)
 {
 	struct peak_ctx *p = ctx;
 	(void)stack_id, (void)kind, (void)c;
 	for (size_t i = 0; i < ss->n; i++)
 		p->total[i] += y[i];
+	return HD_OK;
 }
 
-/* The id of the session's snapshot of reason 'peak', or 0. */
-static int64_t peak_snapshot(struct hd_source *s, int64_t session)
-{
-	sqlite3_stmt *q = hd_prepare(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'");
-	int64_t id = 0;
-	sqlite3_bind_int64(q, 1, session);
-	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL)
-		id = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return id;
-}
-
-int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
+int hd_peak(struct hd_source *s, int64_t session, int kind, int64_t *id, double *live,
+            int64_t *nsnaps)
 {
 	struct session_snaps ss;
 	struct peak_ctx p = { 0 };
 	size_t best = 0;
-	int64_t id, marked = kind == HD_KIND_ALLOC ? peak_snapshot(s, session) : 0;
+	int64_t marked = 0;
+	int got;
 
-	hd_session_snaps(s, session, &ss, 1);
+	/* The session's snapshot of reason 'peak' (none: 0). */
+	if ((kind == HD_KIND_ALLOC &&
+	     hd_query_i64(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'",
+	                  &marked, &got, 1, session, 0) < 0) ||
+	    hd_session_snaps(s, session, &ss, 1) < 0)
+		return HD_ERR;
 	p.total = hd_xcalloc(ss.n, sizeof *p.total);
-	hd_scan_series(s, session, &ss, kind, add_total, &p);
+	if (hd_scan_series(s, session, &ss, kind, add_total, &p) < 0) {
+		free(p.total);
+		hd_session_snaps_free(&ss);
+		return HD_ERR;
+	}
 	for (size_t i = 1; i < ss.n; i++)
 		if (p.total[i] > p.total[best])
 			best = i;
@@ -223,10 +244,10 @@ int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, in
 		if (i >= 0)
 			best = (size_t)i;
 	}
-	id = ss.id[best];
+	*id = ss.id[best];
 	*live = p.total[best];
 	*nsnaps = (int64_t)ss.n;
 	free(p.total);
 	hd_session_snaps_free(&ss);
-	return id;
+	return HD_OK;
 }
