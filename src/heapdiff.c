@@ -17,9 +17,8 @@
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
  * write the formats, report_funcs.c adds rows up by function, leaks.c and
- * leak_funcs.c do --leaks and --peak, heap_vs_rss.c
- * --heap-vs-rss.  Usage errors are
- * found before any file is opened.
+ * leak_funcs.c do --leaks, report_series.c --peak, heap_vs_rss.c
+ * --heap-vs-rss.  Usage errors are found before any file is opened.
  *
  * The report library returns its errors (report.h); this file alone
  * decides what one ends: fatal() writes the line kept in err and exits 1.
