@@ -17,9 +17,11 @@
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
  * write the formats, report_funcs.c adds rows up by function, leaks.c and
- * leak_funcs.c do --leaks and --peak, heap_vs_rss.c
- * --heap-vs-rss.  Usage errors are
- * found before any file is opened.
+ * leak_funcs.c do --leaks, report_series.c --peak, heap_vs_rss.c
+ * --heap-vs-rss.  Usage errors are found before any file is opened.
+ *
+ * The report library returns its errors (report.h); this file alone
+ * decides what one ends: fatal() writes the line kept in err and exits 1.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +43,26 @@
 #endif
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
+
+/* The error of the report library (or of this file) that ends heapdiff:
+ * every source is opened with it. */
+static struct hd_err err;
+
+/* A database or an output that cannot be read or written: its line after
+ * the report so far, exit 1. */
+static void __attribute__((noreturn)) fatal(void)
+{
+	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
+	fprintf(stderr, "heapdiff: %s\n", err.msg);
+	exit(EXIT_ERROR);
+}
+
+/* rc of a report library function: HD_ERR ends heapdiff. */
+static void check(int rc)
+{
+	if (rc < 0)
+		fatal();
+}
 
 /* A snapshot operand: [DB:]SPEC. */
 struct operand {
@@ -181,9 +203,9 @@ static int split_operand(const char *arg, struct operand *op)
 	struct stat st;
 	if (!c || c == arg || !valid_spec(c + 1) || stat(arg, &st) == 0)
 		return 0;
-	char *db = strndup(arg, (size_t)(c - arg));
-	if (!db)
-		hd_die("out of memory");
+	char *db = hd_xmalloc((size_t)(c - arg) + 1);
+	memcpy(db, arg, (size_t)(c - arg));
+	db[c - arg] = '\0';
 	op->db = db;
 	op->spec = c + 1;
 	return 1;
@@ -422,7 +444,7 @@ static struct hd_source *source_for(struct hd_source src[2], int *nsrc, const ch
 		    a.st_ino == b.st_ino)
 			return &src[i];
 	}
-	hd_source_open(&src[*nsrc], path, *nsrc);
+	check(hd_source_open(&src[*nsrc], path, *nsrc, &err));
 	return &src[(*nsrc)++];
 }
 
@@ -434,9 +456,9 @@ static FILE *open_output(const struct options *o)
 		 * symbolic link planted in its place. */
 		int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 && errno == ELOOP)
-			hd_die("%s: a symbolic link: refusing to write through it", o->output);
+			check(hd_fail(&err, "%s: a symbolic link: refusing to write through it", o->output));
 		if (fd < 0 || !(f = fdopen(fd, "w")))
-			hd_die("%s: %s", o->output, strerror(errno));
+			check(hd_fail(&err, "%s: %s", o->output, strerror(errno)));
 	} else if (o->format == HD_PPROF && isatty(STDOUT_FILENO)) {
 		usage_error("--format pprof writes gzipped binary data: redirect it or use -o FILE");
 	}
@@ -467,13 +489,18 @@ static int heap_vs_rss(const struct options *o, struct hd_report *r, const struc
 	FILE *out;
 	int rc;
 
-	for (int i = 0; i < 2; i++)
-		if (side[i] && !hd_session_rss(side[i]->src, side[i]->session_id, why, sizeof why))
-			hd_die("%s", why);
+	for (int i = 0; i < 2; i++) {
+		int64_t period;
+		if (!side[i])
+			continue;
+		check(hd_session_rss(side[i]->src, side[i]->session_id, &period, why, sizeof why));
+		if (!period)
+			check(hd_fail(&err, "%s", why));
+	}
 	r->b = b;
 	r->exact_bytes = o->exact_bytes;
 	r->top = o->top;
-	hd_vs_build(r, &o->flt, &vs);
+	check(hd_vs_build(r, &o->flt, &vs));
 	out = open_output(o);
 	if (o->format == HD_JSON)
 		hd_write_vs_json(out, r, &vs);
@@ -492,12 +519,13 @@ static int push_snapshots(const struct options *o, const struct hd_snap *a,
                           const struct hd_snap *b, struct hd_source *src, int nsrc)
 {
 	size_t n;
+	int64_t *ids;
 	if (a && a->src != b->src)
 		usage_error("--push sends the snapshots of one database, not of two");
-	int64_t *ids = hd_snapshot_ids(b->src, a ? a->id : b->id, b->id, &n);
+	check(hd_snapshot_ids(b->src, a ? a->id : b->id, b->id, &ids, &n));
 	if (n == 0)
-		hd_die("%s: no snapshot to push from %" PRId64 " to %" PRId64 " (a baseline at "
-		       "attach holds nothing and is not sent)", b->src->path, a ? a->id : b->id, b->id);
+		check(hd_fail(&err, "%s: no snapshot to push from %" PRId64 " to %" PRId64 " (a baseline at "
+		              "attach holds nothing and is not sent)", b->src->path, a ? a->id : b->id, b->id));
 	const char *path = b->src->path;
 	int rc = ha_push_batch(&o->push, path, ids, n) == 0 ? EXIT_OK : EXIT_ERROR;
 	free(ids);
@@ -523,23 +551,31 @@ int main(int argc, char **argv)
 
 	if (o.leaks) {
 		struct hd_source *s = source_for(src, &nsrc, o.db);
-		int64_t session = hd_session(s, o.session);
+		int64_t session;
 		struct hd_leak_opts lo = { o.format, o.exact_bytes, o.top, &o.flt };
+		struct hd_leak_report lr;
+		check(hd_session(s, o.session, &session));
 		out = open_output(&o);
-		hd_leaks(out, s, session, &lo);
+		check(hd_leak_report(s, session, &lo, &lr));
+		if (o.format == HD_JSON)
+			hd_write_leaks_json(out, &lr);
+		else
+			hd_write_leaks_text(out, &lr);
 		rc = close_output(out, &o);
+		hd_leak_report_free(&lr);
 		hd_source_close(s);
 		return rc;
 	}
 
 	if (o.peak) {
 		struct hd_source *s = source_for(src, &nsrc, o.db);
-		int64_t session = hd_session(s, o.session), nsnaps = 0, id;
+		int64_t session, nsnaps = 0, id;
 		double live = 0;
 		char buf[64], idbuf[32];
-		id = hd_peak(s, session, o.flt.kind, &live, &nsnaps);
+		check(hd_session(s, o.session, &session));
+		check(hd_peak(s, session, o.flt.kind, &id, &live, &nsnaps));
 		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
-		hd_resolve(s, idbuf, session, &b);
+		check(hd_resolve(s, idbuf, session, &b));
 		if (strcmp(b.reason, "peak") == 0)
 			snprintf(note, sizeof note,
 			         "peak: snapshot %" PRId64 " holds the highest estimated %s of session %"
@@ -558,7 +594,7 @@ int main(int argc, char **argv)
 			if (!o.op[i].spec)
 				continue;
 			struct hd_source *s = source_for(src, &nsrc, o.op[i].db ? o.op[i].db : o.db);
-			hd_resolve(s, o.op[i].spec, o.session, i == 0 ? &a : &b);
+			check(hd_resolve(s, o.op[i].spec, o.session, i == 0 ? &a : &b));
 		}
 		if (o.op[0].spec) {
 			r.a = &a;
@@ -577,13 +613,17 @@ int main(int argc, char **argv)
 		return heap_vs_rss(&o, &r, &b, src, nsrc);
 	/* Only the formats that print it: it costs a scan of the session. */
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
-		r.fallen_note = hd_fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note);
+		check(hd_fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note, &r.fallen_note));
 	r.b = &b;
 	/* A pprof profile of one snapshot has its period's allocations, as a
 	 * Go heap profile in a profile store (report_pprof.c). */
 	struct hd_snap prev;
-	if (o.format == HD_PPROF && !r.a && hd_prev_snapshot(&b, &prev))
-		r.alloc_from = &prev;
+	if (o.format == HD_PPROF && !r.a) {
+		int found = hd_prev_snapshot(&b, &prev);
+		check(found);
+		if (found)
+			r.alloc_from = &prev;
+	}
 	r.by_objects = o.by_objects;
 	r.exact_bytes = o.exact_bytes;
 	r.top = o.top;
@@ -594,7 +634,7 @@ int main(int argc, char **argv)
 	r.by = o.by;
 	if (o.format == HD_TEXT || o.format == HD_JSON || o.format == HD_HTML)
 		r.funcs = &funcs;
-	hd_build_rows(&r, &o.flt);
+	check(hd_build_rows(&r, &o.flt));
 
 	out = open_output(&o);
 	switch (o.format) {
@@ -602,8 +642,8 @@ int main(int argc, char **argv)
 	case HD_FOLDED: hd_write_folded(out, &r); break;
 	case HD_JSON: hd_write_json(out, &r); break;
 	case HD_SVG: hd_write_svg(out, &r); break;
-	case HD_PPROF: hd_write_pprof(out, &r); break;
-	case HD_HTML: hd_write_html(out, &r, &o.flt); break;
+	case HD_PPROF: check(hd_write_pprof(out, &r)); break;
+	case HD_HTML: check(hd_write_html(out, &r, &o.flt)); break;
 	}
 	rc = close_output(out, &o);
 	hd_free_rows(&r);

@@ -105,13 +105,19 @@ static void check_fold(void)
 	free_frames(f, sizeof f / sizeof f[0]);
 }
 
+/* The one writer here that can fail (zlib), its error in the source's. */
+static void write_pprof(FILE *f, const struct hd_report *r)
+{
+	EXPECT(hd_write_pprof(f, r) == HD_OK, "pprof: %s", r->b->src->err->msg);
+}
+
 static void write_all(const char *dir, const struct hd_report *r)
 {
 	static const struct {
 		const char *ext;
 		void (*fn)(FILE *, const struct hd_report *);
 	} w[] = { { "txt", hd_write_text }, { "folded", hd_write_folded }, { "json", hd_write_json },
-		  { "svg", hd_write_svg }, { "pb.gz", hd_write_pprof } };
+		  { "svg", hd_write_svg }, { "pb.gz", write_pprof } };
 	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/report.%s", dir, w[i].ext);
@@ -140,7 +146,8 @@ int main(int argc, char **argv)
 		                   frame("main", "main.c", 3, "/opt/app") };
 	struct hd_frame shrank[] = { frame("cache_fill", "cache.c", 9, "/opt/app"),
 		                     frame("main", "main.c", 4, "/opt/app") };
-	struct hd_source src = { .path = "/tmp/<db>&.db" };
+	struct hd_err err = { 0 };
+	struct hd_source src = { .path = "/tmp/<db>&.db", .err = &err };
 	struct hd_snap a = { .src = &src, .id = 1, .session_id = 1, .time = 1700000000, .rss = 1000,
 		             .interval = 524288, .pid = 42 };
 	struct hd_snap b = a;

@@ -10,15 +10,17 @@
  * It is read through a read-only connection of the calling thread's own,
  * opened and closed here: in heapattach the push thread never touches the
  * writer's handle, and a fresh read transaction sees the snapshot the
- * writer has just committed.  The report library ends the process on an
- * error (a corrupt file, no memory); here a trap (hd_trap_set) turns that
- * into -1 and one line, because heapattach is still attached. */
+ * writer has just committed.  The report library returns its errors
+ * (report.h): one line, and -1, because heapattach is still attached;
+ * each step frees what it built, and every statement is finalized before
+ * it returns, so the connection closes and its read transaction ends
+ * (left open, it would keep the writer's checkpoints from ever reaching
+ * the end of the WAL file). */
 #define _GNU_SOURCE
 #include "push.h"
 
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,46 +28,45 @@
 #include "report.h"
 #include "util.h"
 
-/* Everything the load builds, on the heap: after hd_die's longjmp the
- * caller's locals changed since setjmp would be indeterminate, this is
- * not. */
+/* Everything the load builds, on the heap: struct hd_err alone is 8 KiB,
+ * and a push thread's stack is the attacher's to size. */
 struct job {
-	struct hd_trap trap;
+	struct hd_err err;
 	struct hd_source src;
 	struct hd_snap b, prev;
 	struct hd_report r;
 	struct hd_buf body;
-	int rc;
 };
 
-static void build(struct job *j, const char *path, int64_t id)
+static int build(struct job *j, const char *path, int64_t id)
 {
 	char spec[32];
 	struct hd_filter flt = { .kind = HD_KIND_ALLOC };
-	hd_source_open(&j->src, path, 0);
+	int found;
+	if (hd_source_open(&j->src, path, 0, &j->err) < 0)
+		return HD_ERR;
 	snprintf(spec, sizeof spec, "%" PRId64, id);
-	hd_resolve(&j->src, spec, 0, &j->b);
+	if (hd_resolve(&j->src, spec, 0, &j->b) < 0 || (found = hd_prev_snapshot(&j->b, &j->prev)) < 0)
+		return HD_ERR;
 	j->r.b = &j->b;
-	if (hd_prev_snapshot(&j->b, &j->prev))
+	if (found)
 		j->r.alloc_from = &j->prev;
-	hd_build_rows(&j->r, &flt);
-	hd_pprof_encode(&j->r, &j->body);
+	if (hd_build_rows(&j->r, &flt) < 0)
+		return HD_ERR;
+	return hd_pprof_encode(&j->r, &j->body);
 }
 
 int ha_push_profile_load(const char *path, int64_t id, struct ha_push_profile *p, char *err,
                          size_t errlen)
 {
 	struct job *j = calloc(1, sizeof *j);
-	int rc;
+	int rc = 0;
 	memset(p, 0, sizeof *p);
 	if (!j) {
 		ha_err(err, errlen, "out of memory");
 		return -1;
 	}
-	if (setjmp(j->trap.jb) == 0) {
-		hd_trap_set(&j->trap);
-		build(j, path, id);
-		hd_trap_set(NULL);
+	if (build(j, path, id) == HD_OK) {
 		p->body = j->body.p;
 		p->size = j->body.n;
 		j->body.p = NULL;
@@ -77,17 +78,9 @@ int ha_push_profile_load(const char *path, int64_t id, struct ha_push_profile *p
 		p->until = (int64_t)floor(j->b.time);
 		p->from = j->r.alloc_from ? (int64_t)floor(j->prev.time) : p->until;
 	} else {
-		/* hd_die: the trap is off again.  The statement that failed
-		 * is still prepared, and SQLite closes no connection with one:
-		 * left open, its read transaction would keep the writer's
-		 * checkpoints from ever reaching the end of the WAL file. */
-		ha_err(err, errlen, "%s", j->trap.msg);
-		sqlite3_stmt *q;
-		while (j->src.h && (q = sqlite3_next_stmt(j->src.h, NULL)))
-			sqlite3_finalize(q);
-		j->rc = -1;
+		ha_err(err, errlen, "%s", j->err.msg);
+		rc = -1;
 	}
-	rc = j->rc;
 	hd_free_rows(&j->r);
 	hd_buf_free(&j->body);
 	hd_source_close(&j->src);

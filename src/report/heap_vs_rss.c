@@ -72,17 +72,23 @@ static size_t row_of(struct build *B, const struct hd_frame *fr)
 	return i;
 }
 
-static void add_side(struct build *B, const struct hd_snap *snap, double sign,
-                     const struct hd_filter *flt)
+static int add_side(struct build *B, const struct hd_snap *snap, double sign,
+                    const struct hd_filter *flt)
 {
 	size_t n;
-	struct hd_value *v = hd_values_at(snap, &n);
+	struct hd_value *v;
+	int rc = HD_OK;
 
+	if (hd_values_at(snap, &v, &n) < 0)
+		return HD_ERR;
 	for (size_t i = 0; i < n; i++) {
 		int folded, col = column_of(v[i].kind);
+		const struct hd_stack *st;
 		if (col < 0)
 			continue;
-		struct hd_stack view = hd_fold(hd_stack_get(snap->src, v[i].stack_id), flt->all_frames, &folded);
+		if ((rc = hd_stack_get(snap->src, v[i].stack_id, &st)) < 0)
+			break;
+		struct hd_stack view = hd_fold(st, flt->all_frames, &folded);
 		if (!hd_stack_matches(&view, flt))
 			continue;
 		double bytes = sign * v[i].live_bytes;
@@ -98,6 +104,7 @@ static void add_side(struct build *B, const struct hd_snap *snap, double sign,
 		}
 	}
 	free(v);
+	return rc;
 }
 
 /* The largest of a row's values by magnitude. */
@@ -135,15 +142,17 @@ static void free_row(struct hd_vs_row *r)
 	free(r->module);
 }
 
-void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs)
+int hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs)
 {
 	struct build B = { .vs = vs };
 	size_t k = 0;
 
 	memset(vs, 0, sizeof *vs);
-	add_side(&B, r->b, 1, flt);
-	if (r->a)
-		add_side(&B, r->a, -1, flt);
+	if (add_side(&B, r->b, 1, flt) < 0 || (r->a && add_side(&B, r->a, -1, flt) < 0)) {
+		hd_fn_free(&B.fn);
+		hd_vs_free(vs);
+		return HD_ERR;
+	}
 	vs->nall = vs->n;
 	/* What changed (or holds anything), by at least --min-bytes. */
 	for (size_t i = 0; i < vs->n; i++) {
@@ -157,6 +166,7 @@ void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct 
 	if (vs->n)
 		qsort(vs->v, vs->n, sizeof *vs->v, cmp_vs);
 	hd_fn_free(&B.fn);
+	return HD_OK;
 }
 
 void hd_vs_free(struct hd_vs *vs)

@@ -79,13 +79,16 @@ struct lf {
 };
 
 /* The folded frames of a series, or n = 0 when it fails the filters. */
-static struct hd_stack view_of(struct lf *F, int64_t stack_id)
+static int view_of(struct lf *F, int64_t stack_id, struct hd_stack *v)
 {
 	int folded;
-	struct hd_stack v = hd_fold(hd_stack_get(F->s, stack_id), F->flt->all_frames, &folded);
-	if (!hd_stack_matches(&v, F->flt))
-		v.n = 0;
-	return v;
+	const struct hd_stack *st;
+	if (hd_stack_get(F->s, stack_id, &st) < 0)
+		return HD_ERR;
+	*v = hd_fold(st, F->flt->all_frames, &folded);
+	if (!hd_stack_matches(v, F->flt))
+		v->n = 0;
+	return HD_OK;
 }
 
 static size_t fn_at(struct lf *F, const struct hd_frame *fr)
@@ -113,14 +116,16 @@ static void add_to(double *sum, const double *y, size_t n)
 }
 
 /* Pass 1: every series into its functions' sums. */
-static void pass1(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                  const struct session_snaps *ss)
+static int pass1(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                 const struct session_snaps *ss)
 {
 	struct lf *F = ctx;
-	struct hd_stack v = view_of(F, stack_id);
+	struct hd_stack v;
 	(void)kind;
+	if (view_of(F, stack_id, &v) < 0)
+		return HD_ERR;
 	if (v.n == 0)
-		return;
+		return HD_OK;
 	size_t li = fn_at(F, &v.f[0]); /* (may move F->t) */
 	struct fn_trend *leaf = &F->t[li];
 	add_to(leaf->flat, y, ss->n);
@@ -135,6 +140,7 @@ static void pass1(void *ctx, int64_t stack_id, int kind, const double *y, const 
 		F->t[i].cum_obj += c[ss->n - 1];
 		F->t[i].cum_paths++;
 	}
+	return HD_OK;
 }
 
 static void explained_by(struct fn_trend *t, size_t s)
@@ -156,15 +162,17 @@ static int stack_suspect(const struct lf *F, int64_t stack_id, int kind)
 
 /* Pass 2: the call paths through a candidate: explained ones name their
  * flat suspect on the candidates; the others are kept for step 2. */
-static void pass2(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                  const struct session_snaps *ss)
+static int pass2(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                 const struct session_snaps *ss)
 {
 	struct lf *F = ctx;
-	struct hd_stack v = view_of(F, stack_id);
+	struct hd_stack v;
 	size_t cand[HD_MAX_FRAMES], ncand = 0;
 	(void)c;
+	if (view_of(F, stack_id, &v) < 0)
+		return HD_ERR;
 	if (v.n == 0)
-		return;
+		return HD_OK;
 	hd_fn_path(F->fn);
 	for (int k = 0; k < v.n; k++) {
 		/* (A function not seen in pass 1: the file changed between
@@ -174,18 +182,18 @@ static void pass2(void *ctx, int64_t stack_id, int kind, const double *y, const 
 			cand[ncand++] = i;
 	}
 	if (ncand == 0)
-		return;
+		return HD_OK;
 	size_t leaf = fn_at(F, &v.f[0]);
 	if (F->t[leaf].flat_suspect) {
 		for (size_t k = 0; k < ncand; k++)
 			explained_by(&F->t[cand[k]], leaf);
-		return;
+		return HD_OK;
 	}
 	if (stack_suspect(F, stack_id, kind))
-		return;
+		return HD_OK;
 	if (F->approx || F->values + ss->n > MAX_VALUES) {
 		F->approx = 1;
-		return;
+		return HD_OK;
 	}
 	if (F->nup == F->capup) {
 		F->capup = F->capup ? F->capup * 2 : 64;
@@ -199,6 +207,7 @@ static void pass2(void *ctx, int64_t stack_id, int kind, const double *y, const 
 	u->ncand = ncand;
 	u->by = -1;
 	F->values += ss->n;
+	return HD_OK;
 }
 
 static void push(struct hd_leak **v, size_t *n, size_t *cap, const struct hd_leak *tr)
@@ -324,16 +333,18 @@ static void via_lists(struct lf *F, struct hd_leak *v, size_t from, size_t n)
 	}
 }
 
-void hd_leak_funcs(struct hd_source *s, int64_t session, const struct session_snaps *ss,
-                   const struct hd_filter *flt, int keep, const struct hd_leak *stacks,
-                   size_t nstacks, struct hd_leak **v, size_t *n, size_t *cap,
-                   struct hd_leak_set *out)
+int hd_leak_funcs(struct hd_source *s, int64_t session, const struct session_snaps *ss,
+                  const struct hd_filter *flt, int keep, const struct hd_leak *stacks,
+                  size_t nstacks, struct hd_leak **v, size_t *n, size_t *cap,
+                  struct hd_leak_set *out)
 {
 	struct lf F = { .s = s, .flt = flt, .ss = ss, .fn = &out->fn, .stacks = stacks,
 	                .nstacks = nstacks };
 	size_t from = *n, ncand = 0;
+	int rc = hd_scan_series(s, session, ss, flt->kind, pass1, &F);
 
-	hd_scan_series(s, session, ss, flt->kind, pass1, &F);
+	if (rc < 0)
+		goto out;
 	/* Step 1: the flat suspects, and the cumulative candidates. */
 	for (size_t i = 0; i < F.fn->n; i++) {
 		struct fn_trend *t = &F.t[i];
@@ -357,11 +368,13 @@ void hd_leak_funcs(struct hd_source *s, int64_t session, const struct session_sn
 		/* The call-path suspects were found on a copy of *v that may
 		 * have moved: they are the first "from" of it. */
 		F.stacks = *v;
-		hd_scan_series(s, session, ss, flt->kind, pass2, &F);
+		if ((rc = hd_scan_series(s, session, ss, flt->kind, pass2, &F)) < 0)
+			goto out;
 		narrow(&F, keep, v, n, cap);
 	}
 	via_lists(&F, *v, from, *n);
 
+out:
 	out->funcs = F.fn->n;
 	out->unfitted = F.unfitted;
 	out->approx = F.approx;
@@ -376,4 +389,5 @@ void hd_leak_funcs(struct hd_source *s, int64_t session, const struct session_sn
 		free(F.up[p].cand);
 	}
 	free(F.up);
+	return rc;
 }

@@ -1,10 +1,6 @@
-/* leaks.c -- heapdiff --leaks and --peak: measures over every snapshot of a
- * session, not just two.
- *
- * The history of one callstack is one range of the buckets primary key
- * (session, stack, kind, snapshot), so one ordered scan of a session's
- * buckets gives every (callstack, kind) series in turn; each is measured
- * and dropped before the next (memory: one series, not the whole matrix).
+/* leaks.c -- heapdiff --leaks: measures over every snapshot of a session,
+ * not just two (the scan of a session's series, the fit and the peak are
+ * report_series.c's).
  *
  * A leak suspect is a series of live bytes y(t) over the session's
  * snapshots (0 before its first row) that grows steadily:
@@ -28,7 +24,8 @@
  * paths (leak_funcs.c: a helper whose call paths are each noise, and the
  * rule that names it before its callers).
  *
- * hd_leak_find measures; hd_leaks writes --leaks as text or json;
+ * hd_leak_find measures; hd_leak_report gathers what --leaks shows, which
+ * report_text.c and report_json.c write (hd_write_leaks_text, _json);
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
 #include "leaks_int.h"
@@ -39,142 +36,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIT_MIN 0.8
-#define STEADY_MIN 0.9
-#define RETAINED_MIN 0.9
+/* ------------------------------------------------------------ totals */
 
-
-/* The snapshots of session in id order; without the peak snapshot unless
- * with_peak: it is out of time order (schema.sql), no point of a trend (its
- * rows are then skipped as rows of no point of the series, and the last
- * snapshot writes every bucket they hold again). */
-static void load_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss,
-                       int with_peak)
-{
-	sqlite3_stmt *q = hd_prepare(s, with_peak
-		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
-		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id");
-	size_t cap = 0;
-	double t0 = 0;
-	memset(ss, 0, sizeof *ss);
-	sqlite3_bind_int64(q, 1, session);
-	while (hd_step(s, q)) {
-		if (ss->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			ss->id = hd_xrealloc(ss->id, cap * sizeof *ss->id);
-			ss->t = hd_xrealloc(ss->t, cap * sizeof *ss->t);
-		}
-		double t = hd_col_real(s, q, 1);
-		if (ss->n == 0)
-			t0 = t;
-		ss->id[ss->n] = sqlite3_column_int64(q, 0);
-		ss->t[ss->n] = t - t0;
-		ss->n++;
-	}
-	sqlite3_finalize(q);
-	if (ss->n == 0)
-		hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
-	ss->duration = ss->t[ss->n - 1] - ss->t[0];
-}
-
-static void free_snaps(struct session_snaps *ss)
-{
-	free(ss->id);
-	free(ss->t);
-}
-
-/* Index of snapshot id in the session, or -1 (a corrupt row). */
-static long snap_index(const struct session_snaps *ss, int64_t id)
-{
-	size_t lo = 0, hi = ss->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ss->id[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < ss->n && ss->id[lo] == id ? (long)lo : -1;
-}
-
-void hd_scan_series(struct hd_source *s, int64_t session, const struct session_snaps *ss,
-                        int kind_filter, series_fn fn, void *ctx)
-{
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT stack_id, kind, snapshot_id, live_bytes, live_count FROM buckets"
-		" WHERE session_id = ?1 ORDER BY stack_id, kind, snapshot_id");
-	double *y = hd_xmalloc(ss->n * sizeof *y), *c = hd_xmalloc(ss->n * sizeof *c);
-	int64_t cur_stack = 0;
-	int cur_kind = -1, have = 0;
-	long last_i = -1;
-	double last_y = 0, last_c = 0;
-
-	/* Fill from the last row up to (excluding) index end. */
-#define FILL_TO(end)                                                   \
-	do {                                                           \
-		for (long j_ = last_i < 0 ? 0 : last_i; j_ < (long)(end); j_++) { \
-			y[j_] = last_i < 0 ? 0 : last_y;                   \
-			c[j_] = last_i < 0 ? 0 : last_c;                   \
-		}                                                      \
-	} while (0)
-
-	sqlite3_bind_int64(q, 1, session);
-	for (;;) {
-		int row = hd_step(s, q);
-		int64_t sid = row ? sqlite3_column_int64(q, 0) : 0;
-		int64_t kind = row ? sqlite3_column_int64(q, 1) : 0;
-		if (have && (!row || sid != cur_stack || kind != cur_kind)) {
-			FILL_TO(ss->n);
-			if (kind_filter == ANY_KIND || hd_kind_matches(kind_filter, cur_kind))
-				fn(ctx, cur_stack, cur_kind, y, c, ss);
-			have = 0;
-		}
-		if (!row)
-			break;
-		if (kind < 0 || kind > 255)
-			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
-		long i = snap_index(ss, sqlite3_column_int64(q, 2));
-		if (i < 0)
-			continue; /* a row of a snapshot not in the session: corrupt, skipped */
-		if (!have) {
-			have = 1;
-			cur_stack = sid;
-			cur_kind = (int)kind;
-			last_i = -1;
-		}
-		FILL_TO(i);
-		last_i = i;
-		last_y = hd_col_real(s, q, 3);
-		last_c = hd_col_real(s, q, 4);
-		y[i] = last_y;
-		c[i] = last_c;
-	}
-#undef FILL_TO
-	sqlite3_finalize(q);
-	free(y);
-	free(c);
-}
-
-/* ------------------------------------------------------------ peak */
-
-struct peak_ctx {
-	double *total;             /* [n], or by kind: */
-	double *by_kind[HA_KIND_COUNT], *objects;
+struct totals_ctx {
+	double *by_kind[HA_KIND_COUNT], *objects; /* [n] each */
 };
 
-static void add_total(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                      const struct session_snaps *ss)
+static int add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                       const struct session_snaps *ss)
 {
-	struct peak_ctx *p = ctx;
-	(void)stack_id, (void)kind, (void)c;
-	for (size_t i = 0; i < ss->n; i++)
-		p->total[i] += y[i];
-}
-
-static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                        const struct session_snaps *ss)
-{
-	struct peak_ctx *p = ctx;
+	struct totals_ctx *p = ctx;
 	double *t = kind >= 0 && kind < HA_KIND_COUNT ? p->by_kind[kind] : NULL;
 	int alloc = hd_kind_matches(HD_KIND_ALLOC, kind);
 	(void)stack_id;
@@ -183,81 +54,52 @@ static void add_by_kind(void *ctx, int64_t stack_id, int kind, const double *y, 
 		if (alloc)
 			p->objects[i] += c[i];
 	}
+	return HD_OK;
 }
 
-/* The id of the session's snapshot of reason 'peak', or 0. */
-static int64_t peak_snapshot(struct hd_source *s, int64_t session)
-{
-	sqlite3_stmt *q = hd_prepare(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'");
-	int64_t id = 0;
-	sqlite3_bind_int64(q, 1, session);
-	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL)
-		id = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return id;
-}
-
-int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps)
+int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **out, size_t *nout)
 {
 	struct session_snaps ss;
-	struct peak_ctx p = { 0 };
-	size_t best = 0;
-	int64_t id, marked = kind == HD_KIND_ALLOC ? peak_snapshot(s, session) : 0;
-
-	load_snaps(s, session, &ss, 1);
-	p.total = hd_xcalloc(ss.n, sizeof *p.total);
-	hd_scan_series(s, session, &ss, kind, add_total, &p);
-	for (size_t i = 1; i < ss.n; i++)
-		if (p.total[i] > p.total[best])
-			best = i;
-	/* The attacher's own peak snapshot is the peak, whatever the
-	 * estimates of the periodic ones say. */
-	if (marked) {
-		long i = snap_index(&ss, marked);
-		if (i >= 0)
-			best = (size_t)i;
-	}
-	id = ss.id[best];
-	*live = p.total[best];
-	*nsnaps = (int64_t)ss.n;
-	free(p.total);
-	free_snaps(&ss);
-	return id;
-}
-
-/* ------------------------------------------------------------ totals */
-
-struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *nout)
-{
-	struct session_snaps ss;
-	struct peak_ctx p = { 0 };
+	struct totals_ctx p = { 0 };
 	struct hd_snap_total *v;
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	size_t i = 0;
+	int rc, has_interval = 0;
 
-	load_snaps(s, session, &ss, 1);
+	*out = NULL;
+	*nout = 0;
+	if (hd_session_snaps(s, session, &ss, 1) < 0)
+		return HD_ERR;
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
 	p.objects = hd_xcalloc(ss.n, sizeof *p.objects);
 	v = hd_xcalloc(ss.n, sizeof *v);
-	hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
+	rc = hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
 
 	/* snapshots.sample_interval came with schema version 3, RssAnon and
 	 * VmSwap with version 5. */
 #define TOTALS_SQL(cols) \
 	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
 	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
-	q = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
-	                  : hd_has_column(s, "snapshots", "sample_interval")
-	                  ? TOTALS_SQL("sample_interval, 0, 0") : TOTALS_SQL("0, 0, 0"));
+	if (rc >= 0 && !s->has_rss)
+		rc = hd_has_column(s, "snapshots", "sample_interval", &has_interval);
+	if (rc >= 0)
+		rc = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
+		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0")
+		                   : TOTALS_SQL("0, 0, 0"), &q);
 #undef TOTALS_SQL
-	sqlite3_bind_int64(q, 1, session);
-	while (hd_step(s, q) && i < ss.n) {
+	if (q)
+		sqlite3_bind_int64(q, 1, session);
+	while (q && (rc = hd_step(s, q)) > 0 && i < ss.n) {
 		struct hd_snap_total *t = &v[i];
-		char *reason = hd_clean_text(sqlite3_column_text(q, 2));
+		char *reason;
 		t->id = sqlite3_column_int64(q, 0);
-		if (t->id != ss.id[i])
-			hd_die("%s: the snapshots of session %" PRId64 " changed while read", s->path, session);
+		if (t->id != ss.id[i]) {
+			rc = hd_fail(s->err, "%s: the snapshots of session %" PRId64 " changed while read",
+			             s->path, session);
+			break;
+		}
+		reason = hd_clean_text(sqlite3_column_text(q, 2));
 		t->time = hd_col_real(s, q, 1);
 		snprintf(t->reason, sizeof t->reason, "%s", reason);
 		free(reason);
@@ -278,9 +120,14 @@ struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		free(p.by_kind[k]);
 	free(p.objects);
+	hd_session_snaps_free(&ss);
+	if (rc < 0) {
+		free(v);
+		return HD_ERR;
+	}
+	*out = v;
 	*nout = i;
-	free_snaps(&ss);
-	return v;
+	return HD_OK;
 }
 
 /* ------------------------------------------------------------ leaks */
@@ -293,45 +140,8 @@ struct leak_ctx {
 	double min_bytes;
 };
 
-int hd_leak_fit(const double *y, const double *c, const struct session_snaps *ss, double min_bytes,
-                struct hd_leak *tr)
-{
-	size_t n = ss->n;
-	double mt = 0, my = 0, sxx = 0, sxy = 0, syy = 0, up = 0, moved = 0, max = y[0];
-
-	for (size_t i = 0; i < n; i++) {
-		mt += ss->t[i];
-		my += y[i];
-		if (y[i] > max)
-			max = y[i];
-		if (i > 0) {
-			double d = y[i] - y[i - 1];
-			up += d > 0 ? d : 0;
-			moved += fabs(d);
-		}
-	}
-	mt /= (double)n;
-	my /= (double)n;
-	for (size_t i = 0; i < n; i++) {
-		sxx += (ss->t[i] - mt) * (ss->t[i] - mt);
-		sxy += (ss->t[i] - mt) * (y[i] - my);
-		syy += (y[i] - my) * (y[i] - my);
-	}
-	tr->slope = sxx > 0 ? sxy / sxx : 0;
-	tr->fit = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0;
-	tr->steady = moved > 0 ? up / moved : 0;
-	tr->retained = max > 0 ? y[n - 1] / max : 0;
-	tr->first = y[0];
-	tr->last = y[n - 1];
-	tr->max = max;
-	tr->last_objects = c ? c[n - 1] : 0;
-	double growth = tr->slope * ss->duration;
-	return tr->slope > 0 && tr->fit >= FIT_MIN && tr->steady >= STEADY_MIN &&
-	       tr->retained >= RETAINED_MIN && growth >= 1 && growth >= min_bytes;
-}
-
-static void measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
-                    const struct session_snaps *ss)
+static int measure(void *ctx, int64_t stack_id, int kind, const double *y, const double *c,
+                   const struct session_snaps *ss)
 {
 	struct leak_ctx *L = ctx;
 	size_t n = ss->n;
@@ -341,7 +151,7 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 	if (!hd_leak_fit(y, c, ss, L->min_bytes, &tr)) {
 		if (tr.last > tr.first)
 			L->grew++;
-		return;
+		return HD_OK;
 	}
 	if (L->n == L->cap) {
 		L->cap = L->cap ? L->cap * 2 : 64;
@@ -352,6 +162,7 @@ static void measure(void *ctx, int64_t stack_id, int kind, const double *y, cons
 		memcpy(tr.series, y, n * sizeof *y);
 	}
 	L->t[L->n++] = tr;
+	return HD_OK;
 }
 
 static int cmp_trend(const void *pa, const void *pb)
@@ -368,124 +179,34 @@ static int cmp_trend(const void *pa, const void *pb)
 	return a->kind - b->kind;
 }
 
-static void text_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
-                     int exact, const struct session_snaps *ss)
-{
-	char b1[64], b2[64], b3[64], rate[80], pc[32];
-	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
-	fprintf(f, "%18s %12s %12s %5.2f  stack %" PRId64, rate,
-	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
-	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit, t->stack_id);
-	if (t->kind != 0)
-		fprintf(f, " (%s)", hd_kind_name(t->kind));
-	fputc('\n', f);
-	for (int i = 0; i < v->n; i++) {
-		const struct hd_frame *fr = &v->f[i];
-		fprintf(f, "%*s%s", 53, "", hd_frame_name(fr, pc, sizeof pc));
-		if (fr->file[0])
-			fprintf(f, fr->line > 0 ? "  %s:%d" : "  %s", fr->file, fr->line);
-		if (fr->module[0])
-			fprintf(f, "  [%s]", ha_base_name(fr->module));
-		if (fr->inlined)
-			fputs("  (inlined)", f);
-		fputc('\n', f);
-	}
-	if (folded)
-		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", 53, "", folded);
-}
-
-static void json_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
-                     const struct session_snaps *ss, int first)
-{
-	fprintf(f, "%s\n  {\"what\": \"stack\", \"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
-	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
-	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
-	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
-	        first ? "" : ",", t->stack_id, hd_kind_name(t->kind), t->slope * 60,
-	        t->slope * ss->duration, t->first, t->last, t->max, t->last_objects, t->fit, t->steady,
-	        t->retained, folded);
-	hd_json_frames(f, v);
-	fputc('}', f);
-}
-
-/* The via functions of a function suspect, the widest first: a line
- * (text) or an array (json). */
-#define VIA_NAMED 4
-static void text_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls)
-{
-	char pc[32];
-	if (!t->nvia)
-		return;
-	fprintf(f, "%*svia", 53, "");
-	for (size_t i = 0; i < t->nvia && i < VIA_NAMED; i++)
-		fprintf(f, "%s %s", i ? "," : "", hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
-	if (t->nvia > VIA_NAMED)
-		fprintf(f, " and %zu more", t->nvia - VIA_NAMED);
-	fputs(" (the callers whose cumulative growth this explains)\n", f);
-}
-
-static void func_text_row(FILE *f, const struct hd_leak *t, int exact, const struct session_snaps *ss,
-                          const struct hd_leak_set *ls)
-{
-	char b1[64], b2[64], b3[64], rate[80];
-	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
-	fprintf(f, "%18s %12s %12s %5.2f  %s (%s, %d call path%s)\n", rate,
-	        hd_fmt_bytes(b2, sizeof b2, t->slope * ss->duration, 1, exact),
-	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit,
-	        t->what == HD_LEAK_FLAT ? "function" : "cumulative",
-	        t->what == HD_LEAK_FLAT ? "allocated in it" : "in it or its callees, explained by no other suspect",
-	        t->paths, t->paths == 1 ? "" : "s");
-	fprintf(f, "%*s", 53, "");
-	hd_func_text_name(f, ls->fn.fr[t->func]);
-	fputc('\n', f);
-	text_via(f, t, ls);
-}
-
-static void func_json_row(FILE *f, const struct hd_leak *t, const struct session_snaps *ss,
-                          const struct hd_leak_set *ls, int first)
-{
-	const struct hd_frame *fr = ls->fn.fr[t->func];
-	char pc[32];
-	fprintf(f, "%s\n  {\"what\": \"%s\", \"function\": ", first ? "" : ",",
-	        t->what == HD_LEAK_FLAT ? "function" : "cumulative");
-	hd_json_str(f, hd_frame_name(fr, pc, sizeof pc));
-	fputs(", \"file\": ", f);
-	hd_json_str(f, fr->file);
-	fputs(", \"module\": ", f);
-	hd_json_str(f, fr->module);
-	fprintf(f, ", \"kind\": \"%s\", \"paths\": %d, \"bytes_per_minute\": %.3f, \"trend_bytes\": %.0f, "
-	        "\"first_bytes\": %.0f, \"last_bytes\": %.0f, \"max_bytes\": %.0f, \"live_objects\": %.0f, "
-	        "\"fit\": %.4f, \"steady\": %.4f, \"retained\": %.4f,\n   \"via\": [",
-	        hd_kind_name(t->kind), t->paths, t->slope * 60, t->slope * ss->duration, t->first, t->last,
-	        t->max, t->last_objects, t->fit, t->steady, t->retained);
-	for (size_t i = 0; i < t->nvia; i++) {
-		if (i)
-			fputs(", ", f);
-		hd_json_str(f, hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
-	}
-	fputs("]}", f);
-}
-
-void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
-                  size_t keep_series, struct hd_leak_set *out)
+int hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
+                 size_t keep_series, struct hd_leak_set *out)
 {
 	struct session_snaps ss;
 	struct leak_ctx L = { .min_bytes = flt->min_bytes, .keep = keep_series > 0 };
 	size_t k = 0;
 
 	memset(out, 0, sizeof *out);
-	load_snaps(s, session, &ss, 0);
+	if (hd_session_snaps(s, session, &ss, 0) < 0)
+		return HD_ERR;
 	out->nsnaps = ss.n;
 	out->snap_id = ss.id;
 	out->t = ss.t;
 	out->duration = ss.duration;
 	if (ss.n < 3)
-		return;
-	hd_scan_series(s, session, &ss, flt->kind, measure, &L);
+		return HD_OK;
+	if (hd_scan_series(s, session, &ss, flt->kind, measure, &L) < 0)
+		goto fail;
 	/* The filters apply to the displayed (folded) frames. */
 	for (size_t i = 0; i < L.n; i++) {
 		int folded;
-		const struct hd_stack *st = hd_stack_get(s, L.t[i].stack_id);
+		const struct hd_stack *st;
+		if (hd_stack_get(s, L.t[i].stack_id, &st) < 0) {
+			for (size_t j = i; j < L.n; j++)
+				free(L.t[j].series);
+			L.n = k;
+			goto fail;
+		}
 		struct hd_stack v = hd_fold(st, flt->all_frames, &folded);
 		if (hd_stack_matches(&v, flt))
 			L.t[k++] = L.t[i];
@@ -494,7 +215,8 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	}
 	L.n = k;
 	/* The functions' suspects, ranked with the call paths. */
-	hd_leak_funcs(s, session, &ss, flt, L.keep, L.t, L.n, &L.t, &L.n, &L.cap, out);
+	if (hd_leak_funcs(s, session, &ss, flt, L.keep, L.t, L.n, &L.t, &L.n, &L.cap, out) < 0)
+		goto fail;
 	if (L.n)
 		qsort(L.t, L.n, sizeof *L.t, cmp_trend);
 	for (size_t i = keep_series; i < L.n; i++) {
@@ -505,6 +227,14 @@ void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *
 	out->n = L.n;
 	out->series = L.series;
 	out->grew = L.grew;
+	return HD_OK;
+
+fail:
+	/* What was found so far is the set's to free. */
+	out->v = L.t;
+	out->n = L.n;
+	hd_leak_free(out);
+	return HD_ERR;
 }
 
 void hd_leak_free(struct hd_leak_set *ls)
@@ -520,118 +250,94 @@ void hd_leak_free(struct hd_leak_set *ls)
 	memset(ls, 0, sizeof *ls);
 }
 
-void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o)
+int hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
+                   struct hd_leak_report *out)
 {
-	struct hd_leak_set ls;
-	struct session_snaps ss;
-	size_t shown = 0;
-	char t0[64];
-	int physical = hd_kind_physical(o->flt->kind);
+	struct hd_leak_set *ls = &out->ls;
 
-	hd_leak_find(s, session, o->flt, 0, &ls);
-	if (ls.nsnaps < 3)
-		hd_die("%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)", s->path,
-		       session, ls.nsnaps);
-	ss = (struct session_snaps){ ls.nsnaps, ls.snap_id, ls.t, ls.duration };
-
-	if (o->format == HD_JSON)
-		fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"kind\": \"%s\", \"db\": ",
-		        hd_kind_name(o->flt->kind));
-	if (o->format == HD_JSON) {
-		hd_json_str(f, s->path);
-		fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
-		        "\"callstacks\": %zu, \"grew\": %zu, \"functions\": %zu, \"unfitted\": %zu, "
-		        "\"approx\": %s,\n \"suspects\": [",
-		        session, ss.n, ss.duration, ls.series, ls.grew, ls.funcs, ls.unfitted,
-		        ls.approx ? "true" : "false");
-	} else {
-		sqlite3_stmt *q = hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1");
-		int64_t pid = 0;
-		char *comm = NULL;
-		double start = 0;
+	memset(out, 0, sizeof *out);
+	out->o = o;
+	out->path = s->path;
+	out->session = session;
+	if (hd_leak_find(s, session, o->flt, 0, ls) < 0)
+		return HD_ERR;
+	if (ls->nsnaps < 3) {
+		hd_fail(s->err, "%s: --leaks needs at least 3 snapshots in session %" PRId64 " (it has %zu)",
+		        s->path, session, ls->nsnaps);
+		goto fail;
+	}
+	if (o->format != HD_JSON) {
+		/* The text's header names the session (json does not). */
+		sqlite3_stmt *q;
+		int rc;
+		if (hd_prepare(s, "SELECT pid, comm, start_time FROM sessions WHERE id = ?1", &q) < 0)
+			goto fail;
 		sqlite3_bind_int64(q, 1, session);
-		if (hd_step(s, q)) {
-			pid = sqlite3_column_int64(q, 0);
-			comm = hd_clean_text(sqlite3_column_text(q, 1));
-			start = hd_col_real(s, q, 2);
+		rc = hd_step(s, q);
+		if (rc > 0) {
+			out->pid = sqlite3_column_int64(q, 0);
+			out->comm = hd_clean_text(sqlite3_column_text(q, 1));
+			out->start = hd_col_real(s, q, 2);
 		}
 		sqlite3_finalize(q);
-		fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
-		        "%zu snapshots over %.1f %s, %zu callstacks, %zu functions\n\n",
-		        physical ? " (" : "", physical ? hd_kind_what(o->flt->kind) : "", physical ? ")" : "",
-		        session, pid, comm && *comm ? comm : "?", hd_fmt_time(t0, sizeof t0, start), ss.n,
-		        ss.duration < 120 ? ss.duration : ss.duration / 60, ss.duration < 120 ? "s" : "min",
-		        ls.series, ls.funcs);
-		free(comm);
+		if (rc < 0 || s->err->set) /* (a bad start_time: hd_col_real) */
+			goto fail;
 	}
-	for (size_t i = 0; i < ls.n; i++) {
-		const struct hd_leak *t = &ls.v[i];
-		if (o->top > 0 && shown >= (size_t)o->top) {
-			shown++;
+	out->listed = o->top > 0 && ls->n > (size_t)o->top ? (size_t)o->top : ls->n;
+	out->view = hd_xcalloc(out->listed, sizeof *out->view);
+	out->folded = hd_xcalloc(out->listed, sizeof *out->folded);
+	for (size_t i = 0; i < out->listed; i++) {
+		const struct hd_stack *st;
+		if (ls->v[i].what != HD_LEAK_STACK)
 			continue;
-		}
-		if (o->format != HD_JSON && shown == 0)
-			fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
-			        "SUSPECT (a call path, leaf first, or a function)");
-		if (t->what != HD_LEAK_STACK) {
-			if (o->format == HD_JSON)
-				func_json_row(f, t, &ss, &ls, shown == 0);
-			else
-				func_text_row(f, t, o->exact_bytes, &ss, &ls);
-			shown++;
-			continue;
-		}
-		int folded;
-		const struct hd_stack *st = hd_stack_get(s, t->stack_id);
-		struct hd_stack v = hd_fold(st, o->flt->all_frames, &folded);
-		if (o->format == HD_JSON)
-			json_row(f, t, &v, folded, &ss, shown == 0);
-		else
-			text_row(f, t, &v, folded, o->exact_bytes, &ss);
-		shown++;
+		if (hd_stack_get(s, ls->v[i].stack_id, &st) < 0)
+			goto fail;
+		out->view[i] = hd_fold(st, o->flt->all_frames, &out->folded[i]);
 	}
-	if (o->format == HD_JSON) {
-		fputs("\n ]}\n", f);
-	} else {
-		size_t listed = o->top > 0 && shown > (size_t)o->top ? (size_t)o->top : shown;
-		if (shown == 0)
-			fprintf(f, "no leak suspects: no callstack's or function's %s grew steadily\n",
-			        physical ? hd_kind_what(o->flt->kind) : "live bytes");
-		else if (listed < shown)
-			fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - listed,
-			        shown - listed == 1 ? "" : "s");
-		fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
-		        "without a steady trend\n",
-		        shown, shown == 1 ? "" : "s", ls.grew, ls.grew == 1 ? "" : "s");
-		if (ls.unfitted)
-			fprintf(f, "note: %zu functions seen last were not fitted (more functions x snapshots "
-			        "than heapdiff keeps in memory)\n", ls.unfitted);
-		if (ls.approx)
-			fprintf(f, "note: too many call paths to narrow the cumulative suspects: each is listed "
-			        "with its whole trend\n");
-	}
-	hd_leak_free(&ls);
+	return HD_OK;
+
+fail:
+	hd_leak_report_free(out);
+	return HD_ERR;
+}
+
+void hd_leak_report_free(struct hd_leak_report *lr)
+{
+	hd_leak_free(&lr->ls);
+	free(lr->comm);
+	free(lr->view);
+	free(lr->folded);
+	memset(lr, 0, sizeof *lr);
 }
 
 /* hd_fallen_note (report.h): heapdiff's note under a last snapshot that
  * holds less than half of the session's peak (everything the session was
  * attached for may be gone by then: an interpreter frees it all at exit). */
-const char *hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len)
+int hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len,
+                   const char **note)
 {
 	char p1[64], p2[64];
 	struct hd_snap l;
-	int64_t nsnaps;
+	int64_t id, nsnaps;
 	double peak, now;
-	hd_resolve(b->src, "last", b->session_id, &l);
+	*note = NULL;
+	if (hd_resolve(b->src, "last", b->session_id, &l) < 0)
+		return HD_ERR;
 	if (l.id != b->id)
-		return NULL;
-	int64_t id = hd_peak(b->src, b->session_id, kind, &peak, &nsnaps);
-	if (id == b->id || !(peak > 2 * (now = hd_live_total(b, kind))))
-		return NULL;
+		return HD_OK;
+	if (hd_peak(b->src, b->session_id, kind, &id, &peak, &nsnaps) < 0)
+		return HD_ERR;
+	if (id == b->id)
+		return HD_OK;
+	if (hd_live_total(b, kind, &now) < 0)
+		return HD_ERR;
+	if (!(peak > 2 * now))
+		return HD_OK;
 	snprintf(buf, len, "note: the estimated %s peaked at %s (snapshot %" PRId64 ") and is %s "
 	         "at snapshot %" PRId64 ": heapdiff --peak shows the peak",
 	         hd_kind_what(kind),
 	         hd_fmt_bytes(p1, sizeof p1, peak, 0, exact), id, hd_fmt_bytes(p2, sizeof p2, now, 0, exact),
 	         b->id);
-	return buf;
+	*note = buf;
+	return HD_OK;
 }

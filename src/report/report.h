@@ -5,13 +5,13 @@
  * bounds-checked: the file may be corrupt); report_rows.c folds allocator
  * frames, applies the filters and merges the two sides into rows; one
  * report_<format>.c per output format writes them; report_funcs.c adds
- * rows up by function; leaks.c (and leak_funcs.c, for functions) finds
- * leak suspects over all snapshots of a session.  Nothing here writes a
- * database. */
+ * rows up by function; report_series.c scans a session's series (the
+ * peak, the fit of a trend), with which leaks.c (and leak_funcs.c, for
+ * functions) finds leak suspects over all snapshots of a session.  Nothing
+ * here writes a database. */
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
 
-#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +35,7 @@ enum hd_format { HD_TEXT, HD_FOLDED, HD_JSON, HD_SVG, HD_PPROF, HD_HTML };
 /* One open database.  Stacks are loaded once per source and cached. */
 struct hd_source {
 	const char *path;
+	struct hd_err *err;        /* where its errors go (hd_source_open) */
 	struct ha_db *db;
 	struct sqlite3 *h;
 	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
@@ -136,8 +137,6 @@ struct hd_report {
 	const char *peak_note;     /* a line printed first, or NULL */
 	const char *fallen_note;   /* the session peaked far above b: a line
 	                            * printed after the header, or NULL */
-	struct hd_map *building;   /* the rows of an hd_build_rows in progress
-	                            * (an error can cut it short: hd_trap) */
 };
 
 /* ------------------------------------------------------------ util */
@@ -168,29 +167,45 @@ void *hd_xcalloc(size_t n, size_t size);
 void *hd_xrealloc(void *p, size_t n);
 char *hd_xstrdup(const char *s);
 
-/* Out of memory, a corrupt file, a failed write: one line on stderr, exit 1
- * (the line cleaned as hd_clean_text cleans a name). */
-void hd_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-/* A thread that must not end the process on such an error (heapattach's
- * push threads read the database with this library) sets a trap: hd_die
- * then writes its line (cleaned, as on stderr) into msg and longjmps to
- * jb instead.  The caller
- * then frees what it can reach (hd_free_rows, hd_source_close); a block
- * being filled at that moment (a value array, a key) is not freed.  NULL:
- * exit again.  Per thread. */
-struct hd_trap {
-	jmp_buf jb;
-	char msg[512];
+/* ------------------------------------------------------------ errors */
+
+/* Errors are returned, as SQLite returns them: every function of this
+ * library that can fail (a database that cannot be read, a corrupt value,
+ * a failed compression) returns HD_ERR, and the one line that says why
+ * (cleaned as hd_clean_text cleans a name: it may quote the file) is kept
+ * in the struct hd_err its source was opened with (hd_source_open); what
+ * it built on the way is freed.  The first error is kept, later ones are
+ * dropped.  Nothing here prints the line or exits: heapdiff's main does
+ * ("heapdiff: LINE", exit 1), heapattach's push gives up one profile.
+ *
+ * Out of memory is the one exception (Redis's zmalloc split): hd_xmalloc
+ * and the others that allocate never return NULL; one handler
+ * (report_util.c) writes "PROGRAM: out of memory" and exits 1. */
+#define HD_OK 0
+#define HD_ERR (-1)
+struct hd_err {
+	int set;                   /* an error is kept */
+	char msg[8192];
 };
-void hd_trap_set(struct hd_trap *t);
-void hd_sql_die(struct hd_source *s) __attribute__((noreturn));
-/* Prepare sql on s, or die.  Step q: 1 = a row, 0 = done; dies on errors. */
-struct sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql);
+/* Keeps the error (unless one is kept already); returns HD_ERR. */
+int hd_fail(struct hd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s's SQLite error, "PATH: corrupt database: ..." for a corrupt file. */
+int hd_sql_fail(struct hd_source *s);
+/* Prepares sql on s into *q; HD_OK or HD_ERR. */
+int hd_prepare(struct hd_source *s, const char *sql, struct sqlite3_stmt **q);
+/* Steps q: 1 = a row, 0 = done, HD_ERR (also when a column read since the
+ * last step was bad: hd_col_real). */
 int hd_step(struct hd_source *s, struct sqlite3_stmt *q);
-/* Column i of q as a REAL that must be a finite number (NULL: 0); a corrupt
- * file may hold text, blobs or NaN there: one line and exit 1.  A value
- * beyond +-HD_MAX_VALUE is taken as that: no memory (bytes, objects, pages)
- * or clock reaches it, and sums of such values stay finite. */
+/* One integer from sql with np (0 to 2) parameters p1, p2 into *v: *got
+ * 0 when there is no row or it is NULL. */
+int hd_query_i64(struct hd_source *s, const char *sql, int64_t *v, int *got, int np, int64_t p1,
+                 int64_t p2);
+/* Column i of q as a REAL that must be a finite number (NULL: 0).  A
+ * corrupt file may hold text, blobs or NaN there: the error is kept and 0
+ * returned; the next hd_step returns HD_ERR (a caller that steps no more
+ * checks s->err->set).  A value beyond +-HD_MAX_VALUE is taken as that: no
+ * memory (bytes, objects, pages) or clock reaches it, and sums of such
+ * values stay finite. */
 double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
 #define HD_MAX_VALUE 18446744073709551616.0 /* 2^64 */
 
@@ -234,42 +249,42 @@ const char *hd_kind_objects(int kind);
 
 /* ------------------------------------------------------------ loading */
 
-/* Open read-only (the checks of db.c); exits 1 with the reason. */
-void hd_source_open(struct hd_source *s, const char *path, int index);
+/* Open read-only (the checks of db.c); its errors go to err.  s can be
+ * closed after a failed open. */
+int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_err *err);
 void hd_source_close(struct hd_source *s);
 /* Is spec ("first", "last", "peak" or an id) a snapshot of s?  session 0 = the
- * latest session with snapshots.  Exits 1 with the reason if not. */
-void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out);
+ * latest session with snapshots.  HD_ERR with the reason if not. */
+int hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out);
 /* The total of the live bytes at snap of the buckets that pass the --kind
- * filter kind. */
-double hd_live_total(const struct hd_snap *snap, int kind);
-/* Has table of s the column?  (Older schema versions lack some.) */
-int hd_has_column(struct hd_source *s, const char *table, const char *column);
-/* The --rss period of session when it has resident-memory data (kind rss
- * rows, sessions.rss_period > 0); else 0, with why it has none in why (a
- * buffer of len bytes; len 0: not said). */
-int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len);
+ * filter kind, in *total. */
+int hd_live_total(const struct hd_snap *snap, int kind, double *total);
+/* Has table of s the column (*has)?  (Older schema versions lack some.) */
+int hd_has_column(struct hd_source *s, const char *table, const char *column, int *has);
+/* *period: the --rss period of session when it has resident-memory data
+ * (kind rss rows, sessions.rss_period > 0); else 0, with why it has none
+ * in why (a buffer of len bytes; len 0: not said). */
+int hd_session_rss(struct hd_source *s, int64_t session, int64_t *period, char *why, size_t len);
 /* The snapshot before b in its session, by time (a peak snapshot is
- * never one; b's own period starts there): 1 and *out, or 0 if b is the
- * first. */
+ * never one; b's own period starts there): 1 and *out, 0 if b is the
+ * first, or HD_ERR. */
 int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out);
 /* The ids of the snapshots of s from id lo to hi, the baselines at attach
- * (reason 'attach') left out; *n of them, malloc'ed. */
-int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *n);
-/* The latest session of s with snapshots, or the given one checked. */
-int64_t hd_session(struct hd_source *s, int64_t session);
-/* Every bucket of snap's session at snap; *n rows, malloc'ed. */
-struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *n);
-/* A callstack of s (cached); a stack without frames has n = 0. */
-const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id);
+ * (reason 'attach') left out; *n of them, malloc'ed, in *ids. */
+int hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, int64_t **ids, size_t *n);
+/* *out: the latest session of s with snapshots, or session checked. */
+int hd_session(struct hd_source *s, int64_t session, int64_t *out);
+/* Every bucket of snap's session at snap; *n rows, malloc'ed, in *v. */
+int hd_values_at(const struct hd_snap *snap, struct hd_value **v, size_t *n);
+/* A callstack of s (cached), in *st; a stack without frames has n = 0. */
+int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **st);
 
 /* ------------------------------------------------------------ rows */
 
 /* The rows of A -> B (a NULL: the live heap at b), folded, filtered and
  * merged; fills r->rows, n, nall, totals, sorted by r->by_objects. */
-void hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
-/* The rows, and those of an hd_build_rows an error cut short (and the
- * functions of r->funcs). */
+int hd_build_rows(struct hd_report *r, const struct hd_filter *flt);
+/* The rows (and the functions of r->funcs). */
 void hd_free_rows(struct hd_report *r);
 /* The frames of st as displayed (a view into st): the allocator and C++
  * runtime frames at the leaf end folded away unless all; *folded gets
@@ -346,16 +361,20 @@ void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
 /* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
 void hd_json_snap(FILE *f, const struct hd_snap *s);
-/* The frames of st as a JSON array (shared with --leaks). */
+/* The frames of st as a JSON array. */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
+/* --leaks (struct hd_leak_report, below). */
+struct hd_leak_report;
+void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr);
+void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr);
 void hd_write_svg(FILE *f, const struct hd_report *r);
-void hd_write_pprof(FILE *f, const struct hd_report *r);
+int hd_write_pprof(FILE *f, const struct hd_report *r);
 /* The same gzipped profile appended to out (heapattach --push). */
-void hd_pprof_encode(const struct hd_report *r, struct hd_buf *out);
+int hd_pprof_encode(const struct hd_report *r, struct hd_buf *out);
 /* One self-contained HTML page (report_html.c): r is A -> B (or the live
  * heap at B); the page adds the session's chart, the live heap at the peak
  * and at B, and the leak suspects. */
-void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
+int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
 
 /* ------------------------------------------------------------ heap vs rss */
 
@@ -377,7 +396,7 @@ struct hd_vs {
 };
 /* The rows of r->a -> r->b (r->a NULL: at r->b) under flt's module,
  * function, min-bytes and folding; flt->kind does not apply. */
-void hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs);
+int hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs);
 void hd_vs_free(struct hd_vs *vs);
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
@@ -393,8 +412,6 @@ struct hd_leak_opts {
 	long top;
 	const struct hd_filter *flt;
 };
-/* Leak suspects over every snapshot of session; 0 or exits. */
-void hd_leaks(FILE *f, struct hd_source *s, int64_t session, const struct hd_leak_opts *o);
 
 /* One leak suspect: the trend of a (callstack, kind) series, or of a
  * function's (leak_funcs.c). */
@@ -434,20 +451,43 @@ struct hd_leak_set {
 };
 /* Finds the suspects (none measured when nsnaps < 3); the first
  * keep_series of them keep their series. */
-void hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
-                  size_t keep_series, struct hd_leak_set *out);
+int hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *flt,
+                 size_t keep_series, struct hd_leak_set *out);
 void hd_leak_free(struct hd_leak_set *ls);
 
-/* The snapshot of session with the highest estimated live memory of the
- * --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'
+/* --leaks: what its report shows, gathered by hd_leak_report (leaks.c),
+ * written by hd_write_leaks_text (report_text.c) or _json
+ * (report_json.c). */
+struct hd_leak_report {
+	const struct hd_leak_opts *o;
+	const char *path;          /* the database */
+	int64_t session;
+	int64_t pid;               /* the session's pid, comm (NULL: unknown) */
+	char *comm;                /* and start: read for the text's header */
+	double start;
+	struct hd_leak_set ls;
+	size_t listed;             /* the suspects listed: the first --top */
+	struct hd_stack *view;     /* [listed]: a call-path suspect's displayed
+	                            * frames (a view into its cached stack) */
+	int *folded;               /* [listed]: its allocator frames folded */
+};
+/* The suspects of session, at least 3 snapshots measured. */
+int hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
+                   struct hd_leak_report *out);
+void hd_leak_report_free(struct hd_leak_report *lr);
+
+/* report_series.c: the snapshot of session with the highest estimated
+ * live memory of the --kind filter kind (with HD_KIND_ALLOC the snapshot of reason 'peak'
  * when there is one: the attacher keeps the peak of heap and mmap); *live
- * gets that estimate. */
-int64_t hd_peak(struct hd_source *s, int64_t session, int kind, double *live, int64_t *nsnaps);
+ * gets that estimate, *nsnaps the snapshots measured. */
+int hd_peak(struct hd_source *s, int64_t session, int kind, int64_t *id, double *live,
+            int64_t *nsnaps);
 
 /* When b is the last snapshot of its session and holds less than half of
  * the session's peak, the one note line that says so, in buf (the text
- * report's header); else NULL. */
-const char *hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len);
+ * report's header), in *note; else NULL. */
+int hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size_t len,
+                   const char **note);
 
 /* Every snapshot of a session (reason 'peak' included), in id order, with
  * the estimated live bytes by kind (for the chart of report_html.c). */
@@ -462,6 +502,6 @@ struct hd_snap_total {
 	double objects;            /* of heap and mmap */
 	double resident, swapped;  /* kinds rss and swap (never part of the above) */
 };
-struct hd_snap_total *hd_snap_totals(struct hd_source *s, int64_t session, size_t *n);
+int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **v, size_t *n);
 
 #endif

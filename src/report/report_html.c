@@ -61,7 +61,10 @@
  * loaded, and hd_json_html_str writes '<', '>' and '&' as \u003c, \u003e,
  * \u0026, so that no name can end the <script> element; the script puts
  * names into the page as text (textContent), never as markup.  The few
- * strings outside the JSON (the <title>) are XML-escaped. */
+ * strings outside the JSON (the <title>) are XML-escaped.
+ *
+ * Everything the page shows from the database is read first (struct
+ * page): an error (a corrupt file) returns before any of it is written. */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -114,7 +117,29 @@ static void frame_list(FILE *f, struct frames *fs, const struct hd_stack *st)
 	fputc(']', f);
 }
 
-static void snap_json(FILE *f, const struct hd_snap *s)
+/* What the page shows that is read from the database, read before a byte
+ * of it is written (hd_write_html: an error writes no half page), in the
+ * order the page shows it. */
+struct page {
+	int64_t rss_period;        /* B's session's --rss period (0: none) */
+	struct hd_snap peak;
+	double peak_live;
+	struct hd_report rp, rb;   /* the rows at the peak, at B (with an A) */
+	int64_t pid, interval, samples, drops, unwf;  /* the session */
+	char *comm, *exe;
+	double start, end;
+	int has_end;
+	struct hd_snap_total *totals;
+	size_t ntotals;
+	double live[2], resident[2]; /* of A and B */
+	struct hd_leak_set ls;
+	struct hd_stack view[LEAKS_SHOWN]; /* a listed call-path suspect's */
+	int folded[LEAKS_SHOWN];
+	int has_vs;                /* --heap-vs-rss's rows in vs */
+	struct hd_vs vs;
+};
+
+static void snap_json(FILE *f, const struct hd_snap *s, double live, double resident)
 {
 	if (!s) {
 		fputs("null", f);
@@ -122,8 +147,7 @@ static void snap_json(FILE *f, const struct hd_snap *s)
 	}
 	fprintf(f, "{\"id\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, "
 	        "\"resident\": %.0f, \"rss\": %" PRId64 ", \"rss_anon\": %" PRId64 ", \"reason\": ",
-	        s->id, s->session_id, s->time, hd_live_total(s, HD_KIND_ALLOC),
-	        hd_live_total(s, HA_KIND_RSS), s->rss, s->rss_anon);
+	        s->id, s->session_id, s->time, live, resident, s->rss, s->rss_anon);
 	hd_json_html_str(f, s->reason);
 	fputs(", \"db\": ", f);
 	hd_json_html_str(f, s->src->path);
@@ -152,62 +176,69 @@ static void view_json(FILE *f, struct frames *fs, const char *key, const char *t
 	fputs("]}", f);
 }
 
-static void session_json(FILE *f, struct hd_source *s, int64_t session, int64_t rss_period)
+static int session_read(struct page *pg, struct hd_source *s, int64_t session)
 {
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT pid, comm, exe, sample_interval, start_time, end_time FROM sessions WHERE id = ?1");
-	sqlite3_stmt *c = hd_prepare(s,
-		"SELECT samples, drops, unwind_failures FROM snapshots WHERE session_id = ?1 ORDER BY id DESC LIMIT 1");
-	int64_t pid = 0, interval = 0, samples = 0, drops = 0, unwf = 0;
-	char *comm = NULL, *exe = NULL;
-	double start = 0, end = 0;
-	int has_end = 0;
+	sqlite3_stmt *q, *c;
+	int rc;
 
+	if (hd_prepare(s, "SELECT pid, comm, exe, sample_interval, start_time, end_time FROM sessions"
+	                  " WHERE id = ?1", &q) < 0)
+		return HD_ERR;
+	if (hd_prepare(s, "SELECT samples, drops, unwind_failures FROM snapshots WHERE session_id = ?1"
+	                  " ORDER BY id DESC LIMIT 1", &c) < 0) {
+		sqlite3_finalize(q);
+		return HD_ERR;
+	}
 	sqlite3_bind_int64(q, 1, session);
-	if (hd_step(s, q)) {
-		pid = sqlite3_column_int64(q, 0);
-		comm = hd_clean_text(sqlite3_column_text(q, 1));
-		exe = hd_clean_text(sqlite3_column_text(q, 2));
-		interval = sqlite3_column_int64(q, 3);
-		start = sqlite3_column_double(q, 4);
-		has_end = sqlite3_column_type(q, 5) != SQLITE_NULL;
-		end = sqlite3_column_double(q, 5);
+	rc = hd_step(s, q);
+	if (rc > 0) {
+		pg->pid = sqlite3_column_int64(q, 0);
+		pg->comm = hd_clean_text(sqlite3_column_text(q, 1));
+		pg->exe = hd_clean_text(sqlite3_column_text(q, 2));
+		pg->interval = sqlite3_column_int64(q, 3);
+		pg->start = sqlite3_column_double(q, 4);
+		pg->has_end = sqlite3_column_type(q, 5) != SQLITE_NULL;
+		pg->end = sqlite3_column_double(q, 5);
 	}
 	sqlite3_finalize(q);
-	sqlite3_bind_int64(c, 1, session);
-	if (hd_step(s, c)) {
-		samples = sqlite3_column_int64(c, 0);
-		drops = sqlite3_column_int64(c, 1);
-		unwf = sqlite3_column_int64(c, 2);
+	if (rc >= 0) {
+		sqlite3_bind_int64(c, 1, session);
+		rc = hd_step(s, c);
+		if (rc > 0) {
+			pg->samples = sqlite3_column_int64(c, 0);
+			pg->drops = sqlite3_column_int64(c, 1);
+			pg->unwf = sqlite3_column_int64(c, 2);
+		}
 	}
 	sqlite3_finalize(c);
-	if (!isfinite(start))
-		start = 0;
-	if (!isfinite(end))
-		has_end = 0;
+	if (!isfinite(pg->start))
+		pg->start = 0;
+	if (!isfinite(pg->end))
+		pg->has_end = 0;
+	return rc < 0 ? HD_ERR : HD_OK;
+}
 
+static void session_json(FILE *f, const struct page *pg, int64_t session)
+{
 	fputs(",\n \"target\": {\"comm\": ", f);
-	hd_json_html_str(f, comm ? comm : "");
-	fprintf(f, ", \"pid\": %" PRId64 ", \"exe\": ", pid);
-	hd_json_html_str(f, exe ? exe : "");
-	fprintf(f, "},\n \"session\": {\"id\": %" PRId64 ", \"start\": %.3f, \"end\": ", session, start);
-	if (has_end)
-		fprintf(f, "%.3f", end);
+	hd_json_html_str(f, pg->comm ? pg->comm : "");
+	fprintf(f, ", \"pid\": %" PRId64 ", \"exe\": ", pg->pid);
+	hd_json_html_str(f, pg->exe ? pg->exe : "");
+	fprintf(f, "},\n \"session\": {\"id\": %" PRId64 ", \"start\": %.3f, \"end\": ", session, pg->start);
+	if (pg->has_end)
+		fprintf(f, "%.3f", pg->end);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"interval\": %" PRId64 ", \"samples\": %" PRId64 ", \"drops\": %" PRId64
-	        ", \"unwind_failures\": %" PRId64 ", \"rss_period\": %" PRId64 ", \"rss\": %d}", interval,
-	        samples, drops, unwf, rss_period, rss_period > 0);
-	free(comm);
-	free(exe);
+	        ", \"unwind_failures\": %" PRId64 ", \"rss_period\": %" PRId64 ", \"rss\": %d}", pg->interval,
+	        pg->samples, pg->drops, pg->unwf, pg->rss_period, pg->rss_period > 0);
 }
 
-static void snaps_json(FILE *f, struct hd_source *s, int64_t session)
+static void snaps_json(FILE *f, const struct page *pg)
 {
-	size_t n;
-	struct hd_snap_total *t = hd_snap_totals(s, session, &n);
+	const struct hd_snap_total *t = pg->totals;
 	fputs(",\n \"snaps\": [", f);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < pg->ntotals; i++) {
 		fprintf(f, "%s\n  [%" PRId64 ", %.3f, ", i ? "," : "", t[i].id, t[i].time);
 		hd_json_html_str(f, t[i].reason);
 		fprintf(f, ", %" PRId64 ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 ", %.0f, %.0f, %"
@@ -215,48 +246,59 @@ static void snaps_json(FILE *f, struct hd_source *s, int64_t session)
 		        t[i].interval, t[i].resident, t[i].swapped, t[i].rss_anon, t[i].swap);
 	}
 	fputs("]", f);
-	free(t);
 }
 
-static void leaks_json(FILE *f, struct frames *fs, struct hd_source *s, int64_t session,
-                       const struct hd_filter *flt)
+/* The first LEAKS_SHOWN suspects' frames, read (a call path's). */
+static int leaks_read(struct page *pg, struct hd_source *s, int64_t session,
+                      const struct hd_filter *flt)
 {
-	struct hd_leak_set ls;
-	hd_leak_find(s, session, flt, LEAKS_SHOWN, &ls);
+	const struct hd_leak_set *ls = &pg->ls;
+	if (hd_leak_find(s, session, flt, LEAKS_SHOWN, &pg->ls) < 0)
+		return HD_ERR;
+	for (size_t i = 0; i < ls->n && i < LEAKS_SHOWN; i++) {
+		const struct hd_stack *st;
+		if (ls->v[i].what != HD_LEAK_STACK)
+			continue;
+		if (hd_stack_get(s, ls->v[i].stack_id, &st) < 0)
+			return HD_ERR;
+		pg->view[i] = hd_fold(st, flt->all_frames, &pg->folded[i]);
+	}
+	return HD_OK;
+}
+
+static void leaks_json(FILE *f, struct frames *fs, const struct page *pg)
+{
+	const struct hd_leak_set *ls = &pg->ls;
 	fprintf(f, ",\n \"leaks\": {\"nsnaps\": %zu, \"duration\": %.3f, \"callstacks\": %zu, "
-	        "\"grew\": %zu, \"count\": %zu, \"t\": [", ls.nsnaps, ls.duration, ls.series, ls.grew, ls.n);
-	for (size_t i = 0; i < ls.nsnaps; i++)
-		fprintf(f, i ? ", %.3f" : "%.3f", ls.t[i]);
+	        "\"grew\": %zu, \"count\": %zu, \"t\": [", ls->nsnaps, ls->duration, ls->series, ls->grew,
+	        ls->n);
+	for (size_t i = 0; i < ls->nsnaps; i++)
+		fprintf(f, i ? ", %.3f" : "%.3f", ls->t[i]);
 	fputs("], \"suspects\": [", f);
-	for (size_t i = 0; i < ls.n && i < LEAKS_SHOWN; i++) {
-		const struct hd_leak *L = &ls.v[i];
-		int folded = 0;
-		struct hd_stack v = { 0 };
-		if (L->what == HD_LEAK_STACK)
-			v = hd_fold(hd_stack_get(s, L->stack_id), flt->all_frames, &folded);
+	for (size_t i = 0; i < ls->n && i < LEAKS_SHOWN; i++) {
+		const struct hd_leak *L = &ls->v[i];
 		fprintf(f, "%s\n  {\"what\": \"%s\", \"stack\": %" PRId64 ", \"kind\": %d, \"rate\": %.3f, "
 		        "\"growth\": %.0f, \"live\": %.0f, \"objects\": %.0f, \"fit\": %.4f, \"folded\": %d, "
 		        "\"paths\": %d, \"frames\": ",
 		        i ? "," : "", L->what == HD_LEAK_STACK ? "stack" : L->what == HD_LEAK_FLAT ? "function"
 		                                                                              : "cumulative",
 		        L->stack_id, L->what == HD_LEAK_STACK ? L->kind : 0, L->slope * 60,
-		        L->slope * ls.duration, L->last, L->last_objects, L->fit, folded, L->paths);
+		        L->slope * ls->duration, L->last, L->last_objects, L->fit, pg->folded[i], L->paths);
 		if (L->what == HD_LEAK_STACK) {
-			frame_list(f, fs, &v);
+			frame_list(f, fs, &pg->view[i]);
 		} else {
 			/* A function: its frame, then those it is via. */
-			fprintf(f, "[%zu]", frame_index(fs, ls.fn.fr[L->func]));
+			fprintf(f, "[%zu]", frame_index(fs, ls->fn.fr[L->func]));
 		}
 		fputs(", \"via\": [", f);
 		for (size_t k = 0; k < L->nvia; k++)
-			fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, ls.fn.fr[L->via[k]]));
+			fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, ls->fn.fr[L->via[k]]));
 		fputs("], \"series\": [", f);
-		for (size_t k = 0; L->series && k < ls.nsnaps; k++)
+		for (size_t k = 0; L->series && k < ls->nsnaps; k++)
 			fprintf(f, k ? ",%.0f" : "%.0f", L->series[k]);
 		fputs("]}", f);
 	}
 	fputs("]}", f);
-	hd_leak_free(&ls);
 }
 
 /* The functions of r (report_funcs.c), the first TOP_FUNCS of them. */
@@ -271,19 +313,31 @@ static void top_functions_json(FILE *f, const struct hd_report *r)
 	hd_funcs_json_rows(f, r->funcs, TOP_FUNCS, hd_json_html_str);
 }
 
-/* --heap-vs-rss's rows of r (heap_vs_rss.c), when the session has them. */
-static void functions_json(FILE *f, const struct hd_report *r, const struct hd_filter *flt,
-                           int has_rss)
+/* --heap-vs-rss's rows of r (heap_vs_rss.c), when the sessions have
+ * resident memory. */
+static int functions_read(struct page *pg, const struct hd_report *r, const struct hd_filter *flt)
 {
-	struct hd_vs vs;
+	int64_t a_period = 1;
+	if (!pg->rss_period)
+		return HD_OK;
+	if (r->a && hd_session_rss(r->a->src, r->a->session_id, &a_period, NULL, 0) < 0)
+		return HD_ERR;
+	if (!a_period)
+		return HD_OK;
+	if (hd_vs_build(r, flt, &pg->vs) < 0)
+		return HD_ERR;
+	pg->has_vs = 1;
+	return HD_OK;
+}
+
+static void functions_json(FILE *f, const struct page *pg)
+{
 	fputs(",\n \"functions\": ", f);
-	if (!has_rss || (r->a && !hd_session_rss(r->a->src, r->a->session_id, NULL, 0))) {
+	if (!pg->has_vs) {
 		fputs("[]", f);
 		return;
 	}
-	hd_vs_build(r, flt, &vs);
-	hd_vs_json_rows(f, &vs, vs.n, hd_json_html_str);
-	hd_vs_free(&vs);
+	hd_vs_json_rows(f, &pg->vs, pg->vs.n, hd_json_html_str);
 }
 
 static void frames_json(FILE *f, const struct frames *fs)
@@ -303,33 +357,71 @@ static void frames_json(FILE *f, const struct frames *fs)
 	fputs("]", f);
 }
 
-void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt)
+static void page_free(struct page *pg)
+{
+	hd_free_rows(&pg->rp);
+	hd_free_rows(&pg->rb);
+	free(pg->comm);
+	free(pg->exe);
+	free(pg->totals);
+	hd_leak_free(&pg->ls);
+	if (pg->has_vs)
+		hd_vs_free(&pg->vs);
+}
+
+static int page_read(struct page *pg, const struct hd_report *r, const struct hd_filter *flt)
 {
 	struct hd_source *s = r->b->src;
 	int64_t session = r->b->session_id, nsnaps = 0, peak_id;
-	struct hd_snap peak;
-	struct hd_report rp = { 0 }, rb = { 0 };
-	struct frames fs = { hd_map_new(), { 0 }, NULL, 0, 0 };
-	char idbuf[32], title[128], what[64], b1[64];
-	double peak_live = 0;
-	int nviews = 0;
+	const struct hd_snap *side[2] = { r->a, r->b };
+	char idbuf[32];
+
 	/* The peak of rss or swap is their own; of heap or mmap, the peak of
 	 * both that heapattach keeps. */
-	int64_t rss_period = hd_session_rss(s, session, NULL, 0);
+	if (hd_session_rss(s, session, &pg->rss_period, NULL, 0) < 0 ||
+	    hd_peak(s, session, hd_kind_physical(flt->kind) ? flt->kind : HD_KIND_ALLOC, &peak_id,
+	            &pg->peak_live, &nsnaps) < 0)
+		return HD_ERR;
+	snprintf(idbuf, sizeof idbuf, "%" PRId64, peak_id);
+	if (hd_resolve(s, idbuf, session, &pg->peak) < 0)
+		return HD_ERR;
+	pg->rp.b = &pg->peak;
+	pg->rp.by_objects = pg->rb.by_objects = r->by_objects;
+	if (hd_build_rows(&pg->rp, flt) < 0)
+		return HD_ERR;
+	if (r->a) {
+		pg->rb.b = r->b;
+		if (hd_build_rows(&pg->rb, flt) < 0)
+			return HD_ERR;
+	}
+	if (session_read(pg, s, session) < 0 || hd_snap_totals(s, session, &pg->totals, &pg->ntotals) < 0)
+		return HD_ERR;
+	for (int i = 0; i < 2; i++)
+		if (side[i] && (hd_live_total(side[i], HD_KIND_ALLOC, &pg->live[i]) < 0 ||
+		                hd_live_total(side[i], HA_KIND_RSS, &pg->resident[i]) < 0))
+			return HD_ERR;
+	if (leaks_read(pg, s, session, flt) < 0)
+		return HD_ERR;
+	return functions_read(pg, r, flt);
+}
 
-	peak_id = hd_peak(s, session, hd_kind_physical(flt->kind) ? flt->kind : HD_KIND_ALLOC,
-	                  &peak_live, &nsnaps);
+int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt)
+{
+	struct hd_source *s = r->b->src;
+	int64_t session = r->b->session_id;
+	struct page *pg = hd_xcalloc(1, sizeof *pg);
+	struct frames fs = { NULL, { 0 }, NULL, 0, 0 };
+	char title[128], what[64], b1[64];
+	int nviews = 0;
+
+	if (page_read(pg, r, flt) < 0) {
+		page_free(pg);
+		free(pg);
+		return HD_ERR;
+	}
+	fs.index = hd_map_new();
 	snprintf(what, sizeof what, "%s", hd_kind_title(flt->kind));
 	what[0] = (char)(what[0] - 'a' + 'A');
-	snprintf(idbuf, sizeof idbuf, "%" PRId64, peak_id);
-	hd_resolve(s, idbuf, session, &peak);
-	rp.b = &peak;
-	rp.by_objects = rb.by_objects = r->by_objects;
-	hd_build_rows(&rp, flt);
-	if (r->a) {
-		rb.b = r->b;
-		hd_build_rows(&rb, flt);
-	}
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -355,15 +447,15 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 	hd_json_html_str(f, s->path);
 	fprintf(f, ", \"kind\": \"%s\", \"what\": \"%s\", \"objects\": \"%s\"", hd_kind_name(flt->kind),
 	        hd_kind_title(flt->kind), hd_kind_objects(flt->kind));
-	session_json(f, s, session, rss_period);
-	snaps_json(f, s, session);
+	session_json(f, pg, session);
+	snaps_json(f, pg);
 	fputs(",\n \"a\": ", f);
-	snap_json(f, r->a);
+	snap_json(f, r->a, pg->live[0], pg->resident[0]);
 	fputs(",\n \"b\": ", f);
-	snap_json(f, r->b);
+	snap_json(f, r->b, pg->live[1], pg->resident[1]);
 	fprintf(f, ",\n \"peak\": {\"id\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, \"reason\": ",
-	        peak.id, peak.time, peak_live);
-	hd_json_html_str(f, peak.reason);
+	        pg->peak.id, pg->peak.time, pg->peak_live);
+	hd_json_html_str(f, pg->peak.reason);
 	fputs("},\n \"note\": ", f);
 	if (r->fallen_note)
 		hd_json_html_str(f, r->fallen_note);
@@ -376,24 +468,25 @@ void hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *f
 		         r->a->id, r->b->id, hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, 0));
 		view_json(f, &fs, "diff", title, r, nviews++ == 0);
 	}
-	snprintf(title, sizeof title, "%s at the peak, snapshot %" PRId64 " (%s)", what, peak.id,
-	         hd_fmt_bytes(b1, sizeof b1, rp.total_bytes, 0, 0));
-	view_json(f, &fs, "peak", title, &rp, nviews++ == 0);
+	snprintf(title, sizeof title, "%s at the peak, snapshot %" PRId64 " (%s)", what, pg->peak.id,
+	         hd_fmt_bytes(b1, sizeof b1, pg->rp.total_bytes, 0, 0));
+	view_json(f, &fs, "peak", title, &pg->rp, nviews++ == 0);
 	snprintf(title, sizeof title, "%s at snapshot %" PRId64 " (%s)", what, r->b->id,
-	         hd_fmt_bytes(b1, sizeof b1, r->a ? rb.total_bytes : r->total_bytes, 0, 0));
-	view_json(f, &fs, "b", title, r->a ? &rb : r, nviews++ == 0);
+	         hd_fmt_bytes(b1, sizeof b1, r->a ? pg->rb.total_bytes : r->total_bytes, 0, 0));
+	view_json(f, &fs, "b", title, r->a ? &pg->rb : r, nviews++ == 0);
 	fputs("]", f);
-	leaks_json(f, &fs, s, session, flt);
-	functions_json(f, r, flt, rss_period > 0);
+	leaks_json(f, &fs, pg);
+	functions_json(f, pg);
 	top_functions_json(f, r);
 	frames_json(f, &fs);
 	fputs("}\n</script>\n<script>\n", f);
 	fputs(hd_html_js, f);
 	fputs("</script>\n</body>\n</html>\n", f);
 
-	hd_free_rows(&rp);
-	hd_free_rows(&rb);
+	page_free(pg);
+	free(pg);
 	hd_map_free(fs.index, NULL);
 	hd_buf_free(&fs.key);
 	free(fs.v);
+	return HD_OK;
 }

@@ -24,7 +24,18 @@
  * ranked by flat (or cumulative) bytes, and "total" counts "functions":
  *     "rows": [ { "function", "file", "module", "flat_bytes",
  *                 "flat_objects", "cum_bytes", "cum_objects",
- *                 "flat_paths", "cum_paths" } ] */
+ *                 "flat_paths", "cum_paths" } ]
+ *
+ * --leaks (hd_write_leaks_json):
+ *   { "heapdiff": 1, "mode": "leaks", "kind", "db", "session", "snapshots",
+ *     "duration_s", "callstacks", "grew", "functions", "unfitted", "approx",
+ *     "suspects": [ { "what": "stack", "stack_id", "kind",
+ *                     "bytes_per_minute", "trend_bytes", "first_bytes",
+ *                     "last_bytes", "max_bytes", "live_objects", "fit",
+ *                     "steady", "retained", "folded", "frames" }
+ *                 | { "what": "function" | "cumulative", "function",
+ *                     "file", "module", "kind", "paths", ... as above,
+ *                     "via": [ function, ... ] } ] } */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -112,6 +123,68 @@ void hd_write_json(FILE *f, const struct hd_report *r)
 		        row->alloc_bytes, row->alloc_objects, row->merged, row->folded);
 		hd_json_frames(f, &row->st);
 		fputc('}', f);
+	}
+	fputs("\n ]}\n", f);
+}
+
+/* ------------------------------------------------------------ --leaks */
+
+static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
+                           double duration, int first)
+{
+	fprintf(f, "%s\n  {\"what\": \"stack\", \"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
+	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
+	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
+	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
+	        first ? "" : ",", t->stack_id, hd_kind_name(t->kind), t->slope * 60,
+	        t->slope * duration, t->first, t->last, t->max, t->last_objects, t->fit, t->steady,
+	        t->retained, folded);
+	hd_json_frames(f, v);
+	fputc('}', f);
+}
+
+static void leak_func_row(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls, int first)
+{
+	const struct hd_frame *fr = ls->fn.fr[t->func];
+	char pc[32];
+	fprintf(f, "%s\n  {\"what\": \"%s\", \"function\": ", first ? "" : ",",
+	        t->what == HD_LEAK_FLAT ? "function" : "cumulative");
+	hd_json_str(f, hd_frame_name(fr, pc, sizeof pc));
+	fputs(", \"file\": ", f);
+	hd_json_str(f, fr->file);
+	fputs(", \"module\": ", f);
+	hd_json_str(f, fr->module);
+	fprintf(f, ", \"kind\": \"%s\", \"paths\": %d, \"bytes_per_minute\": %.3f, \"trend_bytes\": %.0f, "
+	        "\"first_bytes\": %.0f, \"last_bytes\": %.0f, \"max_bytes\": %.0f, \"live_objects\": %.0f, "
+	        "\"fit\": %.4f, \"steady\": %.4f, \"retained\": %.4f,\n   \"via\": [",
+	        hd_kind_name(t->kind), t->paths, t->slope * 60, t->slope * ls->duration, t->first, t->last,
+	        t->max, t->last_objects, t->fit, t->steady, t->retained);
+	for (size_t i = 0; i < t->nvia; i++) {
+		if (i)
+			fputs(", ", f);
+		hd_json_str(f, hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
+	}
+	fputs("]}", f);
+}
+
+void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr)
+{
+	const struct hd_leak_set *ls = &lr->ls;
+
+	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"leaks\", \"kind\": \"%s\", \"db\": ",
+	        hd_kind_name(lr->o->flt->kind));
+	hd_json_str(f, lr->path);
+	fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
+	        "\"callstacks\": %zu, \"grew\": %zu, \"functions\": %zu, \"unfitted\": %zu, "
+	        "\"approx\": %s,\n \"suspects\": [",
+	        lr->session, ls->nsnaps, ls->duration, ls->series, ls->grew, ls->funcs, ls->unfitted,
+	        ls->approx ? "true" : "false");
+	for (size_t i = 0; i < lr->listed; i++) {
+		const struct hd_leak *t = &ls->v[i];
+		if (t->what != HD_LEAK_STACK)
+			leak_func_row(f, t, ls, i == 0);
+		else
+			leak_stack_row(f, t, &lr->view[i], lr->folded[i], ls->duration, i == 0);
 	}
 	fputs("\n ]}\n", f);
 }

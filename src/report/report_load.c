@@ -12,45 +12,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* One integer from a query with up to two parameters; 0 if no row/NULL. */
-static int query_i64(struct hd_source *s, const char *sql, int64_t *v, int np, int64_t p1,
-                     int64_t p2)
-{
-	sqlite3_stmt *q = hd_prepare(s, sql);
-	int got = 0;
-	if (np > 0)
-		sqlite3_bind_int64(q, 1, p1);
-	if (np > 1)
-		sqlite3_bind_int64(q, 2, p2);
-	if (hd_step(s, q) && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-		*v = sqlite3_column_int64(q, 0);
-		got = 1;
-	}
-	sqlite3_finalize(q);
-	return got;
-}
-
-double hd_col_real(struct hd_source *s, sqlite3_stmt *q, int i)
-{
-	int t = sqlite3_column_type(q, i);
-	double v;
-	if (t == SQLITE_NULL)
-		return 0;
-	if (t != SQLITE_FLOAT && t != SQLITE_INTEGER)
-		hd_die("%s: corrupt database: a value is not a number", s->path);
-	v = sqlite3_column_double(q, i);
-	if (!isfinite(v))
-		hd_die("%s: corrupt database: a value is not finite", s->path);
-	/* Past what any memory, count or clock can reach: kept, but at the
-	 * cap, so that sums, differences and squares of such values stay
-	 * finite (JSON has no inf). */
-	return v > HD_MAX_VALUE ? HD_MAX_VALUE : v < -HD_MAX_VALUE ? -HD_MAX_VALUE : v;
-}
 
 static void col_str(sqlite3_stmt *q, int i, char *buf, size_t len)
 {
@@ -61,34 +25,45 @@ static void col_str(sqlite3_stmt *q, int i, char *buf, size_t len)
 
 /* ------------------------------------------------------------ sources */
 
-void hd_source_open(struct hd_source *s, const char *path, int index)
+int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_err *err)
 {
-	char err[512];
+	char why[512];
+	int has_anon, has_period = 0;
 	memset(s, 0, sizeof *s);
 	s->path = path;
 	s->index = index;
-	if (ha_db_open_readonly(path, &s->db, err, sizeof err) < 0)
-		hd_die("%s", err);
+	s->err = err;
+	if (ha_db_open_readonly(path, &s->db, why, sizeof why) < 0) {
+		s->db = NULL;
+		return hd_fail(err, "%s", why);
+	}
 	s->h = ha_db_handle(s->db);
+	s->stacks = hd_map_new();
 	/* One read transaction: a consistent view while heapattach writes. */
 	if (sqlite3_exec(s->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		hd_sql_die(s);
-	s->stacks = hd_map_new();
-	s->has_rss = hd_has_column(s, "snapshots", "rss_anon_bytes") &&
-	             hd_has_column(s, "sessions", "rss_period");
-	s->has_host = hd_has_column(s, "sessions", "hostname");
+		return hd_sql_fail(s);
+	if (hd_has_column(s, "snapshots", "rss_anon_bytes", &has_anon) < 0 ||
+	    (has_anon && hd_has_column(s, "sessions", "rss_period", &has_period) < 0) ||
+	    hd_has_column(s, "sessions", "hostname", &s->has_host) < 0)
+		return HD_ERR;
+	s->has_rss = has_anon && has_period;
+	return HD_OK;
 }
 
-int hd_has_column(struct hd_source *s, const char *table, const char *column)
+int hd_has_column(struct hd_source *s, const char *table, const char *column, int *has)
 {
-	sqlite3_stmt *q = hd_prepare(s, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2");
-	int has = 0;
+	sqlite3_stmt *q;
+	int rc;
+	*has = 0;
+	if (hd_prepare(s, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, column, -1, SQLITE_STATIC);
-	if (hd_step(s, q))
-		has = sqlite3_column_int64(q, 0) > 0;
+	rc = hd_step(s, q);
+	if (rc > 0)
+		*has = sqlite3_column_int64(q, 0) > 0;
 	sqlite3_finalize(q);
-	return has;
+	return rc < 0 ? HD_ERR : HD_OK;
 }
 
 static void free_stack(void *p)
@@ -116,39 +91,53 @@ void hd_source_close(struct hd_source *s)
 
 /* ------------------------------------------------------------ snapshots */
 
-static void snapshot_range(struct hd_source *s, int64_t *lo, int64_t *hi, int64_t *n)
+static int snapshot_range(struct hd_source *s, int64_t *lo, int64_t *hi, int64_t *n)
 {
-	sqlite3_stmt *q = hd_prepare(s, "SELECT min(id), max(id), count(*) FROM snapshots");
+	sqlite3_stmt *q;
+	int rc;
 	*lo = *hi = *n = 0;
-	if (hd_step(s, q)) {
+	if (hd_prepare(s, "SELECT min(id), max(id), count(*) FROM snapshots", &q) < 0)
+		return HD_ERR;
+	rc = hd_step(s, q);
+	if (rc > 0) {
 		*lo = sqlite3_column_int64(q, 0);
 		*hi = sqlite3_column_int64(q, 1);
 		*n = sqlite3_column_int64(q, 2);
 	}
 	sqlite3_finalize(q);
+	return rc < 0 ? HD_ERR : HD_OK;
 }
 
-int64_t hd_session(struct hd_source *s, int64_t session)
+int hd_session(struct hd_source *s, int64_t session, int64_t *out)
 {
 	int64_t lo, hi, n, x;
-	snapshot_range(s, &lo, &hi, &n);
+	int got;
+	if (snapshot_range(s, &lo, &hi, &n) < 0)
+		return HD_ERR;
 	if (n == 0)
-		hd_die("%s: no snapshots in DB", s->path);
+		return hd_fail(s->err, "%s: no snapshots in DB", s->path);
 	if (session) {
 		int64_t slo = 0, shi = 0;
-		if (!query_i64(s, "SELECT id FROM sessions WHERE id = ?1", &x, 1, session, 0)) {
-			query_i64(s, "SELECT min(id) FROM sessions", &slo, 0, 0, 0);
-			query_i64(s, "SELECT max(id) FROM sessions", &shi, 0, 0, 0);
-			hd_die("%s: no session %" PRId64 " in DB (sessions %" PRId64 "..%" PRId64 ")",
-			       s->path, session, slo, shi);
+		if (hd_query_i64(s, "SELECT id FROM sessions WHERE id = ?1", &x, &got, 1, session, 0) < 0)
+			return HD_ERR;
+		if (!got) {
+			if (hd_query_i64(s, "SELECT min(id) FROM sessions", &slo, &got, 0, 0, 0) < 0 ||
+			    hd_query_i64(s, "SELECT max(id) FROM sessions", &shi, &got, 0, 0, 0) < 0)
+				return HD_ERR;
+			return hd_fail(s->err, "%s: no session %" PRId64 " in DB (sessions %" PRId64 "..%" PRId64 ")",
+			               s->path, session, slo, shi);
 		}
-		return session;
+		*out = session;
+		return HD_OK;
 	}
-	if (!query_i64(s, "SELECT max(session_id) FROM snapshots", &session, 0, 0, 0))
-		hd_die("%s: no snapshots in DB", s->path);
-	return session;
+	if (hd_query_i64(s, "SELECT max(session_id) FROM snapshots", out, &got, 0, 0, 0) < 0)
+		return HD_ERR;
+	if (!got)
+		return hd_fail(s->err, "%s: no snapshots in DB", s->path);
+	return HD_OK;
 }
 
+/* Snapshot id of s into *out: 1, 0 (no such snapshot) or HD_ERR. */
 static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 {
 #define SNAP_SQL(rss, host)                                                                    \
@@ -161,12 +150,15 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		{ SNAP_SQL("0, 0, 0, 0, 0", "''"), SNAP_SQL("0, 0, 0, 0, 0", "e.hostname") },
 		{ SNAP_SQL(RSS_COLS, "''"), SNAP_SQL(RSS_COLS, "e.hostname") },
 	};
-	sqlite3_stmt *q = hd_prepare(s, sql[s->has_rss != 0][s->has_host != 0]);
+	sqlite3_stmt *q;
 #undef RSS_COLS
 #undef SNAP_SQL
-	int got = 0;
+	int rc;
+	if (hd_prepare(s, sql[s->has_rss != 0][s->has_host != 0], &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, id);
-	if (hd_step(s, q)) {
+	rc = hd_step(s, q);
+	if (rc > 0) {
 		memset(out, 0, sizeof *out);
 		out->src = s;
 		out->id = sqlite3_column_int64(q, 0);
@@ -186,63 +178,85 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		out->rss_lost = sqlite3_column_int64(q, 14);
 		out->rss_period = sqlite3_column_int64(q, 15);
 		col_str(q, 16, out->host, sizeof out->host);
-		got = 1;
+		if (s->err->set) /* a bad time (hd_col_real) */
+			rc = HD_ERR;
 	}
 	sqlite3_finalize(q);
-	return got;
+	return rc;
 }
 
-void hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out)
+int hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out)
 {
 	int64_t id = 0, lo, hi, n;
-	session = hd_session(s, session);
+	int got;
+	if (hd_session(s, session, &session) < 0)
+		return HD_ERR;
 	if (strcmp(spec, "peak") == 0) {
 		/* The peak snapshot heapattach kept, or else the highest
 		 * (of heap and mmap: the allocation view). */
 		double live;
-		id = hd_peak(s, session, HD_KIND_ALLOC, &live, &n);
+		if (hd_peak(s, session, HD_KIND_ALLOC, &id, &live, &n) < 0)
+			return HD_ERR;
 	} else if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
 		const char *sql = spec[0] == 'f'
 			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
 			: "SELECT max(id) FROM snapshots WHERE session_id = ?1";
-		if (!query_i64(s, sql, &id, 1, session, 0))
-			hd_die("%s: session %" PRId64 " has no snapshots", s->path, session);
+		if (hd_query_i64(s, sql, &id, &got, 1, session, 0) < 0)
+			return HD_ERR;
+		if (!got)
+			return hd_fail(s->err, "%s: session %" PRId64 " has no snapshots", s->path, session);
 	} else {
 		errno = 0;
 		id = strtoll(spec, NULL, 10);
 	}
-	if (!load_snap(s, id, out)) {
-		snapshot_range(s, &lo, &hi, &n);
-		hd_die("%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")", s->path,
-		       id, lo, hi);
+	got = load_snap(s, id, out);
+	if (got < 0)
+		return HD_ERR;
+	if (!got) {
+		if (snapshot_range(s, &lo, &hi, &n) < 0)
+			return HD_ERR;
+		return hd_fail(s->err, "%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")",
+		               s->path, id, lo, hi);
 	}
+	return HD_OK;
 }
 
 int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out)
 {
 	struct hd_source *s = b->src;
-	sqlite3_stmt *q = hd_prepare(s,
-		"SELECT id FROM snapshots WHERE session_id = ?1 AND id <> ?2 AND reason <> 'peak'"
-		"   AND (time < ?3 OR (time = ?3 AND id < ?2)) ORDER BY time DESC, id DESC LIMIT 1");
+	sqlite3_stmt *q;
 	int64_t id = 0;
+	int rc;
+	if (hd_prepare(s,
+		"SELECT id FROM snapshots WHERE session_id = ?1 AND id <> ?2 AND reason <> 'peak'"
+		"   AND (time < ?3 OR (time = ?3 AND id < ?2)) ORDER BY time DESC, id DESC LIMIT 1", &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, b->session_id);
 	sqlite3_bind_int64(q, 2, b->id);
 	sqlite3_bind_double(q, 3, b->time);
-	if (hd_step(s, q))
+	rc = hd_step(s, q);
+	if (rc > 0)
 		id = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
-	return id > 0 && load_snap(s, id, out);
+	if (rc < 0)
+		return HD_ERR;
+	return id > 0 ? load_snap(s, id, out) : 0;
 }
 
-int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *nout)
+int hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, int64_t **ids, size_t *nout)
 {
-	sqlite3_stmt *q = hd_prepare(s, "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
-	                                "   AND reason <> 'attach' ORDER BY id");
+	sqlite3_stmt *q;
 	int64_t *v = NULL;
 	size_t n = 0, cap = 0;
+	int rc;
+	*ids = NULL;
+	*nout = 0;
+	if (hd_prepare(s, "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
+	                  "   AND reason <> 'attach' ORDER BY id", &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, lo);
 	sqlite3_bind_int64(q, 2, hi);
-	while (hd_step(s, q)) {
+	while ((rc = hd_step(s, q)) > 0) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			v = hd_xrealloc(v, cap * sizeof *v);
@@ -250,36 +264,48 @@ int64_t *hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, size_t *no
 		v[n++] = sqlite3_column_int64(q, 0);
 	}
 	sqlite3_finalize(q);
+	if (rc < 0) {
+		free(v);
+		return HD_ERR;
+	}
+	*ids = v;
 	*nout = n;
-	return v;
+	return HD_OK;
 }
 
 /* ------------------------------------------------------------ values */
 
-struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
+int hd_values_at(const struct hd_snap *snap, struct hd_value **out, size_t *nout)
 {
 	struct hd_source *s = snap->src;
-	sqlite3_stmt *q = hd_prepare(s,
+	sqlite3_stmt *q;
+	struct hd_value *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	*out = NULL;
+	*nout = 0;
+	if (hd_prepare(s,
 		"SELECT k.stack_id, k.kind, b.alloc_count, b.alloc_bytes, b.live_count, b.live_bytes"
 		"  FROM session_stacks k"
 		"  JOIN buckets b ON b.session_id = ?1 AND b.stack_id = k.stack_id AND b.kind = k.kind"
 		"   AND b.snapshot_id = (SELECT max(x.snapshot_id) FROM buckets x"
 		"                         WHERE x.session_id = ?1 AND x.stack_id = k.stack_id"
 		"                           AND x.kind = k.kind AND x.snapshot_id <= ?2)"
-		" WHERE k.session_id = ?1 AND k.first_snapshot_id <= ?2");
-	struct hd_value *v = NULL;
-	size_t n = 0, cap = 0;
-
+		" WHERE k.session_id = ?1 AND k.first_snapshot_id <= ?2", &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, snap->session_id);
 	sqlite3_bind_int64(q, 2, snap->id);
-	while (hd_step(s, q)) {
+	while ((rc = hd_step(s, q)) > 0) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
 			v = hd_xrealloc(v, cap * sizeof *v);
 		}
 		int64_t kind = sqlite3_column_int64(q, 1);
-		if (kind < 0 || kind > 255)
-			hd_die("%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+		if (kind < 0 || kind > 255) {
+			rc = hd_fail(s->err, "%s: corrupt database: bucket kind %" PRId64, s->path, kind);
+			break;
+		}
 		v[n++] = (struct hd_value){
 			.stack_id = sqlite3_column_int64(q, 0), .kind = (int)kind,
 			.alloc_count = hd_col_real(s, q, 2), .alloc_bytes = hd_col_real(s, q, 3),
@@ -287,72 +313,87 @@ struct hd_value *hd_values_at(const struct hd_snap *snap, size_t *nout)
 		};
 	}
 	sqlite3_finalize(q);
+	if (rc < 0) {
+		free(v);
+		return HD_ERR;
+	}
+	*out = v;
 	*nout = n;
-	return v;
+	return HD_OK;
 }
 
-double hd_live_total(const struct hd_snap *snap, int kind)
+int hd_live_total(const struct hd_snap *snap, int kind, double *total)
 {
 	size_t n;
-	struct hd_value *v = hd_values_at(snap, &n);
-	double total = 0;
+	struct hd_value *v;
+	*total = 0;
+	if (hd_values_at(snap, &v, &n) < 0)
+		return HD_ERR;
 	for (size_t i = 0; i < n; i++)
 		if (hd_kind_matches(kind, v[i].kind))
-			total += v[i].live_bytes;
+			*total += v[i].live_bytes;
 	free(v);
-	return total;
+	return HD_OK;
 }
 
-int64_t hd_session_rss(struct hd_source *s, int64_t session, char *why, size_t len)
+int hd_session_rss(struct hd_source *s, int64_t session, int64_t *out, char *why, size_t len)
 {
 	sqlite3_stmt *q;
 	int64_t period = 0, rows = 0;
+	int rc;
+	*out = 0;
 	if (!s->has_rss) {
 		snprintf(why, len, "%s: no resident memory: the file was written before heapattach --rss "
 		         "(schema version 4 or older)", s->path);
-		return 0;
+		return HD_OK;
 	}
-	q = hd_prepare(s, "SELECT rss_period, EXISTS (SELECT 1 FROM session_stacks"
-	                  " WHERE session_id = ?1 AND kind = ?2) FROM sessions WHERE id = ?1");
+	if (hd_prepare(s, "SELECT rss_period, EXISTS (SELECT 1 FROM session_stacks"
+	                  " WHERE session_id = ?1 AND kind = ?2) FROM sessions WHERE id = ?1", &q) < 0)
+		return HD_ERR;
 	sqlite3_bind_int64(q, 1, session);
 	sqlite3_bind_int(q, 2, HA_KIND_RSS);
-	if (hd_step(s, q)) {
+	rc = hd_step(s, q);
+	if (rc > 0) {
 		period = sqlite3_column_int64(q, 0);
 		rows = sqlite3_column_int64(q, 1);
 	}
 	sqlite3_finalize(q);
+	if (rc < 0)
+		return HD_ERR;
 	if (period <= 0)
 		snprintf(why, len, "%s: no resident memory: session %" PRId64 " was recorded without "
 		         "heapattach --rss", s->path, session);
 	else if (!rows)
 		snprintf(why, len, "%s: no resident memory: session %" PRId64 " (heapattach --rss) has "
 		         "no page attributed to a call path", s->path, session);
-	return period > 0 && rows ? period : 0;
+	*out = period > 0 && rows ? period : 0;
+	return HD_OK;
 }
 
 /* ------------------------------------------------------------ stacks */
 
-const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id)
+int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 {
 	char key[32];
 	struct hd_stack *st;
 	sqlite3_stmt *q;
-	int cap = 0;
+	int cap = 0, rc;
 
 	snprintf(key, sizeof key, "%" PRId64, id);
-	if ((st = hd_map_get(s->stacks, key)))
-		return st;
+	if ((*out = hd_map_get(s->stacks, key)))
+		return HD_OK;
+	if (hd_prepare(s,
+		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
+		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+		"  LEFT JOIN modules m ON m.id = f.module_id"
+		" WHERE sf.stack_id = ?1 ORDER BY sf.pos", &q) < 0)
+		return HD_ERR;
 	st = hd_xmalloc(sizeof *st);
 	st->id = id;
 	st->n = 0;
 	st->f = NULL;
-	q = hd_prepare(s,
-		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
-		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
-		"  LEFT JOIN modules m ON m.id = f.module_id"
-		" WHERE sf.stack_id = ?1 ORDER BY sf.pos");
 	sqlite3_bind_int64(q, 1, id);
-	while (hd_step(s, q) && st->n < HD_MAX_FRAMES) {
+	while ((rc = hd_step(s, q)) > 0 && st->n < HD_MAX_FRAMES) {
 		if (st->n == cap) {
 			cap = cap ? cap * 2 : 16;
 			st->f = hd_xrealloc(st->f, (size_t)cap * sizeof *st->f);
@@ -369,6 +410,11 @@ const struct hd_stack *hd_stack_get(struct hd_source *s, int64_t id)
 		f->build_id = hd_clean_text(sqlite3_column_text(q, 7));
 	}
 	sqlite3_finalize(q);
+	if (rc < 0) {
+		free_stack(st);
+		return HD_ERR;
+	}
 	hd_map_put(s->stacks, key, st);
-	return st;
+	*out = st;
+	return HD_OK;
 }

@@ -261,7 +261,7 @@ static void sample(struct pprof *p, const struct hd_row *row)
 
 /* ------------------------------------------------------------ gzip */
 
-static void gzip_into(struct hd_buf *dst, const struct hd_buf *b)
+static int gzip_into(struct hd_err *err, struct hd_buf *dst, const struct hd_buf *b)
 {
 	z_stream z;
 	unsigned char out[65536];
@@ -269,18 +269,21 @@ static void gzip_into(struct hd_buf *dst, const struct hd_buf *b)
 	memset(&z, 0, sizeof z);
 	/* windowBits 15 + 16: a gzip wrapper, which pprof expects. */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		hd_die("zlib: cannot initialize the compressor");
+		return hd_fail(err, "zlib: cannot initialize the compressor");
 	z.next_in = b->p;
 	z.avail_in = (uInt)b->n;
 	do {
 		z.next_out = out;
 		z.avail_out = sizeof out;
 		rc = deflate(&z, Z_FINISH);
-		if (rc == Z_STREAM_ERROR)
-			hd_die("zlib: compression failed");
+		if (rc == Z_STREAM_ERROR) {
+			deflateEnd(&z);
+			return hd_fail(err, "zlib: compression failed");
+		}
 		hd_buf_add(dst, out, sizeof out - z.avail_out);
 	} while (rc != Z_STREAM_END);
 	deflateEnd(&z);
+	return HD_OK;
 }
 
 /* The sample types of a kind: the cumulative count and bytes, the live
@@ -302,7 +305,7 @@ static const struct types swap_types = {
 	{ "count", "bytes", "count", "bytes" }, "page_faults", "count",
 };
 
-void hd_pprof_encode(const struct hd_report *r, struct hd_buf *dst)
+int hd_pprof_encode(const struct hd_report *r, struct hd_buf *dst)
 {
 	struct pprof p = { .strings = hd_map_new(), .functions = hd_map_new(),
 	                   .locations = hd_map_new(), .mappings = hd_map_new() };
@@ -336,18 +339,21 @@ void hd_pprof_encode(const struct hd_report *r, struct hd_buf *dst)
 	pb_int(&p.out, PROFILE_COMMENT, str_index(&p, c));
 	free(c);
 	pb_int(&p.out, PROFILE_DEFAULT_SAMPLE_TYPE, str_index(&p, t->type[3]));
-	gzip_into(dst, &p.out);
+	int rc = gzip_into(r->b->src->err, dst, &p.out);
 	hd_buf_free(&p.out);
 	hd_map_free(p.strings, NULL);
 	hd_map_free(p.functions, NULL);
 	hd_map_free(p.locations, NULL);
 	hd_map_free(p.mappings, NULL);
+	return rc;
 }
 
-void hd_write_pprof(FILE *f, const struct hd_report *r)
+int hd_write_pprof(FILE *f, const struct hd_report *r)
 {
 	struct hd_buf b = { 0 };
-	hd_pprof_encode(r, &b);
-	fwrite(b.p, 1, b.n, f);
+	int rc = hd_pprof_encode(r, &b);
+	if (rc == HD_OK)
+		fwrite(b.p, 1, b.n, f);
 	hd_buf_free(&b);
+	return rc;
 }

@@ -65,18 +65,23 @@ static void row_key(struct hd_buf *k, const struct hd_stack *v, int kind, int sy
 
 /* Adds sign times the values at snap to the rows of m (with alloc_only,
  * the alloc_* values only). */
-static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, int alloc_only,
-                     int symbolic, const struct hd_filter *flt)
+static int add_side(struct hd_map *m, const struct hd_snap *snap, double sign, int alloc_only,
+                    int symbolic, const struct hd_filter *flt)
 {
 	size_t n;
-	struct hd_value *v = hd_values_at(snap, &n);
+	struct hd_value *v;
 	struct hd_buf key = { 0 };
+	int rc = HD_OK;
 
+	if (hd_values_at(snap, &v, &n) < 0)
+		return HD_ERR;
 	for (size_t i = 0; i < n; i++) {
 		int folded;
+		const struct hd_stack *st;
 		if (!hd_kind_matches(flt->kind, v[i].kind))
 			continue;
-		const struct hd_stack *st = hd_stack_get(snap->src, v[i].stack_id);
+		if ((rc = hd_stack_get(snap->src, v[i].stack_id, &st)) < 0)
+			break;
 		struct hd_stack view = hd_fold(st, flt->all_frames, &folded);
 		if (!hd_stack_matches(&view, flt))
 			continue;
@@ -105,6 +110,7 @@ static void add_side(struct hd_map *m, const struct hd_snap *snap, double sign, 
 	}
 	hd_buf_free(&key);
 	free(v);
+	return rc;
 }
 
 /* Per thread: heapattach's push threads build reports side by side. */
@@ -152,9 +158,9 @@ static void collect_row(void *p)
 	free(row);
 }
 
-void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
+int hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 {
-	struct hd_map *m = r->building = hd_map_new();
+	struct hd_map *m = hd_map_new();
 	struct collect c = { r, flt, 0 };
 	/* Frame ids are comparable only within one file. */
 	int symbolic = r->a && r->a->src != r->b->src;
@@ -163,13 +169,13 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	r->kind = flt->kind;
 	r->n = r->nall = 0;
 	r->total_bytes = r->total_objects = 0;
-	add_side(m, r->b, 1, 0, symbolic, flt);
-	if (r->a)
-		add_side(m, r->a, -1, 0, symbolic, flt);
-	else if (r->alloc_from)
-		add_side(m, r->alloc_from, -1, 1, symbolic, flt);
+	if (add_side(m, r->b, 1, 0, symbolic, flt) < 0 ||
+	    (r->a && add_side(m, r->a, -1, 0, symbolic, flt) < 0) ||
+	    (!r->a && r->alloc_from && add_side(m, r->alloc_from, -1, 1, symbolic, flt) < 0)) {
+		hd_map_free(m, free);
+		return HD_ERR;
+	}
 	g_collect = &c;
-	r->building = NULL;
 	hd_map_free(m, collect_row);
 	g_collect = NULL;
 	g_by_objects = r->by_objects;
@@ -178,12 +184,11 @@ void hd_build_rows(struct hd_report *r, const struct hd_filter *flt)
 	if (r->funcs)
 		hd_funcs_finish(r->funcs, flt->min_bytes, r->by == HD_BY_CUM ? HD_BY_CUM : HD_BY_FUNCTION,
 		                r->by_objects);
+	return HD_OK;
 }
 
 void hd_free_rows(struct hd_report *r)
 {
-	hd_map_free(r->building, free);
-	r->building = NULL;
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;

@@ -4,7 +4,11 @@
  * line; --by function: the table of functions instead of both.  Tests and
  * scripts parse it (see tests/profile_lib.sh): keep the layout stable (no
  * line of the functions' table is indented 20 columns or more, as a
- * stack's frames are). */
+ * stack's frames are).
+ *
+ * --leaks in text (hd_write_leaks_text): a header naming the session, the
+ * suspects ranked by growth, each with its frames or its function (and
+ * the functions it is via), then the counts and notes. */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -14,24 +18,29 @@
 
 #define INDENT (14 + 1 + 12 + 4)
 
+/* One frame's line, indented: "name  file:line  [module]  (inlined)". */
+static void print_frame(FILE *f, int indent, const struct hd_frame *fr)
+{
+	char pc[32];
+	fprintf(f, "%*s%s", indent, "", hd_frame_name(fr, pc, sizeof pc));
+	if (fr->file[0]) {
+		fprintf(f, "  %s", fr->file);
+		if (fr->line > 0)
+			fprintf(f, ":%d", fr->line);
+	}
+	if (fr->module[0])
+		fprintf(f, "  [%s]", ha_base_name(fr->module));
+	if (fr->inlined)
+		fputs("  (inlined)", f);
+	fputc('\n', f);
+}
+
 static void print_frames(FILE *f, const struct hd_row *r)
 {
 	const struct hd_stack *st = &r->st;
 	char pc[32];
-	for (int i = 0; i < st->n; i++) {
-		const struct hd_frame *fr = &st->f[i];
-		fprintf(f, "%*s%s", INDENT, "", hd_frame_name(fr, pc, sizeof pc));
-		if (fr->file[0]) {
-			fprintf(f, "  %s", fr->file);
-			if (fr->line > 0)
-				fprintf(f, ":%d", fr->line);
-		}
-		if (fr->module[0])
-			fprintf(f, "  [%s]", ha_base_name(fr->module));
-		if (fr->inlined)
-			fputs("  (inlined)", f);
-		fputc('\n', f);
-	}
+	for (int i = 0; i < st->n; i++)
+		print_frame(f, INDENT, &st->f[i]);
 	if (st->n == 0)
 		fprintf(f, "%*s(no frames: not unwound, or not named)\n", INDENT, "");
 	if (r->folded > 0) {
@@ -220,4 +229,98 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 		        n, what, shown, kernel_part(k, sizeof k, r),
 		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss, 0, r->exact_bytes));
 	}
+}
+
+/* ------------------------------------------------------------ --leaks */
+
+#define LEAK_INDENT 53
+
+static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
+                           int exact, double duration)
+{
+	char b1[64], b2[64], b3[64], rate[80];
+	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
+	fprintf(f, "%18s %12s %12s %5.2f  stack %" PRId64, rate,
+	        hd_fmt_bytes(b2, sizeof b2, t->slope * duration, 1, exact),
+	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit, t->stack_id);
+	if (t->kind != 0)
+		fprintf(f, " (%s)", hd_kind_name(t->kind));
+	fputc('\n', f);
+	for (int i = 0; i < v->n; i++)
+		print_frame(f, LEAK_INDENT, &v->f[i]);
+	if (folded)
+		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", LEAK_INDENT, "",
+		        folded);
+}
+
+/* The via functions of a function suspect, the widest first. */
+#define VIA_NAMED 4
+static void leak_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls)
+{
+	char pc[32];
+	if (!t->nvia)
+		return;
+	fprintf(f, "%*svia", LEAK_INDENT, "");
+	for (size_t i = 0; i < t->nvia && i < VIA_NAMED; i++)
+		fprintf(f, "%s %s", i ? "," : "", hd_frame_name(ls->fn.fr[t->via[i]], pc, sizeof pc));
+	if (t->nvia > VIA_NAMED)
+		fprintf(f, " and %zu more", t->nvia - VIA_NAMED);
+	fputs(" (the callers whose cumulative growth this explains)\n", f);
+}
+
+static void leak_func_row(FILE *f, const struct hd_leak *t, int exact, const struct hd_leak_set *ls)
+{
+	char b1[64], b2[64], b3[64], rate[80];
+	snprintf(rate, sizeof rate, "%s/min", hd_fmt_bytes(b1, sizeof b1, t->slope * 60, 1, exact));
+	fprintf(f, "%18s %12s %12s %5.2f  %s (%s, %d call path%s)\n", rate,
+	        hd_fmt_bytes(b2, sizeof b2, t->slope * ls->duration, 1, exact),
+	        hd_fmt_bytes(b3, sizeof b3, t->last, 0, exact), t->fit,
+	        t->what == HD_LEAK_FLAT ? "function" : "cumulative",
+	        t->what == HD_LEAK_FLAT ? "allocated in it" : "in it or its callees, explained by no other suspect",
+	        t->paths, t->paths == 1 ? "" : "s");
+	fprintf(f, "%*s", LEAK_INDENT, "");
+	hd_func_text_name(f, ls->fn.fr[t->func]);
+	fputc('\n', f);
+	leak_via(f, t, ls);
+}
+
+void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr)
+{
+	const struct hd_leak_set *ls = &lr->ls;
+	int kind = lr->o->flt->kind, physical = hd_kind_physical(kind), exact = lr->o->exact_bytes;
+	size_t shown = ls->n;
+	char t0[64];
+
+	fprintf(f, "leak suspects%s%s%s of session %" PRId64 " (pid %" PRId64 " %s, attached %s): "
+	        "%zu snapshots over %.1f %s, %zu callstacks, %zu functions\n\n",
+	        physical ? " (" : "", physical ? hd_kind_what(kind) : "", physical ? ")" : "",
+	        lr->session, lr->pid, lr->comm && *lr->comm ? lr->comm : "?",
+	        hd_fmt_time(t0, sizeof t0, lr->start), ls->nsnaps,
+	        ls->duration < 120 ? ls->duration : ls->duration / 60, ls->duration < 120 ? "s" : "min",
+	        ls->series, ls->funcs);
+	for (size_t i = 0; i < lr->listed; i++) {
+		const struct hd_leak *t = &ls->v[i];
+		if (i == 0)
+			fprintf(f, "%18s %12s %12s %5s  %s\n", "GROWTH", "TREND", "LIVE NOW", "FIT",
+			        "SUSPECT (a call path, leaf first, or a function)");
+		if (t->what != HD_LEAK_STACK)
+			leak_func_row(f, t, exact, ls);
+		else
+			leak_stack_row(f, t, &lr->view[i], lr->folded[i], exact, ls->duration);
+	}
+	if (shown == 0)
+		fprintf(f, "no leak suspects: no callstack's or function's %s grew steadily\n",
+		        physical ? hd_kind_what(kind) : "live bytes");
+	else if (lr->listed < shown)
+		fprintf(f, "%18s ... %zu more suspect%s (--top 0 shows all)\n", "", shown - lr->listed,
+		        shown - lr->listed == 1 ? "" : "s");
+	fprintf(f, "\n%zu suspect%s; %zu other callstack%s grew from the first snapshot to the last "
+	        "without a steady trend\n",
+	        shown, shown == 1 ? "" : "s", ls->grew, ls->grew == 1 ? "" : "s");
+	if (ls->unfitted)
+		fprintf(f, "note: %zu functions seen last were not fitted (more functions x snapshots "
+		        "than heapdiff keeps in memory)\n", ls->unfitted);
+	if (ls->approx)
+		fprintf(f, "note: too many call paths to narrow the cumulative suspects: each is listed "
+		        "with its whole trend\n");
 }

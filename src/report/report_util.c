@@ -1,10 +1,12 @@
 /* report_util.c -- small helpers shared by heapdiff's report writers: a
- * string-keyed hash map, a byte buffer, errors, text cleaning and escaping,
- * number formatting. */
+ * string-keyed hash map, a byte buffer, errors (kept, returned: report.h)
+ * and the one out-of-memory handler, text cleaning and escaping, number
+ * formatting. */
 #define _GNU_SOURCE
 #include "report.h"
 #include "util.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -15,15 +17,8 @@
 
 /* ------------------------------------------------------------ errors */
 
-static _Thread_local struct hd_trap *trap;
-
-void hd_trap_set(struct hd_trap *t)
-{
-	trap = t;
-}
-
 /* src made safe to print as hd_clean_text makes it, into dst (cap bytes,
- * cut there), without allocating: hd_die's line ("out of memory" too). */
+ * cut there), without allocating. */
 static void clean_line(char *dst, size_t cap, const char *src)
 {
 	const unsigned char *s = (const unsigned char *)src;
@@ -43,59 +38,110 @@ static void clean_line(char *dst, size_t cap, const char *src)
 	dst[k] = '\0';
 }
 
-/* The line is cleaned, trapped or not: it may quote the file (SQLite's
- * message of a malformed schema quotes the schema's SQL), which may be
- * anything. */
-void hd_die(const char *fmt, ...)
+/* The line is cleaned here, once: it may quote the file (SQLite's message
+ * of a malformed schema quotes the schema's SQL), which may be anything. */
+int hd_fail(struct hd_err *e, const char *fmt, ...)
 {
-	char msg[8192], line[8192];
+	char msg[sizeof e->msg];
 	va_list ap;
+	if (e->set)
+		return HD_ERR; /* the first error is the cause */
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (trap) {
-		struct hd_trap *t = trap;
-		trap = NULL;
-		clean_line(t->msg, sizeof t->msg, msg);
-		longjmp(t->jb, 1);
-	}
-	clean_line(line, sizeof line, msg);
-	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
-	fprintf(stderr, "heapdiff: %s\n", line);
-	exit(1);
+	clean_line(e->msg, sizeof e->msg, msg);
+	e->set = 1;
+	return HD_ERR;
 }
 
-void hd_sql_die(struct hd_source *s)
+int hd_sql_fail(struct hd_source *s)
 {
 	int code = sqlite3_errcode(s->h);
 	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-		hd_die("%s: corrupt database: %s", s->path, sqlite3_errmsg(s->h));
-	hd_die("%s: %s", s->path, sqlite3_errmsg(s->h));
+		return hd_fail(s->err, "%s: corrupt database: %s", s->path, sqlite3_errmsg(s->h));
+	return hd_fail(s->err, "%s: %s", s->path, sqlite3_errmsg(s->h));
 }
 
-sqlite3_stmt *hd_prepare(struct hd_source *s, const char *sql)
+int hd_prepare(struct hd_source *s, const char *sql, sqlite3_stmt **q)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(s->h, sql, -1, &q, NULL) != SQLITE_OK)
-		hd_sql_die(s);
-	return q;
+	if (sqlite3_prepare_v2(s->h, sql, -1, q, NULL) != SQLITE_OK) {
+		*q = NULL;
+		return hd_sql_fail(s);
+	}
+	return HD_OK;
 }
 
 int hd_step(struct hd_source *s, sqlite3_stmt *q)
 {
+	if (s->err->set)
+		return HD_ERR; /* a bad column since the last step */
 	int rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
 		return 1;
 	if (rc != SQLITE_DONE)
-		hd_sql_die(s);
+		return hd_sql_fail(s);
 	return 0;
+}
+
+int hd_query_i64(struct hd_source *s, const char *sql, int64_t *v, int *got, int np, int64_t p1,
+                 int64_t p2)
+{
+	sqlite3_stmt *q;
+	int rc;
+	*got = 0;
+	if (hd_prepare(s, sql, &q) < 0)
+		return HD_ERR;
+	if (np > 0)
+		sqlite3_bind_int64(q, 1, p1);
+	if (np > 1)
+		sqlite3_bind_int64(q, 2, p2);
+	rc = hd_step(s, q);
+	if (rc > 0 && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+		*v = sqlite3_column_int64(q, 0);
+		*got = 1;
+	}
+	sqlite3_finalize(q);
+	return rc < 0 ? HD_ERR : HD_OK;
+}
+
+double hd_col_real(struct hd_source *s, sqlite3_stmt *q, int i)
+{
+	int t = sqlite3_column_type(q, i);
+	double v;
+	if (t == SQLITE_NULL)
+		return 0;
+	if (t != SQLITE_FLOAT && t != SQLITE_INTEGER) {
+		hd_fail(s->err, "%s: corrupt database: a value is not a number", s->path);
+		return 0;
+	}
+	v = sqlite3_column_double(q, i);
+	if (!isfinite(v)) {
+		hd_fail(s->err, "%s: corrupt database: a value is not finite", s->path);
+		return 0;
+	}
+	/* Past what any memory, count or clock can reach: kept, but at the
+	 * cap, so that sums, differences and squares of such values stay
+	 * finite (JSON has no inf). */
+	return v > HD_MAX_VALUE ? HD_MAX_VALUE : v < -HD_MAX_VALUE ? -HD_MAX_VALUE : v;
+}
+
+/* ------------------------------------------------------------ memory */
+
+/* The one out-of-memory handler (report.h): nothing is built on a failed
+ * allocation, so no caller has a half-made block to free.  The program's
+ * own name: heapattach's push threads allocate here too. */
+static void __attribute__((noreturn)) out_of_memory(void)
+{
+	fflush(stdout); /* NOLINT(cert-err33-c): only orders the report before the message */
+	fprintf(stderr, "%s: out of memory\n", program_invocation_short_name);
+	exit(1);
 }
 
 void *hd_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		hd_die("out of memory");
+		out_of_memory();
 	return p;
 }
 
@@ -103,7 +149,7 @@ void *hd_xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		hd_die("out of memory");
+		out_of_memory();
 	return p;
 }
 
@@ -111,7 +157,7 @@ void *hd_xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
-		hd_die("out of memory");
+		out_of_memory();
 	return p;
 }
 
@@ -119,7 +165,7 @@ char *hd_xstrdup(const char *s)
 {
 	char *p = strdup(s ? s : "");
 	if (!p)
-		hd_die("out of memory");
+		out_of_memory();
 	return p;
 }
 
@@ -152,9 +198,7 @@ struct hd_map *hd_map_new(void)
 	struct hd_map *m = hd_xmalloc(sizeof *m);
 	m->cap = 64;
 	m->n = 0;
-	m->s = calloc(m->cap, sizeof *m->s);
-	if (!m->s)
-		hd_die("out of memory");
+	m->s = hd_xcalloc(m->cap, sizeof *m->s);
 	return m;
 }
 
@@ -178,9 +222,7 @@ void hd_map_put(struct hd_map *m, const char *key, void *val)
 	uint64_t h = hash_str(key);
 	struct slot *s;
 	if ((m->n + 1) * 2 > m->cap) {
-		struct hd_map big = { calloc(m->cap * 2, sizeof *m->s), m->cap * 2, m->n };
-		if (!big.s)
-			hd_die("out of memory");
+		struct hd_map big = { hd_xcalloc(m->cap * 2, sizeof *m->s), m->cap * 2, m->n };
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->s[i].key)
 				*find(&big, m->s[i].key, m->s[i].h) = m->s[i];
@@ -250,7 +292,7 @@ void hd_buf_printf(struct hd_buf *b, const char *fmt, ...)
 	n = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		hd_die("out of memory");
+		out_of_memory();
 	hd_buf_add(b, s, (size_t)n);
 	free(s);
 }

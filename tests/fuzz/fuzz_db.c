@@ -26,9 +26,9 @@
  * text, json, svg or pprof; --peak (json); --leaks (text or json);
  * --heap-vs-rss (text or json) when B's session has resident memory.  At
  * its start the harness runs the seed through every one of them (none may
- * fail).  Each report is written to memory.  hd_die, which exits heapdiff
- * with its line, longjmps back here instead (hd_trap_set, as heapattach's
- * push threads use it).
+ * fail).  Each report is written to memory.  A report the library stops
+ * with HD_ERR (report.h) is a clean stop: its line is checked, what it
+ * built was freed on the way out.
  *
  * Asserted, besides what the sanitizers check:
  *  - an error line is one line of printable text (check_text: no control
@@ -41,18 +41,17 @@
  *    name adds or ends an element);
  *  - each report is written within a few seconds (the 10 s of
  *    tests/fuzz/run catches a report that never ends).
- * Leaks are not checked (fuzz-flags below): heapdiff exits on hd_die, and
- * its longjmp here leaves what the report in progress held.
+ * Leaks are checked (LeakSanitizer): a report stopped by an error frees
+ * what it built, as one that ends.
  *
  * fuzz-sources: src/report/report_util.c src/report/report_load.c src/report/report_rows.c
  * fuzz-sources: src/report/report_text.c src/report/report_folded.c src/report/report_json.c
  * fuzz-sources: src/report/report_svg.c src/report/report_pprof.c src/report/report_html.c
  * fuzz-sources: src/report/leaks.c src/report/leak_funcs.c src/report/heap_vs_rss.c
- * fuzz-sources: src/report/report_funcs.c src/db/db_open.c
+ * fuzz-sources: src/report/report_funcs.c src/report/report_series.c src/db/db_open.c
  * fuzz-sources: src/common/util.c src/common/alloc_frame.c
  * fuzz-generated: src/report/report_html_assets.c src/db/schema_sql.c
  * fuzz-libs: -lsqlite3 -lz
- * fuzz-flags: -detect_leaks=0
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
@@ -68,7 +67,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -82,12 +80,12 @@ static uint8_t *base;             /* the seed, relaxed (db_hostile.h) */
 static size_t nbase;
 static char clean_tags[4096];     /* the tags of the seed's html page */
 
-/* No leak check at exit either (see the top); SQLite allocates much: no
- * fill of each new block, a smaller quarantine. */
+/* SQLite allocates much: no fill of each new block, a smaller
+ * quarantine. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
 {
-	return "detect_leaks=0:max_malloc_fill_size=0:quarantine_size_mb=64";
+	return "max_malloc_fill_size=0:quarantine_size_mb=64";
 }
 
 /* ------------------------------------------------------------ files */
@@ -157,36 +155,22 @@ static void cleanup(void)
 	rmdir(dir);
 }
 
-/* ------------------------------------------------------------ dying */
+/* ------------------------------------------------------------ errors */
 
-static struct hd_trap *trap_now;   /* the innermost place to come back to */
+static struct hd_err err;          /* every source's (hd_source_open) */
 static int dies;
 
-/* Set t (NULL: none) as the place hd_die comes back to. */
-static void trap(struct hd_trap *t)
-{
-	trap_now = t;
-	hd_trap_set(t);
-}
-
-/* hd_die came back to t: its line checked (it goes to a terminal). */
-static void died(const struct hd_trap *t)
+/* A report stopped with its error: the line checked (it goes to a
+ * terminal), and cleared for the next. */
+static void died(void)
 {
 	size_t at;
-	const char *why = check_text(t->msg, strlen(t->msg), 1, &at);
-	FUZZ_CHECK(!why, "error line: %s at byte %zu: heapdiff: %s", why, at, t->msg);
-	FUZZ_CHECK(t->msg[0], "an empty error line");
+	FUZZ_CHECK(err.set, "HD_ERR without an error line");
+	const char *why = check_text(err.msg, strlen(err.msg), 1, &at);
+	FUZZ_CHECK(!why, "error line: %s at byte %zu: heapdiff: %s", why, at, err.msg);
+	FUZZ_CHECK(err.msg[0], "an empty error line");
 	dies++;
-}
-
-/* After a longjmp: what the report in progress left prepared. */
-static void close_source(struct hd_source *s)
-{
-	if (!s->db)
-		return;
-	for (sqlite3_stmt *q; (q = sqlite3_next_stmt(s->h, NULL)) != NULL;)
-		sqlite3_finalize(q);
-	hd_source_close(s);
+	memset(&err, 0, sizeof err);
 }
 
 /* ------------------------------------------------------------ checks */
@@ -247,88 +231,85 @@ struct opts {
 
 static const char *const out_name[] = { "text", "folded", "json", "svg", "pprof", "html" };
 
-/* One writer into memory, checked; a die in it is a clean stop. */
+/* One writer into memory, checked; an error in it is a clean stop. */
 static void write_one(enum out kind, const char *what, struct hd_report *r,
                       const struct hd_filter *flt, const struct hd_vs *vs, struct hd_source *s,
                       int64_t session, const struct opts *o)
 {
 	char *buf = NULL;
 	size_t n = 0;
+	int rc = HD_OK;
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		abort();
-	struct hd_trap here, *outer = trap_now;
-	trap(&here);
 	double t0 = cpu_s();
-	if (setjmp(here.jb) == 0) {
-		if (vs)
-			kind == O_JSON ? hd_write_vs_json(f, r, vs) : hd_write_vs_text(f, r, vs);
-		else if (!r) {
-			struct hd_leak_opts lo = { kind == O_JSON ? HD_JSON : HD_TEXT, o->exact, o->top, flt };
-			hd_leaks(f, s, session, &lo);
-		} else {
-			switch (kind) {
-			case O_TEXT: hd_write_text(f, r); break;
-			case O_FOLDED: hd_write_folded(f, r); break;
-			case O_JSON: hd_write_json(f, r); break;
-			case O_SVG: hd_write_svg(f, r); break;
-			case O_PPROF: hd_write_pprof(f, r); break;
-			case O_HTML: hd_write_html(f, r, flt); break;
-			}
+	if (vs) {
+		kind == O_JSON ? hd_write_vs_json(f, r, vs) : hd_write_vs_text(f, r, vs);
+	} else if (!r) {
+		struct hd_leak_opts lo = { kind == O_JSON ? HD_JSON : HD_TEXT, o->exact, o->top, flt };
+		struct hd_leak_report lr;
+		rc = hd_leak_report(s, session, &lo, &lr);
+		if (rc == HD_OK) {
+			kind == O_JSON ? hd_write_leaks_json(f, &lr) : hd_write_leaks_text(f, &lr);
+			hd_leak_report_free(&lr);
 		}
-		fclose(f);
+	} else {
+		switch (kind) {
+		case O_TEXT: hd_write_text(f, r); break;
+		case O_FOLDED: hd_write_folded(f, r); break;
+		case O_JSON: hd_write_json(f, r); break;
+		case O_SVG: hd_write_svg(f, r); break;
+		case O_PPROF: rc = hd_write_pprof(f, r); break;
+		case O_HTML: rc = hd_write_html(f, r, flt); break;
+		}
+	}
+	fclose(f);
+	if (rc == HD_OK) {
 		char label[64];
 		snprintf(label, sizeof label, "%s, %s", what, out_name[kind]);
 		FUZZ_CHECK(cpu_s() - t0 < 5, "%s: %.1f s of CPU", label, cpu_s() - t0);
 		check(kind, label, buf, n);
 	} else {
-		died(&here);
-		fclose(f);
+		died();
 	}
-	trap(outer);
 	free(buf);
 }
 
-/* A -> B (A NULL: the live heap at B) in the formats of mask. */
+/* A -> B (A NULL: the live heap at b) in the formats of mask. */
 static void diff_reports(const struct opts *o, int live, unsigned mask)
 {
-	static struct hd_source src;
-	static struct hd_snap a, b;
-	static struct hd_report r;
-	static struct hd_funcs funcs;
-	static char note[256];
-	static struct hd_trap here;
-	struct hd_trap *outer = trap_now;
-	memset(&r, 0, sizeof r);
-	memset(&funcs, 0, sizeof funcs);
-	trap(&here);
-	if (setjmp(here.jb) == 0) {
-		hd_source_open(&src, dbpath, 0);
-		if (!live)
-			hd_resolve(&src, o->spec[0], o->session, &a);
-		hd_resolve(&src, o->spec[1], o->session, &b);
-		r.a = live ? NULL : &a;
-		if ((mask & (1u << O_TEXT | 1u << O_HTML)))
-			r.fallen_note = hd_fallen_note(&b, o->flt.kind, o->exact, note, sizeof note);
-		r.b = &b;
-		r.by_objects = o->by_objects;
-		r.exact_bytes = o->exact;
-		r.top = o->top;
-		/* As heapdiff.c: the functions for text, json and html; --by
-		 * function refused for folded and svg. */
-		r.by = mask & (1u << O_FOLDED | 1u << O_SVG) ? HD_BY_STACK : o->by;
-		r.funcs = &funcs;
-		hd_build_rows(&r, &o->flt);
+	struct hd_source src;
+	struct hd_snap a, b;
+	struct hd_report r = { 0 };
+	struct hd_funcs funcs = { 0 };
+	char note[256];
+	int rc = hd_source_open(&src, dbpath, 0, &err);
+	if (rc == HD_OK && !live)
+		rc = hd_resolve(&src, o->spec[0], o->session, &a);
+	if (rc == HD_OK)
+		rc = hd_resolve(&src, o->spec[1], o->session, &b);
+	r.a = live ? NULL : &a;
+	if (rc == HD_OK && (mask & (1u << O_TEXT | 1u << O_HTML)))
+		rc = hd_fallen_note(&b, o->flt.kind, o->exact, note, sizeof note, &r.fallen_note);
+	r.b = &b;
+	r.by_objects = o->by_objects;
+	r.exact_bytes = o->exact;
+	r.top = o->top;
+	/* As heapdiff.c: the functions for text, json and html; --by
+	 * function refused for folded and svg. */
+	r.by = mask & (1u << O_FOLDED | 1u << O_SVG) ? HD_BY_STACK : o->by;
+	r.funcs = &funcs;
+	if (rc == HD_OK)
+		rc = hd_build_rows(&r, &o->flt);
+	if (rc == HD_OK) {
 		for (int k = O_TEXT; k <= O_HTML; k++)
 			if (mask & (1u << k))
 				write_one((enum out)k, live ? "live" : "diff", &r, &o->flt, NULL, &src, 0, o);
 		hd_free_rows(&r);
 	} else {
-		died(&here);
-		hd_free_rows(&r);
+		died();
 	}
-	trap(outer);
-	close_source(&src);
+	hd_source_close(&src);
 }
 
 /* --leaks (text, json), --peak (json) and --heap-vs-rss (text, json): the
@@ -336,61 +317,60 @@ static void diff_reports(const struct opts *o, int live, unsigned mask)
 enum { OR_LEAKS_TEXT = 1, OR_LEAKS_JSON = 2, OR_PEAK = 4, OR_VS_TEXT = 8, OR_VS_JSON = 16 };
 static void other_reports(const struct opts *o, unsigned mask)
 {
-	static struct hd_source src;
-	static struct hd_snap b;
-	static struct hd_report r;
-	static struct hd_vs vs;
-	static struct hd_trap here;
-	struct hd_trap *outer = trap_now;
+	struct hd_source src;
+	struct hd_snap b;
+	struct hd_report r = { 0 };
+	struct hd_vs vs;
+	int64_t session, nsnaps, id, period = 0;
+	double live;
+	char idbuf[32];
+	int rc = hd_source_open(&src, dbpath, 0, &err);
+	if (rc == HD_OK)
+		rc = hd_session(&src, o->session, &session);
+	if (rc < 0)
+		goto out;
+	if (mask & OR_LEAKS_TEXT)
+		write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
+	if (mask & OR_LEAKS_JSON)
+		write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
+	if (!(mask & (OR_PEAK | OR_VS_TEXT | OR_VS_JSON)))
+		goto out;
+	rc = hd_peak(&src, session, o->flt.kind, &id, &live, &nsnaps);
+	snprintf(idbuf, sizeof idbuf, "%" PRId64, rc == HD_OK ? id : 0);
+	if (rc == HD_OK)
+		rc = hd_resolve(&src, idbuf, session, &b);
+	r.b = &b;
+	r.peak_note = "peak: a note";
+	r.by_objects = o->by_objects;
+	r.top = o->top;
+	if (rc == HD_OK)
+		rc = hd_build_rows(&r, &o->flt);
+	if (rc < 0)
+		goto out;
+	if (mask & OR_PEAK)
+		write_one(O_JSON, "peak", &r, &o->flt, NULL, &src, 0, o);
+	hd_free_rows(&r);
+	if (!(mask & (OR_VS_TEXT | OR_VS_JSON)))
+		goto out;
+	if ((rc = hd_session_rss(&src, b.session_id, &period, NULL, 0)) < 0 || !period)
+		goto out;
+	struct hd_filter vf = o->flt;
+	vf.kind = HD_KIND_ALLOC;
 	memset(&r, 0, sizeof r);
-	trap(&here);
-	if (setjmp(here.jb) == 0) {
-		hd_source_open(&src, dbpath, 0);
-		int64_t session = hd_session(&src, o->session), nsnaps, id;
-		double live;
-		char idbuf[32];
-		if (mask & OR_LEAKS_TEXT)
-			write_one(O_TEXT, "leaks", NULL, &o->flt, NULL, &src, session, o);
-		if (mask & OR_LEAKS_JSON)
-			write_one(O_JSON, "leaks", NULL, &o->flt, NULL, &src, session, o);
-		if (!(mask & (OR_PEAK | OR_VS_TEXT | OR_VS_JSON)))
-			goto out;
-		if (setjmp(here.jb) != 0) {
-			died(&here);
-			hd_free_rows(&r);
-			goto out;
-		}
-		id = hd_peak(&src, session, o->flt.kind, &live, &nsnaps);
-		snprintf(idbuf, sizeof idbuf, "%" PRId64, id);
-		hd_resolve(&src, idbuf, session, &b);
-		memset(&r, 0, sizeof r);
-		r.b = &b;
-		r.peak_note = "peak: a note";
-		r.by_objects = o->by_objects;
-		r.top = o->top;
-		hd_build_rows(&r, &o->flt);
-		if (mask & OR_PEAK)
-			write_one(O_JSON, "peak", &r, &o->flt, NULL, &src, 0, o);
-		hd_free_rows(&r);
-		if (!(mask & (OR_VS_TEXT | OR_VS_JSON)) || !hd_session_rss(&src, b.session_id, NULL, 0))
-			goto out;
-		struct hd_filter vf = o->flt;
-		vf.kind = HD_KIND_ALLOC;
-		memset(&r, 0, sizeof r);
-		r.b = &b;
-		r.top = o->top;
-		r.exact_bytes = o->exact;
-		memset(&vs, 0, sizeof vs);
-		hd_vs_build(&r, &vf, &vs);
-		if (mask & OR_VS_TEXT)
-			write_one(O_TEXT, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
-		if (mask & OR_VS_JSON)
-			write_one(O_JSON, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
-		hd_vs_free(&vs);
-	}
+	r.b = &b;
+	r.top = o->top;
+	r.exact_bytes = o->exact;
+	if ((rc = hd_vs_build(&r, &vf, &vs)) < 0)
+		goto out;
+	if (mask & OR_VS_TEXT)
+		write_one(O_TEXT, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+	if (mask & OR_VS_JSON)
+		write_one(O_JSON, "heap-vs-rss", &r, &vf, &vs, &src, 0, o);
+	hd_vs_free(&vs);
 out:
-	trap(outer);
-	close_source(&src);
+	if (rc < 0)
+		died();
+	hd_source_close(&src);
 }
 
 /* which: 0-5 A -> B in text, folded, json, svg, pprof, html; 6-9 the live
