@@ -1,5 +1,5 @@
-/* leaks_test -- the trend fit of heapdiff --leaks (hd_leak_fit, leaks.c;
- * the tests of its top comment) on series made here, no database: exact
+/* report_series_test -- the trend fit of heapdiff --leaks (hd_leak_fit,
+ * report_series.c; the tests of leaks.c's top comment) on series made here, no database: exact
  * lines up and down, a line with noise, a line that zig-zags (a trend, not
  * steady), a step, a cache emptied again, a flat and an empty series,
  * growth under --min-bytes and under one byte, too few points, snapshots
