@@ -8,15 +8,21 @@ const unsigned char ha_ht_none[HA_HT_SLOT_MAX];
 
 void ha_ht_init(struct ha_hashtab *t)
 {
-	t->slots = (void *)ha_ht_none;
+	t->slots = NULL;
 	t->mask = t->cap = t->n = 0;
 }
 
 void ha_ht_free(struct ha_hashtab *t)
 {
-	if (t->cap)
-		free(t->slots);
+	free(t->slots);
 	ha_ht_init(t);
+}
+
+void ha_ht_clear(struct ha_hashtab *t, const struct ha_ht_type *ty)
+{
+	if (t->cap)
+		memset(t->slots, 0, t->cap * ty->size);
+	t->n = 0;
 }
 
 /* Move every filled slot of t into a new array of cap slots, in the order
@@ -34,8 +40,7 @@ static int rehash(struct ha_hashtab *t, const struct ha_ht_type *ty, const void 
 		if (!ha_ht_empty(ty, s))
 			memcpy(ha_ht_hole(&nt, ty, ty->hash(ctx, s)), s, ty->size);
 	}
-	if (t->cap)
-		free(t->slots);
+	free(t->slots);
 	*t = nt;
 	return 0;
 }

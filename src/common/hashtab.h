@@ -43,7 +43,8 @@
  *
  * Speed: ha_ht_find, ha_ht_add and ha_ht_delete are static inline; given
  * a pointer to a static const type, the compiler folds the type's size and
- * inlines its hash and eq as if the caller had written the loop itself.
+ * inlines its hash and eq as if the caller had written the loop itself
+ * (declare eq `static inline`: GCC then inlines it into the probe loop).
  * The same table layout as each table had before: the home slot of hash h
  * is h & (cap - 1), so iteration order (hd_map_free) is what it was. */
 #ifndef HA_HASHTAB_H
@@ -70,18 +71,23 @@ struct ha_ht_type {
 #define HA_HT_SLOT_MAX 64
 
 struct ha_hashtab {
-	void *slots;             /* cap slots; ha_ht_none (one empty slot) while cap = 0 */
+	void *slots;             /* cap slots; NULL while cap = 0 */
 	size_t mask;             /* cap - 1, 0 while cap = 0 */
 	size_t cap, n;           /* slots, filled slots */
 };
 
-/* The slot array of a table that has none yet: one empty slot, read-only. */
+/* What ha_ht_find gives while a table has no slots: one empty slot,
+ * read-only (ha_ht_add replaces it). */
 extern const unsigned char ha_ht_none[HA_HT_SLOT_MAX];
 
-/* An empty table (no allocation until the first addition). */
+/* An empty table (no allocation until the first addition); a table of
+ * zero bytes (calloc) is one too. */
 void ha_ht_init(struct ha_hashtab *t);
 /* Free the slot array; the table is empty (and usable) again. */
 void ha_ht_free(struct ha_hashtab *t);
+/* Empty every slot, keeping the array (to fill it anew: ha_ht_hole and
+ * ha_ht_add, which does not grow while n stays under what it was). */
+void ha_ht_clear(struct ha_hashtab *t, const struct ha_ht_type *ty);
 /* Allocate the first slot array now (so that an allocation failure shows
  * at creation, as it did for book.c and rss_pages.c).  0 or -1. */
 int ha_ht_alloc(struct ha_hashtab *t, const struct ha_ht_type *ty);
@@ -103,6 +109,8 @@ static inline int ha_ht_empty(const struct ha_ht_type *ty, const void *slot)
 /* The first empty slot of the chain of hash h. */
 static inline void *ha_ht_hole(const struct ha_hashtab *t, const struct ha_ht_type *ty, uint64_t h)
 {
+	if (!t->cap)
+		return (void *)ha_ht_none;
 	size_t i = (size_t)h & t->mask;
 	while (!ha_ht_empty(ty, ha_ht_slot(t, ty, i)))
 		i = (i + 1) & t->mask;
@@ -114,6 +122,8 @@ static inline void *ha_ht_hole(const struct ha_hashtab *t, const struct ha_ht_ty
 static inline void *ha_ht_find(const struct ha_hashtab *t, const struct ha_ht_type *ty,
                                const void *ctx, uint64_t h, const void *key)
 {
+	if (!t->cap)
+		return (void *)ha_ht_none;
 	for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
 		void *s = ha_ht_slot(t, ty, i);
 		if (ha_ht_empty(ty, s) || ty->eq(ctx, s, key))
@@ -135,6 +145,13 @@ static inline void *ha_ht_add(struct ha_hashtab *t, const struct ha_ht_type *ty,
 		hole = ha_ht_hole(t, ty, h);
 	t->n++;
 	return hole;
+}
+
+/* ha_ht_add for a key known not to be in the table. */
+static inline void *ha_ht_add_new(struct ha_hashtab *t, const struct ha_ht_type *ty, const void *ctx,
+                                  uint64_t h)
+{
+	return ha_ht_add(t, ty, ctx, h, ha_ht_hole(t, ty, h));
 }
 
 /* Empty the filled slot s, backward-shift style: a later slot of the chain

@@ -106,11 +106,10 @@ static void test_basic(const struct ha_ht_type *ty)
 /* Random adds and deletes against a reference array of which keys are in. */
 static void test_random(unsigned seed, int nkeys, int ops)
 {
-	struct ha_hashtab t;
+	struct ha_hashtab t = { 0 }; /* zero bytes: an empty table too */
 	uint64_t *ref = calloc((size_t)nkeys + 1, sizeof *ref); /* value, 0 = absent */
 	size_t n = 0;
 	CHECK(ref);
-	ha_ht_init(&t);
 	srand(seed);
 	for (int op = 0; op < ops; op++) {
 		uint64_t k = 1 + (uint64_t)(rand() % nkeys);
