@@ -24,14 +24,19 @@
 
 #define HA_DB_HASH_PROBES 16
 
-struct stack_slot {           /* a slot of db->stacks (hashtab.h) */
-	uint64_t a, b;            /* 128-bit content hash */
+/* What a slot of either cache (hashtab.h) begins with. */
+struct cached {
+	uint64_t h;               /* the hash the slot was added with */
 	int64_t id;               /* 0 = empty slot */
 };
 
+struct stack_slot {           /* a slot of db->stacks */
+	struct cached c;          /* c.h: the first half of the 128-bit content hash */
+	uint64_t b;               /* its second half */
+};
+
 struct module_slot {          /* a slot of db->modules */
-	uint64_t h;
-	int64_t id;               /* 0 = empty slot */
+	struct cached c;
 	char *path, *build_id;
 };
 
@@ -118,10 +123,16 @@ static struct h128 hash_stack(const struct ha_db_frame *f, int n)
 
 /* ------------------------------------------------------------ caches */
 
-static uint64_t stack_slot_hash(const void *ctx, const void *slot)
+/* Either cache's slot: its hash, and whether it is filled. */
+static uint64_t cached_hash(const void *ctx, const void *slot)
 {
 	(void)ctx;
-	return ((const struct stack_slot *)slot)->a;
+	return ((const struct cached *)slot)->h;
+}
+
+static int cached_used(const void *slot)
+{
+	return ((const struct cached *)slot)->id != 0;
 }
 
 static inline int stack_slot_eq(const void *ctx, const void *slot, const void *key)
@@ -129,22 +140,17 @@ static inline int stack_slot_eq(const void *ctx, const void *slot, const void *k
 	const struct stack_slot *s = slot;
 	const struct h128 *k = key;
 	(void)ctx;
-	return s->a == k->a && s->b == k->b;
-}
-
-static int stack_slot_used(const void *slot)
-{
-	return ((const struct stack_slot *)slot)->id != 0;
+	return s->c.h == k->a && s->b == k->b;
 }
 
 static const struct ha_ht_type stack_slot_type = {
-	.size = sizeof(struct stack_slot), .first_cap = 1024, .hash = stack_slot_hash,
-	.eq = stack_slot_eq, .used = stack_slot_used,
+	.size = sizeof(struct stack_slot), .first_cap = 1024, .hash = cached_hash,
+	.eq = stack_slot_eq, .used = cached_used,
 };
 
 static int64_t stack_cache_get(struct ha_db *db, struct h128 k)
 {
-	return ((struct stack_slot *)ha_ht_find(&db->stacks, &stack_slot_type, NULL, k.a, &k))->id;
+	return ((struct cached *)ha_ht_find(&db->stacks, &stack_slot_type, NULL, k.a, &k))->id;
 }
 
 static void stack_cache_put(struct ha_db *db, struct h128 k, int64_t id)
@@ -152,10 +158,10 @@ static void stack_cache_put(struct ha_db *db, struct h128 k, int64_t id)
 	if (ha_ht_fit(&db->stacks, &stack_slot_type, NULL) < 0)
 		return; /* a cache: running without it is fine */
 	struct stack_slot *s = ha_ht_find(&db->stacks, &stack_slot_type, NULL, k.a, &k);
-	if (s->id)
+	if (s->c.id)
 		return;
 	s = ha_ht_add(&db->stacks, &stack_slot_type, NULL, k.a, s);
-	*s = (struct stack_slot){ k.a, k.b, id };
+	*s = (struct stack_slot){ { k.a, id }, k.b };
 }
 
 static uint64_t module_key(const char *path, const char *build_id)
@@ -171,34 +177,24 @@ struct module_lookup {
 	const char *path, *build_id;
 };
 
-static uint64_t module_slot_hash(const void *ctx, const void *slot)
-{
-	(void)ctx;
-	return ((const struct module_slot *)slot)->h;
-}
-
 static inline int module_slot_eq(const void *ctx, const void *slot, const void *key)
 {
 	const struct module_slot *s = slot;
 	const struct module_lookup *k = key;
 	(void)ctx;
-	return s->h == k->h && strcmp(s->path, k->path) == 0 && strcmp(s->build_id, k->build_id) == 0;
-}
-
-static int module_slot_used(const void *slot)
-{
-	return ((const struct module_slot *)slot)->id != 0;
+	return s->c.h == k->h && strcmp(s->path, k->path) == 0 &&
+	       strcmp(s->build_id, k->build_id) == 0;
 }
 
 static const struct ha_ht_type module_slot_type = {
-	.size = sizeof(struct module_slot), .first_cap = 64, .hash = module_slot_hash,
-	.eq = module_slot_eq, .used = module_slot_used,
+	.size = sizeof(struct module_slot), .first_cap = 64, .hash = cached_hash,
+	.eq = module_slot_eq, .used = cached_used,
 };
 
 static int64_t module_cache_get(struct ha_db *db, uint64_t h, const char *path, const char *bid)
 {
 	struct module_lookup k = { h, path, bid };
-	return ((struct module_slot *)ha_ht_find(&db->modules, &module_slot_type, NULL, h, &k))->id;
+	return ((struct cached *)ha_ht_find(&db->modules, &module_slot_type, NULL, h, &k))->id;
 }
 
 static void module_cache_clear(struct ha_db *db)
@@ -228,7 +224,7 @@ static void module_cache_put(struct ha_db *db, uint64_t h, const char *path, con
 		return;
 	}
 	struct module_slot *s = ha_ht_add_new(&db->modules, &module_slot_type, NULL, h);
-	*s = (struct module_slot){ h, id, p, b };
+	*s = (struct module_slot){ { h, id }, p, b };
 }
 
 /* ------------------------------------------------------------ helpers */
