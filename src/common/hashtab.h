@@ -106,6 +106,23 @@ static inline int ha_ht_empty(const struct ha_ht_type *ty, const void *slot)
 	return ty->used ? !ty->used(slot) : memcmp(slot, ha_ht_none, ty->size) == 0;
 }
 
+/* Ready-made eq and used for a slot that begins with its key, a uint64_t
+ * that is never 0 (an address, a page number): key points to a uint64_t. */
+static inline int ha_ht_u64_eq(const void *ctx, const void *slot, const void *key)
+{
+	uint64_t a;
+	(void)ctx;
+	memcpy(&a, slot, sizeof a);
+	return a == *(const uint64_t *)key;
+}
+
+static inline int ha_ht_u64_used(const void *slot)
+{
+	uint64_t a;
+	memcpy(&a, slot, sizeof a);
+	return a != 0;
+}
+
 /* The first empty slot of the chain of hash h. */
 static inline void *ha_ht_hole(const struct ha_hashtab *t, const struct ha_ht_type *ty, uint64_t h)
 {

@@ -26,7 +26,7 @@ struct stack {
 	struct ha_db_bucket peak;
 };
 
-struct live {            /* a slot of the live table; key 0 = empty slot */
+struct live {            /* a slot of the live table; addr (first) 0 = empty slot */
 	uint64_t addr;
 	uint32_t stack;
 	uint64_t size;
@@ -100,20 +100,9 @@ static uint64_t live_hash(const void *ctx, const void *slot)
 	return ha_mix64(((const struct live *)slot)->addr);
 }
 
-static int live_eq(const void *ctx, const void *slot, const void *key)
-{
-	(void)ctx;
-	return ((const struct live *)slot)->addr == *(const uint64_t *)key;
-}
-
-static int live_used(const void *slot)
-{
-	return ((const struct live *)slot)->addr != 0;
-}
-
 static const struct ha_ht_type live_type = {
-	.size = sizeof(struct live), .first_cap = 1024, .hash = live_hash, .eq = live_eq,
-	.used = live_used,
+	.size = sizeof(struct live), .first_cap = 1024, .hash = live_hash, .eq = ha_ht_u64_eq,
+	.used = ha_ht_u64_used, /* addr first */
 };
 
 double ha_sample_weight(uint64_t size, uint64_t interval)
