@@ -95,6 +95,16 @@ static void test_basic(const struct ha_ht_type *ty)
 	ha_ht_free(&t);
 }
 
+static uint64_t rng; /* xorshift64: the same sequence on every libc */
+
+static unsigned rnd(unsigned n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
 /* Random adds and deletes against a reference array of which keys are in. */
 static void test_random(unsigned seed, int nkeys, int ops)
 {
@@ -102,11 +112,11 @@ static void test_random(unsigned seed, int nkeys, int ops)
 	uint64_t *ref = calloc((size_t)nkeys + 1, sizeof *ref); /* value, 0 = absent */
 	size_t n = 0;
 	CHECK(ref);
-	srand(seed);
+	rng = mix(seed) | 1;
 	for (int op = 0; op < ops; op++) {
-		uint64_t k = 1 + (uint64_t)(rand() % nkeys);
-		if (rand() % 3) {
-			uint64_t v = (uint64_t)rand() + 1;
+		uint64_t k = 1 + rnd((unsigned)nkeys);
+		if (rnd(3)) {
+			uint64_t v = (uint64_t)rnd(1u << 30) + 1;
 			CHECK(put(&t, &kv_type, k, v));
 			n += !ref[k];
 			ref[k] = v;

@@ -217,14 +217,13 @@ static void module_cache_put(struct ha_db *db, uint64_t h, const char *path, con
 {
 	if (ha_ht_fit(&db->modules, &module_slot_type, NULL) < 0)
 		return;
-	char *p = strdup(path), *b = strdup(bid);
-	if (!p || !b) {
-		free(p);
-		free(b);
+	struct module_slot m = { { h, id }, strdup(path), strdup(bid) };
+	if (!m.path || !m.build_id) {
+		free(m.path);
+		free(m.build_id);
 		return;
 	}
-	struct module_slot *s = ha_ht_add_new(&db->modules, &module_slot_type, NULL, h);
-	*s = (struct module_slot){ { h, id }, p, b };
+	*(struct module_slot *)ha_ht_add_new(&db->modules, &module_slot_type, NULL, h) = m;
 }
 
 /* ------------------------------------------------------------ helpers */

@@ -146,10 +146,10 @@ void ha_book_free(struct ha_book *b)
 uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
 {
 	struct stack_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };
-	uint32_t *slot = ha_ht_find(&b->stack_index, &stack_type, b, k.hash, &k);
+	uint32_t *slot = ha_ht_find(&b->stack_index, &stack_type, b, k.hash, &k), found = *slot;
 	*is_new = 0;
-	if (*slot)
-		return *slot;
+	if (found)
+		return found;
 	if (b->nstacks == b->capstacks) {
 		size_t cap = b->capstacks ? b->capstacks * 2 : 256;
 		struct stack *ns = realloc(b->stacks, cap * sizeof *ns);

@@ -68,8 +68,9 @@ const char *ha_strpool_intern(struct ha_strpool *p, const char *s)
 		return "";
 	h = hash_str(s, len);
 	slot = ha_ht_find(&p->tab, &str_type, NULL, h, s);
-	if (*slot)
-		return *slot;
+	const char *found = *slot;
+	if (found)
+		return found;
 	d = pool_alloc(p, len + 1);
 	if (!d)
 		return "";
