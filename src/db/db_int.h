@@ -7,6 +7,7 @@
 #define HA_DB_INT_H
 
 #include "db.h"
+#include "hashtab.h"
 #include "util.h"
 
 #include <sqlite3.h>
@@ -19,9 +20,6 @@ enum {
 	ST_INS_SESSION_STACK, ST_COUNT
 };
 
-struct stack_slot;
-struct module_slot;
-
 struct ha_db {
 	sqlite3 *h;
 	char *path;
@@ -29,10 +27,8 @@ struct ha_db {
 	/* the rest is db_write.c's, set up by ha_db_open */
 	void (*close_writer)(struct ha_db *db);   /* frees it; NULL: read-only */
 	sqlite3_stmt *st[ST_COUNT];
-	struct stack_slot *stacks;
-	size_t stacks_cap, stacks_n;
-	struct module_slot *modules;
-	size_t modules_cap, modules_n;
+	struct ha_hashtab stacks;  /* callstack ids by content hash (db_write.c) */
+	struct ha_hashtab modules; /* module ids by path and build id */
 	int64_t *frame_ids;       /* scratch for ha_db_stack */
 	size_t frame_ids_cap;
 };

@@ -24,14 +24,19 @@
 
 #define HA_DB_HASH_PROBES 16
 
-struct stack_slot {
-	uint64_t a, b;            /* 128-bit content hash */
+/* What a slot of either cache (hashtab.h) begins with. */
+struct cached {
+	uint64_t h;               /* the hash the slot was added with */
 	int64_t id;               /* 0 = empty slot */
 };
 
-struct module_slot {
-	uint64_t h;
-	int64_t id;               /* 0 = empty slot */
+struct stack_slot {           /* a slot of db->stacks */
+	struct cached c;          /* c.h: the first half of the 128-bit content hash */
+	uint64_t b;               /* its second half */
+};
+
+struct module_slot {          /* a slot of db->modules */
+	struct cached c;
 	char *path, *build_id;
 };
 
@@ -118,47 +123,45 @@ static struct h128 hash_stack(const struct ha_db_frame *f, int n)
 
 /* ------------------------------------------------------------ caches */
 
+/* Either cache's slot: its hash, and whether it is filled. */
+static uint64_t cached_hash(const void *ctx, const void *slot)
+{
+	(void)ctx;
+	return ((const struct cached *)slot)->h;
+}
+
+static int cached_used(const void *slot)
+{
+	return ((const struct cached *)slot)->id != 0;
+}
+
+static inline int stack_slot_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct stack_slot *s = slot;
+	const struct h128 *k = key;
+	(void)ctx;
+	return s->c.h == k->a && s->b == k->b;
+}
+
+static const struct ha_ht_type stack_slot_type = {
+	.size = sizeof(struct stack_slot), .first_cap = 1024, .hash = cached_hash,
+	.eq = stack_slot_eq, .used = cached_used,
+};
+
 static int64_t stack_cache_get(struct ha_db *db, struct h128 k)
 {
-	if (!db->stacks_cap)
-		return 0;
-	for (size_t i = k.a & (db->stacks_cap - 1);; i = (i + 1) & (db->stacks_cap - 1)) {
-		struct stack_slot *s = &db->stacks[i];
-		if (!s->id)
-			return 0;
-		if (s->a == k.a && s->b == k.b)
-			return s->id;
-	}
+	return ((struct cached *)ha_ht_find(&db->stacks, &stack_slot_type, NULL, k.a, &k))->id;
 }
 
 static void stack_cache_put(struct ha_db *db, struct h128 k, int64_t id)
 {
-	if ((db->stacks_n + 1) * 2 > db->stacks_cap) {
-		size_t ncap = db->stacks_cap ? db->stacks_cap * 2 : 1024;
-		struct stack_slot *n = calloc(ncap, sizeof *n);
-		if (!n)
-			return; /* a cache: running without it is fine */
-		for (size_t i = 0; i < db->stacks_cap; i++) {
-			struct stack_slot *o = &db->stacks[i];
-			if (!o->id)
-				continue;
-			size_t j = o->a & (ncap - 1);
-			while (n[j].id)
-				j = (j + 1) & (ncap - 1);
-			n[j] = *o;
-		}
-		free(db->stacks);
-		db->stacks = n;
-		db->stacks_cap = ncap;
-	}
-	size_t i = k.a & (db->stacks_cap - 1);
-	while (db->stacks[i].id) {
-		if (db->stacks[i].a == k.a && db->stacks[i].b == k.b)
-			return;
-		i = (i + 1) & (db->stacks_cap - 1);
-	}
-	db->stacks[i] = (struct stack_slot){ k.a, k.b, id };
-	db->stacks_n++;
+	if (ha_ht_fit(&db->stacks, &stack_slot_type, NULL) < 0)
+		return; /* a cache: running without it is fine */
+	struct stack_slot *s = ha_ht_find(&db->stacks, &stack_slot_type, NULL, k.a, &k);
+	if (s->c.id)
+		return;
+	s = ha_ht_add(&db->stacks, &stack_slot_type, NULL, k.a, s);
+	*s = (struct stack_slot){ { k.a, id }, k.b };
 }
 
 static uint64_t module_key(const char *path, const char *build_id)
@@ -169,69 +172,58 @@ static uint64_t module_key(const char *path, const char *build_id)
 	return ha_mix64(h.a);
 }
 
+struct module_lookup {
+	uint64_t h;
+	const char *path, *build_id;
+};
+
+static inline int module_slot_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct module_slot *s = slot;
+	const struct module_lookup *k = key;
+	(void)ctx;
+	return s->c.h == k->h && strcmp(s->path, k->path) == 0 &&
+	       strcmp(s->build_id, k->build_id) == 0;
+}
+
+static const struct ha_ht_type module_slot_type = {
+	.size = sizeof(struct module_slot), .first_cap = 64, .hash = cached_hash,
+	.eq = module_slot_eq, .used = cached_used,
+};
+
 static int64_t module_cache_get(struct ha_db *db, uint64_t h, const char *path, const char *bid)
 {
-	if (!db->modules_cap)
-		return 0;
-	for (size_t i = h & (db->modules_cap - 1);; i = (i + 1) & (db->modules_cap - 1)) {
-		struct module_slot *s = &db->modules[i];
-		if (!s->id)
-			return 0;
-		if (s->h == h && strcmp(s->path, path) == 0 && strcmp(s->build_id, bid) == 0)
-			return s->id;
-	}
+	struct module_lookup k = { h, path, bid };
+	return ((struct cached *)ha_ht_find(&db->modules, &module_slot_type, NULL, h, &k))->id;
 }
 
 static void module_cache_clear(struct ha_db *db)
 {
-	for (size_t i = 0; i < db->modules_cap; i++) {
-		free(db->modules[i].path);
-		free(db->modules[i].build_id);
+	struct module_slot *s = db->modules.slots;
+	for (size_t i = 0; i < db->modules.cap; i++) {
+		free(s[i].path);
+		free(s[i].build_id);
 	}
-	free(db->modules);
-	db->modules = NULL;
-	db->modules_cap = db->modules_n = 0;
+	ha_ht_free(&db->modules);
 }
 
 static void stack_cache_clear(struct ha_db *db)
 {
-	free(db->stacks);
-	db->stacks = NULL;
-	db->stacks_cap = db->stacks_n = 0;
+	ha_ht_free(&db->stacks);
 }
 
 static void module_cache_put(struct ha_db *db, uint64_t h, const char *path, const char *bid,
                              int64_t id)
 {
-	if ((db->modules_n + 1) * 2 > db->modules_cap) {
-		size_t ncap = db->modules_cap ? db->modules_cap * 2 : 64;
-		struct module_slot *n = calloc(ncap, sizeof *n);
-		if (!n)
-			return;
-		for (size_t i = 0; i < db->modules_cap; i++) {
-			struct module_slot *o = &db->modules[i];
-			if (!o->id)
-				continue;
-			size_t j = o->h & (ncap - 1);
-			while (n[j].id)
-				j = (j + 1) & (ncap - 1);
-			n[j] = *o;
-		}
-		free(db->modules);
-		db->modules = n;
-		db->modules_cap = ncap;
-	}
-	char *p = strdup(path), *b = strdup(bid);
-	if (!p || !b) {
-		free(p);
-		free(b);
+	if (ha_ht_fit(&db->modules, &module_slot_type, NULL) < 0)
+		return;
+	struct module_slot m = { { h, id }, strdup(path), strdup(bid) };
+	if (!m.path || !m.build_id) {
+		free(m.path);
+		free(m.build_id);
 		return;
 	}
-	size_t i = h & (db->modules_cap - 1);
-	while (db->modules[i].id)
-		i = (i + 1) & (db->modules_cap - 1);
-	db->modules[i] = (struct module_slot){ h, id, p, b };
-	db->modules_n++;
+	*(struct module_slot *)ha_ht_add_new(&db->modules, &module_slot_type, NULL, h) = m;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -291,7 +283,7 @@ static void close_writer(struct ha_db *db)
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(db->st[i]);
 	module_cache_clear(db);
-	free(db->stacks);
+	stack_cache_clear(db);
 	free(db->frame_ids);
 }
 

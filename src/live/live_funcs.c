@@ -18,6 +18,7 @@
  * symbolized yet is in no function. */
 #define _GNU_SOURCE
 #include "live_model_int.h"
+#include "hashtab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,7 @@ struct sums {
 struct lf_index {
 	struct fn **fn;
 	size_t n_fn, cap_fn;
-	uint32_t *slot;              /* open addressing: a function's index + 1 (0: empty) */
-	size_t n_slot;               /* a power of two, more than twice n_fn */
+	struct ha_hashtab slot;      /* a function's index + 1 by name and module (fn_type) */
 	uint32_t stamp;
 	struct path_fns *path;       /* index = bucket id */
 	size_t cap_path;
@@ -65,37 +65,40 @@ static uint64_t fnv(uint64_t h, const char *s)
 	return h;
 }
 
-static int grow_slots(struct lf_index *fx)
+struct fn_key {
+	uint64_t hash;
+	const struct ha_live_text *t;
+};
+
+static uint64_t fn_hash(const void *ctx, const void *slot)
 {
-	size_t n = fx->n_slot ? fx->n_slot * 2 : 1024;
-	uint32_t *s = calloc(n, sizeof *s);
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < fx->n_fn; i++) {
-		size_t j = fx->fn[i]->hash & (n - 1);
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(fx->slot);
-	fx->slot = s;
-	fx->n_slot = n;
-	return 0;
+	const struct lf_index *fx = ctx;
+	return fx->fn[*(const uint32_t *)slot - 1]->hash;
 }
+
+static inline int fn_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct lf_index *fx = ctx;
+	const struct fn *e = fx->fn[*(const uint32_t *)slot - 1];
+	const struct fn_key *k = key;
+	return e->hash == k->hash && strcmp(e->t.function, k->t->function) == 0 &&
+	       strcmp(e->t.module, k->t->module) == 0;
+}
+
+static const struct ha_ht_type fn_type = {
+	.size = sizeof(uint32_t), .first_cap = 1024, .hash = fn_hash, .eq = fn_eq,
+};
 
 /* The index of f's function, added if new; UINT32_MAX when out of memory. */
 static uint32_t intern(struct lf_index *fx, const struct ha_live_text *f)
 {
-	uint64_t h = fnv(fnv(0xcbf29ce484222325ULL, f->function), f->module);
-	if ((fx->n_fn + 1) * 2 > fx->n_slot && grow_slots(fx) != 0)
+	struct fn_key k = { fnv(fnv(0xcbf29ce484222325ULL, f->function), f->module), f };
+	uint64_t h = k.hash;
+	if (ha_ht_fit(&fx->slot, &fn_type, fx) < 0)
 		return UINT32_MAX;
-	size_t j = h & (fx->n_slot - 1);
-	for (; fx->slot[j]; j = (j + 1) & (fx->n_slot - 1)) {
-		const struct fn *e = fx->fn[fx->slot[j] - 1];
-		if (e->hash == h && strcmp(e->t.function, f->function) == 0 &&
-		    strcmp(e->t.module, f->module) == 0)
-			return fx->slot[j] - 1;
-	}
+	uint32_t *slot = ha_ht_find(&fx->slot, &fn_type, fx, h, &k);
+	if (*slot)
+		return *slot - 1;
 	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	struct fn **v = lm_grow(fx->fn, &fx->cap_fn, fx->n_fn + 1, sizeof *v);
 	if (!v)
@@ -112,7 +115,8 @@ static uint32_t intern(struct lf_index *fx, const struct ha_live_text *f)
 	e->hash = h;
 	e->seen = 0;
 	fx->fn[fx->n_fn] = e;
-	fx->slot[j] = (uint32_t)++fx->n_fn;
+	slot = ha_ht_add(&fx->slot, &fn_type, fx, h, slot); /* room made above */
+	*slot = (uint32_t)++fx->n_fn;
 	return (uint32_t)fx->n_fn - 1;
 }
 
@@ -164,7 +168,7 @@ void lf_free(struct lf_index *fx)
 	for (size_t i = 0; i < fx->cap_path; i++)
 		free(fx->path[i].fid);
 	free(fx->fn);
-	free(fx->slot);
+	ha_ht_free(&fx->slot);
 	free(fx->path);
 	free(fx->sum);
 	free(fx->rows);

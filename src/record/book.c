@@ -1,8 +1,9 @@
 /* book.c -- callstack interning, per-stack estimates, live sampled
- * blocks (see book.h).  Two open-addressing hash tables, both owned by
- * the collector thread, so no locking anywhere. */
+ * blocks (see book.h).  Two hash tables (hashtab.h), both owned by the
+ * collector thread, so no locking anywhere. */
 #define _GNU_SOURCE
 #include "book.h"
+#include "hashtab.h"
 #include "util.h"
 
 #include <math.h>
@@ -25,7 +26,7 @@ struct stack {
 	struct ha_db_bucket peak;
 };
 
-struct live {            /* key 0 = empty slot */
+struct live {            /* a slot of the live table; addr (first) 0 = empty slot */
 	uint64_t addr;
 	uint32_t stack;
 	uint64_t size;
@@ -40,10 +41,8 @@ struct id_list {
 struct ha_book {
 	struct stack *stacks;    /* index = id - 1 */
 	size_t nstacks, capstacks;
-	uint32_t *stack_index;   /* open addressing over ids; 0 = empty */
-	size_t index_cap;        /* power of two */
-	struct live *live;
-	size_t live_cap, nlive;  /* power of two; load kept under 1/2 */
+	struct ha_hashtab stack_index; /* uint32_t ids by pcs and kind (stack_type) */
+	struct ha_hashtab live;  /* struct live by addr (live_type) */
 	struct id_list changed;  /* ids changed since the last take */
 	struct id_list peak_dirty; /* ids changed since the last peak copy */
 	double live_bytes[HA_KIND_COUNT]; /* live bytes per kind, summed over stacks */
@@ -69,6 +68,43 @@ static int same_pcs(const uint64_t *a, const uint64_t *b, int n)
 	return 1;
 }
 
+/* The stack index: slots are ids, keys the pcs and kind of a bucket. */
+struct stack_key {
+	uint64_t hash;
+	const uint64_t *pcs;
+	int n, kind;
+};
+
+static uint64_t stack_hash(const void *ctx, const void *slot)
+{
+	const struct ha_book *b = ctx;
+	return b->stacks[*(const uint32_t *)slot - 1].hash;
+}
+
+static inline int stack_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct ha_book *b = ctx;
+	const struct stack *s = &b->stacks[*(const uint32_t *)slot - 1];
+	const struct stack_key *k = key;
+	return s->hash == k->hash && s->n == k->n && s->kind == k->kind && same_pcs(s->pcs, k->pcs, k->n);
+}
+
+static const struct ha_ht_type stack_type = {
+	.size = sizeof(uint32_t), .first_cap = 1024, .hash = stack_hash, .eq = stack_eq,
+};
+
+/* The live table: slots are the live sampled blocks, keys their addresses. */
+static uint64_t live_hash(const void *ctx, const void *slot)
+{
+	(void)ctx;
+	return ha_mix64(((const struct live *)slot)->addr);
+}
+
+static const struct ha_ht_type live_type = {
+	.size = sizeof(struct live), .first_cap = 1024, .hash = live_hash, .eq = ha_ht_u64_eq,
+	.used = ha_ht_u64_used, /* addr first */
+};
+
 double ha_sample_weight(uint64_t size, uint64_t interval)
 {
 	if (interval <= 1)
@@ -84,11 +120,9 @@ struct ha_book *ha_book_new(void)
 	struct ha_book *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
-	b->index_cap = 1024;
-	b->stack_index = calloc(b->index_cap, sizeof *b->stack_index);
-	b->live_cap = 1024;
-	b->live = calloc(b->live_cap, sizeof *b->live);
-	if (!b->stack_index || !b->live) {
+	ha_ht_init(&b->stack_index);
+	ha_ht_init(&b->live);
+	if (ha_ht_alloc(&b->stack_index, &stack_type) != 0 || ha_ht_alloc(&b->live, &live_type) != 0) {
 		ha_book_free(b);
 		return NULL;
 	}
@@ -102,41 +136,20 @@ void ha_book_free(struct ha_book *b)
 	for (size_t i = 0; i < b->nstacks; i++)
 		free(b->stacks[i].pcs);
 	free(b->stacks);
-	free(b->stack_index);
-	free(b->live);
+	ha_ht_free(&b->stack_index);
+	ha_ht_free(&b->live);
 	free(b->changed.v);
 	free(b->peak_dirty.v);
 	free(b);
 }
 
-static int grow_index(struct ha_book *b)
-{
-	size_t cap = b->index_cap * 2;
-	uint32_t *idx = calloc(cap, sizeof *idx);
-	if (!idx)
-		return -1;
-	for (size_t i = 0; i < b->nstacks; i++) {
-		size_t j = b->stacks[i].hash & (cap - 1);
-		while (idx[j])
-			j = (j + 1) & (cap - 1);
-		idx[j] = (uint32_t)(i + 1);
-	}
-	free(b->stack_index);
-	b->stack_index = idx;
-	b->index_cap = cap;
-	return 0;
-}
-
 uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
 {
-	uint64_t h = hash_pcs(pcs, n, kind);
-	size_t j = h & (b->index_cap - 1);
+	struct stack_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };
+	uint32_t *slot = ha_ht_find(&b->stack_index, &stack_type, b, k.hash, &k), found = *slot;
 	*is_new = 0;
-	for (uint32_t id; (id = b->stack_index[j]) != 0; j = (j + 1) & (b->index_cap - 1)) {
-		const struct stack *s = &b->stacks[id - 1];
-		if (s->hash == h && s->n == n && s->kind == kind && same_pcs(s->pcs, pcs, n))
-			return id;
-	}
+	if (found)
+		return found;
 	if (b->nstacks == b->capstacks) {
 		size_t cap = b->capstacks ? b->capstacks * 2 : 256;
 		struct stack *ns = realloc(b->stacks, cap * sizeof *ns);
@@ -153,14 +166,15 @@ uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, 
 	memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	s->n = n;
 	s->kind = kind;
-	s->hash = h;
+	s->hash = k.hash;
+	if (!(slot = ha_ht_add(&b->stack_index, &stack_type, b, k.hash, slot))) {
+		free(s->pcs);
+		return 0;
+	}
 	uint32_t id = (uint32_t)++b->nstacks;
 	s->v.stack_id = id;
 	s->v.kind = kind;
-	b->stack_index[j] = id;
-	if (b->nstacks * 2 > b->index_cap && grow_index(b) != 0) {
-		/* The table is still valid, only fuller: carry on. */
-	}
+	*slot = id;
 	*is_new = 1;
 	return id;
 }
@@ -201,46 +215,6 @@ static struct stack *bucket(const struct ha_book *b, uint32_t stack)
 	return stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
 }
 
-static size_t live_slot(const struct ha_book *b, uint64_t addr)
-{
-	return ha_mix64(addr) & (b->live_cap - 1);
-}
-
-static int grow_live(struct ha_book *b)
-{
-	size_t old_cap = b->live_cap, cap = old_cap * 2;
-	struct live *old = b->live, *nl = calloc(cap, sizeof *nl);
-	if (!nl)
-		return -1;
-	b->live = nl;
-	b->live_cap = cap;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].addr) {
-			size_t j = live_slot(b, old[i].addr);
-			while (nl[j].addr)
-				j = (j + 1) & (cap - 1);
-			nl[j] = old[i];
-		}
-	free(old);
-	return 0;
-}
-
-/* Remove slot i with backward-shift deletion (keeps probe chains intact). */
-static void live_delete(struct ha_book *b, size_t i)
-{
-	size_t mask = b->live_cap - 1;
-	for (size_t j = (i + 1) & mask; b->live[j].addr; j = (j + 1) & mask) {
-		size_t home = live_slot(b, b->live[j].addr);
-		/* Move j into the hole at i if its home is not in (i, j]. */
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			b->live[i] = b->live[j];
-			i = j;
-		}
-	}
-	memset(&b->live[i], 0, sizeof b->live[i]);
-	b->nlive--;
-}
-
 /* Move the estimate of the live sample l from live to freed. */
 static void account_free(struct ha_book *b, const struct live *l)
 {
@@ -260,12 +234,9 @@ static void account_free(struct ha_book *b, const struct live *l)
 }
 
 /* The slot holding addr, or the empty slot ending its probe chain. */
-static size_t live_find(const struct ha_book *b, uint64_t addr)
+static struct live *live_find(const struct ha_book *b, uint64_t addr)
 {
-	size_t j = live_slot(b, addr);
-	while (b->live[j].addr && b->live[j].addr != addr)
-		j = (j + 1) & (b->live_cap - 1);
-	return j;
+	return ha_ht_find(&b->live, &live_type, NULL, ha_mix64(addr), &addr);
 }
 
 void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
@@ -276,7 +247,7 @@ void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
 		__builtin_prefetch((const char *)(s + 1) - 1, 1);
 	}
 	if (addr)
-		__builtin_prefetch(&b->live[live_slot(b, addr)], 1);
+		__builtin_prefetch(ha_ht_slot(&b->live, &live_type, ha_mix64(addr) & b->live.mask), 1);
 }
 
 void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
@@ -284,21 +255,16 @@ void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t si
 	struct stack *s = bucket(b, stack);
 	if (!s || addr == 0)
 		return;
-	size_t j = live_find(b, addr);
-	if (b->live[j].addr) {
+	struct live *l = live_find(b, addr);
+	if (l->addr) {
 		/* The same address sampled twice without a free in between (a
 		 * free we did not see): the older sample is no longer live; the
 		 * new one takes its slot. */
-		account_free(b, &b->live[j]);
-	} else {
-		if ((b->nlive + 1) * 2 > b->live_cap) {
-			if (grow_live(b) != 0)
-				return;
-			j = live_find(b, addr);
-		}
-		b->nlive++;
+		account_free(b, l);
+	} else if (!(l = ha_ht_add(&b->live, &live_type, NULL, ha_mix64(addr), l))) {
+		return;
 	}
-	b->live[j] = (struct live){ addr, stack, size, weight };
+	*l = (struct live){ addr, stack, size, weight };
 	s->v.alloc_count += weight;
 	s->v.alloc_bytes += weight * (double)size;
 	s->v.live_count += weight;
@@ -311,11 +277,11 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 {
 	if (!addr)
 		return 0;
-	size_t j = live_find(b, addr);
-	if (!b->live[j].addr)
+	struct live *l = live_find(b, addr);
+	if (!l->addr)
 		return 0;
-	account_free(b, &b->live[j]);
-	live_delete(b, j);
+	account_free(b, l);
+	ha_ht_delete(&b->live, &live_type, NULL, l);
 	return 1;
 }
 

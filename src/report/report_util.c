@@ -4,6 +4,7 @@
  * formatting. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "hashtab.h"
 #include "util.h"
 
 #include <errno.h>
@@ -171,15 +172,14 @@ char *hd_xstrdup(const char *s)
 
 /* ------------------------------------------------------------ map */
 
-struct slot {
-	char *key;
+struct slot {             /* a slot of the map's table (hashtab.h) */
+	char *key;           /* NULL = empty */
 	uint64_t h;
 	void *val;
 };
 
 struct hd_map {
-	struct slot *s;
-	size_t cap, n;
+	struct ha_hashtab t;
 };
 
 static uint64_t hash_str(const char *k)
@@ -193,22 +193,48 @@ static uint64_t hash_str(const char *k)
 	return h;
 }
 
+static uint64_t slot_hash(const void *ctx, const void *slot)
+{
+	(void)ctx;
+	return ((const struct slot *)slot)->h;
+}
+
+struct map_key {
+	const char *key;
+	uint64_t h;
+};
+
+static inline int slot_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct slot *s = slot;
+	const struct map_key *k = key;
+	(void)ctx;
+	return s->h == k->h && strcmp(s->key, k->key) == 0;
+}
+
+static int slot_used(const void *slot)
+{
+	return ((const struct slot *)slot)->key != NULL;
+}
+
+static const struct ha_ht_type map_type = {
+	.size = sizeof(struct slot), .first_cap = 64, .hash = slot_hash, .eq = slot_eq,
+	.used = slot_used,
+};
+
 struct hd_map *hd_map_new(void)
 {
 	struct hd_map *m = hd_xmalloc(sizeof *m);
-	m->cap = 64;
-	m->n = 0;
-	m->s = hd_xcalloc(m->cap, sizeof *m->s);
+	ha_ht_init(&m->t);
+	if (ha_ht_alloc(&m->t, &map_type) != 0)
+		out_of_memory();
 	return m;
 }
 
 static struct slot *find(struct hd_map *m, const char *key, uint64_t h)
 {
-	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		struct slot *s = &m->s[i];
-		if (!s->key || (s->h == h && strcmp(s->key, key) == 0))
-			return s;
-	}
+	struct map_key k = { key, h };
+	return ha_ht_find(&m->t, &map_type, NULL, h, &k);
 }
 
 void *hd_map_get(struct hd_map *m, const char *key)
@@ -221,19 +247,14 @@ void hd_map_put(struct hd_map *m, const char *key, void *val)
 {
 	uint64_t h = hash_str(key);
 	struct slot *s;
-	if ((m->n + 1) * 2 > m->cap) {
-		struct hd_map big = { hd_xcalloc(m->cap * 2, sizeof *m->s), m->cap * 2, m->n };
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->s[i].key)
-				*find(&big, m->s[i].key, m->s[i].h) = m->s[i];
-		free(m->s);
-		*m = big;
-	}
+	if (ha_ht_fit(&m->t, &map_type, NULL) < 0)
+		out_of_memory();
 	s = find(m, key, h);
 	if (!s->key) {
-		s->key = hd_xstrdup(key);
+		char *k = hd_xstrdup(key);
+		s = ha_ht_add(&m->t, &map_type, NULL, h, s); /* room made above */
+		s->key = k;
 		s->h = h;
-		m->n++;
 	}
 	s->val = val;
 }
@@ -252,12 +273,13 @@ void hd_map_free(struct hd_map *m, void (*fn)(void *))
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->cap; i++) {
-		if (m->s[i].key && fn)
-			fn(m->s[i].val);
-		free(m->s[i].key);
+	struct slot *s = m->t.slots;
+	for (size_t i = 0; i < m->t.cap; i++) { /* in slot order, as before */
+		if (s[i].key && fn)
+			fn(s[i].val);
+		free(s[i].key);
 	}
-	free(m->s);
+	ha_ht_free(&m->t);
 	free(m);
 }
 

@@ -1,7 +1,7 @@
 /* rss_pages.c -- attributed pages and their residency (see rss_pages.h).
  *
  * The pages live in a dense array (a check walks all of them) with an
- * open-addressing index by page number.  A check sorts them by address and
+ * index by page number (hashtab.h: slots are index + 1 into the array).  A check sorts them by address and
  * reads /proc/PID/pagemap in spans: neighbouring pages (at most GAP_PAGES
  * apart) cost one pread of their entries.  Reading only the sampled pages
  * keeps a check cheap: 1 GiB of 4 KiB first touches at the default period
@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hashtab.h"
 #include "util.h"
 
 #define PAGE 4096ULL
@@ -71,8 +72,7 @@ struct ha_rss_pages {
 	struct ha_rss_owner owner;  /* where the bytes are booked */
 	struct page *v;
 	size_t n, cap;
-	uint32_t *idx;            /* index + 1 into v; 0 = empty */
-	size_t idx_cap;           /* power of two, load under 1/2 */
+	struct ha_hashtab idx;    /* index + 1 into v by pn (idx_type) */
 	int pagemap;              /* fd, -1 until opened */
 	int kpageflags;           /* fd, -1 if not readable */
 	int scan_ioctl;           /* 1 works, 0 untried, -1 not there */
@@ -81,65 +81,51 @@ struct ha_rss_pages {
 	struct ha_rss_stats st;
 };
 
-static size_t slot(const struct ha_rss_pages *p, uint64_t pn)
+static uint64_t pn_hash(uint64_t pn)
 {
-	return ha_mix64(pn + 1) & (p->idx_cap - 1);
+	return ha_mix64(pn + 1);
 }
 
-/* The index slot of pn, or the empty slot ending its chain. */
-static size_t find_slot(const struct ha_rss_pages *p, uint64_t pn)
+static uint64_t idx_hash(const void *ctx, const void *slot)
 {
-	size_t j = slot(p, pn);
-	while (p->idx[j] && p->v[p->idx[j] - 1].pn != pn)
-		j = (j + 1) & (p->idx_cap - 1);
-	return j;
+	const struct ha_rss_pages *p = ctx;
+	return pn_hash(p->v[*(const uint32_t *)slot - 1].pn);
+}
+
+static inline int idx_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct ha_rss_pages *p = ctx;
+	return p->v[*(const uint32_t *)slot - 1].pn == *(const uint64_t *)key;
+}
+
+static const struct ha_ht_type idx_type = {
+	.size = sizeof(uint32_t), .first_cap = 2048, .hash = idx_hash, .eq = idx_eq,
+};
+
+/* The index slot of pn, or the empty slot ending its chain. */
+static uint32_t *find_slot(const struct ha_rss_pages *p, uint64_t pn)
+{
+	return ha_ht_find(&p->idx, &idx_type, p, pn_hash(pn), &pn);
 }
 
 static struct page *find(struct ha_rss_pages *p, uint64_t pn)
 {
-	uint32_t i = p->idx[find_slot(p, pn)];
+	uint32_t i = *find_slot(p, pn);
 	return i ? &p->v[i - 1] : NULL;
 }
 
-/* Index every page of v anew (after the array moved or the index grew). */
+/* Index every page of v anew (after the array was sorted). */
 static void reindex(struct ha_rss_pages *p)
 {
-	memset(p->idx, 0, p->idx_cap * sizeof *p->idx);
-	for (size_t i = 0; i < p->n; i++)
-		p->idx[find_slot(p, p->v[i].pn)] = (uint32_t)(i + 1);
-}
-
-static int grow_index(struct ha_rss_pages *p)
-{
-	size_t cap = p->idx_cap * 2;
-	uint32_t *n = malloc(cap * sizeof *n);
-	if (!n)
-		return -1;
-	free(p->idx);
-	p->idx = n;
-	p->idx_cap = cap;
-	reindex(p);
-	return 0;
-}
-
-/* Remove index slot i, backward-shift style (keeps chains intact). */
-static void index_delete(struct ha_rss_pages *p, size_t i)
-{
-	size_t mask = p->idx_cap - 1;
-	for (size_t j = (i + 1) & mask; p->idx[j]; j = (j + 1) & mask) {
-		size_t home = slot(p, p->v[p->idx[j] - 1].pn);
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			p->idx[i] = p->idx[j];
-			i = j;
-		}
+	ha_ht_clear(&p->idx, &idx_type);
+	for (size_t i = 0; i < p->n; i++) {
+		uint32_t *slot = ha_ht_add_new(&p->idx, &idx_type, p, pn_hash(p->v[i].pn));
+		*slot = (uint32_t)(i + 1); /* no growth: as many pages as before */
 	}
-	p->idx[i] = 0;
 }
 
 static struct page *insert(struct ha_rss_pages *p, uint64_t pn)
 {
-	if ((p->n + 1) * 2 > p->idx_cap && grow_index(p) != 0)
-		return NULL;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 1024;
 		struct page *nv = realloc(p->v, cap * sizeof *nv);
@@ -148,10 +134,13 @@ static struct page *insert(struct ha_rss_pages *p, uint64_t pn)
 		p->v = nv;
 		p->cap = cap;
 	}
+	uint32_t *slot = ha_ht_add_new(&p->idx, &idx_type, p, pn_hash(pn));
+	if (!slot)
+		return NULL;
 	struct page *pg = &p->v[p->n++];
 	memset(pg, 0, sizeof *pg);
 	pg->pn = pn;
-	p->idx[find_slot(p, pn)] = (uint32_t)p->n;
+	*slot = (uint32_t)p->n;
 	return pg;
 }
 
@@ -171,11 +160,11 @@ static void unbook(struct ha_rss_pages *p, struct page *pg)
 static void forget(struct ha_rss_pages *p, struct page *pg)
 {
 	unbook(p, pg);
-	index_delete(p, find_slot(p, pg->pn));
+	ha_ht_delete(&p->idx, &idx_type, p, find_slot(p, pg->pn));
 	size_t i = (size_t)(pg - p->v), last = p->n - 1;
 	if (i != last) {
 		p->v[i] = p->v[last];
-		p->idx[find_slot(p, p->v[i].pn)] = (uint32_t)(i + 1);
+		*find_slot(p, p->v[i].pn) = (uint32_t)(i + 1);
 	}
 	p->n--;
 }
@@ -213,10 +202,9 @@ struct ha_rss_pages *ha_rss_pages_new(pid_t pid, const struct ha_rss_owner *owne
 		return NULL;
 	p->pid = pid;
 	p->owner = *owner;
-	p->idx_cap = 2048;
-	p->idx = calloc(p->idx_cap, sizeof *p->idx);
+	ha_ht_init(&p->idx);
 	p->ents = malloc(SPAN_MAX * sizeof *p->ents);
-	if (!p->idx || !p->ents) {
+	if (ha_ht_alloc(&p->idx, &idx_type) != 0 || !p->ents) {
 		ha_rss_pages_free(p);
 		return NULL;
 	}
@@ -235,7 +223,7 @@ void ha_rss_pages_free(struct ha_rss_pages *p)
 	if (p->kpageflags >= 0)
 		close(p->kpageflags);
 	free(p->v);
-	free(p->idx);
+	ha_ht_free(&p->idx);
 	free(p->ents);
 	free(p);
 }

@@ -1,5 +1,5 @@
 /* strpool.c -- interned strings (see strpool.h): chunks of 64 KiB that are
- * never moved, and an open-addressing table of the strings in them. */
+ * never moved, and a hash table (hashtab.h) of the strings in them. */
 #include "strpool.h"
 
 #include <stdint.h>
@@ -37,49 +37,46 @@ static char *pool_alloc(struct ha_strpool *p, size_t len)
 	return c->data + c->used - len;
 }
 
-static int pool_grow(struct ha_strpool *p)
+static uint64_t str_hash(const void *ctx, const void *slot)
 {
-	size_t ncap = p->cap ? p->cap * 2 : 1024;
-	const char **ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < p->cap; i++) {
-		const char *s = p->slots[i];
-		if (!s)
-			continue;
-		size_t j = hash_str(s, strlen(s)) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = s;
-	}
-	free(p->slots);
-	p->slots = ns;
-	p->cap = ncap;
-	return 0;
+	const char *s = *(const char *const *)slot;
+	(void)ctx;
+	return hash_str(s, strlen(s));
 }
+
+static inline int str_eq(const void *ctx, const void *slot, const void *key)
+{
+	(void)ctx;
+	return strcmp(*(const char *const *)slot, key) == 0;
+}
+
+static const struct ha_ht_type str_type = {
+	.size = sizeof(const char *), .first_cap = 1024, .hash = str_hash, .eq = str_eq,
+};
 
 const char *ha_strpool_intern(struct ha_strpool *p, const char *s)
 {
-	size_t len, j;
+	size_t len;
+	uint64_t h;
+	const char **slot;
 	char *d;
 
 	if (!s || !*s)
 		return "";
 	len = strlen(s);
-	if ((p->n + 1) * 2 > p->cap && pool_grow(p) != 0)
+	if (ha_ht_fit(&p->tab, &str_type, NULL) < 0)
 		return "";
-	j = hash_str(s, len) & (p->cap - 1);
-	while (p->slots[j]) {
-		if (strcmp(p->slots[j], s) == 0)
-			return p->slots[j];
-		j = (j + 1) & (p->cap - 1);
-	}
+	h = hash_str(s, len);
+	slot = ha_ht_find(&p->tab, &str_type, NULL, h, s);
+	const char *found = *slot;
+	if (found)
+		return found;
 	d = pool_alloc(p, len + 1);
 	if (!d)
 		return "";
 	memcpy(d, s, len + 1);
-	p->slots[j] = d;
-	p->n++;
+	slot = ha_ht_add(&p->tab, &str_type, NULL, h, slot); /* room made above */
+	*slot = d;
 	return d;
 }
 
@@ -90,6 +87,6 @@ void ha_strpool_free(struct ha_strpool *p)
 		p->chunks = c->next;
 		free(c);
 	}
-	free(p->slots);
+	ha_ht_free(&p->tab);
 	memset(p, 0, sizeof *p);
 }

@@ -6,13 +6,13 @@
 #define HA_STRPOOL_H
 
 #include <stddef.h>
+#include "hashtab.h"
 
 struct chunk;
 
 struct ha_strpool {
 	struct chunk *chunks;
-	const char **slots;      /* open addressing, NULL = free */
-	size_t cap, n;
+	struct ha_hashtab tab;   /* the strings: slots are const char *, NULL = free */
 };
 
 /* The interned copy of s: never NULL ("" for NULL, "" or out of memory). */

@@ -56,7 +56,7 @@
 
 /* ------------------------------------------------------------------ pc cache */
 
-struct pcent {
+struct pcent {            /* a slot of the pc cache (hashtab.h) */
 	uint64_t pc;
 	uint32_t first;          /* index into frames */
 	uint16_t count;
@@ -76,8 +76,7 @@ struct ha_symbolizer {
 	int prepare_max;         /* ...at most (the descriptors they hold) */
 	double report_ms;
 	struct ha_strpool pool;
-	struct pcent *tab;
-	size_t tcap, tn;
+	struct ha_hashtab tab;   /* struct pcent by pc and is_ret (pc_type) */
 	struct ha_sym_frame *frames;
 	size_t fn, fcap;
 	/* The debug-info cache (debugcache.h): its directory ("" = none), the
@@ -103,54 +102,49 @@ static uint64_t hash_pc(uint64_t pc, int is_ret)
 	return h ^ (h >> 29);
 }
 
+static uint64_t pc_hash(const void *ctx, const void *slot)
+{
+	const struct pcent *e = slot;
+	(void)ctx;
+	return hash_pc(e->pc, e->is_ret);
+}
+
+static inline int pc_eq(const void *ctx, const void *slot, const void *key)
+{
+	const struct pcent *e = slot, *k = key;
+	(void)ctx;
+	return e->pc == k->pc && e->is_ret == k->is_ret;
+}
+
+static int pc_used(const void *slot)
+{
+	return ((const struct pcent *)slot)->used;
+}
+
+static const struct ha_ht_type pc_type = {
+	.size = sizeof(struct pcent), .first_cap = 4096, .load = 3, .hash = pc_hash, .eq = pc_eq,
+	.used = pc_used,
+};
+
 static struct pcent *cache_find(struct ha_symbolizer *s, uint64_t pc, int is_ret)
 {
-	if (!s->tcap)
-		return NULL;
-	for (size_t j = hash_pc(pc, is_ret) & (s->tcap - 1);; j = (j + 1) & (s->tcap - 1)) {
-		struct pcent *e = &s->tab[j];
-		if (!e->used)
-			return NULL;
-		if (e->pc == pc && e->is_ret == (is_ret != 0))
-			return e;
-	}
+	struct pcent k = { .pc = pc, .is_ret = (uint8_t)(is_ret != 0) };
+	struct pcent *e = ha_ht_find(&s->tab, &pc_type, NULL, hash_pc(pc, is_ret), &k);
+	return e->used ? e : NULL;
 }
 
 static void cache_clear(struct ha_symbolizer *s)
 {
-	free(s->tab);
-	s->tab = NULL;
-	s->tcap = s->tn = 0;
+	ha_ht_free(&s->tab);
 	s->fn = 0;
-}
-
-static int cache_grow(struct ha_symbolizer *s)
-{
-	size_t ncap = s->tcap ? s->tcap * 2 : 4096;
-	struct pcent *nt = calloc(ncap, sizeof *nt);
-	if (!nt)
-		return -1;
-	for (size_t i = 0; i < s->tcap; i++) {
-		struct pcent *e = &s->tab[i];
-		if (!e->used)
-			continue;
-		size_t j = hash_pc(e->pc, e->is_ret) & (ncap - 1);
-		while (nt[j].used)
-			j = (j + 1) & (ncap - 1);
-		nt[j] = *e;
-	}
-	free(s->tab);
-	s->tab = nt;
-	s->tcap = ncap;
-	return 0;
 }
 
 static void cache_put(struct ha_symbolizer *s, uint64_t pc, int is_ret,
                       const struct ha_sym_frame *f, int n)
 {
-	if (s->tn >= PC_CACHE_MAX)
+	if (s->tab.n >= PC_CACHE_MAX)
 		cache_clear(s);
-	if ((s->tn + 1) * 4 > s->tcap * 3 && cache_grow(s) != 0)
+	if (ha_ht_fit(&s->tab, &pc_type, NULL) < 0)
 		return;
 	if (s->fn + (size_t)n > s->fcap) {
 		size_t ncap = s->fcap ? s->fcap * 2 : 8192;
@@ -162,13 +156,10 @@ static void cache_put(struct ha_symbolizer *s, uint64_t pc, int is_ret,
 		s->frames = nf;
 		s->fcap = ncap;
 	}
-	size_t j = hash_pc(pc, is_ret) & (s->tcap - 1);
-	while (s->tab[j].used)
-		j = (j + 1) & (s->tcap - 1);
-	s->tab[j] = (struct pcent){ pc, (uint32_t)s->fn, (uint16_t)n, (uint8_t)(is_ret != 0), 1 };
+	struct pcent *e = ha_ht_add_new(&s->tab, &pc_type, NULL, hash_pc(pc, is_ret));
+	*e = (struct pcent){ pc, (uint32_t)s->fn, (uint16_t)n, (uint8_t)(is_ret != 0), 1 };
 	memcpy(s->frames + s->fn, f, (size_t)n * sizeof *f);
 	s->fn += (size_t)n;
-	s->tn++;
 }
 
 /* ------------------------------------------------------------------ Dwfl */

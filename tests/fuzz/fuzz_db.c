@@ -49,7 +49,7 @@
  * fuzz-sources: src/report/report_svg.c src/report/report_pprof.c src/report/report_html.c
  * fuzz-sources: src/report/leaks.c src/report/leak_funcs.c src/report/heap_vs_rss.c
  * fuzz-sources: src/report/report_funcs.c src/report/report_series.c src/db/db_open.c
- * fuzz-sources: src/common/util.c src/common/alloc_frame.c
+ * fuzz-sources: src/common/util.c src/common/alloc_frame.c src/common/hashtab.c
  * fuzz-generated: src/report/report_html_assets.c src/db/schema_sql.c
  * fuzz-libs: -lsqlite3 -lz
  */

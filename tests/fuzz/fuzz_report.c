@@ -14,7 +14,7 @@
  *  - hd_xml_str of it has no raw '<', '>', '"' or '\'', every '&' starts
  *    one of the five entities, and it decodes back to the cleaned text.
  *
- * fuzz-sources: src/report/report_util.c src/common/util.c
+ * fuzz-sources: src/report/report_util.c src/common/util.c src/common/hashtab.c
  * fuzz-libs: -lsqlite3
  */
 #define _GNU_SOURCE
