@@ -54,7 +54,7 @@ void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
 	                 "%llu drops, ring %.0f%%, %llu snapshots", what, what[0] ? " | " : "",
 	                 (unsigned long long)st.samples,
 	                 (unsigned long long)(st.samples - *last_samples),
-	                 (unsigned long long)st.stacks,
+	                 (unsigned long long)st.buckets,
 	                 (unsigned long long)ha_rings_drops(s->ring, s->ring_data_size, s->ring_count),
 	                 fill,
 	                 (unsigned long long)st.snapshots);
@@ -96,7 +96,7 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	uint64_t drops = ha_rings_drops(s->ring, s->ring_data_size, s->ring_count);
 	fprintf(stderr, "heapattach: %llu samples, %llu callstacks, %llu unwind failures, "
 	        "%llu drops; %llu snapshots in %s (last: %lld)\n",
-	        (unsigned long long)st.samples, (unsigned long long)st.stacks,
+	        (unsigned long long)st.samples, (unsigned long long)st.buckets,
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)w->snapshots_written, dbname,
 	        (long long)w->last_snapshot_id);
@@ -133,7 +133,7 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	if (o->verbose && st.live_frames)
 		fprintf(stderr, "heapattach: %llu live frames of %llu buckets at the end, %.1f us each in "
 		        "the collector\n", (unsigned long long)st.live_frames,
-		        (unsigned long long)st.stacks, (double)st.live_ns / 1e3 / (double)st.live_frames);
+		        (unsigned long long)st.buckets, (double)st.live_ns / 1e3 / (double)st.live_frames);
 	if (st.abandoned)
 		fprintf(stderr, "heapattach: %llu records were reserved in the ring and never written "
 		        "(a thread left the sampling code without returning); skipped\n",

@@ -102,7 +102,7 @@ static double live(struct ha_book *b, uint32_t id)
 static uint32_t bucket(struct ha_book *b, uint64_t pc)
 {
 	int is_new;
-	return ha_book_stack(b, &pc, 1, HA_KIND_RSS, &is_new);
+	return ha_book_bucket(b, &pc, 1, HA_KIND_RSS, &is_new);
 }
 
 int main(int argc, char **argv)

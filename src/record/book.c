@@ -1,4 +1,4 @@
-/* book.c -- callstack interning, per-stack estimates, live sampled
+/* book.c -- bucket interning, per-bucket estimates, live sampled
  * blocks (see book.h).  Two hash tables (hashtab.h), both owned by the
  * collector thread, so no locking anywhere. */
 #define _GNU_SOURCE
@@ -13,7 +13,7 @@
 /* One bucket per (callstack, kind): the same pcs seen as heap and as mmap
  * are two entries with two local ids (the writer interns their frames into
  * the same database stack; each row carries its kind). */
-struct stack {
+struct bucket {
 	uint64_t hash;
 	uint64_t *pcs;
 	int n;
@@ -28,7 +28,7 @@ struct stack {
 
 struct live {            /* a slot of the live table; addr (first) 0 = empty slot */
 	uint64_t addr;
-	uint32_t stack;
+	uint32_t bucket;
 	uint64_t size;
 	double weight;
 };
@@ -39,13 +39,13 @@ struct id_list {
 };
 
 struct ha_book {
-	struct stack *stacks;    /* index = id - 1 */
-	size_t nstacks, capstacks;
-	struct ha_hashtab stack_index; /* uint32_t ids by pcs and kind (stack_type) */
+	struct bucket *buckets;    /* index = id - 1 */
+	size_t nbuckets, capbuckets;
+	struct ha_hashtab bucket_index; /* uint32_t ids by pcs and kind (bucket_type) */
 	struct ha_hashtab live;  /* struct live by addr (live_type) */
 	struct id_list changed;  /* ids changed since the last take */
 	struct id_list peak_dirty; /* ids changed since the last peak copy */
-	double live_bytes[HA_KIND_COUNT]; /* live bytes per kind, summed over stacks */
+	double live_bytes[HA_KIND_COUNT]; /* live bytes per kind, summed over buckets */
 	int have_peak;           /* a peak copy was made */
 };
 
@@ -68,29 +68,29 @@ static int same_pcs(const uint64_t *a, const uint64_t *b, int n)
 	return 1;
 }
 
-/* The stack index: slots are ids, keys the pcs and kind of a bucket. */
-struct stack_key {
+/* The bucket index: slots are ids, keys the pcs and kind of a bucket. */
+struct bucket_key {
 	uint64_t hash;
 	const uint64_t *pcs;
 	int n, kind;
 };
 
-static uint64_t stack_hash(const void *ctx, const void *slot)
+static uint64_t bucket_hash(const void *ctx, const void *slot)
 {
 	const struct ha_book *b = ctx;
-	return b->stacks[*(const uint32_t *)slot - 1].hash;
+	return b->buckets[*(const uint32_t *)slot - 1].hash;
 }
 
-static inline int stack_eq(const void *ctx, const void *slot, const void *key)
+static inline int bucket_eq(const void *ctx, const void *slot, const void *key)
 {
 	const struct ha_book *b = ctx;
-	const struct stack *s = &b->stacks[*(const uint32_t *)slot - 1];
-	const struct stack_key *k = key;
+	const struct bucket *s = &b->buckets[*(const uint32_t *)slot - 1];
+	const struct bucket_key *k = key;
 	return s->hash == k->hash && s->n == k->n && s->kind == k->kind && same_pcs(s->pcs, k->pcs, k->n);
 }
 
-static const struct ha_ht_type stack_type = {
-	.size = sizeof(uint32_t), .first_cap = 1024, .hash = stack_hash, .eq = stack_eq,
+static const struct ha_ht_type bucket_type = {
+	.size = sizeof(uint32_t), .first_cap = 1024, .hash = bucket_hash, .eq = bucket_eq,
 };
 
 /* The live table: slots are the live sampled blocks, keys their addresses. */
@@ -120,9 +120,9 @@ struct ha_book *ha_book_new(void)
 	struct ha_book *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
-	ha_ht_init(&b->stack_index);
+	ha_ht_init(&b->bucket_index);
 	ha_ht_init(&b->live);
-	if (ha_ht_alloc(&b->stack_index, &stack_type) != 0 || ha_ht_alloc(&b->live, &live_type) != 0) {
+	if (ha_ht_alloc(&b->bucket_index, &bucket_type) != 0 || ha_ht_alloc(&b->live, &live_type) != 0) {
 		ha_book_free(b);
 		return NULL;
 	}
@@ -133,45 +133,46 @@ void ha_book_free(struct ha_book *b)
 {
 	if (!b)
 		return;
-	for (size_t i = 0; i < b->nstacks; i++)
-		free(b->stacks[i].pcs);
-	free(b->stacks);
-	ha_ht_free(&b->stack_index);
+	for (size_t i = 0; i < b->nbuckets; i++)
+		free(b->buckets[i].pcs);
+	free(b->buckets);
+	ha_ht_free(&b->bucket_index);
 	ha_ht_free(&b->live);
 	free(b->changed.v);
 	free(b->peak_dirty.v);
 	free(b);
 }
 
-uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
+uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
 {
-	struct stack_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };
-	uint32_t *slot = ha_ht_find(&b->stack_index, &stack_type, b, k.hash, &k), found = *slot;
+	struct bucket_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };
+	uint32_t *slot = ha_ht_find(&b->bucket_index, &bucket_type, b, k.hash, &k), found = *slot;
 	*is_new = 0;
 	if (found)
 		return found;
-	if (b->nstacks == b->capstacks) {
-		size_t cap = b->capstacks ? b->capstacks * 2 : 256;
-		struct stack *ns = realloc(b->stacks, cap * sizeof *ns);
-		if (!ns)
+	if (b->nbuckets == b->capbuckets) {
+		size_t cap = b->capbuckets ? b->capbuckets * 2 : 256;
+		struct bucket *nb = realloc(b->buckets, cap * sizeof *nb);
+		if (!nb)
 			return 0;
-		b->stacks = ns;
-		b->capstacks = cap;
+		b->buckets = nb;
+		b->capbuckets = cap;
 	}
-	struct stack *s = &b->stacks[b->nstacks];
+	struct bucket *s = &b->buckets[b->nbuckets];
 	memset(s, 0, sizeof *s);
 	s->pcs = malloc((size_t)(n ? n : 1) * sizeof *pcs);
 	if (!s->pcs)
 		return 0;
-	memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
+	if (n > 0) /* pcs may be NULL when n is 0 */
+		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	s->n = n;
 	s->kind = kind;
 	s->hash = k.hash;
-	if (!(slot = ha_ht_add(&b->stack_index, &stack_type, b, k.hash, slot))) {
+	if (!(slot = ha_ht_add(&b->bucket_index, &bucket_type, b, k.hash, slot))) {
 		free(s->pcs);
 		return 0;
 	}
-	uint32_t id = (uint32_t)++b->nstacks;
+	uint32_t id = (uint32_t)++b->nbuckets;
 	s->v.stack_id = id;
 	s->v.kind = kind;
 	*slot = id;
@@ -196,29 +197,29 @@ static int list_add(struct id_list *l, uint32_t id)
 }
 
 /* s goes into the next snapshot. */
-static void mark_for_snapshot(struct ha_book *b, struct stack *s)
+static void mark_for_snapshot(struct ha_book *b, struct bucket *s)
 {
 	if (!s->changed && list_add(&b->changed, (uint32_t)s->v.stack_id) == 0)
 		s->changed = 1;
 }
 
-static void mark_changed(struct ha_book *b, struct stack *s)
+static void mark_changed(struct ha_book *b, struct bucket *s)
 {
 	mark_for_snapshot(b, s);
 	if (!s->peak_dirty && list_add(&b->peak_dirty, (uint32_t)s->v.stack_id) == 0)
 		s->peak_dirty = 1;
 }
 
-/* The bucket of id stack, NULL for an id out of range. */
-static struct stack *bucket(const struct ha_book *b, uint32_t stack)
+/* The bucket of id, NULL for an id out of range. */
+static struct bucket *bucket_of(const struct ha_book *b, uint32_t id)
 {
-	return stack && stack <= b->nstacks ? &b->stacks[stack - 1] : NULL;
+	return id && id <= b->nbuckets ? &b->buckets[id - 1] : NULL;
 }
 
 /* Move the estimate of the live sample l from live to freed. */
 static void account_free(struct ha_book *b, const struct live *l)
 {
-	struct stack *s = &b->stacks[l->stack - 1];
+	struct bucket *s = &b->buckets[l->bucket - 1];
 	double before = s->v.live_bytes;
 	s->v.free_count += l->weight;
 	s->v.free_bytes += l->weight * (double)l->size;
@@ -239,9 +240,9 @@ static struct live *live_find(const struct ha_book *b, uint64_t addr)
 	return ha_ht_find(&b->live, &live_type, NULL, ha_mix64(addr), &addr);
 }
 
-void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
+void ha_book_prefetch(const struct ha_book *b, uint32_t bucket, uint64_t addr)
 {
-	const struct stack *s = bucket(b, stack);
+	const struct bucket *s = bucket_of(b, bucket);
 	if (s) {
 		__builtin_prefetch(s, 1);
 		__builtin_prefetch((const char *)(s + 1) - 1, 1);
@@ -250,9 +251,9 @@ void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr)
 		__builtin_prefetch(ha_ht_slot(&b->live, &live_type, ha_mix64(addr) & b->live.mask), 1);
 }
 
-void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight)
+void ha_book_alloc(struct ha_book *b, uint32_t bucket, uint64_t addr, uint64_t size, double weight)
 {
-	struct stack *s = bucket(b, stack);
+	struct bucket *s = bucket_of(b, bucket);
 	if (!s || addr == 0)
 		return;
 	struct live *l = live_find(b, addr);
@@ -264,7 +265,7 @@ void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t si
 	} else if (!(l = ha_ht_add(&b->live, &live_type, NULL, ha_mix64(addr), l))) {
 		return;
 	}
-	*l = (struct live){ addr, stack, size, weight };
+	*l = (struct live){ addr, bucket, size, weight };
 	s->v.alloc_count += weight;
 	s->v.alloc_bytes += weight * (double)size;
 	s->v.live_count += weight;
@@ -286,9 +287,9 @@ int ha_book_release(struct ha_book *b, uint64_t addr)
 }
 
 
-void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes)
+void ha_book_gain(struct ha_book *b, uint32_t bucket, double bytes)
 {
-	struct stack *s = bucket(b, stack);
+	struct bucket *s = bucket_of(b, bucket);
 	if (!s || !(bytes > 0))
 		return;
 	s->v.alloc_count += bytes / 4096;
@@ -299,29 +300,29 @@ void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes)
 	mark_changed(b, s);
 }
 
-void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes)
+void ha_book_lose(struct ha_book *b, uint32_t bucket, double bytes)
 {
-	struct stack *s = bucket(b, stack);
+	struct bucket *s = bucket_of(b, bucket);
 	if (!s || !(bytes > 0))
 		return;
-	struct live l = { .stack = stack, .size = 4096, .weight = bytes / 4096 };
+	struct live l = { .bucket = bucket, .size = 4096, .weight = bytes / 4096 };
 	account_free(b, &l);
 }
 
 size_t ha_book_count(const struct ha_book *b)
 {
-	return b->nstacks;
+	return b->nbuckets;
 }
 
 const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id)
 {
-	const struct stack *s = bucket(b, id);
+	const struct bucket *s = bucket_of(b, id);
 	return s ? &s->v : NULL;
 }
 
-const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind)
+const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t bucket, int *n, int *kind)
 {
-	const struct stack *s = bucket(b, stack);
+	const struct bucket *s = bucket_of(b, bucket);
 	if (!s)
 		return NULL;
 	*n = s->n;
@@ -339,7 +340,7 @@ size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows)
 	if (!r)
 		return 0; /* the marks stay: the next snapshot carries them */
 	for (size_t i = 0; i < n; i++) {
-		struct stack *s = &b->stacks[b->changed.v[i] - 1];
+		struct bucket *s = &b->buckets[b->changed.v[i] - 1];
 		r[i] = s->v;
 		s->changed = 0;
 		s->in_db = 1;
@@ -359,7 +360,7 @@ double ha_book_live_bytes(const struct ha_book *b, int kind)
 void ha_book_keep_peak(struct ha_book *b)
 {
 	for (size_t i = 0; i < b->peak_dirty.n; i++) {
-		struct stack *s = &b->stacks[b->peak_dirty.v[i] - 1];
+		struct bucket *s = &b->buckets[b->peak_dirty.v[i] - 1];
 		s->peak = s->v;
 		s->at_peak = 1;
 		s->peak_dirty = 0;
@@ -377,13 +378,13 @@ size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
 {
 	size_t n = 0;
 	*rows = NULL;
-	if (!b->have_peak || b->nstacks == 0)
+	if (!b->have_peak || b->nbuckets == 0)
 		return 0;
-	struct ha_db_bucket *r = malloc(b->nstacks * sizeof *r);
+	struct ha_db_bucket *r = malloc(b->nbuckets * sizeof *r);
 	if (!r)
 		return 0;
-	for (size_t i = 0; i < b->nstacks; i++) {
-		struct stack *s = &b->stacks[i];
+	for (size_t i = 0; i < b->nbuckets; i++) {
+		struct bucket *s = &b->buckets[i];
 		if (s->at_peak)
 			r[n] = s->peak;
 		else if (s->in_db)

@@ -1,6 +1,11 @@
-/* book.h -- the attacher's bookkeeping: callstacks interned by their
- * program counters, per-callstack allocation/free/live estimates, and the
+/* book.h -- the attacher's bookkeeping: buckets interned by their program
+ * counters and kind, per-bucket allocation/free/live estimates, and the
  * set of sampled blocks still live.  Owned by one thread (the collector).
+ *
+ * A bucket is a callstack and a kind of memory (heap, mmap, rss, swap):
+ * the same pcs as heap and as mmap are two buckets, with two local ids
+ * (1, 2, ...), which the writer maps to one database stack; each row the
+ * book gives carries its kind.
  *
  * Estimates are unbiased: a sample of size S taken at mean interval I
  * stands for 1 / (1 - exp(-S/I)) allocations of that size (Go's
@@ -21,30 +26,30 @@ void ha_book_free(struct ha_book *b);
 /* Weight of one sample of size bytes at mean interval (1 = every call). */
 double ha_sample_weight(uint64_t size, uint64_t interval);
 
-/* Intern a bucket: a stack of n pcs (leaf first) and a kind of memory
+/* Intern a bucket: a callstack of n pcs (leaf first) and a kind of memory
  * (enum ha_mem_kind); *is_new tells whether it was seen for the first time
  * (the same pcs with another kind is another bucket with its own id, whose
  * frames the writer interns to the same database stack).  Returns its id
  * (>= 1), 0 when out of memory. */
-uint32_t ha_book_stack(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new);
+uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new);
 
-/* Optional: start loading the bucket of stack (0: none) and the live-set
+/* Optional: start loading bucket (0: none) and the live-set
  * slot of addr (0: none) that ha_book_alloc/ha_book_release will touch. */
-void ha_book_prefetch(const struct ha_book *b, uint32_t stack, uint64_t addr);
+void ha_book_prefetch(const struct ha_book *b, uint32_t bucket, uint64_t addr);
 
 /* A sampled allocation of size bytes at addr with the given weight. */
-void ha_book_alloc(struct ha_book *b, uint32_t stack, uint64_t addr, uint64_t size, double weight);
+void ha_book_alloc(struct ha_book *b, uint32_t bucket, uint64_t addr, uint64_t size, double weight);
 /* addr was freed: if it was a live sampled block, move its estimate from
  * live to freed.  Returns 1 if it was, 0 otherwise. */
 int ha_book_release(struct ha_book *b, uint64_t addr);
 
 /* Resident memory (kinds rss and swap, rss_pages.c): bytes made resident
- * in bucket stack (alloc and live grow), or that left it (free grows, live
+ * in bucket (alloc and live grow), or that left it (free grows, live
  * falls); counts are 4 KiB pages. */
-void ha_book_gain(struct ha_book *b, uint32_t stack, double bytes);
-void ha_book_lose(struct ha_book *b, uint32_t stack, double bytes);
-/* The pcs and kind of bucket stack (NULL if there is none). */
-const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t stack, int *n, int *kind);
+void ha_book_gain(struct ha_book *b, uint32_t bucket, double bytes);
+void ha_book_lose(struct ha_book *b, uint32_t bucket, double bytes);
+/* The pcs and kind of bucket (NULL if there is none). */
+const uint64_t *ha_book_pcs(const struct ha_book *b, uint32_t bucket, int *n, int *kind);
 
 /* Every bucket: ids 1..ha_book_count(b), each one's cumulative values
  * (NULL for an id out of range). */
@@ -52,7 +57,7 @@ size_t ha_book_count(const struct ha_book *b);
 const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id);
 
 /* The buckets changed since the previous call, with their cumulative
- * values (stack_id holds the local stack id).  *rows is malloc'ed; the
+ * values (stack_id holds the bucket's local id).  *rows is malloc'ed; the
  * caller owns it.  Returns the count. */
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
 

@@ -22,7 +22,7 @@ static int near(double a, double b)
 static uint32_t bucket(struct ha_book *b, uint64_t pc, int kind)
 {
 	int is_new;
-	return ha_book_stack(b, &pc, 1, kind, &is_new);
+	return ha_book_bucket(b, &pc, 1, kind, &is_new);
 }
 
 /* Bucket id's values must be: allocated, freed and live (count, bytes). */
@@ -106,25 +106,25 @@ static void test_intern(void)
 	int is_new = -1, n = -1, kind = -1;
 
 	EXPECT(ha_book_count(b) == 0, "a new book has %zu buckets", ha_book_count(b));
-	uint32_t a = ha_book_stack(b, pcs, 3, HA_KIND_HEAP, &is_new);
+	uint32_t a = ha_book_bucket(b, pcs, 3, HA_KIND_HEAP, &is_new);
 	EXPECT(a == 1 && is_new == 1, "first stack: id %u new %d, want 1 new", a, is_new);
-	uint32_t again = ha_book_stack(b, pcs, 3, HA_KIND_HEAP, &is_new);
+	uint32_t again = ha_book_bucket(b, pcs, 3, HA_KIND_HEAP, &is_new);
 	EXPECT(again == a && is_new == 0, "same pcs and kind: id %u new %d, want %u not new", again,
 	       is_new, a);
-	uint32_t mm = ha_book_stack(b, pcs, 3, HA_KIND_MMAP, &is_new);
+	uint32_t mm = ha_book_bucket(b, pcs, 3, HA_KIND_MMAP, &is_new);
 	EXPECT(mm != a && mm != 0 && is_new == 1, "same pcs, kind mmap: id %u new %d, want another new id",
 	       mm, is_new);
-	uint32_t pre = ha_book_stack(b, pcs, 2, HA_KIND_HEAP, &is_new);
+	uint32_t pre = ha_book_bucket(b, pcs, 2, HA_KIND_HEAP, &is_new);
 	EXPECT(pre != a && pre != mm && is_new == 1, "a prefix of the pcs: id %u new %d, want a new id",
 	       pre, is_new);
 	uint64_t other[3] = { 0x401000, 0x402000, 0x403001 };
-	uint32_t o = ha_book_stack(b, other, 3, HA_KIND_HEAP, &is_new);
+	uint32_t o = ha_book_bucket(b, other, 3, HA_KIND_HEAP, &is_new);
 	EXPECT(o != a && is_new == 1, "the last pc differs: id %u new %d, want a new id", o, is_new);
 	/* No pcs (a walk that found no frame): a bucket of its own.  (The
 	 * array is still passed: book.h does not allow NULL.) */
-	uint32_t empty = ha_book_stack(b, pcs, 0, HA_KIND_HEAP, &is_new);
+	uint32_t empty = ha_book_bucket(b, pcs, 0, HA_KIND_HEAP, &is_new);
 	EXPECT(empty != 0 && is_new == 1, "no pcs: id %u new %d, want a new id", empty, is_new);
-	EXPECT(ha_book_stack(b, other, 0, HA_KIND_HEAP, &is_new) == empty && is_new == 0,
+	EXPECT(ha_book_bucket(b, other, 0, HA_KIND_HEAP, &is_new) == empty && is_new == 0,
 	       "no pcs again: want the same id");
 	EXPECT(ha_book_count(b) == 5, "%zu buckets, want 5", ha_book_count(b));
 
@@ -331,7 +331,7 @@ static void test_growth(void)
 	for (uint32_t i = 0; i < NSTACKS; i++) {
 		pcs[0] = 0x400000 + i;
 		pcs[1] = 0x500000 + (i % 7);
-		uint32_t id = ha_book_stack(b, pcs, 2, (int)(i % 2), &is_new);
+		uint32_t id = ha_book_bucket(b, pcs, 2, (int)(i % 2), &is_new);
 		bad += id != i + 1 || !is_new;
 	}
 	EXPECT(bad == 0, "%d of %d new stacks without the next id", bad, NSTACKS);
@@ -341,7 +341,7 @@ static void test_growth(void)
 		pcs[0] = 0x400000 + i;
 		pcs[1] = 0x500000 + (i % 7);
 		int n, kind;
-		uint32_t id = ha_book_stack(b, pcs, 2, (int)(i % 2), &is_new);
+		uint32_t id = ha_book_bucket(b, pcs, 2, (int)(i % 2), &is_new);
 		const uint64_t *got = ha_book_pcs(b, i + 1, &n, &kind);
 		bad += id != i + 1 || is_new || !got || n != 2 || got[0] != pcs[0] || kind != (int)(i % 2);
 	}

@@ -582,7 +582,7 @@ static struct ctx *ctx_new(struct ha_collector *c)
 	}
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
-	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.stacks);
+	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.buckets);
 	ha_rss_feed_open(&x->rss, c->pid, c->pf, c->rss_period, x->unw, &x->in);
 	x->nrings = c->rings >= 1 && c->rings <= HA_RINGS_MAX ? c->rings : 1;
 	for (uint32_t i = 0; i < x->nrings; i++)

@@ -30,7 +30,7 @@ struct ha_cmd {
 	X(frees)            /* frees read */ \
 	X(unwind_failures)  /* samples not unwound */ \
 	X(corrupt_records)  /* records that did not check, counted and skipped */ \
-	X(stacks)           /* buckets interned (callstack x kind) */ \
+	X(buckets)          /* buckets interned (callstack x kind) */ \
 	X(snapshots)        /* snapshots sent to the writer */ \
 	X(abandoned)        /* records reserved and never published, skipped */ \
 	X(ring_repairs)     /* ring positions the target changed, put back (ring_heal.h) */ \

@@ -67,7 +67,7 @@ uint32_t ha_intern_bucket(struct ha_intern *in, uint64_t *pcs, int n, int kind, 
 		if (!ha_intern_in_agent(in, pcs[i]))
 			pcs[kept++] = pcs[i];
 	n = kept;
-	uint32_t id = ha_book_stack(in->book, pcs + skip, n - skip, kind, &is_new);
+	uint32_t id = ha_book_bucket(in->book, pcs + skip, n - skip, kind, &is_new);
 	if (!id)
 		return 0;
 	if (is_new) {

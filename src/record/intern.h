@@ -4,8 +4,7 @@
  *
  * A bucket is a (callstack, kind) pair: the same pcs allocated by malloc
  * and by mmap are two buckets, as are the pages they first touched (kind
- * rss) and those swapped out (kind swap).  The book calls them "stacks"
- * for short (ha_book_stack). */
+ * rss) and those swapped out (kind swap) (book.h, ha_book_bucket). */
 #ifndef HA_INTERN_H
 #define HA_INTERN_H
 

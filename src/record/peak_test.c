@@ -30,7 +30,7 @@ static uint64_t grow(struct ha_book *b, uint32_t stack, uint64_t size)
 static uint32_t new_stack(struct ha_book *b, uint64_t pc)
 {
 	int is_new;
-	return ha_book_stack(b, &pc, 1, HA_KIND_HEAP, &is_new);
+	return ha_book_bucket(b, &pc, 1, HA_KIND_HEAP, &is_new);
 }
 
 static void test_copies(void)

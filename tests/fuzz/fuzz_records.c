@@ -81,7 +81,7 @@ static void one_record(struct ha_book *b, const uint8_t *d, uint32_t len)
 		FUZZ_CHECK(isfinite(w * (double)s.size), "weighted bytes %g", w * (double)s.size);
 		int is_new;
 		int kind = s.kind == HA_REC_KIND_MMAP ? HA_KIND_MMAP : HA_KIND_HEAP;
-		uint32_t id = ha_book_stack(b, &s.regs.rip, 1, kind, &is_new);
+		uint32_t id = ha_book_bucket(b, &s.regs.rip, 1, kind, &is_new);
 		FUZZ_CHECK(id != 0, "no bucket");
 		ha_book_alloc(b, id, s.addr, s.size, w);
 		break;
