@@ -90,16 +90,13 @@ static int list_threads(pid_t pid, struct cand **out, size_t *n)
 		rank = thread_rank(pid, (pid_t)tid);
 		if (rank < 0)
 			continue;
-		if (*n == cap) {
-			struct cand *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof *v);
-			if (!nv) {
-				closedir(d);
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 64;
+		struct cand *nv = ha_grow(v, &cap, *n + 1, sizeof *v, 64);
+		if (!nv) {
+			closedir(d);
+			free(v);
+			return -ENOMEM;
 		}
+		v = nv;
 		v[*n].tid = (pid_t)tid;
 		v[*n].rank = rank;
 		(*n)++;

@@ -229,17 +229,13 @@ int ha_maps_parse(char *text, size_t len, struct ha_maps *out)
 			continue;           /* malformed: skip, as documented */
 		if (rc < 0)
 			goto fail;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct ha_map *nv = realloc(v, ncap * sizeof *v);
-			if (!nv) {
-				free(m.path);
-				rc = -ENOMEM;
-				goto fail;
-			}
-			v = nv;
-			cap = ncap;
+		struct ha_map *nv = ha_grow(v, &cap, n + 1, sizeof *v, 256);
+		if (!nv) {
+			free(m.path);
+			rc = -ENOMEM;
+			goto fail;
 		}
+		v = nv;
 		if (n > 0 && m.start < v[n - 1].start)
 			sorted = 0;
 		v[n++] = m;

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -189,4 +191,22 @@ void ha_background_thread(void)
 	if (ha_background_nice > 0)
 		(void)setpriority(PRIO_PROCESS, tid,
 		                  nice + ha_background_nice > 19 ? 19 : nice + ha_background_nice);
+}
+
+void *ha_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n <= *cap)
+		return arr;
+	size_t c = *cap ? *cap : first ? first : 1;
+	while (c < n) {
+		if (c > SIZE_MAX / 2)
+			return NULL;
+		c *= 2;
+	}
+	if (size && c > SIZE_MAX / size)
+		return NULL;
+	void *a = realloc(arr, c * size);
+	if (a)
+		*cap = c;
+	return a;
 }

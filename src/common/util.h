@@ -75,4 +75,12 @@ int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n);
  * readable bytes or a NUL before its end (a NUL is never a continuation). */
 int ha_utf8_len(const unsigned char *s);
 
+/* arr (an array of *cap elements of size bytes) with room for n: arr
+ * itself, or arr reallocated to twice its size (first at the least) until
+ * n fit, with *cap updated; NULL when out of memory or when the size would
+ * overflow (arr is kept, as it was).  The one growing array of the
+ * attacher's layers (heapdiff's, which end on out of memory, have
+ * hd_xrealloc). */
+void *ha_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first);
+
 #endif

@@ -57,19 +57,6 @@ int lm_text_matches(const struct ha_live_text *f, const char *filter)
 	       strcasestr(f->module, filter);
 }
 
-void *lm_grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	if (n <= *cap)
-		return arr;
-	size_t c = *cap ? *cap : 256;
-	while (c < n)
-		c *= 2;
-	void *a = realloc(arr, c * size);
-	if (a)
-		*cap = c;
-	return a;
-}
-
 int ha_live_leaf(const struct ha_lmsg_stack *st)
 {
 	int k = 0;

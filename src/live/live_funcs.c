@@ -100,7 +100,7 @@ static uint32_t intern(struct lf_index *fx, const struct ha_live_text *f)
 	if (*slot)
 		return *slot - 1;
 	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
-	struct fn **v = lm_grow(fx->fn, &fx->cap_fn, fx->n_fn + 1, sizeof *v);
+	struct fn **v = ha_grow(fx->fn, &fx->cap_fn, fx->n_fn + 1, sizeof *v, 256);
 	if (!v)
 		return UINT32_MAX;
 	fx->fn = v;
@@ -127,7 +127,7 @@ void lf_take_stack(struct ha_live *l, uint32_t id)
 	if (!fx && !(fx = l->fx = calloc(1, sizeof *fx)))
 		return;
 	size_t old = fx->cap_path;
-	struct path_fns *pv = lm_grow(fx->path, &fx->cap_path, (size_t)id + 1, sizeof *pv);
+	struct path_fns *pv = ha_grow(fx->path, &fx->cap_path, (size_t)id + 1, sizeof *pv, 256);
 	if (!pv)
 		return;
 	memset(pv + old, 0, (fx->cap_path - old) * sizeof *pv);
@@ -180,7 +180,7 @@ void lf_free(struct lf_index *fx)
  * memory. */
 static struct sums *zero_sums(struct lf_index *fx)
 {
-	struct sums *s = lm_grow(fx->sum, &fx->cap_sum, fx->n_fn + 1, sizeof *s);
+	struct sums *s = ha_grow(fx->sum, &fx->cap_sum, fx->n_fn + 1, sizeof *s, 256);
 	if (!s)
 		return NULL;
 	fx->sum = s;
@@ -233,7 +233,7 @@ size_t ha_live_functions(struct ha_live *l, int kind, enum ha_live_sort sort, co
 		if ((!lm_shown(&s[f].flat, sort) && !lm_shown(&s[f].cum, sort)) ||
 		    !lm_text_matches(&fx->fn[f]->t, filter))
 			continue;
-		struct ha_live_fn *r = lm_grow(fx->rows, &fx->cap_rows, n + 1, sizeof *r);
+		struct ha_live_fn *r = ha_grow(fx->rows, &fx->cap_rows, n + 1, sizeof *r, 256);
 		if (!r)
 			break;
 		fx->rows = r;
@@ -280,7 +280,7 @@ size_t ha_live_callers(struct ha_live *l, uint32_t fn, int kind, enum ha_live_so
 	for (size_t f = 0; f <= fx->n_fn; f++) {
 		if (!lm_shown(&s[f].cum, sort))
 			continue;
-		struct ha_live_caller *r = lm_grow(fx->callers, &fx->cap_callers, n + 1, sizeof *r);
+		struct ha_live_caller *r = ha_grow(fx->callers, &fx->cap_callers, n + 1, sizeof *r, 256);
 		if (!r)
 			break;
 		fx->callers = r;

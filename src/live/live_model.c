@@ -188,7 +188,7 @@ size_t ha_live_rows(struct ha_live *l, int kind, enum ha_live_sort sort, const c
 	for (size_t id = 1; id < l->cap; id++) {
 		if (!lm_bucket(l, id, kind, &a) || !lm_shown(&a, sort) || !stack_matches(l->stacks[id], filter))
 			continue;
-		struct ha_live_row *r = lm_grow(l->rows, &l->rows_cap, n + 1, sizeof *r);
+		struct ha_live_row *r = ha_grow(l->rows, &l->rows_cap, n + 1, sizeof *r, 256);
 		if (!r)
 			break;
 		l->rows = r;

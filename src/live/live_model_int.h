@@ -12,6 +12,7 @@
 #define HA_LIVE_MODEL_INT_H
 
 #include "live_model.h"
+#include "util.h" /* ha_grow */
 
 struct value {
 	int kind;                 /* -1: no such bucket yet */
@@ -45,9 +46,6 @@ int lm_cmp(const struct ha_live_amount *x, const struct ha_live_amount *y, enum 
 void lm_add(struct ha_live_amount *to, const struct ha_live_amount *a);
 /* The frame's function, file or module contains filter (NULL or "": any). */
 int lm_text_matches(const struct ha_live_text *f, const char *filter);
-/* arr (of *cap elements of size) with room for n: arr itself, or arr
- * grown (doubled), or NULL when out of memory (arr is kept). */
-void *lm_grow(void *arr, size_t *cap, size_t n, size_t size);
 
 /* live_funcs.c */
 /* The text of bucket id's stack came (l->stacks[id]): its functions. */

@@ -150,14 +150,10 @@ uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind,
 	*is_new = 0;
 	if (found)
 		return found;
-	if (b->nbuckets == b->capbuckets) {
-		size_t cap = b->capbuckets ? b->capbuckets * 2 : 256;
-		struct bucket *nb = realloc(b->buckets, cap * sizeof *nb);
-		if (!nb)
-			return 0;
-		b->buckets = nb;
-		b->capbuckets = cap;
-	}
+	struct bucket *nb = ha_grow(b->buckets, &b->capbuckets, b->nbuckets + 1, sizeof *nb, 256);
+	if (!nb)
+		return 0;
+	b->buckets = nb;
 	struct bucket *s = &b->buckets[b->nbuckets];
 	memset(s, 0, sizeof *s);
 	s->pcs = malloc((size_t)(n ? n : 1) * sizeof *pcs);
@@ -184,14 +180,10 @@ uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind,
  * the next change that fits sets it). */
 static int list_add(struct id_list *l, uint32_t id)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		uint32_t *nv = realloc(l->v, cap * sizeof *nv);
-		if (!nv)
-			return -1;
-		l->v = nv;
-		l->cap = cap;
-	}
+	uint32_t *nv = ha_grow(l->v, &l->cap, l->n + 1, sizeof *nv, 256);
+	if (!nv)
+		return -1;
+	l->v = nv;
 	l->v[l->n++] = id;
 	return 0;
 }

@@ -211,14 +211,10 @@ static void close_thread(struct ha_pf *pf, struct thread *t)
 static int open_thread(struct ha_pf *pf, struct perf_event_attr *a, pid_t tid, int window,
                        size_t ring_pages)
 {
-	if (pf->nth == pf->capth) {
-		size_t cap = pf->capth ? pf->capth * 2 : 64;
-		struct thread *n = realloc(pf->th, cap * sizeof *n);
-		if (!n)
-			return -1;
-		pf->th = n;
-		pf->capth = cap;
-	}
+	struct thread *n = ha_grow(pf->th, &pf->capth, pf->nth + 1, sizeof *n, 64);
+	if (!n)
+		return -1;
+	pf->th = n;
 	struct thread *t = &pf->th[pf->nth];
 	*t = (struct thread){ .tid = tid, .window = window };
 	if (pf->fd_budget < (unsigned long)pf->ncpu) {

@@ -126,14 +126,10 @@ static void reindex(struct ha_rss_pages *p)
 
 static struct page *insert(struct ha_rss_pages *p, uint64_t pn)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 1024;
-		struct page *nv = realloc(p->v, cap * sizeof *nv);
-		if (!nv)
-			return NULL;
-		p->v = nv;
-		p->cap = cap;
-	}
+	struct page *nv = ha_grow(p->v, &p->cap, p->n + 1, sizeof *nv, 1024);
+	if (!nv)
+		return NULL;
+	p->v = nv;
 	uint32_t *slot = ha_ht_add_new(&p->idx, &idx_type, p, pn_hash(pn));
 	if (!slot)
 		return NULL;

@@ -5,6 +5,7 @@
 #include "perfmap.h"
 
 #include "strpool.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,14 +125,10 @@ int ha_perfmap_add(struct ha_perfmap *pm, uint64_t start, uint64_t size, const c
 		return -1;
 	memcpy(name, s, len);
 	name[len] = '\0';
-	if (pm->n == pm->cap) {
-		size_t cap = pm->cap ? pm->cap * 2 : 1024;
-		struct pm_ent *v = realloc(pm->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		pm->v = v;
-		pm->cap = cap;
-	}
+	struct pm_ent *v = ha_grow(pm->v, &pm->cap, pm->n + 1, sizeof *v, 1024);
+	if (!v)
+		return -1;
+	pm->v = v;
 	const char *nm = ha_strpool_intern(&pm->names, name);
 	if (!nm[0])
 		return -1;

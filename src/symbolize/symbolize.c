@@ -146,16 +146,10 @@ static void cache_put(struct ha_symbolizer *s, uint64_t pc, int is_ret,
 		cache_clear(s);
 	if (ha_ht_fit(&s->tab, &pc_type, NULL) < 0)
 		return;
-	if (s->fn + (size_t)n > s->fcap) {
-		size_t ncap = s->fcap ? s->fcap * 2 : 8192;
-		while (ncap < s->fn + (size_t)n)
-			ncap *= 2;
-		struct ha_sym_frame *nf = realloc(s->frames, ncap * sizeof *nf);
-		if (!nf)
-			return;
-		s->frames = nf;
-		s->fcap = ncap;
-	}
+	struct ha_sym_frame *nf = ha_grow(s->frames, &s->fcap, s->fn + (size_t)n, sizeof *nf, 8192);
+	if (!nf)
+		return;
+	s->frames = nf;
 	struct pcent *e = ha_ht_add_new(&s->tab, &pc_type, NULL, hash_pc(pc, is_ret));
 	*e = (struct pcent){ pc, (uint32_t)s->fn, (uint16_t)n, (uint8_t)(is_ret != 0), 1 };
 	memcpy(s->frames + s->fn, f, (size_t)n * sizeof *f);

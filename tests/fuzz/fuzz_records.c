@@ -26,7 +26,7 @@
  *    finite, its live bytes and count never negative, and the live total
  *    of each kind finite and not negative.
  *
- * fuzz-sources: src/record/rec_check.c src/record/book.c src/common/hashtab.c
+ * fuzz-sources: src/record/rec_check.c src/record/book.c src/common/hashtab.c src/common/util.c
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
