@@ -16,7 +16,7 @@
  *   - a record that cannot be framed (a length that is not one, beyond
  *     prod) is counted once; the consumer goes on from the next published
  *     record, at once if there is one, else after as long as an abandoned
- *     record gets (ABANDONED_MS), from prod.
+ *     record gets (HA_ABANDONED_MS, ring_read.h), from prod.
  * Each repair is counted: the session's summary says what was lost. */
 #ifndef HA_RING_HEAL_H
 #define HA_RING_HEAL_H

@@ -11,7 +11,7 @@
  * position the consumer would meet it at (a stamp is a 64-bit hash: the
  * fuzzer could not guess one), so that inputs can hold published records.
  *
- * The consumer loop is the collector's framing (frame_batch and
+ * The consumer loop is the collector's framing (ha_reader_frame and
  * ha_reader_skip_to_next in src/record/ring_read.c) reduced to the ring calls: peek
  * at pos; on a record, check prod covers it, read it all, consume it; on
  * nothing, go on from ha_ring_find_next; stop at a corrupt record.
