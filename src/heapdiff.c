@@ -15,10 +15,10 @@
  *                                     store (src/push/push_batch.c)
  *
  * This file only parses options and operands and resolves the snapshots;
- * report_load.c reads, report_rows.c folds/filters/merges, report_*.c
- * write the formats, report_funcs.c adds rows up by function, leaks.c and
- * leak_funcs.c do --leaks, report_series.c --peak, heap_vs_rss.c
- * --heap-vs-rss.  Usage errors are found before any file is opened.
+ * report_load.c reads, report_rows.c folds/filters/merges, report_funcs.c
+ * adds rows up by function, leaks.c and leak_funcs.c do --leaks,
+ * report_series.c --peak, heap_vs_rss.c --heap-vs-rss (src/report, the
+ * model); src/render's report_*.c and heap_vs_rss_write.c write them.  Usage errors are found before any file is opened.
  *
  * The report library returns its errors (report.h); this file alone
  * decides what one ends: fatal() writes the line kept in err and exits 1.
@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "push.h"
-#include "report.h"
+#include "render.h"
 
 #ifndef HA_VERSION
 #define HA_VERSION "0"
@@ -616,7 +616,7 @@ int main(int argc, char **argv)
 		check(hd_fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note, &r.fallen_note));
 	r.b = &b;
 	/* A pprof profile of one snapshot has its period's allocations, as a
-	 * Go heap profile in a profile store (report_pprof.c). */
+	 * Go heap profile in a profile store (src/render/report_pprof.c). */
 	struct hd_snap prev;
 	if (o.format == HD_PPROF && !r.a) {
 		int found = hd_prev_snapshot(&b, &prev);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "alloc_frame.h"
-#include "report.h"
+#include "render.h"
 #include "unit.h"
 
 /* The name a hostile target gives its function, as stored in the file. */

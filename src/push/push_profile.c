@@ -1,5 +1,5 @@
 /* push_profile.c -- one snapshot of a database as the profile a store
- * receives: what `heapdiff --format pprof DB S` writes (report_pprof.c,
+ * receives: what `heapdiff --format pprof DB S` writes (src/render/report_pprof.c,
  * not a second encoder), with the facts its URL needs.
  *
  * The profile has the inuse_* values at S and the alloc_* values of S's
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "render.h"
 #include "util.h"
 
 /* Everything the load builds, on the heap: struct hd_err alone is 8 KiB,

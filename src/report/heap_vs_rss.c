@@ -1,4 +1,4 @@
-/* heap_vs_rss.c -- heapdiff --heap-vs-rss: per function, what the program
+/* heap_vs_rss.c -- the rows of heapdiff --heap-vs-rss: per function, what the program
  * allocated next to where that memory is, so that memory allocated but
  * never touched (heap >> resident), touched and kept (heap ~ resident) and
  * resident but no longer on the heap (resident >> heap: freed into the
@@ -21,17 +21,9 @@
  * no allocation path only touches memory allocated elsewhere (memset),
  * one with an allocation path and no heap left freed it.
  *
- * hd_vs_build makes the rows; hd_write_vs_text and hd_write_vs_json write
- * them; report_html.c puts them in a table of the page.  The JSON:
- *
- *   { "heapdiff": 1, "mode": "heap-vs-rss", "diff": true | false,
- *     "from": SNAPSHOT | null, "to": SNAPSHOT,  (as report_json.c)
- *     "total": { "heap_mmap_bytes", "resident_bytes", "swapped_bytes",
- *                "rss_bytes", "rss_anon_bytes", "swap_bytes",
- *                "functions", "shown" },
- *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
- *                      "resident_bytes", "swapped_bytes",
- *                      "paths": [heap+mmap, resident, swapped] } ] } */
+ * hd_vs_build makes the rows (the functions' index of report_funcs.c);
+ * src/render/heap_vs_rss_write.c writes them as text or JSON and
+ * report_html.c puts them in a table of the page. */
 #define _GNU_SOURCE
 #include "report.h"
 
@@ -39,9 +31,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const col_title[HD_VS_N] = { "heap+mmap", "resident", "swapped" };
-static const char *const col_json[HD_VS_N] = { "heap_mmap_bytes", "resident_bytes", "swapped_bytes" };
 
 struct build {
 	struct hd_vs *vs;
@@ -175,103 +164,4 @@ void hd_vs_free(struct hd_vs *vs)
 		free_row(&vs->v[i]);
 	free(vs->v);
 	memset(vs, 0, sizeof *vs);
-}
-
-/* ------------------------------------------------------------ writers */
-
-static size_t shown_of(const struct hd_report *r, const struct hd_vs *vs)
-{
-	return r->top > 0 && (size_t)r->top < vs->n ? (size_t)r->top : vs->n;
-}
-
-/* The kernel's view from A to B (or at B): RssAnon, VmSwap, VmRSS. */
-enum { K_ANON, K_SWAP, K_RSS, K_N };
-static void kernel(const struct hd_report *r, double k[K_N])
-{
-	const struct hd_snap *a = r->a, *b = r->b;
-	k[K_ANON] = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
-	k[K_SWAP] = (double)b->swap - (a ? (double)a->swap : 0);
-	k[K_RSS] = (double)b->rss - (a ? (double)a->rss : 0);
-}
-
-void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
-{
-	size_t shown = shown_of(r, vs);
-	int sign = r->a != NULL;
-	char b[HD_VS_N][64], kb[K_N][64];
-	double k[K_N];
-
-	fprintf(f, "heap and mmap against resident and swapped memory by function (inclusive: every call "
-	        "path through it, once)\n");
-	hd_text_header(f, r, "functions", 1);
-	if (vs->n == 0) {
-		fprintf(f, r->a ? "no function changed\n" : "no live memory\n");
-	} else {
-		fprintf(f, "%14s %12s %12s  %s\n", "HEAP+MMAP", "RESIDENT", "SWAPPED", "FUNCTION");
-		for (size_t i = 0; i < shown; i++) {
-			const struct hd_vs_row *row = &vs->v[i];
-			for (int c = 0; c < HD_VS_N; c++)
-				hd_fmt_bytes(b[c], sizeof b[c], row->bytes[c], sign, r->exact_bytes);
-			fprintf(f, "%14s %12s %12s  %s", b[0], b[1], b[2], row->function);
-			if (row->file[0])
-				fprintf(f, "  %s", row->file);
-			if (row->module[0])
-				fprintf(f, "  [%s]", ha_base_name(row->module));
-			fputc('\n', f);
-		}
-		if (shown < vs->n)
-			fprintf(f, "%14s %12s %12s  ... %zu more function%s (--top 0 shows all)\n", "", "", "",
-			        vs->n - shown, vs->n - shown == 1 ? "" : "s");
-	}
-	fputs("\ntotal:", f);
-	for (int c = 0; c < HD_VS_N; c++)
-		fprintf(f, "%s %s %s", c ? "," : "", col_title[c],
-		        hd_fmt_bytes(b[c], sizeof b[c], vs->total[c], sign, r->exact_bytes));
-	kernel(r, k);
-	for (int c = 0; c < K_N; c++)
-		hd_fmt_bytes(kb[c], sizeof kb[c], k[c], sign, r->exact_bytes);
-	fprintf(f, " (estimated; %zu functions%s, %zu shown); RssAnon %s; VmSwap %s; RSS %s", vs->n,
-	        r->a ? " changed" : "", shown, kb[K_ANON], kb[K_SWAP], kb[K_RSS]);
-	if (r->a)
-		fprintf(f, "; %.1f s", r->b->time - r->a->time);
-	fputc('\n', f);
-}
-
-void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
-{
-	size_t shown = shown_of(r, vs);
-	double k[K_N];
-
-	kernel(r, k);
-	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"heap-vs-rss\", \"diff\": %s,\n \"from\": ",
-	        r->a ? "true" : "false");
-	hd_json_snap(f, r->a);
-	fputs(",\n \"to\": ", f);
-	hd_json_snap(f, r->b);
-	fputs(",\n \"total\": {", f);
-	for (int c = 0; c < HD_VS_N; c++)
-		fprintf(f, "\"%s\": %.0f, ", col_json[c], vs->total[c]);
-	fprintf(f, "\"rss_bytes\": %.0f, \"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, "
-	        "\"functions\": %zu, \"shown\": %zu},\n \"functions\": ",
-	        k[K_RSS], k[K_ANON], k[K_SWAP], vs->n, shown);
-	hd_vs_json_rows(f, vs, shown, hd_json_str);
-	fputs("}\n", f);
-}
-
-void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *))
-{
-	fputc('[', f);
-	for (size_t i = 0; i < n && i < vs->n; i++) {
-		const struct hd_vs_row *row = &vs->v[i];
-		fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", f);
-		str(f, row->function);
-		fputs(", \"file\": ", f);
-		str(f, row->file);
-		fputs(", \"module\": ", f);
-		str(f, row->module);
-		for (int c = 0; c < HD_VS_N; c++)
-			fprintf(f, ", \"%s\": %.0f", col_json[c], row->bytes[c]);
-		fprintf(f, ", \"paths\": [%d, %d, %d]}", row->paths[0], row->paths[1], row->paths[2]);
-	}
-	fputs("\n ]", f);
 }

@@ -1,14 +1,16 @@
-/* report.h -- heapdiff's in-memory model of a report and its writers.
+/* report.h -- heapdiff's in-memory model of a report.
  *
  * heapdiff.c parses the command line and resolves snapshots; report_load.c
  * reads values and callstacks from one or two databases (every value
  * bounds-checked: the file may be corrupt); report_rows.c folds allocator
- * frames, applies the filters and merges the two sides into rows; one
- * report_<format>.c per output format writes them; report_funcs.c adds
- * rows up by function; report_series.c scans a session's series (the
- * peak, the fit of a trend), with which leaks.c (and leak_funcs.c, for
- * functions) finds leak suspects over all snapshots of a session.  Nothing
- * here writes a database. */
+ * frames, applies the filters and merges the two sides into rows;
+ * report_funcs.c adds rows up by function; report_series.c scans a
+ * session's series (the peak, the fit of a trend), with which leaks.c (and
+ * leak_funcs.c, for functions) finds leak suspects over all snapshots of a
+ * session; heap_vs_rss.c pairs the heap with resident memory by function.
+ * The writers of every format are src/render (render.h), which includes
+ * this header; nothing here includes theirs.  Nothing here writes a
+ * database. */
 #ifndef HA_REPORT_H
 #define HA_REPORT_H
 
@@ -213,39 +215,15 @@ double hd_col_real(struct hd_source *s, struct sqlite3_stmt *q, int i);
  * no control characters, at most HD_MAX_TEXT bytes.  malloc'ed. */
 char *hd_clean_text(const unsigned char *s);
 
-/* Escapers for the structured formats. */
-void hd_json_str(FILE *f, const char *s);
-/* JSON for a <script> element of an HTML page: also '<', '>' and '&' as
- * \u003c, \u003e, \u0026, so that no name can close the element. */
-void hd_json_html_str(FILE *f, const char *s);
-void hd_xml_str(FILE *f, const char *s);
-
-/* a - b, held at INT64_MIN or INT64_MAX where it would overflow: the
- * difference of two counters read from the file (any values). */
-int64_t hd_sub_i64(int64_t a, int64_t b);
-
 /* "1.23 MiB" (or the exact number with exact); sign: "+" on growth. */
 const char *hd_fmt_bytes(char *buf, size_t len, double v, int sign, int exact);
-const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
-const char *hd_fmt_time(char *buf, size_t len, double t);
 /* The name a frame shows: its function, or 0xPC when unknown. */
 const char *hd_frame_name(const struct hd_frame *f, char *buf, size_t len);
-/* A kind's name ("heap", "mmap", "rss", "swap"; HD_KIND_ALLOC
- * "heap+mmap"). */
-const char *hd_kind_name(int kind);
 /* Does a bucket of kind pass the --kind filter? */
 int hd_kind_matches(int filter, int kind);
-/* Is kind one of where memory is (rss, swap), not of what was allocated? */
-int hd_kind_physical(int kind);
 /* The memory of --kind in a sentence: "the estimated %s" ("live memory",
  * "live heap", "live mmap memory", "resident memory", "swapped memory"). */
 const char *hd_kind_what(int kind);
-/* ... in a title or a total line: "live heap" for heap, mmap and both,
- * "resident memory", "swapped memory". */
-const char *hd_kind_title(int kind);
-/* What a bucket's counts count: "objects" (allocations) or "pages" (4 KiB,
- * rss and swap). */
-const char *hd_kind_objects(int kind);
 
 /* ------------------------------------------------------------ loading */
 
@@ -340,41 +318,6 @@ void hd_funcs_add(struct hd_funcs *fs, const struct hd_row *row);
 /* Keeps and ranks the rows (by: HD_BY_FUNCTION or HD_BY_CUM). */
 void hd_funcs_finish(struct hd_funcs *fs, double min_bytes, int by, int by_objects);
 void hd_funcs_free(struct hd_funcs *fs);
-/* The first n rows as a JSON array of objects (function, file, module,
- * flat_bytes, flat_objects, cum_bytes, cum_objects, flat_paths,
- * cum_paths), names through str (hd_json_str, or hd_json_html_str). */
-void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
-                        void (*str)(FILE *, const char *));
-/* The function part of a text line: "name  file  [module]". */
-void hd_func_text_name(FILE *f, const struct hd_frame *fr);
-/* Functions shown by default under the text report's header. */
-#define HD_TOP_FUNCS 6
-
-/* ------------------------------------------------------------ writers */
-
-void hd_write_text(FILE *f, const struct hd_report *r);
-/* The lines above the text table: the notes, the snapshots (A and B, or
- * "AT at" B), the sample counters (with faults, the page-fault samples'),
- * then a blank line (shared with --heap-vs-rss). */
-void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faults);
-void hd_write_folded(FILE *f, const struct hd_report *r);
-void hd_write_json(FILE *f, const struct hd_report *r);
-/* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
-void hd_json_snap(FILE *f, const struct hd_snap *s);
-/* The frames of st as a JSON array. */
-void hd_json_frames(FILE *f, const struct hd_stack *st);
-/* --leaks (struct hd_leak_report, below). */
-struct hd_leak_report;
-void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr);
-void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr);
-void hd_write_svg(FILE *f, const struct hd_report *r);
-int hd_write_pprof(FILE *f, const struct hd_report *r);
-/* The same gzipped profile appended to out (heapattach --push). */
-int hd_pprof_encode(const struct hd_report *r, struct hd_buf *out);
-/* One self-contained HTML page (report_html.c): r is A -> B (or the live
- * heap at B); the page adds the session's chart, the live heap at the peak
- * and at B, and the leak suspects. */
-int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *flt);
 
 /* ------------------------------------------------------------ heap vs rss */
 
@@ -398,11 +341,6 @@ struct hd_vs {
  * function, min-bytes and folding; flt->kind does not apply. */
 int hd_vs_build(const struct hd_report *r, const struct hd_filter *flt, struct hd_vs *vs);
 void hd_vs_free(struct hd_vs *vs);
-void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
-void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
-/* The first n rows as a JSON array of objects, names through str
- * (hd_json_str, or hd_json_html_str for a page). */
-void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *));
 
 /* ------------------------------------------------------------ leaks */
 
@@ -456,8 +394,7 @@ int hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *f
 void hd_leak_free(struct hd_leak_set *ls);
 
 /* --leaks: what its report shows, gathered by hd_leak_report (leaks.c),
- * written by hd_write_leaks_text (report_text.c) or _json
- * (report_json.c). */
+ * written by hd_write_leaks_text or _json (src/render/render.h). */
 struct hd_leak_report {
 	const struct hd_leak_opts *o;
 	const char *path;          /* the database */
@@ -490,7 +427,8 @@ int hd_fallen_note(const struct hd_snap *b, int kind, int exact, char *buf, size
                    const char **note);
 
 /* Every snapshot of a session (reason 'peak' included), in id order, with
- * the estimated live bytes by kind (for the chart of report_html.c). */
+ * the estimated live bytes by kind (for the chart of the HTML page,
+ * src/render/report_html.c). */
 struct hd_snap_total {
 	int64_t id;
 	double time;

@@ -153,34 +153,3 @@ void hd_funcs_free(struct hd_funcs *fs)
 	free(fs->v);
 	memset(fs, 0, sizeof *fs);
 }
-
-void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
-                        void (*str)(FILE *, const char *))
-{
-	char pc[32];
-	fputc('[', f);
-	for (size_t i = 0; i < n && i < fs->n; i++) {
-		const struct hd_func_row *r = &fs->v[i];
-		fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", f);
-		str(f, hd_frame_name(r->fr, pc, sizeof pc));
-		fputs(", \"file\": ", f);
-		str(f, r->fr->file);
-		fputs(", \"module\": ", f);
-		str(f, r->fr->module);
-		fprintf(f, ", \"flat_bytes\": %.0f, \"flat_objects\": %.0f, \"cum_bytes\": %.0f, "
-		        "\"cum_objects\": %.0f, \"flat_paths\": %d, \"cum_paths\": %d}",
-		        r->flat_bytes, r->flat_objects, r->cum_bytes, r->cum_objects, r->flat_paths,
-		        r->cum_paths);
-	}
-	fputs("\n ]", f);
-}
-
-void hd_func_text_name(FILE *f, const struct hd_frame *fr)
-{
-	char pc[32];
-	fputs(hd_frame_name(fr, pc, sizeof pc), f);
-	if (fr->file[0])
-		fprintf(f, "  %s", fr->file);
-	if (fr->module[0])
-		fprintf(f, "  [%s]", ha_base_name(fr->module));
-}

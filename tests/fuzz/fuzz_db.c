@@ -45,12 +45,13 @@
  * what it built, as one that ends.
  *
  * fuzz-sources: src/report/report_util.c src/report/report_load.c src/report/report_rows.c
- * fuzz-sources: src/report/report_text.c src/report/report_folded.c src/report/report_json.c
- * fuzz-sources: src/report/report_svg.c src/report/report_pprof.c src/report/report_html.c
  * fuzz-sources: src/report/leaks.c src/report/leak_funcs.c src/report/heap_vs_rss.c
- * fuzz-sources: src/report/report_funcs.c src/report/report_series.c src/db/db_open.c
+ * fuzz-sources: src/report/report_funcs.c src/report/report_series.c
+ * fuzz-sources: src/render/render_util.c src/render/report_text.c src/render/report_folded.c
+ * fuzz-sources: src/render/report_json.c src/render/report_svg.c src/render/report_pprof.c
+ * fuzz-sources: src/render/report_html.c src/render/heap_vs_rss_write.c src/db/db_open.c
  * fuzz-sources: src/common/util.c src/common/alloc_frame.c src/common/hashtab.c
- * fuzz-generated: src/report/report_html_assets.c src/db/schema_sql.c
+ * fuzz-generated: src/render/report_html_assets.c src/db/schema_sql.c
  * fuzz-libs: -lsqlite3 -lz
  */
 #define _GNU_SOURCE
@@ -60,7 +61,7 @@
 #include "check_pprof.h"
 #include "check_text.h"
 #include "db_hostile.h"
-#include "report.h"
+#include "render.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* fuzz_report -- libFuzzer harness for heapdiff's text cleaning and
- * escaping, src/report/report_util.c: every name in a report comes from a
- * database the target's binaries filled (hd_clean_text first, then the
- * escaper of the output format).
+ * escaping (hd_clean_text, src/report/report_util.c; the escapers,
+ * src/render/render_util.c): every name in a report comes from a database
+ * the target's binaries filled (hd_clean_text first, then the escaper of
+ * the output format).
  *
  * The input is a text value from the database (up to its first NUL).
  * Asserted, besides what the sanitizers check:
@@ -14,12 +15,12 @@
  *  - hd_xml_str of it has no raw '<', '>', '"' or '\'', every '&' starts
  *    one of the five entities, and it decodes back to the cleaned text.
  *
- * fuzz-sources: src/report/report_util.c src/common/util.c src/common/hashtab.c
+ * fuzz-sources: src/report/report_util.c src/render/render_util.c src/common/util.c src/common/hashtab.c
  * fuzz-libs: -lsqlite3
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
-#include "report.h"
+#include "render.h"
 
 /* The output of an escaper on s, malloc'ed, its length in *n. */
 static char *escaped(void (*esc)(FILE *, const char *), const char *s, size_t *n)

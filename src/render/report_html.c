@@ -66,7 +66,7 @@
  * Everything the page shows from the database is read first (struct
  * page): an error (a corrupt file) returns before any of it is written. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <inttypes.h>
 #include <math.h>

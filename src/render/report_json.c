@@ -37,7 +37,7 @@
  *                     "file", "module", "kind", "paths", ... as above,
  *                     "via": [ function, ... ] } ] } */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <inttypes.h>
 
@@ -125,6 +125,29 @@ void hd_write_json(FILE *f, const struct hd_report *r)
 		fputc('}', f);
 	}
 	fputs("\n ]}\n", f);
+}
+
+/* ------------------------------------------------------------ functions */
+
+void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
+                        void (*str)(FILE *, const char *))
+{
+	char pc[32];
+	fputc('[', f);
+	for (size_t i = 0; i < n && i < fs->n; i++) {
+		const struct hd_func_row *r = &fs->v[i];
+		fputs(i ? ",\n  {\"function\": " : "\n  {\"function\": ", f);
+		str(f, hd_frame_name(r->fr, pc, sizeof pc));
+		fputs(", \"file\": ", f);
+		str(f, r->fr->file);
+		fputs(", \"module\": ", f);
+		str(f, r->fr->module);
+		fprintf(f, ", \"flat_bytes\": %.0f, \"flat_objects\": %.0f, \"cum_bytes\": %.0f, "
+		        "\"cum_objects\": %.0f, \"flat_paths\": %d, \"cum_paths\": %d}",
+		        r->flat_bytes, r->flat_objects, r->cum_bytes, r->cum_objects, r->flat_paths,
+		        r->cum_paths);
+	}
+	fputs("\n ]", f);
 }
 
 /* ------------------------------------------------------------ --leaks */

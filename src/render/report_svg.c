@@ -15,7 +15,7 @@
  * shows the frame, its bytes and objects (a <title> tooltip and the
  * details line at the bottom). */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <inttypes.h>
 #include <math.h>

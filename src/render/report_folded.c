@@ -7,7 +7,7 @@
  * formats show both.  Inlined frames get flamegraph.pl's "_[i]" suffix;
  * memory other than the heap gets a root frame naming its kind. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <math.h>
 

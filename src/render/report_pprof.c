@@ -25,7 +25,7 @@
  * The protobuf encoding is written by hand: varints and length-delimited
  * fields are all this message needs. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -10,7 +10,7 @@
  * suspects ranked by growth, each with its frames or its function (and
  * the functions it is via), then the counts and notes. */
 #define _GNU_SOURCE
-#include "report.h"
+#include "render.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -142,6 +142,16 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 
 /* The functions' table: all of --by function, or the first HD_TOP_FUNCS
  * under the header of the call paths' report (n). */
+void hd_func_text_name(FILE *f, const struct hd_frame *fr)
+{
+	char pc[32];
+	fputs(hd_frame_name(fr, pc, sizeof pc), f);
+	if (fr->file[0])
+		fprintf(f, "  %s", fr->file);
+	if (fr->module[0])
+		fprintf(f, "  [%s]", ha_base_name(fr->module));
+}
+
 static void print_funcs(FILE *f, const struct hd_report *r, size_t n, int summary)
 {
 	const struct hd_funcs *fs = r->funcs;

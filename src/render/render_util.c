@@ -1,0 +1,119 @@
+/* render_util.c -- what only the writers use: the escapers of the
+ * structured formats, counts, times and counter differences as text, and
+ * the words for each kind of memory (render.h).  The helpers the model
+ * uses too (the map, the buffer, errors, text cleaning, hd_fmt_bytes,
+ * hd_kind_matches, hd_kind_what) are src/report/report_util.c. */
+#define _GNU_SOURCE
+#include "render.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ escapers */
+
+/* Strings reaching the writers went through hd_clean_text: valid UTF-8
+ * without control characters. */
+void hd_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void hd_json_html_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void hd_xml_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default:
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, f);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ numbers */
+
+int64_t hd_sub_i64(int64_t a, int64_t b)
+{
+	int64_t d;
+	if (__builtin_sub_overflow(a, b, &d))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return d;
+}
+
+const char *hd_fmt_count(char *buf, size_t len, double v, int sign)
+{
+	if (fabs(v) < 0.5)
+		v = 0;
+	snprintf(buf, len, sign && v != 0 ? "%+.0f" : "%.0f", v);
+	return buf;
+}
+
+const char *hd_fmt_time(char *buf, size_t len, double t)
+{
+	struct tm tm;
+	/* A time from the file: past time_t (and any calendar) it is a number. */
+	time_t tt = fabs(t) < 1e15 ? (time_t)t : 0;
+	if (!(fabs(t) < 1e15) || !localtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%.0f", isfinite(t) ? t : 0.0);
+	return buf;
+}
+
+/* ------------------------------------------------------------ kinds */
+
+const char *hd_kind_name(int kind)
+{
+	switch (kind) {
+	case HD_KIND_ALLOC: return "heap+mmap";
+	case HA_KIND_HEAP: return "heap";
+	case HA_KIND_MMAP: return "mmap";
+	case HA_KIND_RSS: return "rss";
+	case HA_KIND_SWAP: return "swap";
+	default: return "other";
+	}
+}
+
+int hd_kind_physical(int kind)
+{
+	return kind == HA_KIND_RSS || kind == HA_KIND_SWAP;
+}
+
+const char *hd_kind_title(int kind)
+{
+	return hd_kind_physical(kind) ? hd_kind_what(kind) : "live heap";
+}
+
+const char *hd_kind_objects(int kind)
+{
+	return hd_kind_physical(kind) ? "pages" : "objects";
+}
