@@ -77,6 +77,12 @@ at_exit() {
 _cleanup() {
 	local rc=$? p
 	trap - EXIT
+	# A bug of ours that heapattach caught and said (never aborting mid-
+	# injection): any test whose heapattach said one fails.
+	if [ "$rc" -eq 0 ] && grep -s "internal error" "$W"/ha*.err; then
+		echo "FAIL: heapattach reported an internal error"
+		rc=1
+	fi
 	for p in "${_PIDS[@]}"; do
 		kill -KILL "$p" 2>/dev/null
 	done
