@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "elfsym.h"
 #include "target_fs.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -372,16 +373,9 @@ int ha_elf_symbol_at(pid_t pid, const struct ha_map *mod, uint64_t addr, char *o
 	rc = symtab_get(pid, mod, &t);
 	if (rc == 0) {
 		uint64_t rel = addr - load_bias(t, mod);
-		size_t lo = 0, hi = t->n;
 		rc = -ENOENT;
 		/* last symbol with value <= rel */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (t->v[mid].value <= rel)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = ha_count_le(t->v, t->n, sizeof *t->v, offsetof(struct sym, value), rel);
 		/* Look back a little: aliases share a value, and a zero-sized or
 		 * object symbol may sit between a function and the address. */
 		for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++) {

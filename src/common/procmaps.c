@@ -322,16 +322,8 @@ const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *pr
 
 const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
-
-	/* binary search for the last mapping with start <= addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the last mapping with start <= addr */
+	size_t lo = ha_count_le(m->v, m->n, sizeof *m->v, offsetof(struct ha_map, start), addr);
 	if (lo == 0)
 		return NULL;
 	return addr < m->v[lo - 1].end ? &m->v[lo - 1] : NULL;

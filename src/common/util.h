@@ -75,6 +75,26 @@ int ha_remote_write(pid_t pid, uint64_t addr, const void *buf, size_t n);
  * readable bytes or a NUL before its end (a NUL is never a continuation). */
 int ha_utf8_len(const unsigned char *s);
 
+/* In n elements of stride bytes at base, sorted by the uint64_t at
+ * key_off in each (offsetof), how many come first with a key <= key: the
+ * index of the first above it (the last at or below is the one before).
+ * The one binary search of the attacher's sorted tables. */
+static inline size_t ha_count_le(const void *base, size_t n, size_t stride, size_t key_off,
+                                 uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, (const char *)base + mid * stride + key_off, sizeof k);
+		if (k <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* arr (an array of *cap elements of size bytes) with room for n: arr
  * itself, or arr reallocated to twice its size (first at the least) until
  * n fit, with *cap updated; NULL when out of memory or when the size would

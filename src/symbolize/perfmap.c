@@ -266,14 +266,7 @@ const char *ha_perfmap_lookup(struct ha_perfmap *pm, uint64_t pc, unsigned gen, 
 	if (!pm || pm->n == 0)
 		return NULL;
 	/* the last entry starting at or below pc */
-	size_t lo = 0, hi = pm->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pm->v[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ha_count_le(pm->v, pm->n, sizeof *pm->v, offsetof(struct pm_ent, start), pc);
 	const struct pm_ent *best = NULL, *later = NULL;
 	for (size_t i = lo, k = 0; i > 0 && k < BACK_SCAN; i--, k++) {
 		const struct pm_ent *e = &pm->v[i - 1];

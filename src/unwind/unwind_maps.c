@@ -396,16 +396,8 @@ struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m)
 static uint64_t copy_end_now(const struct ha_unwinder *u, uint64_t pg)
 {
 	uint64_t end = UINT64_MAX;
-	size_t lo = 0, hi = u->maps.n;
-
 	/* the first mapping that ends above rsp's page */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (u->maps.v[mid].end <= pg)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ha_count_le(u->maps.v, u->maps.n, sizeof *u->maps.v, offsetof(struct ha_map, end), pg);
 	if (lo < u->maps.n && u->mi[lo].next_file < u->maps.n) {
 		uint64_t start = u->maps.v[u->mi[lo].next_file].start;
 		end = start > pg ? start : pg;
