@@ -355,8 +355,8 @@ int inj_deliver_agent(struct injection *j, struct hijack *h, uint64_t room, size
 			return rc;
 		inj_log(j, "copy: %s", one);
 		if (used < sizeof cwhy)
-			used += (size_t)snprintf(cwhy + used, sizeof cwhy - used, "%s%s", used ? ", " : "",
-			                         one);
+			used += (size_t)snprintf(cwhy + used, sizeof cwhy - used, "%s%s%s",
+			                         used ? ", " : "", i < 3 ? "" : "cwd ", one);
 	}
 	ha_err(j->err, j->errlen, "cannot load the agent in %d (%s): memfd: %s; copy: %s",
 	       (int)j->pid, j->target->comm, mwhy, cwhy[0] ? cwhy : "no directory to try");

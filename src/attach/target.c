@@ -292,9 +292,15 @@ static int check_agent_reachable(struct ha_target *t, const char *agent_path,
 		ha_err(err, errlen, "agent not found: %s: %s", agent_path, strerror(errno));
 		return -1;
 	}
+	/* Our "/" in our mount namespace: the same root directory seen through
+	 * another namespace may have other mounts on it (a private /tmp) */
 	snprintf(theirs, sizeof theirs, "/proc/%d/root", (int)t->pid);
 	t->same_root = stat(theirs, &root_st) == 0 && stat("/", &slash_st) == 0 &&
 	               root_st.st_dev == slash_st.st_dev && root_st.st_ino == slash_st.st_ino;
+	snprintf(theirs, sizeof theirs, "/proc/%d/ns/mnt", (int)t->pid);
+	if (stat(theirs, &root_st) != 0 || stat("/proc/self/ns/mnt", &slash_st) != 0 ||
+	    root_st.st_ino != slash_st.st_ino)
+		t->same_root = 0;
 	snprintf(theirs, sizeof theirs, "/proc/%d/root%s", (int)t->pid, agent_path);
 	t->agent_by_path = stat(theirs, &theirs_st) == 0 && theirs_st.st_dev == ours_st.st_dev &&
 	                   theirs_st.st_ino == ours_st.st_ino;

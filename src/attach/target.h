@@ -17,7 +17,7 @@ struct ha_target {
 	char comm[64];
 	int seccomp_filter;     /* a seccomp filter is installed (may refuse calls) */
 	int agent_loaded;       /* heapattach_agent.so is mapped and dormant */
-	int same_root;          /* /proc/PID/root is our "/" */
+	int same_root;          /* /proc/PID/root is our "/", in our mount namespace */
 	int agent_by_path;      /* the target sees agent_path as our very file: it
 	                         * dlopens that path; else the agent is delivered
 	                         * (inject_deliver.c) */
