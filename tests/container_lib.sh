@@ -43,3 +43,22 @@ check_nothing_left() {
 	[ -z "$left" ] || fail "files of ours left in the target's file system: $left"
 	log "nothing of ours left in $pid's descriptors, /tmp, /var/tmp, /dev/shm"
 }
+
+# container_profile_exact PID DB: one session with --block -i 1 through a
+# memfd; the target leaks N blocks of SIZE bytes (leak_cmd): exact.
+container_profile_exact() {
+	local pid=$1 db=$2 bytes count
+	start_ha -v -q -s 3600 -i 1 --block -o "$db" "$pid"
+	wait_ready "$pid" leak_cmd
+	grep -q "agent written into memfd" "$HA_ERR" || fail "the agent did not go through a memfd"
+	send "$TFD" "leak $N $SIZE"
+	wait_line "$TOUT" "^done leak $N $SIZE" 60
+	snapshot_now "$db"
+	detach_by_signal INT "$pid"
+	check_session "$HA_ERR" "$pid" leak_cmd
+	check_alive "$pid"
+	# leak_here's blocks, and the array that keeps them (4,096 pointers).
+	read -r bytes count < <(live_under "$db" leak_here heap)
+	[ "$count" = $((N + 1)) ] && [ "$bytes" = $((N * SIZE + 4096 * 8)) ] ||
+		fail "leak_here holds $count blocks, $bytes bytes; expected $((N + 1)), $((N * SIZE + 4096 * 8))"
+}

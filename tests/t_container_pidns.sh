@@ -11,19 +11,7 @@ require_all leak_cmd
 
 N=3000 SIZE=200
 container_start ct mnt+pid "" leak_cmd
-db=$W/ct.db
-start_ha -v -q -s 3600 -i 1 --block -o "$db" "$pid"
-wait_ready "$pid" leak_cmd
-grep -q "agent written into memfd" "$HA_ERR" || fail "the agent did not go through a memfd"
-send "$TFD" "leak $N $SIZE"
-wait_line "$TOUT" "^done leak $N $SIZE" 60
-snapshot_now "$db"
-detach_by_signal INT "$pid"
-check_session "$HA_ERR" "$pid" leak_cmd
-check_alive "$pid"
-read -r bytes count < <(live_under "$db" leak_here heap)
-[ "$count" = $((N + 1)) ] && [ "$bytes" = $((N * SIZE + 4096 * 8)) ] ||
-	fail "leak_here holds $count blocks, $bytes bytes; expected $((N + 1)), $((N * SIZE + 4096 * 8))"
+container_profile_exact "$pid" "$W/ct.db"
 check_nothing_left "$pid"
 send "$TFD" quit
 wait_exit "$TPID" 10 || fail "unshare did not exit after leak_cmd's quit"

@@ -33,30 +33,27 @@
 #include "inject_int.h"
 #include "elfsym.h"
 #include "ha_proto.h"
+#include "target_fs.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC      0x1U
-#endif
 #ifndef MFD_EXEC
 #define MFD_EXEC         0x10U      /* Linux 6.3 */
 #endif
 
 #define ROOM             1024       /* the delivery's strings, on the stack */
-#define MAX_OLD          16         /* memfds of our name there before */
+#define MAX_OLD          16         /* memfds of our name there before (at most 64) */
 #define MEMFD_LINK       "/memfd:" HA_AGENT_SONAME " (deleted)"
 #define DLOPEN_FAILED    "dlopen in target failed: "
 
@@ -87,7 +84,6 @@ static int copy_agent(struct injection *j, int out, char *why, size_t whylen)
 	struct stat st = { 0 };
 	off_t off = 0;
 	int rc = 0;
-
 	if (in < 0 || fstat(in, &st) < 0) {
 		snprintf(why, whylen, "cannot read the agent: %s", strerror(errno));
 		rc = 1;
@@ -105,55 +101,11 @@ static int copy_agent(struct injection *j, int out, char *why, size_t whylen)
 	return rc;
 }
 
-/* The descriptors of the target named as our memfds, up to max in v; their number. */
-static int memfd_fds(pid_t pid, int *v, int max)
-{
-	char dir[64], path[96], link[sizeof MEMFD_LINK + 1];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) != NULL && n < max) {
-		char *end;
-		long fd = strtol(de->d_name, &end, 10);
-		ssize_t l;
-		if (*end || end == de->d_name || fd > INT_MAX)
-			continue;
-		snprintf(path, sizeof path, "%s/%ld", dir, fd);
-		l = readlink(path, link, sizeof link);
-		if (l == sizeof MEMFD_LINK - 1 && memcmp(link, MEMFD_LINK, (size_t)l) == 0)
-			v[n++] = (int)fd;
-	}
-	closedir(d);
-	return n;
-}
-
-/* The memfd of our name that is not among old[0..nold): the one our call
- * made; -1 if none. */
-static int new_memfd(pid_t pid, const int *old, int nold)
-{
-	int now[MAX_OLD + 1], n = memfd_fds(pid, now, MAX_OLD + 1);
-
-	for (int i = 0; i < n; i++) {
-		int seen = 0;
-		for (int k = 0; k < nold && !seen; k++)
-			seen = now[i] == old[k];
-		if (!seen)
-			return now[i];
-	}
-	return -1;
-}
-
 /* libc's syscall(nr, a0, a1) on the hijacked thread (its result lost). */
 static int remote_syscall(struct injection *j, struct hijack *h, const char *what, long nr,
                           uint64_t a0, uint64_t a1)
 {
 	uint64_t args[3] = { (uint64_t)nr, a0, a1 };
-
 	return inj_call(j, h, what, j->syscall_fn, args, 3);
 }
 
@@ -180,11 +132,11 @@ static int try_memfd(struct injection *j, struct hijack *h, uint64_t room, size_
 		       strerror(-rc));
 		return -1;
 	}
-	nold = memfd_fds(j->pid, old, MAX_OLD);
+	nold = ha_target_fds_named(j->pid, MEMFD_LINK, old, MAX_OLD);
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0] && fd < 0; i++) {
 		if (remote_syscall(j, h, "memfd_create", SYS_memfd_create, room, flags[i]) < 0)
 			return -1;
-		fd = new_memfd(j->pid, old, nold);
+		fd = ha_target_fd_new(j->pid, MEMFD_LINK, old, nold);
 	}
 	if (fd < 0) {
 		snprintf(why, whylen, "memfd_create failed in the target");
@@ -212,28 +164,6 @@ static int try_memfd(struct injection *j, struct hijack *h, uint64_t room, size_
 	return rc;
 }
 
-/* The directory at the target's path dir under its root, walked without
- * following a symbolic link (nor going up).  O_PATH fd or -errno. */
-static int open_under_root(pid_t pid, const char *dir)
-{
-	char root[64], buf[PATH_MAX], *save = NULL;
-	int fd;
-
-	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
-	if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-		return -ENAMETOOLONG;
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		int next = strcmp(c, "..") == 0 ? -1 :
-		           openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = strcmp(c, "..") == 0 ? EINVAL : errno;
-		close(fd);
-		fd = next < 0 ? -1 : next;
-		errno = e;
-	}
-	return fd < 0 ? -errno : fd;
-}
-
 /* Why the directory at dfd cannot hold the copy, or NULL. */
 static const char *unfit(int dfd)
 {
@@ -252,15 +182,14 @@ static int try_copy(struct injection *j, struct hijack *h, uint64_t room, size_t
 	const struct ha_target *t = j->target;
 	char tmpl[96], name[48], path[ROOM + 64];
 	const char *bad;
-	int dfd = open_under_root(j->pid, dir), sub = -1, out = -1, rc = 1;
-
+	int dfd = ha_target_dir_open(j->pid, dir), sub = -1, out = -1, rc = 1;
 	if (dfd < 0) {
-		snprintf(why, whylen, "%s %s", dir, strerror(-dfd));
+		snprintf(why, whylen, "%.100s %s", dir, strerror(-dfd));
 		return 1;
 	}
 	snprintf(tmpl, sizeof tmpl, "/proc/self/fd/%d/heapattach-XXXXXX", dfd);
 	if ((bad = unfit(dfd)) != NULL || !mkdtemp(tmpl)) {
-		snprintf(why, whylen, "%s %s", dir, bad ? bad : strerror(errno));
+		snprintf(why, whylen, "%.100s %s", dir, bad ? bad : strerror(errno));
 		close(dfd);
 		return 1;
 	}
@@ -270,25 +199,25 @@ static int try_copy(struct injection *j, struct hijack *h, uint64_t room, size_t
 		out = openat(sub, HA_AGENT_SONAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		             0500);
 	if (out < 0)
-		snprintf(why, whylen, "%s %s", dir, strerror(errno));
+		snprintf(why, whylen, "%.100s %s", dir, strerror(errno));
 	else if (copy_agent(j, out, why, whylen) == 0 && fchown(out, t->uid, t->gid) == 0 &&
 	         fchownat(sub, "", t->uid, t->gid, AT_EMPTY_PATH) == 0)
 		rc = 0;
 	else if (!why[0])
-		snprintf(why, whylen, "%s chown: %s", dir, strerror(errno));
+		snprintf(why, whylen, "%.100s chown: %s", dir, strerror(errno));
 	if (out >= 0)
 		close(out);
 	snprintf(path, sizeof path, "%s%s%s/%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name,
 	         HA_AGENT_SONAME);
 	if (rc == 0 && put_string(j, room, len, path) < 0) {
-		snprintf(why, whylen, "%s path too long", dir);
+		snprintf(why, whylen, "%.100s path too long", dir);
 		rc = 1;
 	}
 	if (rc == 0) {
 		inj_log(j, "agent copied to %s in the root of process %d", path, (int)j->pid);
 		rc = inj_load_agent(j, h, room);
 		if (rc == 1)
-			snprintf(why, whylen, "%s dlopen %.200s", dir, dlopen_why(j));
+			snprintf(why, whylen, "%.100s dlopen %.120s", dir, dlopen_why(j));
 	}
 	/* nothing left in its file system, whatever the result */
 	if (sub >= 0) {
@@ -298,30 +227,6 @@ static int try_copy(struct injection *j, struct hijack *h, uint64_t room, size_t
 	(void)unlinkat(dfd, name, AT_REMOVEDIR);
 	close(dfd);
 	return rc;
-}
-
-/* The target's working directory as a path under its root, if that path
- * leads to it; "" otherwise. */
-static void target_cwd(pid_t pid, char *out, size_t outlen)
-{
-	char link[64];
-	struct stat want, got;
-	ssize_t n;
-	int fd;
-
-	out[0] = '\0';
-	snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
-	n = readlink(link, out, outlen - 1);
-	if (n <= 0 || out[0] != '/' || stat(link, &want) != 0) {
-		out[0] = '\0';
-		return;
-	}
-	out[n] = '\0';
-	fd = open_under_root(pid, out);
-	if (fd < 0 || fstat(fd, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
-		out[0] = '\0';
-	if (fd >= 0)
-		close(fd);
 }
 
 int inj_deliver_agent(struct injection *j, struct hijack *h, uint64_t room, size_t len)
@@ -344,7 +249,7 @@ int inj_deliver_agent(struct injection *j, struct hijack *h, uint64_t room, size
 	if (rc <= 0)
 		return rc;
 	inj_log(j, "memfd: %s; trying a copy", mwhy);
-	target_cwd(j->pid, cwd, sizeof cwd - 64);
+	ha_target_cwd(j->pid, cwd, sizeof cwd - 64);
 	for (int i = 0; i < 4; i++) {
 		const char *dir = i < 3 ? dirs[i] : cwd;
 		if (!dir[0])
