@@ -19,10 +19,12 @@
  *      going round until the time budget is spent
  *      (inject_pick.c);
  *   4. save its registers, FP/vector state and signal mask
- *      (inject_state.c), push the agent's path and init arguments on its
- *      stack and below them a signal frame of its saved context
- *      (inject_frame.c), block (asynchronous) signals, and make calls:
- *      dlopen(agent), then heapattach_agent_init(&args).  A call returns
+ *      (inject_state.c), push room for the agent's path and the init
+ *      arguments on its stack and below them a signal frame of its saved
+ *      context (inject_frame.c), block (asynchronous) signals, and make
+ *      calls: dlopen(agent) -- of its path, or of a memfd or a copy when
+ *      the target's file system has no path to it (inject_deliver.c) --
+ *      then heapattach_agent_init(&args).  A call returns
  *      into the frame's rt_sigreturn, whose syscall-entry stop is its end
  *      (inject_call.c); should heapattach die at any moment, the thread
  *      runs that rt_sigreturn and is back where it was;
@@ -148,13 +150,18 @@ static int inject_run(struct injection *j)
 		/* what the calls get, pushed above the frame they return through;
 		 * the agent writes its result into the copy of the arguments */
 		struct ha_init_args args = *j->o->args;
-		const char *path = j->target->agent_path;
-		uint64_t path_at = 0, args_at = 0;
+		static const char room[4096 + 1];   /* zeros: the agent's path, or the delivery's */
+		size_t room_len = j->target->agent_loaded ? 0 : inj_deliver_room(j);
+		uint64_t room_at = 0, args_at = 0;
 		args.result = -1;
-		if ((!j->target->agent_loaded && inj_push(j, &h, path, strlen(path) + 1, &path_at) < 0) ||
+		if (room_len > sizeof room) {
+			ha_err(j->err, j->errlen, "agent path too long: %s", j->target->agent_path);
+			goto restore;
+		}
+		if ((room_len && inj_push(j, &h, room, room_len, &room_at) < 0) ||
 		    inj_push(j, &h, &args, sizeof args, &args_at) < 0 || inj_write_frame(j, &h) < 0)
 			goto restore;
-		if (!j->target->agent_loaded && inj_load_agent(j, &h, path_at) < 0)
+		if (room_len && inj_deliver_agent(j, &h, room_at, room_len) < 0)
 			goto restore;
 		if (inj_call_init(j, &h, args_at) < 0)
 			goto restore;

@@ -480,11 +480,14 @@ fail:
 }
 
 /* dlopen(agent path pushed at `path`) in the target; then whether the agent
- * is mapped tells its success (inj_resolve_init). */
+ * is mapped tells its success (inj_resolve_init).  0: loaded; 1: dlopen ran
+ * but the agent is not mapped, why in j->err (dlerror's text), the thread
+ * ready for the next call; -1: a call failed (j->err), no more calls. */
 int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path)
 {
 	uint64_t args[2] = { path, (uint64_t)(uint32_t)j->dlopen_flags }, errp = 0;
 	char text[512], why[300];
+	int rc = 1;
 
 	if (remote_call(j, h, j->dlopen_name, j->dlopen_fn, args, 2, 0, NULL) < 0)
 		return -1;
@@ -494,12 +497,23 @@ int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path)
 	j->err[0] = '\0';
 
 	snprintf(text, sizeof text, "%s", why);
-	if (j->dlerror_fn && remote_call(j, h, "dlerror", j->dlerror_fn, NULL, 0, 1, &errp) == 0 &&
-	    errp && remote_read_string(j->pid, errp, text, sizeof text) < 0)
+	if (j->dlerror_fn && remote_call(j, h, "dlerror", j->dlerror_fn, NULL, 0, 1, &errp) < 0) {
+		snprintf(text, sizeof text, "%s (then %.200s)", why, j->err);
+		rc = -1;
+	} else if (j->dlerror_fn && errp && remote_read_string(j->pid, errp, text, sizeof text) < 0) {
 		snprintf(text, sizeof text, "unknown reason (dlerror text unreadable)");
+	}
 	ha_err(j->err, j->errlen, "dlopen in target failed: %s%s", text,
 	       j->target->seccomp_filter ? " (the target has a seccomp filter)" : "");
-	return -1;
+	return rc;
+}
+
+/* fn(args...) on the hijacked thread, its return value lost (see the top of
+ * this file).  0 or -1 (j->err set). */
+int inj_call(struct injection *j, struct hijack *h, const char *what, uint64_t fn,
+             const uint64_t *args, int nargs)
+{
+	return remote_call(j, h, what, fn, args, nargs, 0, NULL);
 }
 
 /* heapattach_agent_init(args pushed at `argp`) in the target, the caller's

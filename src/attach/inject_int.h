@@ -11,6 +11,7 @@
  *   inject_state.c  the hijacked thread's states; saving and restoring it
  *   inject_frame.c  the signal frame our calls return through
  *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
+ *   inject_deliver.c  how the agent reaches the target: its path, a memfd, a copy
  *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
  *
  * Every function here runs on the helper thread of one injection, with that
@@ -85,6 +86,7 @@ struct injection {
 	const char *dlopen_name;
 	int dlopen_flags;
 	uint64_t init_fn;        /* heapattach_agent_init, once known */
+	uint64_t syscall_fn;     /* libc's syscall(), for a delivery (inject_deliver.c) */
 	uint64_t sigreturn_fn;   /* "mov $15,%rax; syscall" in libc (__restore_rt) */
 	uint64_t pop_rdi_ret;    /* "pop %rdi; ret" in libc, for the mark (inject_frame.c) */
 	uint64_t raise_fn;       /* libc's raise, for the mark */
@@ -118,7 +120,9 @@ struct injection {
  *                                  |   MARKED -'           -> GONE
  *                                  '-> ENDED
  *
- * (CALLING -> AT_SIGRETURN directly when the call has no mark.) */
+ * (CALLING -> AT_SIGRETURN directly when the call has no mark; CALLING ->
+ * CALLING when a call starts after a legacy call, which ends at a signal
+ * stop: dlerror's, then another way of delivering the agent.) */
 enum hij_state {
 	HIJ_NONE,                /* no thread chosen yet */
 	HIJ_STOPPED,             /* stopped by the thread search, nothing of ours in it:
@@ -208,6 +212,14 @@ int inj_write_mark(struct injection *j, struct hijack *h);
 int inj_push(struct injection *j, struct hijack *h, const void *data, size_t n,
              uint64_t *addr);
 int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path);
+int inj_call(struct injection *j, struct hijack *h, const char *what, uint64_t fn,
+             const uint64_t *args, int nargs);
+
+/* inject_deliver.c: the room the delivery needs on the stack (pushed by
+ * the caller before the frame, at `room`); then the agent loaded (dlopen)
+ * by whichever way works.  0, or -1 with j->err set. */
+size_t inj_deliver_room(const struct injection *j);
+int inj_deliver_agent(struct injection *j, struct hijack *h, uint64_t room, size_t len);
 int inj_call_init(struct injection *j, struct hijack *h, uint64_t args);
 int inj_end_calls(struct injection *j, struct hijack *h);
 

@@ -38,7 +38,11 @@ static const unsigned next_ok[] = {
 	[HIJ_NONE]         = TO(HIJ_STOPPED),
 	[HIJ_STOPPED]      = TO(HIJ_SAVED) | ENDS,
 	[HIJ_SAVED]        = TO(HIJ_CALLING) | ENDS,
-	[HIJ_CALLING]      = TO(HIJ_MARKED) | TO(HIJ_AT_SIGRETURN) | TO(HIJ_ENDED) | ENDS,
+	/* CALLING -> CALLING: a call after a legacy call's return (dlerror's,
+	 * at its SIGSEGV stop at address 0), e.g. the next way of delivering
+	 * the agent (inject_deliver.c) */
+	[HIJ_CALLING]      = TO(HIJ_CALLING) | TO(HIJ_MARKED) | TO(HIJ_AT_SIGRETURN) |
+	                     TO(HIJ_ENDED) | ENDS,
 	[HIJ_MARKED]       = TO(HIJ_AT_SIGRETURN) | ENDS,
 	[HIJ_AT_SIGRETURN] = TO(HIJ_CALLING) | ENDS,
 	[HIJ_ENDED]        = ENDS,

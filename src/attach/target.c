@@ -277,8 +277,11 @@ static int check_agent_state(struct ha_target *t, const struct ha_maps *maps,
 	return 0;
 }
 
-/* The target opens the agent by path inside its own mount namespace: the
- * file it finds there must be the very file we mean. */
+/* How the agent reaches the target.  By its path when the file the target
+ * finds there, inside its own mount namespace, is the very file we mean
+ * (same device and inode): a host target, as fast as ever.  Otherwise (a
+ * container) by delivery (inject_deliver.c): a memfd, or a copy under
+ * the target's root; nothing to refuse here. */
 static int check_agent_reachable(struct ha_target *t, const char *agent_path,
                                  char *err, size_t errlen)
 {
@@ -289,16 +292,18 @@ static int check_agent_reachable(struct ha_target *t, const char *agent_path,
 		ha_err(err, errlen, "agent not found: %s: %s", agent_path, strerror(errno));
 		return -1;
 	}
+	/* Our "/" in our mount namespace: the same root directory seen through
+	 * another namespace may have other mounts on it (a private /tmp) */
 	snprintf(theirs, sizeof theirs, "/proc/%d/root", (int)t->pid);
 	t->same_root = stat(theirs, &root_st) == 0 && stat("/", &slash_st) == 0 &&
 	               root_st.st_dev == slash_st.st_dev && root_st.st_ino == slash_st.st_ino;
+	snprintf(theirs, sizeof theirs, "/proc/%d/ns/mnt", (int)t->pid);
+	if (stat(theirs, &root_st) != 0 || stat("/proc/self/ns/mnt", &slash_st) != 0 ||
+	    root_st.st_ino != slash_st.st_ino)
+		t->same_root = 0;
 	snprintf(theirs, sizeof theirs, "/proc/%d/root%s", (int)t->pid, agent_path);
-	if (stat(theirs, &theirs_st) != 0 || theirs_st.st_dev != ours_st.st_dev ||
-	    theirs_st.st_ino != ours_st.st_ino) {
-		ha_err(err, errlen, "the agent %s is not reachable inside the mount namespace of "
-		       "%d (%s)", agent_path, (int)t->pid, t->comm);
-		return -1;
-	}
+	t->agent_by_path = stat(theirs, &theirs_st) == 0 && theirs_st.st_dev == ours_st.st_dev &&
+	                   theirs_st.st_ino == ours_st.st_ino;
 	snprintf(t->agent_path, sizeof t->agent_path, "%s", agent_path);
 	return 0;
 }

@@ -17,8 +17,13 @@ struct ha_target {
 	char comm[64];
 	int seccomp_filter;     /* a seccomp filter is installed (may refuse calls) */
 	int agent_loaded;       /* heapattach_agent.so is mapped and dormant */
-	int same_root;          /* /proc/PID/root is our "/" */
-	char agent_path[4096];  /* the agent, as the target will open it */
+	int same_root;          /* /proc/PID/root is our "/", in our mount namespace */
+	int agent_by_path;      /* the target sees agent_path as our very file: it
+	                         * dlopens that path; else the agent is delivered
+	                         * (inject_deliver.c) */
+	char agent_path[4096];  /* the agent: our file (the target's path to it
+	                         * when agent_by_path; the mapped path when
+	                         * agent_loaded) */
 };
 
 /* Check pid and fill *t.  agent_path is the agent file on our side (an

@@ -20,6 +20,7 @@
 #define MAPS_MAX_BYTES (256u << 20)
 
 static const char DELETED_SUFFIX[] = " (deleted)";
+static const char MEMFD_PREFIX[] = "/memfd:";   /* a memfd's path, as the maps write it */
 
 size_t ha_maps_path_len(const char *name)
 {
@@ -302,6 +303,14 @@ static int has_exec_segment(const struct ha_maps *m, size_t i)
 	return 0;
 }
 
+const char *ha_maps_module_name(const char *path)
+{
+	const char *base = ha_base_name(path);
+
+	return strncmp(path, MEMFD_PREFIX, sizeof MEMFD_PREFIX - 1) == 0 &&
+	               base == path + 1 ? base + sizeof MEMFD_PREFIX - 2 : base;
+}
+
 const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix)
 {
 	const struct ha_map *fallback = NULL;
@@ -310,7 +319,7 @@ const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *pr
 	for (size_t i = 0; i < m->n; i++) {
 		const struct ha_map *e = &m->v[i];
 		if (e->offset != 0 || e->path[0] != '/' ||
-		    strncmp(ha_base_name(e->path), prefix, plen) != 0)
+		    strncmp(ha_maps_module_name(e->path), prefix, plen) != 0)
 			continue;
 		if (has_exec_segment(m, i))
 			return e;

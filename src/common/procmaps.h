@@ -32,7 +32,12 @@ void ha_maps_free(struct ha_maps *m);
  * 0 or -ENOMEM (out is then empty). */
 int ha_maps_parse(char *text, size_t len, struct ha_maps *out);
 
-/* The first mapping whose path's basename starts with `prefix`
+/* The name a module is known by: its path's basename; for a memfd
+ * ("/memfd:NAME", how the maps write a file made by memfd_create, e.g. the
+ * agent delivered into a container) NAME. */
+const char *ha_maps_module_name(const char *path);
+
+/* The first mapping whose module name (ha_maps_module_name) starts with `prefix`
  * (e.g. "libc.so.6", "heapattach_agent.so") and whose offset is 0;
  * NULL if none.  One followed by an executable segment of the same file is
  * preferred (a loaded module, not the file mmap'ed as data). */

@@ -16,8 +16,11 @@
 #define _GNU_SOURCE
 #include "target_fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -197,4 +200,87 @@ int ha_target_open(pid_t pid, const char *path, struct stat *st)
 int ha_target_stat(pid_t pid, const char *path, struct stat *st)
 {
 	return as_target(pid, path, st, NULL);
+}
+
+int ha_target_fds_named(pid_t pid, const char *name, int *v, int max)
+{
+	char dir[64], path[96], link[256];
+	size_t nlen = strlen(name);
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL && n < max) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		ssize_t l;
+		if (*end || end == de->d_name || fd > INT_MAX)
+			continue;
+		snprintf(path, sizeof path, "%s/%ld", dir, fd);
+		l = readlink(path, link, sizeof link);
+		if ((size_t)l == nlen && memcmp(link, name, nlen) == 0)
+			v[n++] = (int)fd;
+	}
+	closedir(d);
+	return n;
+}
+
+int ha_target_fd_new(pid_t pid, const char *name, const int *old, int nold)
+{
+	int now[64], n = ha_target_fds_named(pid, name, now, 64);
+
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < nold && !seen; k++)
+			seen = now[i] == old[k];
+		if (!seen)
+			return now[i];
+	}
+	return -1;
+}
+
+int ha_target_dir_open(pid_t pid, const char *dir)
+{
+	char root[64], buf[PATH_MAX], *save = NULL;
+	int fd;
+
+	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+	if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+		return -ENAMETOOLONG;
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next = strcmp(c, "..") == 0 ? -1 :
+		           openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = strcmp(c, "..") == 0 ? EINVAL : errno;
+		close(fd);
+		fd = next < 0 ? -1 : next;
+		errno = e;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+void ha_target_cwd(pid_t pid, char *out, size_t outlen)
+{
+	char link[64];
+	struct stat want, got;
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+	n = readlink(link, out, outlen - 1);
+	if (n <= 0 || out[0] != '/' || stat(link, &want) != 0) {
+		out[0] = '\0';
+		return;
+	}
+	out[n] = '\0';
+	fd = ha_target_dir_open(pid, out);
+	if (fd < 0 || fstat(fd, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+		out[0] = '\0';
+	if (fd >= 0)
+		close(fd);
 }

@@ -17,6 +17,7 @@
 #define HA_TARGET_FS_H
 
 #include <sys/stat.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Open path read-only as target pid could (its fsuid, fsgid and groups,
@@ -30,5 +31,21 @@ int ha_target_open(pid_t pid, const char *path, struct stat *st);
 /* stat(2) of path with the same rights (no open, so no FIFO or device is
  * ever opened by it).  0 or -errno. */
 int ha_target_stat(pid_t pid, const char *path, struct stat *st);
+
+/* The descriptors of process pid whose link (/proc/PID/fd/N) reads exactly
+ * name, up to max in v; their number.  ha_target_fd_new: the first one not
+ * among old[0..nold) (made since they were listed), or -1. */
+int ha_target_fds_named(pid_t pid, const char *name, int *v, int max);
+int ha_target_fd_new(pid_t pid, const char *name, const int *old, int nold);
+
+/* The directory at dir, a path in the target's file system, under its root
+ * (/proc/PID/root), walked one component at a time without following a
+ * symbolic link (absolute links would resolve against OUR root) nor going
+ * up.  O_PATH fd or -errno. */
+int ha_target_dir_open(pid_t pid, const char *dir);
+
+/* The target's working directory as a path in its file system, if that
+ * path leads to it (ha_target_dir_open); "" otherwise. */
+void ha_target_cwd(pid_t pid, char *out, size_t outlen);
 
 #endif

@@ -23,7 +23,7 @@ void ha_intern_init(struct ha_intern *in, pid_t pid, struct ha_book *book,
 	in->agent_lo = UINT64_MAX;
 	in->agent_hi = 0;
 	for (size_t i = 0; i < maps.n; i++) {
-		if (strcmp(ha_base_name(maps.v[i].path), HA_AGENT_SONAME) == 0) {
+		if (strcmp(ha_maps_module_name(maps.v[i].path), HA_AGENT_SONAME) == 0) {
 			if (maps.v[i].start < in->agent_lo)
 				in->agent_lo = maps.v[i].start;
 			if (maps.v[i].end > in->agent_hi)
