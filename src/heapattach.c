@@ -5,7 +5,7 @@
  *   1. check the target by reading /proc only (refusals leave it untouched);
  *   2. open the socket and the ring the agent will use;
  *   3. inject: one thread briefly hijacked to dlopen the agent and call its
- *      init, then restored exactly (src/attach/inject.c);
+ *      init, then restored exactly (src/inject/inject.c);
  *   4. handshake with the agent (src/attach/session.c);
  *   5. stay attached until Ctrl-C, SIGTERM, --duration or the target's exit;
  *   6. detach: the agent restores what it changed and goes dormant.

@@ -2,9 +2,9 @@
 # t_inject_killed: heapattach killed (SIGKILL) at each step of the injection
 # leaves the target exactly as it was.  HEAPATTACH_TEST_DIE_AT=POINT[:N]
 # makes heapattach kill itself the Nth time it passes POINT
-# (src/attach/inject.c): once the thread's state is saved, as dlopen of the
+# (src/inject/inject.c): once the thread's state is saved, as dlopen of the
 # agent starts, at the mark of its end (the signal the thread sends itself,
-# src/attach/inject_frame.c), at its 3rd and 40th system call stop (a
+# src/inject/inject_frame.c), at its 3rd and 40th system call stop (a
 # syscall@ point makes the calls run on system call stops, as they do when
 # the target has a handler for every mark signal), as the agent's init
 # starts, at its mark, at its 20th system call stop, on the way to the final

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t_inject_mark: the end of each call on the hijacked thread is marked by a
-# signal the thread sends itself (src/attach/inject_frame.c), one whose
+# signal the thread sends itself (src/inject/inject_frame.c), one whose
 # default is to be ignored, that the target has no handler for and that the
 # thread does not block: SIGURG, else SIGWINCH, else SIGCHLD; with none of
 # them free the calls end on system call stops instead.  Each way the attach

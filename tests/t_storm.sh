@@ -4,7 +4,7 @@
 # signals (tests/targets/storm), with one attacher in three killed with
 # SIGKILL: every other one of those 5-45 ms after it starts (during the
 # injection: the hijacked thread returns through its signal frame,
-# src/attach/inject_frame.c), the others at a random moment while profiling
+# src/inject/inject_frame.c), the others at a random moment while profiling
 # (0-0.6 s after the agent is ready).  The target's output is exactly what
 # the work says (no pattern mismatch, every child exec'ed), it exits 0, and
 # every attach after a killed one works.  STORM_CYCLES (default 12) cycles;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t_storm_inject: heapattach killed with SIGKILL during the injection (5-45
 # ms after it starts, on tests/targets/storm's 64 busy threads) must leave
-# the target running.  Before the signal frame (src/attach/inject_frame.c)
+# the target running.  Before the signal frame (src/inject/inject_frame.c)
 # the hijacked thread was left inside our call, whose return address was 0,
 # and died of that SIGSEGV (9 of 24 kills at 10-60 ms); t_inject_killed
 # kills heapattach at each step on purpose, this one at random moments.

@@ -38,7 +38,7 @@
  * otherwise the agent thread does.  It returns one of these values and also
  * writes it into args->result, which is where the attacher reads it (its
  * calls return through a signal frame that overwrites rax; see
- * src/attach/inject_frame.c): */
+ * src/inject/inject_frame.c): */
 #define HA_AGENT_INIT_SYMBOL "heapattach_agent_init"
 #define HA_INIT_STARTED   0   /* session under way (maybe READY already)  */
 #define HA_INIT_BUSY      1   /* an agent session is already active       */

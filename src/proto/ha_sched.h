@@ -1,7 +1,7 @@
 /*
  * ha_sched.h -- struct sched_attr for sched_getattr/sched_setattr, which
  * glibc 2.36 does not wrap, and the two calls on it: used by the attacher's
- * injector (src/attach/inject_sched.c) and by the agent thread
+ * injector (src/inject/inject_sched.c) and by the agent thread
  * (agent/agent.c) to ask for short time slices.
  */
 #ifndef HA_SCHED_H
