@@ -62,6 +62,18 @@ __attribute__((unused)) static double ha_log(double x)
 	return dk * ln2_hi - ((hfsq - (s * (hfsq + r) + dk * ln2_lo)) - f);
 }
 
+/* The exponential draw of ha_countdown_draw, out of line: the compiler made
+ * that split itself when the logarithm was libm's (a call); with ha_log
+ * inlined here it would not, and ha_countdown_draw's test of interval <= 1
+ * (every allocation, -i 1) would cost the sampler a call. */
+__attribute__((unused, noinline)) static int64_t ha_countdown_exp(uint64_t interval)
+{
+	/* u in (0, 1]: 53 random bits, never 0. */
+	double u = (double)((ha_rng_next(&ha_ts.rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double d = -ha_log(u) * (double)interval;
+	return d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
+}
+
 /* Bytes until the next sample: exponential with mean interval, drawn from
  * this thread's generator (ha_ts.rng, never 0); 0 (every allocation of at
  * least one byte) for an interval of 0 or 1.  The interval is recorded in
@@ -71,10 +83,7 @@ __attribute__((unused)) static int64_t ha_countdown_draw(uint64_t interval)
 	ha_ts.interval = interval;
 	if (interval <= 1)
 		return 0; /* every allocation of at least one byte */
-	/* u in (0, 1]: 53 random bits, never 0. */
-	double u = (double)((ha_rng_next(&ha_ts.rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double d = -ha_log(u) * (double)interval;
-	return d > 9e18 ? INT64_MAX / 2 : (int64_t)d;
+	return ha_countdown_exp(interval);
 }
 
 #endif /* HA_AGENT_COUNTDOWN_H */
