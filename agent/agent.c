@@ -114,15 +114,8 @@ static uint32_t g_ring_count;     /* rings in the mapping (ha_ring_map.h) */
 static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
 static struct ha_msg_config g_cfg;
 
-static int g_atfork_once;       /* 0, 1 while registering, 2 done */
+static int g_atfork_once;       /* ha_once */
 static int g_atfork_ok;
-
-/* fstat(2) itself: x86_64's struct stat is the kernel's, and glibc before
- * 2.33 has no fstat symbol to bind to (only __fxstat). */
-static int fd_stat(int fd, struct stat *st)
-{
-	return (int)syscall(SYS_fstat, fd, st);
-}
 
 /* Close a session descriptor: forget it first (under the lock), then close,
  * so that no fork child ever closes a number the host reused meanwhile. */
@@ -217,7 +210,7 @@ static void child_close(int *fdp, dev_t dev, ino_t ino, int verify)
 	*fdp = -1;
 	if (fd < 0)
 		return;
-	if (verify && (ino == 0 || fd_stat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino))
+	if (verify && (ino == 0 || ha_fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino))
 		return;
 	(void)close(fd);
 }
@@ -255,19 +248,14 @@ static void atfork_child(void)
 	errno = e;
 }
 
-/* Register the fork handlers once (pthread_once is libpthread's before
- * glibc 2.34: not ours to import); a second caller waits for the first. */
+static void register_atfork_once(void)
+{
+	g_atfork_ok = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
+}
+
 static void register_atfork(void)
 {
-	int expect = 0;
-	if (__atomic_compare_exchange_n(&g_atfork_once, &expect, 1, 0, __ATOMIC_ACQ_REL,
-	                                __ATOMIC_ACQUIRE)) {
-		g_atfork_ok = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
-		__atomic_store_n(&g_atfork_once, 2, __ATOMIC_RELEASE);
-		return;
-	}
-	while (__atomic_load_n(&g_atfork_once, __ATOMIC_ACQUIRE) != 2)
-		(void)sched_yield();
+	ha_once(&g_atfork_once, register_atfork_once);
 }
 
 /* Register the fork handlers at dlopen time, long before init can start a
@@ -359,7 +347,7 @@ static int connect_attacher(struct failure *f, int *verified, int send_timeout_m
 		g_sock = fd;
 		g_sock_dev = 0;
 		g_sock_ino = 0;
-		if (fd_stat(fd, &st) == 0) {
+		if (ha_fstat(fd, &st) == 0) {
 			g_sock_dev = st.st_dev;
 			g_sock_ino = st.st_ino;
 		}
@@ -450,7 +438,7 @@ static int recv_config(struct failure *f, int timeout_ms)
 		return fail(f, EINVAL, "bad ring size");
 
 	struct stat st;
-	if (fd_stat(rfd, &st) != 0)
+	if (ha_fstat(rfd, &st) != 0)
 		return fail(f, errno, "fstat ring");
 	ha_fork_lock();
 	g_ring_dev = st.st_dev;

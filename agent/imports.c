@@ -5,7 +5,10 @@
 #define _GNU_SOURCE
 #include "imports.h"
 
+#include <sched.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 HA_HIDDEN struct ha_imports ha_imp;
 
@@ -87,3 +90,20 @@ __asm__(".text\n"
         "_Unwind_Resume:\n"
         "\tjmp *ha_unwind_resume(%rip)\n"
         ".size _Unwind_Resume, .-_Unwind_Resume\n");
+
+void ha_once(int *state, void (*fn)(void))
+{
+	int expect = 0;
+	if (__atomic_compare_exchange_n(state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		fn();
+		__atomic_store_n(state, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	while (__atomic_load_n(state, __ATOMIC_ACQUIRE) != 2)
+		(void)sched_yield();
+}
+
+int ha_fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}

@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "tls.h"
 
@@ -43,5 +44,14 @@ extern HA_HIDDEN struct ha_imports ha_imp;
  * *missing the name that was not found.  Idempotent; called by init only
  * (one at a time), before any other use of the table. */
 HA_HIDDEN int ha_imports_init(uintptr_t dlsym_addr, const char **missing);
+
+/* What the agent does itself instead of importing it from a libc that may
+ * not have it:
+ * ha_once: pthread_once (libpthread's before glibc 2.34) on *state, 0 at
+ * first; a caller that finds fn running waits for it to end. */
+HA_HIDDEN void ha_once(int *state, void (*fn)(void));
+/* ha_fstat: fstat(2), the system call (glibc before 2.33 has only __fxstat
+ * to bind to; x86_64's struct stat is the kernel's).  0 or -1 and errno. */
+HA_HIDDEN int ha_fstat(int fd, struct stat *st);
 
 #endif /* HA_AGENT_IMPORTS_H */

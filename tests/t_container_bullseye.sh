@@ -80,11 +80,7 @@ wait_exit "$TPID" 10 && [ "$RC" = 0 ] || fail "unshare (python) exited $RC: $(ca
 s1=$(snapshot_id "$db" 1)
 s2=$(snapshot_id "$db" 2)
 truth=100000000
-read -r b1 _ < <(live_under "$db" '%EvalFrame%' heap "$s1")
-read -r b2 _ < <(live_under "$db" '%EvalFrame%' heap "$s2")
-growth=$((b2 - b1))
-log "growth under python's eval loop: $growth bytes (truth: 1000 x 100000 = $truth)"
-within 25 "$growth" "$truth" || fail "growth under the interpreter's frames $growth is not within 25% of $truth"
+eval_growth "$db" "$s1" "$s2" "$truth"   # 1000 x 100000
 named=$(sqlite3 "$db" "SELECT DISTINCT f.function FROM frames f JOIN modules m ON m.id = f.module_id
                        WHERE m.path LIKE '%python3.9' AND f.function <> '' ORDER BY 1")
 printf '%s\n' "$named" | head -n 12 | sed 's/^/    python3.9 frame: /'
