@@ -59,6 +59,7 @@ int ha_imports_init(uintptr_t dlsym_addr, const char **missing)
  * an unwinder of the usual ABI to hand the frame to, the cleanup is skipped
  * (the thread then stays "inside a hook" and is no longer sampled): never
  * a jump to nothing. */
+/* NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): the compiler's */
 HA_HIDDEN int __gcc_personality_v0(int version, int actions, uint64_t cls, void *exc,
                                   void *ctx)
 {
