@@ -41,6 +41,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -56,6 +57,7 @@
 #include "counters.h"
 #include "forklock.h"
 #include "got.h"
+#include "imports.h"
 #include "ha_proto.h"
 #include "ha_ring_map.h"
 #include "ha_sched.h"
@@ -112,7 +114,7 @@ static uint32_t g_ring_count;     /* rings in the mapping (ha_ring_map.h) */
 static int g_ring_inherited;      /* MADV_DONTFORK failed: a child has it */
 static struct ha_msg_config g_cfg;
 
-static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static int g_atfork_once;       /* ha_once */
 static int g_atfork_ok;
 
 /* Close a session descriptor: forget it first (under the lock), then close,
@@ -208,7 +210,7 @@ static void child_close(int *fdp, dev_t dev, ino_t ino, int verify)
 	*fdp = -1;
 	if (fd < 0)
 		return;
-	if (verify && (ino == 0 || fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino))
+	if (verify && (ino == 0 || ha_fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino))
 		return;
 	(void)close(fd);
 }
@@ -246,9 +248,14 @@ static void atfork_child(void)
 	errno = e;
 }
 
-static void register_atfork(void)
+static void register_atfork_once(void)
 {
 	g_atfork_ok = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
+}
+
+static void register_atfork(void)
+{
+	ha_once(&g_atfork_once, register_atfork_once);
 }
 
 /* Register the fork handlers at dlopen time, long before init can start a
@@ -256,7 +263,7 @@ static void register_atfork(void)
  * registration that happened while that fork() was already under way. */
 __attribute__((constructor)) static void agent_ctor(void)
 {
-	(void)pthread_once(&g_atfork_once, register_atfork);
+	register_atfork();
 }
 
 /* ------------------------------------------------------------------ */
@@ -340,7 +347,7 @@ static int connect_attacher(struct failure *f, int *verified, int send_timeout_m
 		g_sock = fd;
 		g_sock_dev = 0;
 		g_sock_ino = 0;
-		if (fstat(fd, &st) == 0) {
+		if (ha_fstat(fd, &st) == 0) {
 			g_sock_dev = st.st_dev;
 			g_sock_ino = st.st_ino;
 		}
@@ -431,7 +438,7 @@ static int recv_config(struct failure *f, int timeout_ms)
 		return fail(f, EINVAL, "bad ring size");
 
 	struct stat st;
-	if (fstat(rfd, &st) != 0)
+	if (ha_fstat(rfd, &st) != 0)
 		return fail(f, errno, "fstat ring");
 	ha_fork_lock();
 	g_ring_dev = st.st_dev;
@@ -623,7 +630,7 @@ static void *agent_main(void *arg)
 	 * (the sampler samples only outside the guard). */
 	ha_hook_guard = 1;
 	/* Visible in top/ps as the agent; failure is harmless. */
-	(void)pthread_setname_np(pthread_self(), "heapattach");
+	(void)prctl(PR_SET_NAME, "heapattach", 0, 0, 0);
 	ask_short_slices();
 	/* init used a shorter bound on the hijacked thread */
 	(void)set_send_timeout(HA_HANDSHAKE_TIMEOUT_S * 1000);
@@ -656,16 +663,18 @@ static int start_thread(enum agent_phase phase)
 	if (rc != 0)
 		return rc;
 	if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
-	    pthread_attr_setstacksize(&attr, HA_AGENT_STACK) != 0)
+	    ha_imp.pthread_attr_setstacksize(&attr, HA_AGENT_STACK) != 0)
 		rc = EINVAL;
 	if (rc == 0) {
 		sigset_t all, old;
 		sigfillset(&all);
-		rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+		/* sigprocmask is this thread's mask in glibc (as pthread_sigmask,
+		 * which is libpthread's before 2.32), minus glibc's own signals */
+		rc = sigprocmask(SIG_SETMASK, &all, &old) == 0 ? 0 : errno;
 		if (rc == 0) {
 			pthread_t tid;
-			rc = pthread_create(&tid, &attr, agent_main, (void *)(intptr_t)phase);
-			(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+			rc = ha_imp.pthread_create(&tid, &attr, agent_main, (void *)(intptr_t)phase);
+			(void)sigprocmask(SIG_SETMASK, &old, NULL);
 		}
 	}
 	(void)pthread_attr_destroy(&attr);
@@ -734,8 +743,14 @@ static int agent_init(const struct ha_init_args *args)
 	if (!args || args->magic != HA_PROTO_MAGIC || args->version != HA_PROTO_VERSION)
 		return HA_INIT_BADARGS;
 
+	/* What the agent takes from the target's own libc (imports.h). */
+	const char *missing;
+	if (ha_imports_init((uintptr_t)args->dlsym_addr, &missing) != 0)
+		return HA_INIT_NOIMPORT;
+
 	/* Normally done by the constructor already. */
-	if (pthread_once(&g_atfork_once, register_atfork) != 0 || !g_atfork_ok)
+	register_atfork();
+	if (!g_atfork_ok)
 		return HA_INIT_NOTHREAD;
 
 	uint32_t expect = HA_STATE_DORMANT;

@@ -11,7 +11,11 @@
  * difference that makes to the distribution function is 1/interval, well
  * below the critical value for these intervals.  Interval 1 means "every
  * allocation": every draw must be 0 (an allocation of one byte or more
- * then runs the countdown out).  Deterministic: the seeds are fixed. */
+ * then runs the countdown out).  The logarithm of the draws is the
+ * agent's own (no libm in the agent): against libm's, within one unit in
+ * the last place for the draws' own u and for u in every binade of
+ * [2^-53, 1], the ends and the halving point sqrt(2)/2 included.
+ * Deterministic: the seeds are fixed. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -86,11 +90,42 @@ static int check(uint64_t interval, uint64_t seed)
 	return bad;
 }
 
+/* ha_log(x) against log(x): at most one unit in the last place apart. */
+static int log_close(double x)
+{
+	double want = log(x), got = ha_log(x);
+	if (got == want || nextafter(want, -INFINITY) == got || nextafter(want, INFINITY) == got)
+		return 1;
+	fprintf(stderr, "ha_log(%a) = %a, libm's log = %a\n", x, got, want);
+	return 0;
+}
+
+static int check_log(void)
+{
+	uint64_t rng = 0x2545F4914F6CDD1DULL;
+	int bad = 0;
+	if (!log_close(1.0) || !log_close(0x1p-53) || !log_close(0.5) || !log_close(M_SQRT1_2) ||
+	    !log_close(nextafter(M_SQRT1_2, 0.0)) || !log_close(nextafter(M_SQRT1_2, 1.0)) ||
+	    !log_close(nextafter(1.0, 0.0)))
+		bad = 1;
+	for (int i = 0; i < 2000000 && !bad; i++) {
+		/* as the draw makes it: 53 random bits + 1, times 2^-53 */
+		double u = (double)((ha_rng_next(&rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
+		/* and the same mantissa in a binade of its own, down to 2^-53 */
+		double v = ldexp(frexp(u, &(int){ 0 }), -(int)(ha_rng_next(&rng) % 53));
+		if (!log_close(u) || !log_close(v))
+			bad = 1;
+	}
+	if (bad)
+		fprintf(stderr, "countdown_test: ha_log is not libm's log within one ulp\n");
+	return bad;
+}
+
 int main(void)
 {
 	const uint64_t intervals[] = { 1, 4096, (uint64_t)512 * 1024 };
 	const uint64_t seeds[] = { 0x853c49e6748fea9bull, 0x9E3779B97F4A7C15ull, 12345 };
-	int bad = 0;
+	int bad = check_log();
 	for (size_t i = 0; i < sizeof intervals / sizeof intervals[0]; i++)
 		for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++)
 			bad |= check(intervals[i], seeds[s]);

@@ -65,6 +65,7 @@
 #include "elfmod.h"
 #include "forklock.h"
 #include "hooks.h"
+#include "imports.h"
 #include "resolve.h"
 #include "sampler.h"
 #include "stubs.h"
@@ -389,7 +390,7 @@ static void load_barrier(void)
 	/* dladdr() takes and releases dl_load_lock: returns only once no
 	 * dlopen/dlclose is in progress.  Its answer is not needed. */
 	Dl_info di;
-	(void)dladdr((const void *)&load_barrier, &di);
+	(void)ha_imp.dladdr((const void *)&load_barrier, &di);
 }
 
 void ha_got_session_start(void)

@@ -21,6 +21,7 @@
 #include "elfmod.h"
 #include "forklock.h"
 #include "hooks.h"
+#include "imports.h"
 
 struct lookup {
 	const char *name;
@@ -46,7 +47,7 @@ static int is_canonical_plt(uintptr_t addr)
 {
 	Dl_info di;
 	const ElfW(Sym) *sym = NULL;
-	if (!dladdr1((const void *)addr, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+	if (!ha_imp.dladdr1((const void *)addr, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
 		return 0;
 	return sym->st_shndx == SHN_UNDEF;
 }
@@ -95,7 +96,7 @@ static void set_why(char *why, size_t whylen, const char *a, const char *b)
  * IFUNC results.  0 if there is none.  Not inside dl_iterate_phdr. */
 static uintptr_t resolve_default(const char *name)
 {
-	uintptr_t addr = (uintptr_t)dlsym(RTLD_DEFAULT, name);
+	uintptr_t addr = (uintptr_t)ha_imp.dlsym(RTLD_DEFAULT, name);
 	if (addr && !is_definition(name, addr)) {
 		/* Not a plain definition: a canonical PLT entry, or something
 		 * unusual (an IFUNC's result).  Take the first module in load

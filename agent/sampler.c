@@ -29,6 +29,7 @@
 #include "countdown.h"
 #include "ha_ring.h"
 #include "ha_ring_map.h"
+#include "imports.h"
 #include "liveset.h"
 
 /* While dormant, a thread looks at the session state again after this many
@@ -124,8 +125,8 @@ __attribute__((noinline, cold)) static void thread_setup_slow(void)
 		pthread_attr_t attr;
 		void *lo;
 		size_t size = 0;
-		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-			if (pthread_attr_getstack(&attr, &lo, &size) == 0)
+		if (ha_imp.pthread_getattr_np(pthread_self(), &attr) == 0) {
+			if (ha_imp.pthread_attr_getstack(&attr, &lo, &size) == 0)
 				ha_ts.stack_hi = (uint64_t)(uintptr_t)lo + size;
 			pthread_attr_destroy(&attr);
 		}
@@ -679,8 +680,8 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 		return; /* no live set: the session samples nothing */
 	if (!tls_static_size) {
 		void (*info)(size_t *, size_t *) =
-			(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
-		void **end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
+			(void (*)(size_t *, size_t *))ha_imp.dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+		void **end = ha_imp.dlsym(RTLD_DEFAULT, "__libc_stack_end");
 		size_t sz = 0, al = 0;
 		if (info)
 			info(&sz, &al);

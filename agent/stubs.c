@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#include "imports.h"
 #include "sampler.h"
 #include "tls.h"
 
@@ -81,8 +82,8 @@ int ha_dlopen_decide(const char *file, int mode, void *ret)
 	struct link_map *lm = NULL;
 	Lmid_t id = -1;
 	ha_hook_guard++;
-	if (dladdr1(ret, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
-	    dlinfo(lm, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE)
+	if (ha_imp.dladdr1(ret, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+	    ha_imp.dlinfo(lm, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE)
 		wrap = strchr(file, '/') != NULL || !has_search_path(lm);
 	ha_hook_guard--;
 	errno = e;

@@ -4,7 +4,8 @@
  * it includes nothing of ours.
  *
  * The agent's modules form one chain, each including only those below it:
- *     tls, forklock     per-thread state, HA_HIDDEN; the fork lock
+ *     tls, forklock,    per-thread state, HA_HIDDEN; the fork lock;
+ *     imports           what the agent takes from the target at run time
  *  <- counters, liveset the hooks' call counts; the live set and its filter
  *  <- sampler           the countdown (countdown.h), stacks, ring records
  *  <- stubs             the dlopen and vfork hooks (assembler)

@@ -134,6 +134,11 @@ int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_ses
 		                                       : "it gave up");
 		return EXIT_FAILED;
 	}
+	if (ir.init_ret == HA_INIT_NOIMPORT) {
+		fprintf(stderr, "heapattach: the agent in %d (%s) found no pthread_create, dladdr "
+		        "or dlinfo through the target's dlsym\n", (int)t->pid, t->comm);
+		return EXIT_REFUSED;
+	}
 	if (ir.init_ret != HA_INIT_STARTED) {
 		fprintf(stderr, "heapattach: the agent in %d (%s) refused to start (code %d)\n",
 		        (int)t->pid, t->comm, ir.init_ret);

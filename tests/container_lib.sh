@@ -62,3 +62,49 @@ container_profile_exact() {
 	[ "$count" = $((N + 1)) ] && [ "$bytes" = $((N * SIZE + 4096 * 8)) ] ||
 		fail "leak_here holds $count blocks, $bytes bytes; expected $((N + 1)), $((N * SIZE + 4096 * 8))"
 }
+
+# debian_root SUITE: a Debian root of SUITE (debootstrap --variant=minbase
+# --include=python3), made once and cached outside the clone in
+# $HA_TEST_CACHE (default /var/cache/heapattach-tests)/SUITE; sets ROOT.
+# Made under a lock (concurrent tests wait for one another) in a temporary
+# directory renamed into place when complete: a root left half made by an
+# interrupted run is never used (it is removed by the next).  Skips when
+# debootstrap is missing or the Debian registry cannot be reached.
+debian_root() {
+	local suite=$1 cache=${HA_TEST_CACHE:-/var/cache/heapattach-tests} mirror=http://deb.debian.org/debian tmp
+	ROOT=$cache/$suite
+	mkdir -p "$cache" || fail "cannot make the test cache $cache"
+	exec {lockfd}>"$cache/$suite.lock" || fail "cannot open $cache/$suite.lock"
+	log "waiting for the lock of $ROOT"
+	flock -w 900 "$lockfd" || fail "no lock on $cache/$suite.lock in 15 minutes"
+	if [ ! -x "$ROOT/usr/bin/python3" ]; then
+		require_cmd debootstrap debootstrap
+		rm -rf "$cache/$suite".tmp.*
+		curl -fsS --max-time 20 -o /dev/null "$mirror/dists/$suite/Release" 2>"$W/mirror.err" ||
+			skip "the Debian registry is unreachable ($mirror: $(tail -n 1 "$W/mirror.err"))"
+		tmp=$(mktemp -d "$cache/$suite.tmp.XXXXXX") || fail "mktemp in $cache"
+		log "making a Debian $suite root in $tmp (once; minutes)"
+		if ! debootstrap --variant=minbase --include=python3 "$suite" "$tmp" "$mirror" \
+			>"$W/debootstrap.log" 2>&1; then
+			tail -n 5 "$W/debootstrap.log"
+			rm -rf "$tmp"
+			grep -Eqi 'resolve|connect|timed out|unreachable|Failed getting' "$W/debootstrap.log" &&
+				skip "the Debian registry is unreachable (debootstrap failed to download)"
+			fail "debootstrap $suite failed"
+		fi
+		mv "$tmp" "$ROOT" || fail "cannot rename $tmp to $ROOT"
+	fi
+	exec {lockfd}>&-
+	[ -x "$ROOT/usr/bin/python3" ] || fail "no python3 in the cached root $ROOT"
+	log "Debian $suite root: $ROOT"
+}
+
+# root_listing ROOT: every file of ROOT (its own file system) with its type,
+# size, mode, times of change, and the checksum of each regular file under
+# tmp, var/tmp, dev/shm, etc and root; sorted.
+root_listing() {
+	local r=$1
+	(cd "$r" && find . -xdev -printf '%y %s %m %T@ %C@ %p\n' | sort &&
+		find ./tmp ./var/tmp ./dev/shm ./etc ./root -xdev -type f -print0 2>/dev/null |
+		sort -z | xargs -0 -r sha256sum)
+}

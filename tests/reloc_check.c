@@ -34,6 +34,7 @@
 #include "elfmod.h"
 #include "got.h"
 #include "hooks.h"
+#include "imports.h"
 #include "resolve.h"
 #include "tls.h"
 
@@ -119,6 +120,11 @@ int main(int argc, char **argv)
 	}
 	module_path = argv[1];
 	int lazy = atoi(argv[3]);
+	const char *missing;   /* what the attacher hands the agent: dlsym */
+	if (ha_imports_init((uintptr_t)dlsym, &missing) != 0) {
+		fprintf(stderr, "ha_imports_init: no %s\n", missing);
+		return 2;
+	}
 	FILE *f = fopen(argv[2], "r");
 	if (!f)
 		return perror(argv[2]), 2;

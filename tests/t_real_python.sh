@@ -85,11 +85,7 @@ sed 's/^/    /' "$W/diff" | head -n 30
 truth=100000000
 # Growth between the snapshots in stacks that run through python's eval
 # loop (the interpreter's frames, in the python3.11 executable).
-read -r b1 _ < <(live_under "$db" '%EvalFrame%' heap "$s1")
-read -r b2 _ < <(live_under "$db" '%EvalFrame%' heap "$s2")
-growth=$((b2 - b1))
-log "growth under python's eval loop: $growth bytes (truth: 1000 x 100000 = $truth)"
-within 25 "$growth" "$truth" || fail "growth under the interpreter's frames $growth is not within 25% of $truth"
+eval_growth "$db" "$s1" "$s2" "$truth"
 sqlite3 "$db" "SELECT DISTINCT f.function FROM frames f JOIN modules m ON m.id = f.module_id
                WHERE m.path LIKE '%python3%' AND f.function <> '' LIMIT 12" | sed 's/^/    python frame: /'
 echo ok

@@ -154,6 +154,7 @@ static int inject_run(struct injection *j)
 		size_t room_len = j->target->agent_loaded ? 0 : inj_deliver_room(j);
 		uint64_t room_at = 0, args_at = 0;
 		args.result = -1;
+		args.dlsym_addr = j->dlsym_fn;   /* 0 with the agent loaded: it has its own */
 		if (room_len > sizeof room) {
 			ha_err(j->err, j->errlen, "agent path too long: %s", j->target->agent_path);
 			goto restore;

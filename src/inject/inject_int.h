@@ -83,6 +83,7 @@ struct injection {
 	struct ha_maps maps;
 	uint64_t dlopen_fn;      /* dlopen or __libc_dlopen_mode in the target */
 	uint64_t dlerror_fn;     /* 0 if none */
+	uint64_t dlsym_fn;       /* dlsym, for the agent (agent/imports.h) */
 	const char *dlopen_name;
 	int dlopen_flags;
 	uint64_t init_fn;        /* heapattach_agent_init, once known */

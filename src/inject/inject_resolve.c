@@ -26,10 +26,11 @@
 
 #define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
 
-static const struct ha_map *find_libc(const struct ha_maps *maps)
+/* A library of glibc by its soname, else by its file (libdl-2.31.so) */
+static const struct ha_map *find_lib(const struct ha_maps *maps, const char *so, const char *file)
 {
-	const struct ha_map *libc = ha_maps_find_module(maps, "libc.so.6");
-	return libc ? libc : ha_maps_find_module(maps, "libc-");
+	const struct ha_map *m = ha_maps_find_module(maps, so);
+	return m ? m : ha_maps_find_module(maps, file);
 }
 
 /* The address of the byte sequence seq in libc's executable mappings (as
@@ -72,7 +73,7 @@ int inj_resolve_sigreturn(struct injection *j)
 {
 	static const unsigned char seq[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
 	static const unsigned char pop_rdi_ret[2] = { 0x5f, 0xc3 };
-	const struct ha_map *libc = find_libc(&j->maps);
+	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-");
 	uint64_t near = 0;
 
 	j->sigreturn_fn = j->pop_rdi_ret = j->raise_fn = 0;
@@ -133,48 +134,50 @@ void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked)
 		}
 }
 
-/* Find how to call dlopen in the target: libc >= 2.34 exports dlopen and
- * dlerror; before that they live in libdl (if loaded) and libc only has
- * __libc_dlopen_mode, which wants __RTLD_DLOPEN and has no dlerror. */
+/* How to call dlopen in the target: libc's (2.34 on), else libdl's if loaded, else
+ * libc's __libc_dlopen_mode (it wants __RTLD_DLOPEN; no dlerror).  And dlsym for the
+ * agent (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create). */
 int inj_resolve_dlopen(struct injection *j)
 {
-	const struct ha_map *libc, *libdl;
+	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-"), *libdl;
 	int rc;
 
-	libc = find_libc(&j->maps);
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
 		       "(statically linked, or not a glibc program?)", (int)j->pid);
 		return -1;
 	}
+	libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
 	j->dlopen_flags = RTLD_NOW;
 	j->dlopen_name = "dlopen";
+	j->dlerror_fn = 0;
 	rc = ha_elf_symbol(j->pid, libc, "dlopen", &j->dlopen_fn);
-	if (rc == 0) {
-		if (ha_elf_symbol(j->pid, libc, "dlerror", &j->dlerror_fn) < 0)
-			j->dlerror_fn = 0;
+	if (rc == 0 || (rc == -ENOENT && libdl &&
+	                ha_elf_symbol(j->pid, libdl, "dlopen", &j->dlopen_fn) == 0)) {
+		(void)ha_elf_symbol(j->pid, rc == 0 ? libc : libdl, "dlerror", &j->dlerror_fn);
+	} else if (rc == -ENOENT &&
+	           ha_elf_symbol(j->pid, libc, "__libc_dlopen_mode", &j->dlopen_fn) == 0) {
+		j->dlopen_name = "__libc_dlopen_mode";
+		j->dlopen_flags = RTLD_NOW | (int)RTLD_DLOPEN_FLAG;
 	} else if (rc == -ENOENT) {
-		libdl = ha_maps_find_module(&j->maps, "libdl.so");
-		if (libdl && ha_elf_symbol(j->pid, libdl, "dlopen", &j->dlopen_fn) == 0) {
-			if (ha_elf_symbol(j->pid, libdl, "dlerror", &j->dlerror_fn) < 0)
-				j->dlerror_fn = 0;
-		} else if (ha_elf_symbol(j->pid, libc, "__libc_dlopen_mode", &j->dlopen_fn) == 0) {
-			j->dlopen_name = "__libc_dlopen_mode";
-			j->dlopen_flags = RTLD_NOW | (int)RTLD_DLOPEN_FLAG;
-			j->dlerror_fn = 0;
-		} else {
-			ha_err(j->err, j->errlen, "libc in target (%s) has no dlopen or "
-			       "__libc_dlopen_mode (static binary?)", libc->path);
-			return -1;
-		}
+		ha_err(j->err, j->errlen, "libc in target (%s) has no dlopen or "
+		       "__libc_dlopen_mode (static binary?)", libc->path);
+		return -1;
 	} else {
 		ha_err(j->err, j->errlen, "cannot read the symbols of %s in process %d: %s",
 		       libc->path, (int)j->pid, strerror(-rc));
 		return -1;
 	}
-	inj_log(j, "libc %s at 0x%llx: %s at 0x%llx, dlerror at 0x%llx", libc->path,
-	        (unsigned long long)libc->start, j->dlopen_name,
-	        (unsigned long long)j->dlopen_fn, (unsigned long long)j->dlerror_fn);
+	if (ha_elf_symbol(j->pid, libc, "dlsym", &j->dlsym_fn) < 0 &&
+	    (!libdl || ha_elf_symbol(j->pid, libdl, "dlsym", &j->dlsym_fn) < 0 ||
+	     !find_lib(&j->maps, "libpthread.so", "libpthread-2"))) {
+		ha_err(j->err, j->errlen, "process %d: glibc before 2.34 (%s) without libdl and "
+		       "libpthread loaded (the agent needs dlsym, pthread_create)", (int)j->pid, libc->path);
+		return -1;
+	}
+	inj_log(j, "libc %s at 0x%llx: %s at 0x%llx, dlerror at 0x%llx, dlsym at 0x%llx", libc->path,
+	        (unsigned long long)libc->start, j->dlopen_name, (unsigned long long)j->dlopen_fn,
+	        (unsigned long long)j->dlerror_fn, (unsigned long long)j->dlsym_fn);
 	return 0;
 }
 

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 9u
+#define HA_PROTO_VERSION 10u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -45,6 +45,7 @@
 #define HA_INIT_BADARGS   2   /* magic/version mismatch                    */
 #define HA_INIT_NOTHREAD  3   /* pthread_create failed                     */
 #define HA_INIT_FAILED    4   /* handshake failed (ERROR sent if it could) */
+#define HA_INIT_NOIMPORT  5   /* dlsym_addr is 0, or found no pthread_create... */
 
 /* ha_init_args.flags */
 #define HA_INIT_SHORT_SLICES 0x1u /* no seccomp filter: the agent thread may
@@ -72,6 +73,12 @@ struct ha_init_args {
 	                                     * must carry it (only who wrote
 	                                     * these arguments into the target
 	                                     * knows it) */
+	uint32_t pad;
+	uint64_t dlsym_addr;                /* dlsym in the target's own libc (glibc
+	                                     * 2.34 on) or libdl: the agent asks it
+	                                     * for what it imports from neither
+	                                     * (agent/imports.h); 0 when the agent
+	                                     * is loaded already (it kept its own) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -390,7 +397,8 @@ struct ha_rec_free {
 	uint32_t pad;
 };
 
-_Static_assert(sizeof(struct ha_init_args) == 4 * 4 + HA_SOCK_PATH_MAX + 16, "init args layout");
+_Static_assert(sizeof(struct ha_init_args) == 4 * 4 + HA_SOCK_PATH_MAX + 28, "init args layout");
+_Static_assert(offsetof(struct ha_init_args, dlsym_addr) % 8 == 0, "init args: dlsym_addr aligned");
 _Static_assert(sizeof(struct ha_agent_state) == 24, "agent state layout");
 _Static_assert(sizeof(struct ha_msg) == 8 + 128, "message layout");
 _Static_assert(sizeof(struct ha_ring_hdr) == 256, "ring header layout");
