@@ -4,9 +4,10 @@
 # makes heapattach kill itself the Nth time it passes POINT
 # (src/inject/inject.c): once the thread's state is saved, as dlopen of the
 # agent starts, at the mark of its end (the signal the thread sends itself,
-# src/inject/inject_frame.c), at its 3rd and 40th system call stop (a
+# src/inject/inject_frame.c), at its 3rd and 20th system call stop (a
 # syscall@ point makes the calls run on system call stops, as they do when
-# the target has a handler for every mark signal), as the agent's init
+# the target has a handler for every mark signal; the agent needs only libc,
+# so its dlopen makes about 13 system calls, 26 stops), as the agent's init
 # starts, at its mark, at its 20th system call stop, on the way to the final
 # stop, and in the middle of the restore.  The hijacked thread then returns
 # through the signal frames our calls return into.  Three targets, each
@@ -30,7 +31,7 @@
 . "$(dirname "$0")/lib.sh"
 require_all fp_loop idle sleeper
 
-POINTS=(saved dlopen mark@dlopen syscall@dlopen:3 syscall@dlopen:40 heapattach_agent_init
+POINTS=(saved dlopen mark@dlopen syscall@dlopen:3 syscall@dlopen:20 heapattach_agent_init
 	mark@heapattach_agent_init syscall@heapattach_agent_init:20 end restore)
 ITERS=3500000000
 

@@ -129,6 +129,10 @@ static int inject_run(struct injection *j)
 	if (j->target->agent_loaded) {
 		if (inj_resolve_init(j, 0) < 0)
 			goto out;
+		/* Its dlsym again: a session killed before the agent's init
+		 * ever ran leaves it loaded without the target's functions
+		 * (0 here is fine once it has them). */
+		(void)inj_resolve_dlsym(j);
 	} else if (inj_resolve_dlopen(j) < 0) {
 		goto out;
 	}
@@ -154,7 +158,7 @@ static int inject_run(struct injection *j)
 		size_t room_len = j->target->agent_loaded ? 0 : inj_deliver_room(j);
 		uint64_t room_at = 0, args_at = 0;
 		args.result = -1;
-		args.dlsym_addr = j->dlsym_fn;   /* 0 with the agent loaded: it has its own */
+		args.dlsym_addr = j->dlsym_fn;   /* 0: the agent uses what it found before */
 		if (room_len > sizeof room) {
 			ha_err(j->err, j->errlen, "agent path too long: %s", j->target->agent_path);
 			goto restore;

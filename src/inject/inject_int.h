@@ -185,6 +185,9 @@ int inj_wait_tid(struct injection *j, pid_t tid, int *st, double deadline);
 
 /* inject_resolve.c */
 int inj_resolve_dlopen(struct injection *j);
+/* dlsym in the target (libc from glibc 2.34, else libdl with libpthread
+ * loaded) into j->dlsym_fn: 0, or -1 (then 0 there). */
+int inj_resolve_dlsym(struct injection *j);
 int inj_resolve_init(struct injection *j, int reread);
 void inj_warm_up(pid_t pid, const struct ha_maps *maps);
 

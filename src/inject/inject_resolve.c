@@ -137,6 +137,21 @@ void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked)
 /* How to call dlopen in the target: libc's (2.34 on), else libdl's if loaded, else
  * libc's __libc_dlopen_mode (it wants __RTLD_DLOPEN; no dlerror).  And dlsym for the
  * agent (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create). */
+int inj_resolve_dlsym(struct injection *j)
+{
+	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-");
+	const struct ha_map *libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
+
+	j->dlsym_fn = 0;
+	if (libc && ha_elf_symbol(j->pid, libc, "dlsym", &j->dlsym_fn) == 0)
+		return 0;
+	if (libdl && ha_elf_symbol(j->pid, libdl, "dlsym", &j->dlsym_fn) == 0 &&
+	    find_lib(&j->maps, "libpthread.so", "libpthread-2"))
+		return 0;
+	j->dlsym_fn = 0;
+	return -1;
+}
+
 int inj_resolve_dlopen(struct injection *j)
 {
 	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-"), *libdl;
@@ -168,9 +183,7 @@ int inj_resolve_dlopen(struct injection *j)
 		       libc->path, (int)j->pid, strerror(-rc));
 		return -1;
 	}
-	if (ha_elf_symbol(j->pid, libc, "dlsym", &j->dlsym_fn) < 0 &&
-	    (!libdl || ha_elf_symbol(j->pid, libdl, "dlsym", &j->dlsym_fn) < 0 ||
-	     !find_lib(&j->maps, "libpthread.so", "libpthread-2"))) {
+	if (inj_resolve_dlsym(j) < 0) {
 		ha_err(j->err, j->errlen, "process %d: glibc before 2.34 (%s) without libdl and "
 		       "libpthread loaded (the agent needs dlsym, pthread_create)", (int)j->pid, libc->path);
 		return -1;
