@@ -97,6 +97,8 @@ static void agent_host(const char *agent, int in, int out)
 		for (int i = 0; i < 5000 && __atomic_load_n(&state->state, __ATOMIC_ACQUIRE) !=
 		                                 HA_STATE_DORMANT; i++)
 			usleep(1000);
+		/* What heapattach resolves in the target: its dlsym. */
+		a.dlsym_addr = (uint64_t)(uintptr_t)dlsym;
 		(void)init(&a);
 		int32_t r = a.result;
 		if (write(out, &r, sizeof r) != (ssize_t)sizeof r)
