@@ -85,8 +85,11 @@ int main(void)
 	           !ha_maps_module_mapping(&mm, "/tmp/a", 0x7f00, 0x7f20, 0),
 	       "module mappings by name, range and protection");
 	ha_maps_free(&mm);
-	/* A memfd's module is known by the name given to memfd_create. */
+	/* The agent's memfd is known by the name given to memfd_create;
+	 * another memfd is not a module of the name it chose. */
 	EXPECT(strcmp(ha_maps_module_name("/memfd:heapattach_agent.so"), "heapattach_agent.so") == 0 &&
+	           strcmp(ha_maps_module_name("/memfd:libc.so.6 (deleted)"),
+	                  "memfd:libc.so.6 (deleted)") == 0 &&
 	           strcmp(ha_maps_module_name("/memfd:a/b.so"), "b.so") == 0 &&
 	           strcmp(ha_maps_module_name("/tmp/memfd:x.so"), "memfd:x.so") == 0 &&
 	           strcmp(ha_maps_module_name("/lib/libc.so.6"), "libc.so.6") == 0,

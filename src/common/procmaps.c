@@ -5,6 +5,7 @@
  * skipped, and nothing is assumed about line or path lengths. */
 #define _GNU_SOURCE
 #include "procmaps.h"
+#include "ha_proto.h"
 #include "util.h"
 
 #include <errno.h>
@@ -306,9 +307,12 @@ static int has_exec_segment(const struct ha_maps *m, size_t i)
 const char *ha_maps_module_name(const char *path)
 {
 	const char *base = ha_base_name(path);
+	const char *name = base + sizeof MEMFD_PREFIX - 2;
 
-	return strncmp(path, MEMFD_PREFIX, sizeof MEMFD_PREFIX - 1) == 0 &&
-	               base == path + 1 ? base + sizeof MEMFD_PREFIX - 2 : base;
+	/* Only the agent's own memfd: a memfd the program named "libc.so.6"
+	 * must not pass for a module of that name. */
+	return strncmp(path, MEMFD_PREFIX, sizeof MEMFD_PREFIX - 1) == 0 && base == path + 1 &&
+	               strncmp(name, HA_AGENT_SONAME, sizeof HA_AGENT_SONAME - 1) == 0 ? name : base;
 }
 
 const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix)

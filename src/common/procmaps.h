@@ -32,9 +32,10 @@ void ha_maps_free(struct ha_maps *m);
  * 0 or -ENOMEM (out is then empty). */
 int ha_maps_parse(char *text, size_t len, struct ha_maps *out);
 
-/* The name a module is known by: its path's basename; for a memfd
- * ("/memfd:NAME", how the maps write a file made by memfd_create, e.g. the
- * agent delivered into a container) NAME. */
+/* The name a module is known by: its path's basename; for the agent's
+ * memfd ("/memfd:heapattach_agent.so (deleted)", how the maps write the
+ * agent delivered into a container) the agent's soname and what follows.
+ * Another memfd keeps its basename ("memfd:..."), whatever it is called. */
 const char *ha_maps_module_name(const char *path);
 
 /* The first mapping whose module name (ha_maps_module_name) starts with `prefix`

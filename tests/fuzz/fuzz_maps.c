@@ -58,8 +58,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
 		const struct ha_map *e = ha_maps_find_module(&m, prefixes[k]);
 		FUZZ_CHECK(!e || (e->offset == 0 && e->path[0] == '/' &&
-		                  strncmp(ha_base_name(e->path), prefixes[k], strlen(prefixes[k])) == 0),
+		                  strncmp(ha_maps_module_name(e->path), prefixes[k],
+		                          strlen(prefixes[k])) == 0),
 		           "find_module('%s') gave a wrong mapping", prefixes[k]);
+		/* A memfd passes for a module only as the agent's. */
+		FUZZ_CHECK(!e || strncmp(ha_base_name(e->path), "memfd:", 6) != 0 || k == 1 ||
+		                   !prefixes[k][0],
+		           "find_module('%s') took a memfd (%s)", prefixes[k], e->path);
 	}
 	ha_maps_free(&m);
 	free(text);
