@@ -8,7 +8,8 @@
 # sites named, each block counted once (musl's calloc calls malloc and its
 # posix_memalign aligned_alloc through its own GOT, which the agent patches),
 # and musl's own allocations for the program (strdup, through its GOT) seen
-# once each too.
+# once each too; and in a thread started before the attach and one after
+# (TLS through descriptors in both).
 # Issue 36, step 2, musl.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cover_lib.sh"
@@ -21,11 +22,12 @@ MUSL_AGENT=$(dirname "$AGENT")/musl/heapattach_agent.so
 [ -f "$MUSL_AGENT" ] || fail "musl-gcc is installed but the musl agent was not built: $MUSL_AGENT (configure again)"
 
 cat >"$W/mleak.c" <<'C'
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-static void *kept[4][100000];
+static void *kept[6][100000];
 __attribute__((noinline)) void musl_leak_here(int n, int size)
 {
 	for (int i = 0; i < n && i < 100000; i++)
@@ -50,10 +52,40 @@ __attribute__((noinline)) void musl_strdup_here(int n, int size)
 	for (int i = 0; i < n && i < 100000; i++)
 		kept[3][i] = strdup(s);
 }
+/* Threads: one started before the attach (its TLS block is made by musl's
+ * dlopen of the agent), one started after (made by pthread_create). */
+static int pfd[2], tn, tsize;
+__attribute__((noinline)) void musl_old_thread_here(int n, int size)
+{
+	for (int i = 0; i < n && i < 100000; i++)
+		kept[4][i] = malloc(size);
+}
+__attribute__((noinline)) void musl_new_thread_here(int n, int size)
+{
+	for (int i = 0; i < n && i < 100000; i++)
+		kept[5][i] = calloc(1, size);
+}
+static void *old_thread(void *arg)
+{
+	char c;
+	(void)arg;
+	while (read(pfd[0], &c, 1) == 1)
+		musl_old_thread_here(tn, tsize);
+	return NULL;
+}
+static void *new_thread(void *arg)
+{
+	(void)arg;
+	musl_new_thread_here(tn, tsize);
+	return NULL;
+}
 int main(void)
 {
 	char line[128];
 	int n, size;
+	pthread_t old, t;
+	if (pipe(pfd) != 0 || pthread_create(&old, NULL, old_thread, NULL) != 0)
+		return 1;
 	printf("ready pid=%d\n", (int)getpid());
 	fflush(stdout);
 	while (fgets(line, sizeof line, stdin)) {
@@ -63,6 +95,14 @@ int main(void)
 			musl_memalign_here(n, size);
 			musl_strdup_here(n, size);
 			printf("done leak %d %d\n", n, size);
+		} else if (sscanf(line, "threads %d %d", &n, &size) == 2) {
+			tn = n, tsize = size;
+			if (write(pfd[1], "x", 1) != 1 ||
+			    pthread_create(&t, NULL, new_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
+				return 1;
+			while (!__atomic_load_n(&kept[4][n - 1], __ATOMIC_ACQUIRE))   /* the old thread's last block */
+				usleep(1000);
+			printf("done threads %d %d\n", n, size);
 		} else if (strncmp(line, "quit", 4) == 0) {
 			printf("done quit\n");
 			break;
@@ -98,6 +138,8 @@ grep -q "agent written into memfd" "$HA_ERR" || fail "the agent did not go throu
 grep -q "/musl/heapattach_agent.so" "$HA_ERR" || { cat "$HA_ERR"; fail "heapattach did not take the musl agent"; }
 send "$TFD" "leak $N $SIZE"
 wait_line "$TOUT" "^done leak $N $SIZE" 60
+send "$TFD" "threads $N $SIZE"
+wait_line "$TOUT" "^done threads $N $SIZE" 60
 snapshot_now "$DB"
 detach_by_signal INT "$pid"
 check_session "$HA_ERR" "$pid" mleak
@@ -105,7 +147,7 @@ check_alive "$pid"
 # musl's libc has no unwind tables (nor frame pointers): a stack through
 # one of its own functions ends there, so strdup's blocks are found under
 # strdup, not under musl_strdup_here (but found, and once each).
-for f in musl_leak_here musl_calloc_here musl_memalign_here strdup; do
+for f in musl_leak_here musl_calloc_here musl_memalign_here strdup musl_old_thread_here musl_new_thread_here; do
 	read -r bytes count < <(live_under "$DB" "$f" heap)
 	log "$f: $count blocks, $bytes bytes live"
 	[ "$count" = "$N" ] && [ "$bytes" = $((N * SIZE)) ] ||
@@ -116,4 +158,4 @@ send "$TFD" quit
 wait_line "$TOUT" '^done quit$' 10
 wait_exit "$TPID" 10 || fail "unshare did not exit after mleak's quit"
 [ "$RC" = 0 ] || fail "mleak (under unshare) exited $RC"
-echo "ok: a musl program in a root holding only musl: the musl agent through a memfd; malloc, calloc, posix_memalign and strdup exact, each block once"
+echo "ok: a musl program in a root holding only musl: the musl agent through a memfd; malloc, calloc, posix_memalign and strdup exact, each block once, in old and new threads too"
