@@ -130,6 +130,12 @@ send "$TFD" "leak 10 100"
 wait_line "$TOUT" '^done leak 10 100$' 10
 wait_syscall "$pid" "$pid" "$NR_READ"
 
+# Without the musl agent beside the glibc one: refused, the target untouched.
+mkdir -p "$W/only" && cp "$AGENT" "$W/only/" || fail "cannot copy the agent"
+run_ha --agent "$W/only/heapattach_agent.so" "$pid"
+check_refusal "runs on musl, and the agent for musl is not there: $W/only/musl/heapattach_agent.so"
+check_untouched "$pid"
+
 N=2000 SIZE=200
 DB=$W/musl.db
 start_ha -v -q -s 3600 -i 1 --block -o "$DB" "$pid"
