@@ -81,7 +81,8 @@ static int is_self(const struct dl_phdr_info *info)
 	return ha_mod_contains(info, (uintptr_t)&is_self, 1, NULL);
 }
 
-/* The agent itself, the vdso and the dynamic loader are never patched. */
+/* The agent itself, the vdso and the dynamic loader are never patched
+ * (musl's loader is its libc: that one is). */
 int ha_mod_skip(const struct dl_phdr_info *info)
 {
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
@@ -93,9 +94,13 @@ int ha_mod_skip(const struct dl_phdr_info *info)
 	b = b ? b + 1 : name;
 	if (strncmp(b, "ld-linux", 8) == 0)
 		return 1;
+#ifndef HA_LIBC_MUSL
+	/* (musl's loader is its libc, whose own calls of malloc go through
+	 * its GOT like glibc's: patched.) */
 	unsigned long at_base = getauxval(AT_BASE);
 	if (at_base && info->dlpi_addr == at_base)
 		return 1;
+#endif
 	unsigned long vdso = getauxval(AT_SYSINFO_EHDR);
 	if (vdso && ha_mod_contains(info, vdso, 1, NULL))
 		return 1;

@@ -29,6 +29,16 @@
  * provides malloc itself: jemalloc's or tcmalloc's own mappings are their
  * heap, already counted block by block).
  *
+ * MUSL_NESTED: musl's libc calls its own allocation functions through its
+ * GOT, which is patched like any module's (its strdup's malloc is the
+ * program's allocation): calloc calls malloc, reallocarray realloc,
+ * posix_memalign and memalign aligned_alloc, valloc memalign.  In the
+ * agent of musl targets (HA_LIBC_MUSL) the calloc hook therefore raises
+ * the depth around its real call too, and the malloc and realloc hooks
+ * only forward at depth > 0 (their countdown would count the block a
+ * second time); the others already do.  The glibc agent's hooks are
+ * unchanged by this (glibc calls its internal functions directly).
+ *
  * Mappings: only anonymous ones, and not PROT_NONE reservations (address
  * space, not memory).  They share the countdown with the heap (sampled on
  * their length) and are recorded with kind HA_REC_KIND_MMAP, keyed by their
@@ -203,6 +213,10 @@ __attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t s
 #define HOT_HOOK __attribute__((aligned(64)))
 HOT_HOOK void *ha_hook_malloc(size_t size)
 {
+#ifdef HA_LIBC_MUSL
+	if (ha_depth)   /* musl's calloc calling it (see MUSL_NESTED) */
+		return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
+#endif
 #ifndef HA_BENCH_FLOOR
 	ha_count(HA_C_MALLOC);
 	if (__builtin_expect(ha_sampler_due(size), 0))
@@ -227,6 +241,9 @@ HOT_HOOK void *ha_hook_calloc(size_t nmemb, size_t size)
 	if (!__builtin_mul_overflow(nmemb, size, &total) &&
 	    __builtin_expect(ha_sampler_due(total), 0))
 		return calloc_sampled(nmemb, size, total);
+#ifdef HA_LIBC_MUSL
+	DEPTH_SCOPE();  /* its malloc only forwards (MUSL_NESTED) */
+#endif
 	return REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
 }
 
@@ -237,6 +254,10 @@ HOT_HOOK void *ha_hook_realloc(void *ptr, size_t size)
 	 * real realloc then fails, the block stays allocated but is no longer
 	 * counted: rare, and it errs towards less, never more, live heap. */
 	leave_live_set(ptr);
+#ifdef HA_LIBC_MUSL
+	if (ha_depth)   /* musl's reallocarray calling it (MUSL_NESTED) */
+		return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
+#endif
 	if (__builtin_expect(ha_sampler_due(size), 0))
 		return realloc_sampled(ptr, size);
 	return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);

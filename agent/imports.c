@@ -25,8 +25,10 @@ int ha_imports_init(uintptr_t dlsym_addr, const char **missing)
 		size_t off;
 	} fns[] = {
 		{ "dladdr", offsetof(struct ha_imports, dladdr) },
+#ifndef HA_LIBC_MUSL   /* musl has no dladdr1, and no namespaces to ask dlinfo about */
 		{ "dladdr1", offsetof(struct ha_imports, dladdr1) },
 		{ "dlinfo", offsetof(struct ha_imports, dlinfo) },
+#endif
 		{ "pthread_create", offsetof(struct ha_imports, pthread_create) },
 		{ "pthread_attr_setstacksize", offsetof(struct ha_imports, pthread_attr_setstacksize) },
 		{ "pthread_getattr_np", offsetof(struct ha_imports, pthread_getattr_np) },

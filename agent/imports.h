@@ -31,8 +31,8 @@
 struct ha_imports {
 	void *(*dlsym)(void *, const char *);
 	int (*dladdr)(const void *, Dl_info *);
-	int (*dladdr1)(const void *, Dl_info *, void **, int);
-	int (*dlinfo)(void *, int, void *);
+	int (*dladdr1)(const void *, Dl_info *, void **, int);   /* glibc's agent only */
+	int (*dlinfo)(void *, int, void *);                      /* glibc's agent only */
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*pthread_attr_setstacksize)(pthread_attr_t *, size_t);
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);

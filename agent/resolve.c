@@ -45,11 +45,18 @@ static int lookup_cb(struct dl_phdr_info *info, size_t size, void *data)
  * would call itself forever. */
 static int is_canonical_plt(uintptr_t addr)
 {
+#ifdef HA_LIBC_MUSL
+	/* musl has no dladdr1: no answer, and resolve_default keeps the
+	 * address (musl-gcc builds PIE programs, which have no such entries). */
+	(void)addr;
+	return 0;
+#else
 	Dl_info di;
 	const ElfW(Sym) *sym = NULL;
 	if (!ha_imp.dladdr1((const void *)addr, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym)
 		return 0;
 	return sym->st_shndx == SHN_UNDEF;
+#endif
 }
 
 struct defcheck {

@@ -78,6 +78,13 @@ int ha_dlopen_decide(const char *file, int mode, void *ret)
 		errno = e;
 		return 0;  /* a vfork child: it must not touch the session */
 	}
+#ifdef HA_LIBC_MUSL
+	/* musl's dlopen searches the main program's paths whoever calls it,
+	 * and has no namespaces: wrapping it changes nothing it finds. */
+	(void)ret;
+	(void)has_search_path;
+	wrap = 1;
+#else
 	Dl_info di;
 	struct link_map *lm = NULL;
 	Lmid_t id = -1;
@@ -86,6 +93,7 @@ int ha_dlopen_decide(const char *file, int mode, void *ret)
 	    ha_imp.dlinfo(lm, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE)
 		wrap = strchr(file, '/') != NULL || !has_search_path(lm);
 	ha_hook_guard--;
+#endif
 	errno = e;
 	return wrap;
 }
@@ -163,7 +171,15 @@ __asm__(".text\n"
         "\tpop %rdi\n"
         "\t.cfi_adjust_cfa_offset -8\n"
         "\t.cfi_register %rip, %rdi\n"
+#ifdef HA_LIBC_MUSL
+        /* musl: the block's offset from %fs through its TLS descriptor
+         * (tls.h; the call changes no register but %rax) */
+        "\tlea ha_tls@tlsdesc(%rip), %rax\n"
+        "\tcall *ha_tls@tlscall(%rax)\n"
+        "\tmov %rax, %rsi\n"
+#else
         "\tmovq ha_tls@gottpoff(%rip), %rsi\n"
+#endif
         "\taddl $1, %fs:(%rsi)\n"
         "\tmovl $" HA_STR(SYS_vfork) ", %eax\n"
         "\tsyscall\n"

@@ -18,7 +18,8 @@
  * A call upward goes through a pointer the higher module registers (the one
  * there is: hooks' dlopen wrapper -> got's patch pass, see stubs.h).
  *
- * The per-thread state is one initial-exec TLS block: touching it never
+ * The per-thread state is one initial-exec TLS block (a TLSDESC one in the
+ * agent of musl targets, see below): touching it never
  * calls into the dynamic loader (a global-dynamic access can allocate on a
  * thread's first touch), and the hooks reach every field through one GOT
  * load of its offset from %fs (separate variables cost one GOT load each on
@@ -66,8 +67,17 @@ struct ha_tls {
 	uint64_t calls[HA_TLS_CALL_CLASSES];   /* this thread's calls, by counter class (counters.h) */
 	uint64_t flushed[HA_TLS_CALL_CLASSES]; /* ...of which already added to the shared totals */
 };
-/* Defined in tls.c. */
-extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model("initial-exec")));
+/* Defined in tls.c.  The agent of musl targets (built with -DHA_LIBC_MUSL,
+ * agent/README.md) reaches it through TLS descriptors instead: musl refuses
+ * initial-exec TLS in a dlopen'ed library, and it allocates such a
+ * library's TLS for every thread at dlopen (and at pthread_create after),
+ * so a descriptor access never allocates there either. */
+#ifdef HA_LIBC_MUSL
+#define HA_TLS_MODEL "global-dynamic"
+#else
+#define HA_TLS_MODEL "initial-exec"
+#endif
+extern HA_HIDDEN __thread struct ha_tls ha_tls __attribute__((tls_model(HA_TLS_MODEL)));
 #define ha_ts (ha_tls.ts)
 
 /* Per-thread "inside a hook" depth: set around the real call of every hook

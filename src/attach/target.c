@@ -308,6 +308,34 @@ static int check_agent_reachable(struct ha_target *t, const char *agent_path,
 	return 0;
 }
 
+/* A musl target takes the agent built for musl (agent/README.md): the file
+ * of the same name in musl/ beside agent_path, unless agent_path is in a
+ * directory musl/ already (--agent naming it). */
+static int musl_agent(struct ha_target *t, const char *agent_path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	const char *slash = strrchr(agent_path, '/');
+	size_t dlen = slash ? (size_t)(slash - agent_path) : 0;
+
+	if (dlen >= sizeof dir) {
+		ha_err(err, errlen, "agent path too long: %s", agent_path);
+		return -1;
+	}
+	memcpy(dir, agent_path, dlen);
+	dir[dlen] = '\0';
+	if (strcmp(ha_base_name(dir), "musl") == 0)
+		snprintf(path, sizeof path, "%s", agent_path);
+	else
+		snprintf(path, sizeof path, "%s/musl/%s", dir, ha_base_name(agent_path));
+	if (access(path, R_OK) != 0) {
+		ha_err(err, errlen, "%d (%s) runs on musl, and the agent for musl is not there: "
+		       "%s: %s (it is built when musl-gcc is installed)", (int)t->pid, t->comm, path,
+		       strerror(errno));
+		return -1;
+	}
+	return check_agent_reachable(t, path, err, errlen);
+}
+
 int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
                     char *err, size_t errlen)
 {
@@ -325,9 +353,10 @@ int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
 		ha_err(err, errlen, "cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-rc));
 		return -1;
 	}
-	if (!ha_maps_find_module(&maps, "libc.so.6") && !ha_maps_find_module(&maps, "libc-")) {
-		ha_err(err, errlen, "%d (%s) has no glibc loaded (libc.so.6): cannot load the agent "
-		       "without its dlopen", (int)t->pid, t->comm);
+	if (!ha_maps_find_libc(&maps, &t->musl)) {
+		ha_err(err, errlen, "%d (%s) has no C library loaded (glibc's libc.so.6 or musl's "
+		       "ld-musl-*.so.1): cannot load the agent without its dlopen (static program?)",
+		       (int)t->pid, t->comm);
 		ha_maps_free(&maps);
 		return -1;
 	}
@@ -337,5 +366,7 @@ int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
 		return -1;
 	if (t->agent_loaded)
 		return 0; /* reuse what is mapped; nothing to open */
+	if (t->musl)
+		return musl_agent(t, agent_path, err, errlen);
 	return check_agent_reachable(t, agent_path, err, errlen);
 }

@@ -24,10 +24,13 @@ struct ha_target {
 	char agent_path[4096];  /* the agent: our file (the target's path to it
 	                         * when agent_by_path; the mapped path when
 	                         * agent_loaded) */
+	int musl;               /* the target runs on musl: agent_path is the
+	                         * agent built for it (musl/ beside the other) */
 };
 
 /* Check pid and fill *t.  agent_path is the agent file on our side (an
- * absolute, resolved path).  0 when the target may be injected; -1 with a
+ * absolute, resolved path); for a musl target, the one in musl/ beside it
+ * is taken (unless agent_path is in a directory musl/ already).  0 when the target may be injected; -1 with a
  * one-line reason in err otherwise. */
 int ha_target_check(pid_t pid, const char *agent_path, struct ha_target *t,
                     char *err, size_t errlen);

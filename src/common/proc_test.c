@@ -95,6 +95,34 @@ int main(void)
 	           strcmp(ha_maps_module_name("/lib/libc.so.6"), "libc.so.6") == 0,
 	       "module names of memfds and files");
 
+	/* The C library: glibc's by its soname (or libc-2.NN.so), else musl's
+	 * loader, which is its libc; none in a static program. */
+	char mglibc[] = "1000-2000 r--p 00000000 08:01 7 /lib/ld-musl-x86_64.so.1\n"
+	                "2000-3000 r-xp 00001000 08:01 7 /lib/ld-musl-x86_64.so.1\n"
+	                "4000-5000 r--p 00000000 08:01 9 /lib/x86_64-linux-gnu/libc.so.6\n"
+	                "5000-6000 r-xp 00001000 08:01 9 /lib/x86_64-linux-gnu/libc.so.6\n";
+	char mmusl[] = "1000-2000 r--p 00000000 08:01 7 /lib/ld-musl-x86_64.so.1\n"
+	               "2000-3000 r-xp 00001000 08:01 7 /lib/ld-musl-x86_64.so.1\n";
+	char malpine[] = "1000-2000 r-xp 00000000 08:01 7 /lib/libc.musl-x86_64.so.1\n";
+	char mstatic[] = "1000-2000 r-xp 00000000 08:01 7 /bin/prog\n";
+	int musl = -1;
+	EXPECT(ha_maps_parse(mglibc, sizeof mglibc - 1, &mm) == 0 &&
+	           ha_maps_find_libc(&mm, &musl) == &mm.v[2] && musl == 0,
+	       "glibc is the libc when both are mapped (musl %d)", musl);
+	ha_maps_free(&mm);
+	EXPECT(ha_maps_parse(mmusl, sizeof mmusl - 1, &mm) == 0 &&
+	           ha_maps_find_libc(&mm, &musl) == &mm.v[0] && musl == 1,
+	       "musl's loader is the libc of a musl program (musl %d)", musl);
+	ha_maps_free(&mm);
+	EXPECT(ha_maps_parse(malpine, sizeof malpine - 1, &mm) == 0 &&
+	           ha_maps_find_libc(&mm, &musl) == &mm.v[0] && musl == 1,
+	       "Alpine's libc.musl name is musl (musl %d)", musl);
+	ha_maps_free(&mm);
+	EXPECT(ha_maps_parse(mstatic, sizeof mstatic - 1, &mm) == 0 &&
+	           !ha_maps_find_libc(&mm, &musl) && musl == 0,
+	       "no libc in a static program (musl %d)", musl);
+	ha_maps_free(&mm);
+
 	/* The real files of this process parse. */
 	char state;
 	unsigned long flags;

@@ -333,6 +333,27 @@ const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *pr
 	return fallback;
 }
 
+const struct ha_map *ha_maps_find_libc(const struct ha_maps *m, int *musl)
+{
+	const struct ha_map *e = ha_maps_find_module(m, "libc.so.6");
+	int is_musl = 0;
+
+	if (!e)
+		e = ha_maps_find_module(m, "libc-");
+	if (!e && (e = ha_maps_find_module(m, "ld-musl-")) == NULL)
+		e = ha_maps_find_module(m, "libc.musl-");
+	if (e)
+		is_musl = ha_maps_is_musl_name(ha_maps_module_name(e->path));
+	if (musl)
+		*musl = is_musl;
+	return e;
+}
+
+int ha_maps_is_musl_name(const char *b)
+{
+	return strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0;
+}
+
 const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr)
 {
 	/* the last mapping with start <= addr */

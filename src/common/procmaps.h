@@ -44,6 +44,15 @@ const char *ha_maps_module_name(const char *path);
  * preferred (a loaded module, not the file mmap'ed as data). */
 const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix);
 
+/* The process's C library: glibc's libc.so.6 (libc-2.NN.so before 2.34),
+ * else musl's, which is also its dynamic loader (ld-musl-ARCH.so.1;
+ * Alpine's libc.musl-ARCH.so.1 is the same file); *musl says which (may
+ * be NULL).  NULL if none (a static program). */
+const struct ha_map *ha_maps_find_libc(const struct ha_maps *m, int *musl);
+
+/* Is the module named by base name b musl's libc (see above)? */
+int ha_maps_is_musl_name(const char *b);
+
 /* The length of a path as the maps write it without its " (deleted)"
  * suffix, if it has one (the path ha_map.path holds). */
 size_t ha_maps_path_len(const char *name);

@@ -115,12 +115,10 @@ static int try_memfd(struct injection *j, struct hijack *h, uint64_t room, size_
                      char *why, size_t whylen)
 {
 	static const unsigned flags[] = { MFD_CLOEXEC | MFD_EXEC, MFD_CLOEXEC };
-	const struct ha_map *libc = ha_maps_find_module(&j->maps, "libc.so.6");
+	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL);
 	int old[MAX_OLD], nold, fd = -1, out, rc;
 	char path[64];
 
-	if (!libc)
-		libc = ha_maps_find_module(&j->maps, "libc-");
 	rc = libc ? ha_elf_symbol(j->pid, libc, "syscall", &j->syscall_fn) : -ENOENT;
 	if (rc < 0) {
 		snprintf(why, whylen, "no syscall() in the target's libc: %s", strerror(-rc));
@@ -153,7 +151,8 @@ static int try_memfd(struct injection *j, struct hijack *h, uint64_t room, size_
 		close(out);
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	if (rc == 0 && put_string(j, room, len, path) == 0) {
-		inj_log(j, "agent written into memfd %d of process %d", fd, (int)j->pid);
+		inj_log(j, "agent written into memfd %d of process %d (from %s)", fd, (int)j->pid,
+		        j->target->agent_path);
 		rc = inj_load_agent(j, h, room);
 		if (rc == 1)
 			snprintf(why, whylen, "dlopen %.200s", dlopen_why(j));

@@ -26,7 +26,8 @@
 
 #define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
 
-/* A library of glibc by its soname, else by its file (libdl-2.31.so) */
+/* A library of glibc by its soname, else by its file (libdl-2.31.so).
+ * (The C library itself, glibc's or musl's: ha_maps_find_libc.) */
 static const struct ha_map *find_lib(const struct ha_maps *maps, const char *so, const char *file)
 {
 	const struct ha_map *m = ha_maps_find_module(maps, so);
@@ -73,13 +74,13 @@ int inj_resolve_sigreturn(struct injection *j)
 {
 	static const unsigned char seq[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
 	static const unsigned char pop_rdi_ret[2] = { 0x5f, 0xc3 };
-	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-");
+	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL);
 	uint64_t near = 0;
 
 	j->sigreturn_fn = j->pop_rdi_ret = j->raise_fn = 0;
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
-		       "(statically linked, or not a glibc program?)", (int)j->pid);
+		       "(neither glibc nor musl: statically linked?)", (int)j->pid);
 		return -1;
 	}
 	if (ha_elf_symbol(j->pid, libc, "__libc_sigaction", &near) < 0)
@@ -134,12 +135,13 @@ void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked)
 		}
 }
 
-/* How to call dlopen in the target: libc's (2.34 on), else libdl's if loaded, else
- * libc's __libc_dlopen_mode (it wants __RTLD_DLOPEN; no dlerror).  And dlsym for the
- * agent (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create). */
+/* How to call dlopen in the target: libc's (glibc 2.34 on, and musl's, which
+ * is its loader too), else libdl's if loaded, else libc's __libc_dlopen_mode
+ * (it wants __RTLD_DLOPEN; no dlerror).  And dlsym for the agent
+ * (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create). */
 int inj_resolve_dlsym(struct injection *j)
 {
-	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-");
+	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL);
 	const struct ha_map *libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
 
 	j->dlsym_fn = 0;
@@ -154,12 +156,12 @@ int inj_resolve_dlsym(struct injection *j)
 
 int inj_resolve_dlopen(struct injection *j)
 {
-	const struct ha_map *libc = find_lib(&j->maps, "libc.so.6", "libc-"), *libdl;
+	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL), *libdl;
 	int rc;
 
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
-		       "(statically linked, or not a glibc program?)", (int)j->pid);
+		       "(neither glibc nor musl: statically linked?)", (int)j->pid);
 		return -1;
 	}
 	libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
@@ -251,8 +253,9 @@ int inj_resolve_init(struct injection *j, int reread)
  * read).  Failures do not matter here. */
 void inj_warm_up(pid_t pid, const struct ha_maps *maps)
 {
-	static const char *const common[] = { "libc.so.6", "libc-", "libstdc++.so" };
-	const char *names[4];
+	static const char *const common[] = { "libc.so.6", "libc-", "ld-musl-", "libc.musl-",
+	                                      "libstdc++.so" };
+	const char *names[6];
 	char path[64], exe[4096];
 	const struct ha_map *m;
 	uint64_t addr;

@@ -37,7 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 
 /* Not in the public headers, but exported by libunwind-x86_64 (perf and
  * src/unwind/unwind_access.c use it the same way). */
@@ -89,6 +92,37 @@ static int denied(const char *name)
 	return 0;
 }
 
+/* musl: its libc is its loader too, its malloc and loader keep their locks
+ * in functions that .dynsym does not name (hidden ones), and it has no
+ * unwind tables (frames past one in it are guesses).  So an address in it
+ * is judged by its name where .dynsym has one (malloc, dlopen...: the deny
+ * list); where the thread is stopped (frame 0), an unnamed function is
+ * refused unless the thread is waiting in one of the system calls below
+ * (further frames in it are guesses, judged by name only), which a thread makes for the program, not inside
+ * musl's allocator or loader (those lock with futex and map with mmap,
+ * munmap, mprotect, brk, madvise, open, openat, read of an ELF file: a read
+ * is let through, a window of microseconds inside dlopen). */
+static const long musl_waits[] = {
+	SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64,
+	SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_wait, SYS_epoll_pwait,
+	SYS_nanosleep, SYS_clock_nanosleep, SYS_pause, SYS_accept, SYS_accept4,
+	SYS_recvfrom, SYS_recvmsg, SYS_recvmmsg, SYS_sendto, SYS_sendmsg, SYS_connect,
+	SYS_wait4, SYS_waitid, SYS_rt_sigsuspend, SYS_rt_sigtimedwait, SYS_msgrcv,
+};
+
+static pid_t cur_tid;   /* the thread being looked at (under as_lock) */
+
+static int in_musl_wait(pid_t tid)
+{
+	struct user_regs_struct r;
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) != 0 || (long)r.orig_rax < 0)
+		return 0;
+	for (size_t i = 0; i < sizeof musl_waits / sizeof musl_waits[0]; i++)
+		if ((long)r.orig_rax == musl_waits[i])
+			return 1;
+	return 0;
+}
+
 /* Is this mapping the dynamic loader (ld-linux-x86-64.so.2, ld-2.NN.so)? */
 static int is_loader(const struct ha_map *m)
 {
@@ -112,9 +146,14 @@ static int addr_is_safe(pid_t pid, const struct ha_maps *maps, uint64_t addr,
 		return 0;
 	}
 	mod = ha_maps_module_of(maps, m);
-	if (mod && ha_elf_symbol_at(pid, mod, addr, name, sizeof name) == 0 &&
-	    denied(name)) {
-		snprintf(why, whylen, "in %s", name);
+	if (mod && ha_elf_symbol_at(pid, mod, addr, name, sizeof name) == 0) {
+		if (denied(name)) {
+			snprintf(why, whylen, "in %s", name);
+			return 0;
+		}
+	} else if (mod && ha_maps_is_musl_name(ha_maps_module_name(mod->path)) && frame == 0 &&
+	           !(cur_tid > 0 && in_musl_wait(cur_tid))) {
+		snprintf(why, whylen, "in musl's libc, in a function it does not name");
 		return 0;
 	}
 	return 1;
@@ -370,6 +409,7 @@ int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
 	cur_cache = pc;
 	cur_maps = maps;
 	cur_upt = upt;
+	cur_tid = tid;
 	rc = unw_init_remote(&c, as, upt);
 	if (rc < 0) {
 		snprintf(why, whylen, "cannot unwind the stack (%s)", unw_strerror(rc));
@@ -380,6 +420,7 @@ int ha_thread_is_safe_ex(pid_t pid, pid_t tid, const struct ha_maps *maps,
 	cur_cache = NULL;
 	cur_maps = NULL;
 	cur_upt = NULL;
+	cur_tid = 0;
 out:
 	pthread_mutex_unlock(&as_lock);
 	_UPT_destroy(upt);
