@@ -114,6 +114,9 @@ int main(int argc, char **argv)
 		ha_session_close(&s);
 		return EXIT_REFUSED;
 	}
+	if (o.verbose && s.not_tmp[0])
+		fprintf(stderr, "heapattach: the agent's socket is %s%s (%s)\n", s.dir,
+		        s.abstract ? ", an abstract name" : "", s.not_tmp);
 
 	/* --rss: the page-fault events are on before the agent is ready, so
 	 * that the session samples page faults from the moment it says it is
