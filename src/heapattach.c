@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "heapattach_int.h"
+#include "agent_file.h"
 #include "pf_events.h"
 
 #include "inject.h"
@@ -80,6 +81,7 @@ int main(int argc, char **argv)
 	}
 	if (cmd_find_agent(&o, agent, sizeof agent))
 		return EXIT_REFUSED;
+	ha_agent_file_set(agent);
 	if (ha_target_check(o.pid, agent, &t, err, sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);
 		return EXIT_REFUSED;

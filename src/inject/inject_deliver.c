@@ -190,7 +190,7 @@ static char *make_dir(const struct injection *j, char *tmpl, int *owner)
 
 	if (ok || errno != EOVERFLOW || t->uid == geteuid() || ha_fsid_take(t->uid, t->gid, &was))
 		return ok;
-	memcpy(tmpl + len - 6, "XXXXXX", 6);
+	memcpy(tmpl + len - 6, "XXXXXX", 7); /* the template again, with its NUL */
 	ok = mkdtemp(tmpl);
 	int e = errno;
 	ha_fsid_put_back(&was);
