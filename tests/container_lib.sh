@@ -86,6 +86,16 @@ container_profile_exact() {
 		fail "leak_here holds $count blocks, $bytes bytes; expected $((N + 1)), $((N * SIZE + 4096 * 8))"
 }
 
+# container_reattach PID DB: a second, short session reuses the dormant
+# agent (found by its memfd name): loaded once still, nothing of ours left.
+container_reattach() {
+	local pid=$1 db=$2
+	run_ha -q --duration 0.2 -o "$db" "$pid"
+	[ "$HA_RC" = 0 ] || fail "a second session exited $HA_RC: $(cat "$HA_ERR")"
+	[ "$(agent_loads "$pid")" = 1 ] || fail "the agent is loaded $(agent_loads "$pid") times after a second session"
+	check_nothing_left "$pid"
+}
+
 # debian_root SUITE: a Debian root of SUITE (debootstrap --variant=minbase
 # --include=python3), made once and cached outside the clone in
 # $HA_TEST_CACHE (default /var/cache/heapattach-tests)/SUITE; sets ROOT.

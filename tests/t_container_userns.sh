@@ -21,11 +21,7 @@ container_profile_exact "$pid" "$W/ct.db"
 check_nothing_left "$pid"
 idle_maps=$(agent_loads "$pid")
 [ "$idle_maps" = 1 ] || fail "the agent is loaded $idle_maps times after the detach"
-# A second session reuses the dormant agent (found by its memfd name).
-run_ha -q --duration 0.2 -o "$W/ct2.db" "$pid"
-[ "$HA_RC" = 0 ] || fail "a second session exited $HA_RC: $(cat "$HA_ERR")"
-[ "$(agent_loads "$pid")" = 1 ] || fail "the agent is loaded $(agent_loads "$pid") times after a reattach"
-check_nothing_left "$pid"
+container_reattach "$pid" "$W/ct2.db"
 send "$TFD" quit
 wait_exit "$TPID" 10 || fail "unshare did not exit after leak_cmd's quit"
 [ "$RC" = 0 ] || fail "leak_cmd (under unshare) exited $RC"
