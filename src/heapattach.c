@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "heapattach_int.h"
+#include "agent_file.h"
 #include "pf_events.h"
 
 #include "inject.h"
@@ -80,6 +81,7 @@ int main(int argc, char **argv)
 	}
 	if (cmd_find_agent(&o, agent, sizeof agent))
 		return EXIT_REFUSED;
+	ha_agent_file_set(agent);
 	if (ha_target_check(o.pid, agent, &t, err, sizeof err)) {
 		fprintf(stderr, "heapattach: %s\n", err);
 		return EXIT_REFUSED;
@@ -114,6 +116,9 @@ int main(int argc, char **argv)
 		ha_session_close(&s);
 		return EXIT_REFUSED;
 	}
+	if (o.verbose && s.not_tmp[0])
+		fprintf(stderr, "heapattach: the agent's socket is %s%s (%s)\n", s.dir,
+		        s.abstract ? ", an abstract name" : "", s.not_tmp);
 
 	/* --rss: the page-fault events are on before the agent is ready, so
 	 * that the session samples page faults from the moment it says it is

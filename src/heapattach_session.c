@@ -95,7 +95,7 @@ int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_ses
 	                             .attacher_uid = (uint32_t)geteuid(),
 	                             .flags = (t->seccomp_filter ? 0 : HA_INIT_SHORT_SLICES) |
 	                                      (t->pid_ns_below ? HA_INIT_PEER_OUTSIDE : 0) };
-	snprintf(args.sock_path, sizeof args.sock_path, "%s", s->sock_target);
+	memcpy(args.sock_path, s->sock_target, sizeof args.sock_path); /* may be "\0name" */
 	struct ha_msg_config cfg = { .sample_interval = o->interval,
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
 	                             .flags = o->block ? HA_CFG_BLOCK : 0 };

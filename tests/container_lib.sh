@@ -3,10 +3,12 @@
 
 # container_start LABEL NS SETUP TARGET [ARGS...]: start $TARGETS/TARGET in a
 # new mount namespace ("mnt"), or mount and pid namespaces with their own
-# /proc ("mnt+pid"), where a tmpfs hides the agent's directory and /tmp is
-# a tmpfs of the target's own; SETUP is more shell run there first (mounts).
-# Waits for its ready line and for it to block reading stdin.  Sets pid (the
-# target's pid here), TPID (what to wait for), TFD, TOUT.
+# /proc ("mnt+pid"; "mnt+pid+net": a network namespace too), or those and a
+# user namespace made by an unprivileged user, root inside and uid 65534
+# from here ("user+mnt+pid"), where a tmpfs hides the agent's directory and
+# /tmp is a tmpfs of the target's own; SETUP is more shell run there first
+# (mounts).  Waits for its ready line and for it to block reading stdin.
+# Sets pid (the target's pid here), TPID (what to wait for), TFD, TOUT.
 container_start() {
 	local label=$1 ns=$2 setup=$3 target=$4 sh
 	shift 4
@@ -18,11 +20,29 @@ container_start() {
 		start_cmd "$label" unshare -m --propagation private sh -c "$sh" sh "$(dirname "$AGENT")" "$TARGETS/$target" "$@"
 		wait_target_ready
 		pid=$TPID ;;
-	mnt+pid) unshare -m -p -f --mount-proc --propagation private true >"$W/unshare.err" 2>&1 ||
-		{ tail -n 2 "$W/unshare.err"; skip "unshare -m -p -f --mount-proc not possible here"; }
-		start_cmd "$label" unshare -m -p -f --mount-proc --propagation private sh -c "$sh" sh "$(dirname "$AGENT")" "$TARGETS/$target" "$@"
+	mnt+pid | mnt+pid+net)
+		local own=(unshare -m -p -f --mount-proc --propagation private)
+		[ "$ns" = mnt+pid ] || own+=(-n)
+		"${own[@]}" true >"$W/unshare.err" 2>&1 ||
+		{ tail -n 2 "$W/unshare.err"; skip "${own[*]} not possible here"; }
+		start_cmd "$label" "${own[@]}" sh -c "$sh" sh "$(dirname "$AGENT")" "$TARGETS/$target" "$@"
 		wait_line "$TOUT" '^ready pid=1$' 10
 		pid=$(pgrep -P "$TPID" -x "$target") || fail "no $target under unshare $TPID" ;;
+	user+mnt+pid)
+		# A rootless container: made by an unprivileged user (65534 here),
+		# root inside its own user namespace, 65534 from ours.
+		command -v setpriv >/dev/null || skip "setpriv is not installed (util-linux)"
+		local rootless=(setpriv --reuid=65534 --regid=65534 --clear-groups
+		                unshare -U -r -m -p -f --mount-proc --propagation private)
+		"${rootless[@]}" true >"$W/unshare.err" 2>&1 ||
+			{ tail -n 2 "$W/unshare.err"; skip "an unprivileged user cannot unshare -U -r -m -p -f here"; }
+		start_cmd "$label" "${rootless[@]}" sh -c "$sh" sh "$(dirname "$AGENT")" "$TARGETS/$target" "$@"
+		wait_line "$TOUT" '^ready pid=1$' 10
+		pid=$(pgrep -P "$TPID" -x "$target") || fail "no $target under unshare $TPID"
+		[ "$(readlink "/proc/$pid/ns/user")" != "$(readlink /proc/self/ns/user)" ] ||
+			fail "precondition: the target is in our user namespace"
+		[ "$(awk '/^Uid:/{print $2}' "/proc/$pid/status")" = 65534 ] ||
+			fail "precondition: the target is not uid 65534 from here" ;;
 	*) fail "container_start: unknown namespaces '$ns'" ;;
 	esac
 	wait_syscall "$pid" "$pid" "$NR_READ"
@@ -38,19 +58,22 @@ check_nothing_left() {
 	local pid=$1 left
 	left=$(ls -l "/proc/$pid/fd" | grep -F 'memfd:heapattach') &&
 		fail "descriptors of ours left in $pid: $left"
-	left=$(find "/proc/$pid/root/tmp" "/proc/$pid/root/var/tmp" "/proc/$pid/root/dev/shm" \
+	left=$(find "/proc/$pid/root/tmp" "/proc/$pid/root/var/tmp" "/proc/$pid/root/dev/shm" "/proc/$pid/root/run" \
 	       -xdev -name 'heapattach*' 2>/dev/null)
 	[ -z "$left" ] || fail "files of ours left in the target's file system: $left"
-	log "nothing of ours left in $pid's descriptors, /tmp, /var/tmp, /dev/shm"
+	log "nothing of ours left in $pid's descriptors, /tmp, /var/tmp, /dev/shm, /run"
 }
 
 # container_profile_exact PID DB: one session with --block -i 1 through a
-# memfd; the target leaks N blocks of SIZE bytes (leak_cmd): exact.
+# memfd (or the dormant agent of a session before); the target leaks N
+# blocks of SIZE bytes (leak_cmd): exact.
 container_profile_exact() {
-	local pid=$1 db=$2 bytes count
+	local pid=$1 db=$2 bytes count loaded
+	loaded=$(agent_loads "$pid")
 	start_ha -v -q -s 3600 -i 1 --block -o "$db" "$pid"
 	wait_ready "$pid" leak_cmd
-	grep -q "agent written into memfd" "$HA_ERR" || fail "the agent did not go through a memfd"
+	[ "$loaded" != 0 ] || grep -q "agent written into memfd" "$HA_ERR" ||
+		fail "the agent did not go through a memfd"
 	send "$TFD" "leak $N $SIZE"
 	wait_line "$TOUT" "^done leak $N $SIZE" 60
 	snapshot_now "$db"
@@ -61,6 +84,16 @@ container_profile_exact() {
 	read -r bytes count < <(live_under "$db" leak_here heap)
 	[ "$count" = $((N + 1)) ] && [ "$bytes" = $((N * SIZE + 4096 * 8)) ] ||
 		fail "leak_here holds $count blocks, $bytes bytes; expected $((N + 1)), $((N * SIZE + 4096 * 8))"
+}
+
+# container_reattach PID DB: a second, short session reuses the dormant
+# agent (found by its memfd name): loaded once still, nothing of ours left.
+container_reattach() {
+	local pid=$1 db=$2
+	run_ha -q --duration 0.2 -o "$db" "$pid"
+	[ "$HA_RC" = 0 ] || fail "a second session exited $HA_RC: $(cat "$HA_ERR")"
+	[ "$(agent_loads "$pid")" = 1 ] || fail "the agent is loaded $(agent_loads "$pid") times after a second session"
+	check_nothing_left "$pid"
 }
 
 # debian_root SUITE: a Debian root of SUITE (debootstrap --variant=minbase

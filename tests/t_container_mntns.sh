@@ -18,11 +18,7 @@ grep -q '/memfd:heapattach_agent\.so' "/proc/$pid/maps" || fail "no memfd agent 
 [ "$(agent_loads "$pid")" = 1 ] || fail "the agent is loaded $(agent_loads "$pid") times after the detach"
 check_nothing_left "$pid"
 
-# A second session reuses the dormant agent (found by its memfd name).
-run_ha -q --duration 0.2 -o "$W/ct2.db" "$pid"
-[ "$HA_RC" = 0 ] || fail "a second session exited $HA_RC: $(cat "$HA_ERR")"
-[ "$(agent_loads "$pid")" = 1 ] || fail "the agent is loaded $(agent_loads "$pid") times after a second session"
-check_nothing_left "$pid"
+container_reattach "$pid" "$W/ct2.db"
 send "$TFD" quit
 wait_exit "$pid" 10 || fail "leak_cmd did not exit after quit"
 [ "$RC" = 0 ] || fail "leak_cmd exited $RC"

@@ -13,8 +13,9 @@
 #    name the modules' functions (from the mapped files themselves);
 #  - print no control byte; heapdiff's reports of the profile are valid.
 # And a target in a chroot whose /tmp is a symbolic link out of it: the
-# socket directory is not made through it (refused, nothing created, the
-# target untouched).
+# socket directory is not made through it (nor in any other directory, and
+# in its own network namespace no abstract socket: refused, nothing
+# created, the target untouched).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 . "$(dirname "$0")/hostile_lib.sh"
@@ -209,7 +210,9 @@ mkdir -p "$root"/usr "$root"/etc "$root/$top" "$root"/proc "$W/outside"
 for l in lib lib64 bin sbin; do ln -s "usr/$l" "$root/$l"; done
 ln -s "$W/outside" "$root/tmp"
 chmod 755 "$root" "$W/outside"
-start_cmd chroot unshare -m --propagation private sh -c '
+# Its own network namespace: no abstract socket either (the way left
+# when no directory will do), so the attach is refused.
+start_cmd chroot unshare -m -n --propagation private sh -c '
 	for d in usr etc "$3" proc; do mount --bind "/$d" "$1/$d" || exit 1; done
 	exec chroot "$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$2"' sh "$root" "$TARGETS/idle" "$top"
 cpid=$TPID

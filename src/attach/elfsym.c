@@ -11,6 +11,7 @@
  * libelf bounds-checks that. */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "agent_file.h"
 #include "target_fs.h"
 #include "util.h"
 
@@ -96,12 +97,17 @@ static int file_matches(int fd, const struct ha_map *mod)
  * /proc/PID/root (the target's mount namespace).  If the file there is not
  * the mapped one (deleted, replaced by an upgrade), try
  * /proc/PID/map_files/, which reaches the mapped inode itself (needs
- * CAP_SYS_ADMIN); failing that, use what the path gave.  fd or -errno. */
+ * CAP_SYS_ADMIN); failing that, use what the path gave.  The agent we
+ * delivered through a memfd is read from our own file (agent_file.h).
+ * fd or -errno. */
 static int open_module(pid_t pid, const struct ha_map *mod)
 {
 	char path[4200];
-	int fd = -ENOENT;
+	int fd = mod->deleted ? ha_agent_file_open(pid, mod) : -1;
 
+	if (fd >= 0)
+		return fd;      /* the agent we delivered through a memfd: our file */
+	fd = -ENOENT;
 	if (!mod->deleted && mod->path[0] == '/') {
 		snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
 		fd = ha_target_open(pid, path, NULL);

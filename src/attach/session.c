@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "ha_ring_map.h"
+#include "target_fs.h"
 #include "util.h"
 
 void ha_session_init(struct ha_session *s)
@@ -48,76 +50,185 @@ static void remove_names(struct ha_session *s)
 	s->dir_name[0] = s->dir[0] = s->sock[0] = '\0';
 }
 
-/* The socket directory, in the target's /tmp.  Another root than ours is
- * reached through /proc/PID/root, and whoever owns that root (maybe the
- * target's user) could make its tmp a symbolic link, which would be
- * followed back into OUR file system (absolute links resolve against our
- * root): the directory is made only in a real tmp directory, opened
- * without following a link, and everything after goes through
+/* Where the socket's directory may go, under the target's root, in this
+ * order: its /tmp (what every host target gets, at once), then the other
+ * directories a read-only root usually leaves writable (a socket needs
+ * neither exec nor suid).  After them, an abstract socket, when the target
+ * shares our network namespace (make_abstract). */
+static const char *const sock_dirs[] = { "tmp", "dev/shm", "var/tmp", "run" };
+
+/* rel (components under rfd), walked without following a link.  O_PATH
+ * fd, or -1 with errno (ELOOP for a link). */
+static int open_under(int rfd, const char *rel)
+{
+	char buf[32], *save = NULL;
+	int fd = dup(rfd);
+	snprintf(buf, sizeof buf, "%s", rel);
+	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		struct stat st;
+		int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e = errno;
+		if (next < 0 && fstatat(fd, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			e = ELOOP;
+		close(fd);
+		fd = next;
+		errno = e;
+	}
+	return fd;
+}
+
+/* mkdtemp in s->tmp_fd: as ourselves, or -- when the file system has no
+ * mapping for our uid (EOVERFLOW: a tmpfs of a rootless container's user
+ * namespace) -- as the target's uid and gid (s->as_owner), which it has.
+ * 0 or -1 with errno. */
+static int make_dir_in(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, char *tmpl,
+                       size_t len)
+{
+	struct ha_fsid was;
+	snprintf(tmpl, len, "/proc/self/fd/%d/heapattach-%d-XXXXXX", s->tmp_fd, (int)pid);
+	if (mkdtemp(tmpl))
+		return 0;
+	if (errno != EOVERFLOW || uid == geteuid() || ha_fsid_take(uid, gid, &was) != 0)
+		return -1;
+	snprintf(tmpl, len, "/proc/self/fd/%d/heapattach-%d-XXXXXX", s->tmp_fd, (int)pid);
+	char *ok = mkdtemp(tmpl);
+	int e = errno;
+	ha_fsid_put_back(&was);
+	s->as_owner = ok != NULL;
+	errno = e;
+	return ok ? 0 : -1;
+}
+
+/* The socket directory in sock_dirs[i] of the target's root.  Another root
+ * than ours is reached through /proc/PID/root, and whoever owns that root
+ * (maybe the target's user) could make its tmp a symbolic link, which
+ * would be followed back into OUR file system (absolute links resolve
+ * against our root): the directory is made only in a real directory,
+ * reached without following a link, and everything after goes through
  * descriptors (/proc/self/fd/N/... for the names bind(2) and mkdtemp(3)
  * need).  It is root's and 0700 until the socket is in it and handed to
- * the target's user: nobody can swap an entry in between. */
-static int make_socket_dir(struct ha_session *s, pid_t pid, int same_root, char *err,
-                           size_t errlen)
+ * the target's user: nobody can swap an entry in between (made as that
+ * user in a rootless container's own file system, it is theirs from the
+ * start: they could only break their own session).  0, or -1 with why. */
+static int make_dir_at(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int rfd,
+                       const char *rel, const char *where, char *why, size_t whylen)
 {
-	char root[64] = "/", where[64] = "/tmp", tmpl[96];
-	if (!same_root) {
-		snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
-		snprintf(where, sizeof where, "/proc/%d/root/tmp", (int)pid);
-	}
-	struct stat st;
-	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	s->tmp_fd = rfd < 0 ? -1 : openat(rfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int e = errno;
-	int link = s->tmp_fd < 0 && rfd >= 0 && fstatat(rfd, "tmp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	           S_ISLNK(st.st_mode);
-	if (rfd >= 0)
-		close(rfd);
+	char tmpl[96];
+	s->tmp_fd = rfd < 0 ? -1 : open_under(rfd, rel);
 	if (s->tmp_fd < 0) {
-		ha_err(err, errlen, "cannot create a socket directory in %s: %s", where,
-		       link ? "it is a symbolic link" : strerror(e));
+		snprintf(why, whylen, "%s: %s", where,
+		         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
 		return -1;
 	}
-	snprintf(tmpl, sizeof tmpl, "/proc/self/fd/%d/heapattach-%d-XXXXXX", s->tmp_fd, (int)pid);
-	if (!mkdtemp(tmpl)) {
-		ha_err(err, errlen, "cannot create a socket directory in %s: %s", where,
-		       strerror(errno));
+	if (make_dir_in(s, pid, uid, gid, tmpl, sizeof tmpl) != 0) {
+		snprintf(why, whylen, "%s: %s", where, strerror(errno));
+		close(s->tmp_fd);
+		s->tmp_fd = -1;
 		return -1;
 	}
 	snprintf(s->dir_name, sizeof s->dir_name, "%.40s", ha_base_name(tmpl));
 	snprintf(s->dir, sizeof s->dir, "%s/%s", where, s->dir_name);
 	s->dir_fd = openat(s->tmp_fd, s->dir_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s->dir_fd < 0) {
-		ha_err(err, errlen, "cannot open %s: %s", s->dir, strerror(errno));
+		snprintf(why, whylen, "cannot open %.120s: %s", s->dir, strerror(errno));
 		return -1;
 	}
 	snprintf(s->sock, sizeof s->sock, "/proc/self/fd/%d/agent.sock", s->dir_fd);
-	if ((size_t)snprintf(s->sock_target, sizeof s->sock_target, "/tmp/%s/agent.sock",
+	if ((size_t)snprintf(s->sock_target, sizeof s->sock_target, "/%s/%s/agent.sock", rel,
 	                     s->dir_name) >= sizeof s->sock_target) {
-		ha_err(err, errlen, "socket path too long: /tmp/%s/agent.sock", s->dir_name);
+		snprintf(why, whylen, "socket path too long: /%s/%s/agent.sock", rel, s->dir_name);
 		return -1;
 	}
 	return 0;
 }
 
+/* An abstract socket name ("@heapattach-PID-RANDOM"): no file at all, but
+ * one namespace per network namespace, so only for a target in ours.
+ * Anyone there may connect to it: accept_agent takes only the target (its
+ * pid), the agent only the session's cookie.  0, or -1 with why. */
+static int make_abstract(struct ha_session *s, pid_t pid, char *why, size_t whylen)
+{
+	char path[64];
+	struct stat theirs, ours;
+	unsigned rnd = 0;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &theirs) != 0 || stat("/proc/self/ns/net", &ours) != 0 ||
+	    theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev) {
+		snprintf(why, whylen, "an abstract socket: the target is in another network namespace");
+		return -1;
+	}
+	if (getentropy(&rnd, sizeof rnd) != 0)
+		rnd = (unsigned)(ha_now_ms() * 1e3);
+	s->abstract = 1;
+	snprintf(s->dir, sizeof s->dir, "@heapattach-%d-%08x", (int)pid, rnd);
+	snprintf(s->sock, sizeof s->sock, "%s", s->dir);
+	memset(s->sock_target, 0, sizeof s->sock_target);
+	snprintf(s->sock_target + 1, sizeof s->sock_target - 1, "%s", s->dir + 1);
+	return 0;
+}
+
+static int make_socket_dir(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int same_root,
+                           char *err, size_t errlen)
+{
+	char root[64] = "/", where[96], why[5][200];
+	const size_t n = sizeof sock_dirs / sizeof sock_dirs[0];
+	if (!same_root)
+		snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), e = errno;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(where, sizeof where, "%s/%s", same_root ? "" : root, sock_dirs[i]);
+		errno = e;
+		if (make_dir_at(s, pid, uid, gid, rfd, sock_dirs[i], where, why[i], sizeof why[i]) == 0) {
+			if (rfd >= 0)
+				close(rfd);
+			if (i > 0)
+				snprintf(s->not_tmp, sizeof s->not_tmp, "%s", why[0]);
+			return 0;
+		}
+		remove_names(s);
+		s->as_owner = 0;
+	}
+	if (rfd >= 0)
+		close(rfd);
+	if (make_abstract(s, pid, why[n], sizeof why[n]) == 0) {
+		snprintf(s->not_tmp, sizeof s->not_tmp, "%s; %s; %s; %s", why[0], why[1], why[2],
+		         why[3]);
+		return 0;
+	}
+	ha_err(err, errlen, "cannot create a socket directory in %s; %s; %s; %s; nor %s", why[0],
+	       why[1], why[2], why[3], why[4]);
+	return -1;
+}
+
 static int make_listener(struct ha_session *s, uid_t uid, gid_t gid, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t salen = sizeof sa;
+	struct ha_fsid was;
 	if (strlen(s->sock) >= sizeof sa.sun_path) {
 		ha_err(err, errlen, "socket path too long: %s", s->sock);
 		return -1;
 	}
 	strcpy(sa.sun_path, s->sock);
+	if (s->abstract) {
+		sa.sun_path[0] = '\0';
+		/* '\0' and the name, as the agent connects (no NUL after it) */
+		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(s->sock));
+	}
 	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-	    listen(s->listen_fd, 4) != 0) {
-		ha_err(err, errlen, "cannot listen on %s/agent.sock: %s", s->dir, strerror(errno));
+	int owner = s->as_owner && ha_fsid_take(uid, gid, &was) == 0;
+	int ok = s->listen_fd >= 0 && bind(s->listen_fd, (struct sockaddr *)&sa, salen) == 0;
+	int e = errno;
+	if (owner)
+		ha_fsid_put_back(&was);
+	if (!ok || listen(s->listen_fd, 4) != 0) {
+		ha_err(err, errlen, "cannot listen on %s%s: %s", s->dir, s->abstract ? "" : "/agent.sock",
+		       strerror(ok ? errno : e));
 		return -1;
 	}
 	/* The agent runs as the target's user; root may be profiling someone
 	 * else's process.  The directory stays 0700: that user and root only.
 	 * The socket first, while the directory is still root's alone. */
-	if (uid != geteuid() &&
+	if (!s->abstract && uid != geteuid() &&
 	    (fchownat(s->dir_fd, "agent.sock", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
 	     fchownat(s->dir_fd, "", uid, gid, AT_EMPTY_PATH) != 0)) {
 		ha_err(err, errlen, "cannot hand %s to uid %u: %s", s->dir, (unsigned)uid,
@@ -167,7 +278,7 @@ int ha_session_open(struct ha_session *s, pid_t pid, uid_t uid, gid_t gid, int s
                     uint64_t ring_data_size, uint32_t rings, char *err, size_t errlen)
 {
 	s->pid = pid;
-	if (make_socket_dir(s, pid, same_root, err, errlen) ||
+	if (make_socket_dir(s, pid, uid, gid, same_root, err, errlen) ||
 	    make_listener(s, uid, gid, err, errlen) ||
 	    make_ring(s, ring_data_size, rings, err, errlen))
 		return -1;

@@ -25,7 +25,12 @@ struct ha_session {
 	char dir_name[64];         /* the directory's name in tmp */
 	char dir[PATH_MAX];        /* the directory, as we reach it (messages) */
 	char sock[PATH_MAX];       /* socket path for bind: /proc/self/fd/N/... */
-	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target */
+	char sock_target[HA_SOCK_PATH_MAX]; /* socket path inside the target
+	                            * ("\0name" when abstract) */
+	int as_owner;              /* the directory was made as the target's uid
+	                            * (its file system has no mapping for ours) */
+	int abstract;              /* an abstract socket (dir and sock: "@name") */
+	char not_tmp[1024];        /* why not in the target's /tmp ("": it is) */
 	struct ha_msg_hello hello; /* what the agent said */
 	/* The handshake, as a state machine that never blocks (it may run on
 	 * the injector's thread while the agent's init call is under way). */

@@ -284,3 +284,21 @@ void ha_target_cwd(pid_t pid, char *out, size_t outlen)
 	if (fd >= 0)
 		close(fd);
 }
+
+int ha_fsid_take(uid_t uid, gid_t gid, struct ha_fsid *was)
+{
+	was->gid = (gid_t)syscall(SYS_setfsgid, gid);
+	was->uid = (uid_t)syscall(SYS_setfsuid, uid);
+	if ((gid_t)syscall(SYS_setfsgid, (gid_t)-1) != gid ||
+	    (uid_t)syscall(SYS_setfsuid, (uid_t)-1) != uid) {
+		ha_fsid_put_back(was);
+		return -EPERM;
+	}
+	return 0;
+}
+
+void ha_fsid_put_back(const struct ha_fsid *was)
+{
+	(void)syscall(SYS_setfsuid, was->uid);
+	(void)syscall(SYS_setfsgid, was->gid);
+}

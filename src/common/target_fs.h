@@ -48,4 +48,17 @@ int ha_target_dir_open(pid_t pid, const char *dir);
  * path leads to it (ha_target_dir_open); "" otherwise. */
 void ha_target_cwd(pid_t pid, char *out, size_t outlen);
 
+/* The calling thread's filesystem uid and gid become uid and gid (its
+ * supplementary groups stay), to create files where ours cannot be: a file
+ * system mounted in a user namespace of the target's (a rootless
+ * container's tmpfs) refuses an owner it has no mapping for (EOVERFLOW),
+ * root's included.  0 with *was to give back to ha_fsid_put_back, or
+ * -EPERM (nothing changed). */
+struct ha_fsid {
+	uid_t uid;
+	gid_t gid;
+};
+int ha_fsid_take(uid_t uid, gid_t gid, struct ha_fsid *was);
+void ha_fsid_put_back(const struct ha_fsid *was);
+
 #endif

@@ -22,7 +22,10 @@
  *      /dev/shm, its working directory -- a fresh directory (mkdtemp:
  *      unguessable, 0700) holding heapattach_agent.so, both owned by the
  *      target's user; the target dlopens it, and both are removed right
- *      after, whatever the result.  Directories under the target's root
+ *      after, whatever the result.  In a file system of a rootless
+ *      container's user namespace, which has no mapping for root's uid
+ *      (EOVERFLOW), both are made as the target's uid and gid (their
+ *      fsuid/fsgid on our thread).  Directories under the target's root
  *      are walked one component at a time without following a symbolic
  *      link (absolute links would resolve against OUR root).
  *
@@ -173,6 +176,28 @@ static const char *unfit(int dfd)
 	return (sv.f_flag & ST_NOEXEC) ? "noexec" : (sv.f_flag & ST_RDONLY) ? "read-only" : NULL;
 }
 
+/* mkdtemp(tmpl): as ourselves, or -- when the file system has no mapping
+ * for our uid (EOVERFLOW: a tmpfs of a rootless container's user
+ * namespace) -- as the target's uid and gid (*owner), which it has.  tmpl
+ * or NULL with errno. */
+static char *make_dir(const struct injection *j, char *tmpl, int *owner)
+{
+	const struct ha_target *t = j->target;
+	size_t len = strlen(tmpl);
+	struct ha_fsid was;
+	char *ok = mkdtemp(tmpl);
+
+	if (ok || errno != EOVERFLOW || t->uid == geteuid() || ha_fsid_take(t->uid, t->gid, &was))
+		return ok;
+	memcpy(tmpl + len - 6, "XXXXXX", 7); /* the template again, with its NUL */
+	ok = mkdtemp(tmpl);
+	int e = errno;
+	ha_fsid_put_back(&was);
+	*owner = ok != NULL;
+	errno = e;
+	return ok;
+}
+
 /* The agent through a copy in dir (see the top).  0 loaded; 1 not, why
  * set; -1 a call failed (j->err). */
 static int try_copy(struct injection *j, struct hijack *h, uint64_t room, size_t len,
@@ -181,22 +206,26 @@ static int try_copy(struct injection *j, struct hijack *h, uint64_t room, size_t
 	const struct ha_target *t = j->target;
 	char tmpl[96], name[48], path[ROOM + 64];
 	const char *bad;
-	int dfd = ha_target_dir_open(j->pid, dir), sub = -1, out = -1, rc = 1;
+	struct ha_fsid was;
+	int dfd = ha_target_dir_open(j->pid, dir), sub = -1, out = -1, rc = 1, owner = 0;
 	if (dfd < 0) {
 		snprintf(why, whylen, "%.100s %s", dir, strerror(-dfd));
 		return 1;
 	}
 	snprintf(tmpl, sizeof tmpl, "/proc/self/fd/%d/heapattach-XXXXXX", dfd);
-	if ((bad = unfit(dfd)) != NULL || !mkdtemp(tmpl)) {
+	if ((bad = unfit(dfd)) != NULL || !make_dir(j, tmpl, &owner)) {
 		snprintf(why, whylen, "%.100s %s", dir, bad ? bad : strerror(errno));
 		close(dfd);
 		return 1;
 	}
 	snprintf(name, sizeof name, "%.40s", ha_base_name(tmpl));
 	sub = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub >= 0)
+	if (sub >= 0 && (!owner || ha_fsid_take(t->uid, t->gid, &was) == 0)) {
 		out = openat(sub, HA_AGENT_SONAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		             0500);
+		if (owner)
+			ha_fsid_put_back(&was);
+	}
 	if (out < 0)
 		snprintf(why, whylen, "%.100s %s", dir, strerror(errno));
 	else if (copy_agent(j, out, why, whylen) == 0 && fchown(out, t->uid, t->gid) == 0 &&

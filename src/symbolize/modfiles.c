@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "agent_file.h"
 #include "procmaps.h"
 #include "target_fs.h"
 
@@ -54,6 +55,16 @@ int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
 	const struct ha_map *m = ha_maps_module_mapping(maps, name, lo, hi, 0);
 	if (!m)
 		return -1;
+	/* The agent we delivered through a memfd: our own file, where its
+	 * debug link search starts too. */
+	if (m->deleted && (fd = ha_agent_file_open(pid, m)) >= 0) {
+		*file_name = strdup(ha_agent_file());
+		if (!*file_name) {
+			close(fd);
+			fd = -1;
+		}
+		return fd;
+	}
 	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
 	         (unsigned long long)m->start, (unsigned long long)m->end);
 	fd = ha_target_open(pid, path, &st);

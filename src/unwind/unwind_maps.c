@@ -8,6 +8,7 @@
  * [vvar], [vsyscall], devices) is never read. */
 #define _GNU_SOURCE
 #include "unwind_int.h"
+#include "agent_file.h"
 #include "target_fs.h"
 
 #include <elf.h>
@@ -63,6 +64,9 @@ static int open_mapped_file(struct ha_unwinder *u, const struct ha_map *m)
 	struct stat st;
 	int fd;
 
+	/* The agent we delivered through a memfd: from our own file. */
+	if (m->deleted && (fd = ha_agent_file_open(u->pid, ha_maps_module_of(&u->maps, m))) >= 0)
+		return fd;
 	/* map_files names exactly the mapped object (even deleted or replaced
 	 * files, across mount namespaces); it needs CAP_SYS_ADMIN/CHECKPOINT. */
 	snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)u->pid,
