@@ -5,7 +5,8 @@
 # paths as copies do.  leak_cmd's "paths" keeps N, 2N, 3N, 4N blocks from
 # path_a..path_d: four paths with the same stack length, told apart only by
 # their return addresses, competing for the same table slots.  At interval
-# 1 with --block every block is sampled: each path's bytes must be exact,
+# 1 with --block every block is sampled: each path's bytes must be exact
+# (but for samples the agent reports dropped),
 # with references (most samples, -v says how many) and without them
 # (--no-stack-refs: every stack copied, none named).
 . "$(dirname "$0")/lib.sh"
@@ -27,13 +28,21 @@ session() {
 	send "$TFD" quit
 	wait_exit "$pid" 10 || fail "leak_cmd did not exit after quit"
 	[ "$RC" = 0 ] || fail "leak_cmd exited $RC"
-	local k=1
+	# Exact, but for the samples the agent says it dropped (a block whose
+	# live-set bucket was full is not sampled, and counted: rare, one in
+	# tens of thousands at interval 1); never more, never another size.
+	local k=1 dropped short=0
+	dropped=$(sed -n 's/^heapattach: the agent took [0-9]* samples, dropped \([0-9]*\)$/\1/p' "$HA_ERR")
+	dropped=${dropped:-0}
 	for f in path_a path_b path_c path_d; do
 		read -r bytes count < <(live_under "$db" "$f" heap)
-		[ "$count" = $((k * N)) ] && [ "$bytes" = $((k * N * SIZE)) ] ||
+		[ -n "$count" ] && [ "$count" -le $((k * N)) ] && [ "$bytes" = $((count * SIZE)) ] ||
 			fail "$label: $f holds $count blocks, $bytes bytes; expected $((k * N)), $((k * N * SIZE))"
+		short=$((short + k * N - count))
 		k=$((k + 1))
 	done
+	[ "$short" -le "$dropped" ] ||
+		fail "$label: $short blocks missing from path_a..path_d, and the agent dropped only $dropped samples"
 	named=$(sed -n 's/^heapattach: \([0-9]*\) samples named their stack.*/\1/p' "$HA_ERR")
 	samples=$(sed -n 's/^heapattach: \([0-9]*\) samples,.*/\1/p' "$HA_ERR")
 	grep -q ' 0 unwind failures' "$HA_ERR" || fail "$label: unwind failures: $(grep 'unwind failures' "$HA_ERR")"
