@@ -64,16 +64,17 @@ check_nothing_left() {
 	log "nothing of ours left in $pid's descriptors, /tmp, /var/tmp, /dev/shm, /run"
 }
 
-# container_profile_exact PID DB: one session with --block -i 1 through a
-# memfd (or the dormant agent of a session before); the target leaks N
-# blocks of SIZE bytes (leak_cmd): exact.
+# container_profile_exact PID DB [WAY]: one session with --block -i 1
+# through a memfd (or WAY, a pattern of the -v line of the delivery; or the
+# dormant agent of a session before); the target leaks N blocks of SIZE
+# bytes (leak_cmd): exact.
 container_profile_exact() {
-	local pid=$1 db=$2 bytes count loaded
+	local pid=$1 db=$2 way=${3:-agent written into memfd} bytes count loaded
 	loaded=$(agent_loads "$pid")
 	start_ha -v -q -s 3600 -i 1 --block -o "$db" "$pid"
 	wait_ready "$pid" leak_cmd
-	[ "$loaded" != 0 ] || grep -q "agent written into memfd" "$HA_ERR" ||
-		fail "the agent did not go through a memfd"
+	[ "$loaded" != 0 ] || grep -q "$way" "$HA_ERR" ||
+		fail "the agent did not go in the expected way ('$way')"
 	send "$TFD" "leak $N $SIZE"
 	wait_line "$TOUT" "^done leak $N $SIZE" 60
 	snapshot_now "$db"

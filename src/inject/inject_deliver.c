@@ -8,15 +8,18 @@
  *
  *   1. memfd.  The hijacked thread calls libc's syscall(SYS_memfd_create,
  *      "heapattach_agent.so", MFD_CLOEXEC | MFD_EXEC) (again without
- *      MFD_EXEC, which kernels before 6.3 refuse).  Our calls lose their
+ *      MFD_EXEC, which kernels before 6.3 refuse, and with MFD_NOEXEC_SEAL,
+ *      the only way 6.3 to 6.5 allow under vm.memfd_noexec = 2; from 6.6
+ *      that sysctl refuses MFD_EXEC and seals a memfd made without it).
+ *      A memfd sealed so cannot be exec'd, but mmap'd executable it can:
+ *      dlopen works.  Our calls lose their
  *      return value (inject_call.c), so the new descriptor N is found in
  *      /proc/PID/fd by its name.  We write the agent into it through
  *      /proc/PID/fd/N, the target dlopens /proc/self/fd/N, then closes N
  *      (syscall(SYS_close, N)): only the mapping keeps the file.  The maps
  *      read "/memfd:heapattach_agent.so (deleted)", which
  *      ha_maps_module_name knows as the agent.  This fails when a memfd may
- *      not be executed (vm.memfd_noexec = 2, SELinux) or /proc is not
- *      mounted inside.
+ *      not be mapped executable (SELinux) or /proc is not mounted inside.
  *   2. copy.  In the first directory of the target's root that is not
  *      mounted noexec or read-only and lets us in -- /tmp, /var/tmp,
  *      /dev/shm, its working directory -- a fresh directory (mkdtemp:
@@ -53,6 +56,9 @@
 
 #ifndef MFD_EXEC
 #define MFD_EXEC         0x10U      /* Linux 6.3 */
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL  0x08U      /* Linux 6.3 */
 #endif
 
 #define ROOM             1024       /* the delivery's strings, on the stack */
@@ -117,7 +123,8 @@ static int remote_syscall(struct injection *j, struct hijack *h, const char *wha
 static int try_memfd(struct injection *j, struct hijack *h, uint64_t room, size_t len,
                      char *why, size_t whylen)
 {
-	static const unsigned flags[] = { MFD_CLOEXEC | MFD_EXEC, MFD_CLOEXEC };
+	static const unsigned flags[] = { MFD_CLOEXEC | MFD_EXEC, MFD_CLOEXEC,
+	                                  MFD_CLOEXEC | MFD_NOEXEC_SEAL };
 	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL);
 	int old[MAX_OLD], nold, fd = -1, out, rc;
 	char path[64];
