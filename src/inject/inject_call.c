@@ -418,7 +418,9 @@ static int remote_call(struct injection *j, struct hijack *h, const char *what, 
 	if (first && inj_prepare_calls(j, h) < 0)   /* from now on the frame restores it all */
 		return -1;
 	inj_test_die_at(j, what);
-	if (PT(j, resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) != PT_OK) {
+	/* PT_GONE: killed since its last stop (SIGKILL takes a tracee out of
+	 * it); wait_call reaps it and says how it died */
+	if (PT(j, resume_req(h, legacy ? sp + 8 : 0), h->tid, 0, 0) == PT_FAILED) {
 		ha_err(j->err, j->errlen, "cannot start %s on thread %d: %s", what, (int)h->tid,
 		       j->pt_err);
 		return -1;

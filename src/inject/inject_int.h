@@ -108,8 +108,9 @@ struct injection {
 	void (*other_event)(struct injection *j, pid_t tid, int st);
 	int watching;            /* o->watch/o->step apply (the init call runs) */
 	char pt_err[96];         /* the last failed ptrace request and its error */
-	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's point, "" if unset */
+	char die_at[64];         /* HEAPATTACH_TEST_DIE_AT's (or _STOP_AT's) point, "" if unset */
 	int die_after;           /* its N: hits left */
+	int stop_only;           /* HEAPATTACH_TEST_STOP_AT: stop there (SIGSTOP), not die */
 };
 
 /* Where the hijacked thread is; what is left to do with it follows from
@@ -167,7 +168,10 @@ void inj_log(const struct injection *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* inject_log.c: for tests of our own death, HEAPATTACH_TEST_DIE_AT=POINT[:N]
  * kills heapattach (SIGKILL) the Nth time (default 1) the injection passes
- * POINT.  Returns 0 otherwise.  inj_test_die_in is the point KIND@WHAT
+ * POINT; for tests of the target's death, HEAPATTACH_TEST_STOP_AT=POINT[:N]
+ * stops heapattach there instead (SIGSTOP to itself, after a -v line
+ * saying so), so that a test can kill the target and then SIGCONT it.
+ * Returns 0 otherwise.  inj_test_die_in is the point KIND@WHAT
  * (e.g. "syscall@dlopen"); inj_test_hooks_read reads the environment, once,
  * before the injection starts. */
 void inj_test_hooks_read(struct injection *j);

@@ -5,11 +5,13 @@
  * them all (so no helper calls into the file that drives it, inject.c).
  * inj_log writes one line on stderr when o->verbose and nothing
  * otherwise; the test hooks do nothing unless the environment asks
- * (HEAPATTACH_TEST_DIE_AT, read once by inj_test_hooks_read). */
+ * (HEAPATTACH_TEST_DIE_AT or HEAPATTACH_TEST_STOP_AT, read once by
+ * inj_test_hooks_read). */
 #define _GNU_SOURCE
 #include "inject_int.h"
 #include "util.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +44,10 @@ void inj_test_hooks_read(struct injection *j)
 {
 	const char *die = getenv("HEAPATTACH_TEST_DIE_AT");
 
+	if (!die || !*die) {
+		die = getenv("HEAPATTACH_TEST_STOP_AT");
+		j->stop_only = die && *die;
+	}
 	if (die && *die) {
 		const char *colon = strchr(die, ':');
 		size_t len = colon ? (size_t)(colon - die) : strlen(die);
@@ -56,6 +62,13 @@ int inj_test_die_at(struct injection *j, const char *point)
 {
 	if (!j->die_at[0] || strcmp(j->die_at, point) != 0 || --j->die_after > 0)
 		return 0;
+	if (j->stop_only) {
+		inj_log(j, "HEAPATTACH_TEST_STOP_AT=%s: stopping", point);
+		kill(getpid(), SIGSTOP);
+		inj_log(j, "HEAPATTACH_TEST_STOP_AT=%s: continued", point);
+		j->die_after = INT_MAX;     /* once */
+		return 0;
+	}
 	inj_log(j, "HEAPATTACH_TEST_DIE_AT=%s: dying", point);
 	kill(getpid(), SIGKILL);
 	for (;;)
