@@ -18,7 +18,7 @@
  *  - the message is left as it was but for the last byte of an ERROR's
  *    text (its terminator).
  *
- * fuzz-sources: src/attach/session.c src/common/util.c
+ * fuzz-sources: src/attach/session.c src/common/util.c src/common/target_fs.c src/common/proc.c
  */
 #define _GNU_SOURCE
 #include "check_text.h"
