@@ -79,3 +79,28 @@ stack_of() {
 		END { if (hit) for (i = 1; i <= n; i++) print s[i] }
 	' "$2"
 }
+
+# finish_live PID WAITPID NAME DB OUT [LINES]: detach from PID by SIGINT, let
+# the target quit (WAITPID: what to wait for, e.g. its unshare) and check it
+# exited 0, then write the live heap at the last snapshot (heapdiff --bytes)
+# to OUT and show its first LINES lines (24).
+finish_live() {
+	local pid=$1 waitpid=$2 name=$3 db=$4 out=$5 lines=${6:-24}
+	detach_by_signal INT "$pid"
+	send "$TFD" quit
+	wait_exit "$waitpid" 10 && [ "$RC" = 0 ] || fail "$name did not exit cleanly ($RC)"
+	"$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$out" || fail "heapdiff failed"
+	sed 's/^/    /' "$out" | head -n "$lines"
+}
+
+# jit_go_name_go FRESH: jit_tramp (attached) runs its JIT code 2000 times,
+# names its slot B FRESH (a perf map or jitdump entry written now), and
+# runs it 3000 times more.
+jit_go_name_go() {
+	send "$TFD" "go A 2000"
+	wait_line "$TOUT" '^done go A 2000$'
+	send "$TFD" "name B $1"
+	wait_line "$TOUT" "^done name B $1\$"
+	send "$TFD" "go B 3000"
+	wait_line "$TOUT" '^done go B 5000$'
+}

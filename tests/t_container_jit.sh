@@ -29,18 +29,8 @@ for how in perfmap jitdump; do
 	db=$W/$how.db
 	start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
 	wait_ready "$pid" jit_tramp
-	send "$TFD" "go A 2000"
-	wait_line "$TOUT" '^done go A 2000$'
-	send "$TFD" "name B $fresh"
-	wait_line "$TOUT" "^done name B $fresh\$"
-	send "$TFD" "go B 3000"
-	wait_line "$TOUT" '^done go B 5000$'
-	detach_by_signal INT "$pid"
-	send "$TFD" quit
-	wait_exit "$TPID" 10 && [ "$RC" = 0 ] || fail "jit_tramp (under unshare) did not exit cleanly ($RC)"
-
-	"$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/$how.live" || fail "heapdiff failed"
-	sed 's/^/    /' "$W/$how.live" | head -n 24
+	jit_go_name_go "$fresh"
+	finish_live "$pid" "$TPID" "jit_tramp (under unshare)" "$db" "$W/$how.live"
 	for slot in jit_first $fresh; do
 		got=$(stack_of "$slot" "$W/$how.live" | grep -E '^(alloc_in_c|jit_[a-z]+|jd_[a-z]+|call_through_jit|main) ')
 		exp="alloc_in_c [jit_tramp]

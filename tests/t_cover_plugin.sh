@@ -52,12 +52,7 @@ wait_line "$TOUT" '^done load .*libcoverplugin1'
 snapshot_now "$db"
 send "$TFD" "load $W/libcoverplugin2.so 500 5000"
 wait_line "$TOUT" '^done load .*libcoverplugin2'
-detach_by_signal INT "$pid"
-send "$TFD" quit
-wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "plugin_host did not exit cleanly ($RC)"
-
-"$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/live" || fail "heapdiff failed"
-sed 's/^/    /' "$W/live" | head -n 30
+finish_live "$pid" "$pid" plugin_host "$db" "$W/live" 30
 got=$(live_under "$db" 'plugin1::Leaker::leak%' heap)
 [ "$got" = "3000000 1000" ] || fail "plugin1::Leaker::leak holds '$got', expected '3000000 1000'"
 got=$(live_under "$db" 'plugin2::Leaker::leak%' heap)

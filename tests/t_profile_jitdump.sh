@@ -18,18 +18,8 @@ pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
 wait_ready "$pid" jit_tramp
-send "$TFD" "go A 2000"
-wait_line "$TOUT" '^done go A 2000$'
-send "$TFD" "name B jd_fresh"
-wait_line "$TOUT" '^done name B jd_fresh$'
-send "$TFD" "go B 3000"
-wait_line "$TOUT" '^done go B 5000$'
-detach_by_signal INT "$pid"
-send "$TFD" quit
-wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "jit_tramp did not exit cleanly ($RC)"
-
-"$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/live" || fail "heapdiff failed"
-sed 's/^/    /' "$W/live" | head -n 24
+jit_go_name_go jd_fresh
+finish_live "$pid" "$pid" jit_tramp "$db" "$W/live"
 for slot in jit_first jd_fresh; do
 	got=$(stack_of "$slot" "$W/live" | grep -E '^(alloc_in_c|jit_[a-z]+|jd_[a-z]+|call_through_jit|main) ')
 	exp="alloc_in_c [jit_tramp]

@@ -50,12 +50,7 @@ start_ha -q -i 1 --block -s 3600 -o "$db" "$pid"
 wait_ready "$pid" shmain
 send "$TFD" go
 wait_line "$TOUT" '^done$'
-detach_by_signal INT "$pid"
-send "$TFD" quit
-wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "shmain did not exit cleanly ($RC)"
-
-"$HA_BUILDDIR/src/heapdiff" --bytes "$db" last >"$W/live" || fail "heapdiff failed"
-sed 's/^/    /' "$W/live" | head -n 20
+finish_live "$pid" "$pid" shmain "$db" "$W/live" 20
 read -r bytes objects leaf < <(heapdiff_rows "$W/live" | head -n 1)
 [ "$leaf" = shlib_make_buffer ] || fail "top of the live heap is '$leaf', expected shlib_make_buffer"
 [ "$bytes" = 10000000 ] && [ "$objects" = 10000 ] ||
