@@ -1,0 +1,109 @@
+/*
+ * ha_py.h -- the wire contract for Python frames (issue 37), for both
+ * sides: what the attacher tells the agent about the target's CPython
+ * (struct ha_py_walk, inside HA_MSG_CONFIG), and what the agent writes
+ * after a sample when it walked the sampling thread's frame chain
+ * (struct ha_rec_py and its frames, flag HA_REC_F_PY).
+ *
+ * Why in the agent, at sample time: the thread's frame chain changes as
+ * soon as the allocation returns, and only the thread itself changes it,
+ * so read in the hook it is consistent, even when the thread runs without
+ * the GIL (a C extension in sqlite3_step).  The agent takes the thread's
+ * own state (PyGILState_GetThisThreadState, a lock-free TSS lookup), never
+ * the GIL holder's.
+ *
+ * What the agent records is raw and small: the code object's address, the
+ * instruction offset, and two words to tell a code object from a later one
+ * at the same address (its co_name pointer and co_firstlineno).  The
+ * attacher reads names, file names and line tables from the target's
+ * memory (src/pyframes/) and merges the frames into the native stack:
+ * each eval-loop frame (_PyEval_EvalFrameDefault) takes one run of Python
+ * frames (HA_PY_RUN_END closes a run), innermost first.
+ *
+ * The chain's shapes (DESIGN.md, "CPython frames"):
+ *   HA_PY_CHAIN_FRAMEOBJ (3.8-3.10): tstate->frame, PyFrameObject.f_back,
+ *       f_code, int f_lasti (bytes in 3.8/3.9, code units in 3.10: the
+ *       agent records bytes); every frame is a run of its own.
+ *   HA_PY_CHAIN_CFRAME (3.11, 3.12): tstate->cframe->current_frame,
+ *       _PyInterpreterFrame.previous, f_code, prev_instr (a pointer into
+ *       the code object at code_code_adaptive); 3.11: is_entry closes a
+ *       run; 3.12: a frame owned by the C stack (owner == 3, the eval
+ *       loop's shim frame) closes the run before it and is not recorded.
+ *   HA_PY_CHAIN_DIRECT (3.13+): tstate->current_frame, f_executable
+ *       (checked to be a code object), instr_ptr, owner as in 3.12.
+ */
+#ifndef HA_PY_H
+#define HA_PY_H
+
+#include <stdint.h>
+
+enum ha_py_chain {
+	HA_PY_CHAIN_NONE = 0,      /* no CPython in the target: walk nothing */
+	HA_PY_CHAIN_FRAMEOBJ = 1,
+	HA_PY_CHAIN_CFRAME = 2,
+	HA_PY_CHAIN_DIRECT = 3,
+};
+
+/* Frame owner that marks the eval loop's shim frame (3.12+). */
+#define HA_PY_OWNER_CSTACK 3
+/* No such field in this version. */
+#define HA_PY_NO_FIELD 0xffffu
+
+/* What the agent needs to walk a thread's chain: target addresses (the
+ * attacher resolved them in the target's CPython module) and field
+ * offsets (bytes).  64 bytes, inside struct ha_msg_config. */
+struct ha_py_walk {
+	uint64_t get_tstate;      /* PyGILState_GetThisThreadState          */
+	uint64_t code_type;       /* &PyCode_Type                             */
+	uint64_t finalizing;      /* &_PyRuntime._finalizing: a pointer word,
+	                           * non-zero once the interpreter finalizes:
+	                           * the agent then walks nothing */
+	uint8_t  chain;           /* enum ha_py_chain                         */
+	uint8_t  depth_max;       /* frames recorded at most (<= HA_PY_DEPTH_MAX) */
+	uint16_t lasti_units;     /* FRAMEOBJ: bytes per f_lasti unit (1 or 2) */
+	uint16_t tstate_frame;    /* FRAMEOBJ: frame; CFRAME: cframe; DIRECT: current_frame */
+	uint16_t cframe_current;  /* CFRAME: _PyCFrame.current_frame           */
+	uint16_t frame_back;      /* f_back / previous                        */
+	uint16_t frame_code;      /* f_code / f_executable                    */
+	uint16_t frame_lasti;     /* f_lasti (int) / prev_instr / instr_ptr (pointer) */
+	uint16_t frame_is_entry;  /* 3.11: is_entry (char); else HA_PY_NO_FIELD */
+	uint16_t frame_owner;     /* 3.12+: owner (char); else HA_PY_NO_FIELD   */
+	uint16_t code_adaptive;   /* CFRAME/DIRECT: offsetof co_code_adaptive  */
+	uint16_t code_name;       /* co_name                                  */
+	uint16_t code_firstlineno; /* co_firstlineno (int)                     */
+	uint16_t object_type;     /* ob_type (8 in every version)             */
+	uint16_t pad[5];
+};
+
+#define HA_PY_DEPTH_MAX 128u
+
+/* One Python frame, innermost first.  lasti: the instruction's offset in
+ * bytes from the start of the code (what PyCode_Addr2Line takes), with
+ * HA_PY_RUN_END set on the last frame of a run (the one its eval loop was
+ * entered with). */
+#define HA_PY_RUN_END 0x80000000u
+struct ha_py_frame {
+	uint64_t code;            /* PyCodeObject *                            */
+	uint64_t name;            /* its co_name (a PyObject *): with firstlineno,
+	                           * tells a code object from a later one at the
+	                           * same address */
+	uint32_t lasti;           /* | HA_PY_RUN_END                           */
+	int32_t  firstlineno;
+};
+
+/* ha_rec_py.flags */
+#define HA_PY_F_TRUNCATED 0x1u    /* more frames than depth_max: outer ones left out */
+#define HA_PY_F_INVALID   0x2u    /* the walk met a frame that failed a check:
+                                   * the frames before it are recorded */
+
+/* Follows a sample record with HA_REC_F_PY, after its stack copy (rounded
+ * up to HA_RING_ALIGN) or its struct ha_rec_sref; n frames follow it. */
+struct ha_rec_py {
+	uint32_t n;
+	uint32_t flags;           /* HA_PY_F_* */
+};
+
+_Static_assert(sizeof(struct ha_py_walk) == 64, "py walk layout");
+_Static_assert(sizeof(struct ha_py_frame) == 24, "py frame layout");
+
+#endif /* HA_PY_H */
