@@ -62,6 +62,7 @@
 #include "ha_ring_map.h"
 #include "ha_sched.h"
 #include "msg.h"
+#include "pymem.h"
 #include "resolve.h"
 #include "sampler.h"
 #include "tls.h"
@@ -481,6 +482,16 @@ static int recv_config(struct failure *f, int timeout_ms)
 
 enum end_reason { END_DETACH, END_HANGUP, END_RING_LOST };
 
+/* Where the wrap of CPython's allocators stands, for the attacher (once a
+ * tick: the pending call that changes it runs on another thread, whenever
+ * the main thread gets to it). */
+static void publish_py_wrap(void)
+{
+	if (g_ring)
+		__atomic_store_n(&((struct ha_ring_hdr *)g_ring)->py_wrap, ha_pymem_state(),
+		                 __ATOMIC_RELAXED);
+}
+
 /* Serve the attacher until DETACH or hang-up: no other message is
  * expected; modules loaded meanwhile are patched once a second. */
 static enum end_reason serve(void)
@@ -500,6 +511,7 @@ static enum end_reason serve(void)
 				return END_RING_LOST;
 			/* Modules loaded since: patch them (no-op if none). */
 			(void)ha_got_patch();
+			publish_py_wrap();
 			continue;
 		}
 		if (p.revents & POLLIN) {
@@ -537,6 +549,7 @@ static void end_session(uint16_t reply, const struct failure *f)
 	ha_got_restore();
 	/* Threads may still be inside a hook: no ring write after this. */
 	ha_sampler_stop();
+	ha_pymem_stop();
 	/* The final counters, while the ring (and its drop count) is mapped. */
 	struct ha_msg m;
 	ha_msg_init(&m, reply);
@@ -573,11 +586,15 @@ static int activate(struct failure *f)
 		.stack_bytes = (uint32_t)(g_cfg.stack_bytes < g_ring_data / 4 ? g_cfg.stack_bytes
 		                                                               : g_ring_data / 4),
 		.block = (g_cfg.flags & HA_CFG_BLOCK) != 0,
+		.py = g_cfg.py,
 	};
 	ha_sampler_start(&scfg);
 	int r = ha_got_patch();
 	if (r != 0)
 		return fail(f, r, "patch GOT");
+	if (g_cfg.py.chain != HA_PY_CHAIN_NONE)
+		ha_pymem_start();
+	publish_py_wrap();
 	/* Handshake done.  From now on the loop polls (a quiet attacher is
 	 * fine) and reads with MSG_DONTWAIT; SO_SNDTIMEO still bounds replies. */
 	set_state(HA_STATE_ACTIVE);

@@ -31,6 +31,8 @@
 #include "ha_ring_map.h"
 #include "imports.h"
 #include "liveset.h"
+#include "pywalk.h"
+#include "sref_check.h"
 
 /* While dormant, a thread looks at the session state again after this many
  * bytes: cheap, and it notices a new session soon enough. */
@@ -387,50 +389,6 @@ static void prefetch_record(struct ha_ring_hdr *h, uint64_t bytes)
 		__asm__ volatile("prefetchw %0" : : "m"(d[(pos + 64 * i) & (cfg.data_size - 1)]));
 }
 
-/* A published stack reference that holds for this thread's stack at lo
- * (len bytes up to its outermost frame, the frame pointer rbp): its slot
- * and seq, or 0 (see struct ha_sref: the entry is the attacher's, read as
- * a seqlock, and bounded here before any word of the stack is read).
- * Only while in flight: the table lives in the ring's mapping. */
-static int sref_find(uint64_t lo, uint64_t len, uint64_t rbp, struct ha_rec_sref *out)
-{
-	const struct ha_sref *tab = (const struct ha_sref *)((const char *)cfg.ring + HA_SREF_OFF);
-	uint16_t gen = (uint16_t)__atomic_load_n(&cfg.ring->modules_gen, __ATOMIC_RELAXED);
-	uint32_t group = ha_sref_group(len);
-	for (uint32_t slot = group; slot < group + HA_SREF_WAYS; slot++) {
-		const struct ha_sref *e = &tab[slot];
-		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-		if (!seq || (seq & 1) || __atomic_load_n(&e->len, __ATOMIC_RELAXED) != len ||
-		    __atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
-			continue;
-		uint32_t n = __atomic_load_n(&e->nchk, __ATOMIC_RELAXED);
-		uint8_t low = __atomic_load_n(&e->rsp_low, __ATOMIC_RELAXED);
-		if (n > HA_SREF_CHECKS || len < 8 || (low != 0xff && (lo & 7) != low) ||
-		    (__atomic_load_n(&e->uses_rbp, __ATOMIC_RELAXED) &&
-		     rbp - lo != __atomic_load_n(&e->rbp_rel, __ATOMIC_RELAXED)))
-			continue;
-		uint32_t k;
-		for (k = 0; k < n; k++) {
-			uint32_t off = __atomic_load_n(&e->chk[k].off, __ATOMIC_RELAXED);
-			if (off > len - 8)
-				break;
-			uint64_t w;
-			memcpy(&w, (const char *)(uintptr_t)lo + off, sizeof w);
-			if (__atomic_load_n(&e->chk[k].rel, __ATOMIC_RELAXED))
-				w -= lo;
-			if (w != __atomic_load_n(&e->chk[k].val, __ATOMIC_RELAXED))
-				break;
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (k == n && __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq) {
-			out->slot = slot;
-			out->seq = seq;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* Can this sample name its stack instead of copying it (ref filled)?  Only
  * a whole copy of the thread's own stack has entries.  Inlined into
  * ha_sample_alloc like write_sample: the same rsp, the same rbp. */
@@ -441,7 +399,7 @@ __attribute__((always_inline)) static inline int sample_by_ref(struct ha_rec_sre
 	if (!(lo >= ha_ts.stack_lo && lo < ha_ts.stack_hi))
 		return 0;
 	uint64_t len = (ha_ts.stack_hi - lo) & ~7ull;
-	return len <= cfg.stack_bytes && sref_find(lo, len, rbp, ref);
+	return len <= cfg.stack_bytes && ha_sref_find(cfg.ring, lo, len, rbp, ref);
 }
 
 /* The agent's own object, from its ELF header to its end: the linker's
@@ -473,6 +431,18 @@ __attribute__((always_inline)) static inline uint64_t program_caller(uint64_t fp
 		fp = frame[0];
 	}
 	return 0;
+}
+
+/* The Python section, ending at end: the frames, then struct ha_rec_py. */
+static void write_py(char *end, uint32_t n)
+{
+	struct ha_rec_py *t = (struct ha_rec_py *)(end - sizeof *t);
+	struct ha_py_frame *f = (struct ha_py_frame *)((char *)t - n * sizeof *f);
+	uint32_t flags, got = ha_pywalk(f, n, &flags);
+	if (got < n) /* cannot be (the chain is this thread's): keep the layout */
+		memmove((char *)t - got * sizeof *f, f, got * sizeof *f);
+	t->n = got;
+	t->flags = flags;
 }
 
 /* Capture the registers and copy the stack into a new record.  Inlined
@@ -508,8 +478,18 @@ __attribute__((always_inline)) static inline void write_sample(struct ha_ring_hd
 	}
 	if (ref)
 		flags |= HA_REC_F_SREF;
+	/* Python frames go at the record's end (ha_py.h): counted now, written
+	 * into the record once it is reserved. */
+	uint32_t py_n = 0, py_flags = 0, py_bytes = 0;
+	if (ha_pywalk_on()) {
+		py_n = ha_pywalk(NULL, 0, &py_flags);
+		if (py_n || py_flags) {
+			py_bytes = (uint32_t)(sizeof(struct ha_rec_py) + py_n * sizeof(struct ha_py_frame));
+			flags |= HA_REC_F_PY;
+		}
+	}
 	uint32_t rec_len = ha_ring_round((uint32_t)(sizeof(struct ha_rec_sample) +
-	                                            (ref ? sizeof *ref : len)));
+	                                            (ref ? sizeof *ref : len) + py_bytes));
 	uint64_t at;
 	char *rec = record_reserve(h, rec_len, &at);
 	if (!rec)
@@ -550,6 +530,8 @@ __attribute__((always_inline)) static inline void write_sample(struct ha_ring_hd
 		len = copy_unknown_stack(dst, lo, len);
 	}
 	s->stack_len = (uint32_t)len;
+	if (py_bytes)
+		write_py(rec + rec_len, py_n);
 	record_publish(h, rec, at, rec_len, HA_REC_SAMPLE, flags);
 	ha_ts.samples++;
 	flush_counts(s_time);
@@ -689,6 +671,7 @@ void ha_sampler_start(const struct ha_sampler_cfg *c)
 		main_stack_end = end ? (uint64_t)(uintptr_t)*end : 0;
 	}
 	cfg = *c;
+	ha_pywalk_start(&c->py);
 	for (uint32_t i = 0; i < HA_RINGS_MAX; i++)
 		ring_hdrs[i] = i < c->rings ? ha_ring_at(c->ring, c->data_size, i) : c->ring;
 	n_samples = n_frees = n_untracked = 0;
@@ -769,6 +752,7 @@ void ha_sampler_stop(void)
 			nanosleep(&t, NULL);
 		}
 	}
+	ha_pywalk_stop();
 	ha_ls_clear();
 }
 
@@ -781,6 +765,7 @@ void ha_sampler_fork_child(void)
 	memset(slots, 0, sizeof slots);
 	__atomic_store_n(&shared_inflight, 0, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&slots_gen, 1, __ATOMIC_SEQ_CST);
+	ha_pywalk_stop();
 	ha_ls_clear();
 }
 

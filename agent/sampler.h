@@ -30,6 +30,7 @@ struct ha_sampler_cfg {
 	uint64_t interval;      /* mean bytes between samples; 1 = every call */
 	uint32_t stack_bytes;   /* cap of each stack copy */
 	int block;              /* wait when the ring is full */
+	struct ha_py_walk py;   /* the target's CPython (pywalk.h) */
 };
 
 /* Account size bytes; nonzero when this allocation is to be sampled. */

@@ -129,6 +129,7 @@ static void usage(FILE *f)
 	        "      --session N       'first' and 'last' mean those of session N\n"
 	        "      --module SUBSTR   only callstacks with a frame in a matching module\n"
 	        "      --function SUBSTR only callstacks with a frame of a matching function\n"
+	        "                        (or a Python frame of a matching file: cache.py)\n"
 	        "      --kind KIND       only that kind of memory: heap or mmap (what the\n"
 	        "                        program allocated; both by default), rss or swap\n"
 	        "                        (where it is: resident or swapped out, by the call\n"

@@ -12,6 +12,9 @@ int ha_alloc_frame(const char *function, const char *module);
 /* The function of the frame the attacher stores after the leaf of a stack
  * it could not unwind (src/record/writer.h), of no module. */
 #define HA_NOT_UNWOUND_FUNCTION "(stack not unwound past here)"
+/* The module of Python frames (src/record/pymerge.h): reports show
+ * "function  file.py:LINE  [py]". */
+#define HA_PY_MODULE "py"
 
 /* Is a frame with function and module, followed by a frame with function
  * next, folded away at the leaf end?  An allocator's frame is, but for one

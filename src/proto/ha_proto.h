@@ -19,9 +19,10 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "ha_py.h"
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 10u
+#define HA_PROTO_VERSION 11u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -148,6 +149,8 @@ struct ha_msg_config {
 	uint32_t pad;
 	uint8_t  cookie[8];       /* ha_init_args.cookie: the agent maps the
 	                           * ring of a peer that knows it only */
+	struct ha_py_walk py;     /* the target's CPython, if any (ha_py.h):
+	                           * chain HA_PY_CHAIN_NONE when there is none */
 };
 
 /* Counters the agent keeps.  Cumulative over the session. */
@@ -244,7 +247,9 @@ struct ha_ring_hdr {
 	uint32_t modules_gen;    /* the agent's: bumped before every modules
 	                          * record, which carries it (low 16 bits, in
 	                          * h.flags); see struct ha_sref */
-	uint8_t  pad0[36];
+	uint32_t py_wrap;        /* the agent's: enum ha_py_wrap, where its
+	                          * wrap of CPython's allocators stands */
+	uint8_t  pad0[32];
 	uint64_t prod;           /* producers: next free position (CAS)  */
 	uint8_t  pad1[56];
 	uint64_t cons;           /* consumer: first unconsumed position  */
@@ -285,6 +290,7 @@ enum ha_rec_type {
 /* ha_rec_hdr.flags */
 #define HA_REC_F_TRUNCATED 0x1u  /* the stack copy was cut at stack_bytes */
 #define HA_REC_F_SREF      0x2u  /* no copy: struct ha_rec_sref names the stack */
+#define HA_REC_F_PY        0x4u  /* Python frames at the record's end (ha_py.h) */
 
 /* Stack references: the attacher's whole-stack cache entries
  * (src/unwind/unwind_int.h), published for the agent.  An entry says: a
@@ -347,6 +353,21 @@ enum ha_alloc_func {
 	HA_FN_NEW, HA_FN_NEW_ARRAY,         /* C++ operator new / new[], every variant */
 	HA_FN_MALLOCX, HA_FN_RALLOCX, HA_FN_XALLOCX, /* jemalloc's *allocx */
 	HA_FN_MMAP, HA_FN_MREMAP,           /* anonymous mappings (kind HA_REC_KIND_MMAP) */
+	HA_FN_PYMALLOC,                     /* CPython's object and mem allocators (pymalloc) */
+};
+
+/* ha_ring_hdr.py_wrap: CPython's object and mem allocators, wrapped by the
+ * agent (agent/pymem.h) so that objects served from pymalloc's arenas,
+ * which malloc never sees, are sampled too.  The wrap is installed and
+ * removed holding the GIL, by a pending call the main thread runs. */
+enum ha_py_wrap {
+	HA_PYW_NONE = 0,         /* no CPython, or not asked */
+	HA_PYW_WAITING = 1,      /* asked: the main thread has not run Python since */
+	HA_PYW_ON = 2,           /* installed: small objects are sampled */
+	HA_PYW_NOT_PYMALLOC = 3, /* the allocators are malloc's (PYTHONMALLOC=malloc):
+	                          * the malloc hooks see every object */
+	HA_PYW_FAILED = 4,       /* the pending call could not be queued, or the
+	                          * functions are not exported */
 };
 
 /* Which kind of memory a sample is (ha_rec_sample.kind); the same numbers

@@ -42,6 +42,7 @@
 #include "modules_gate.h"
 #include "peak.h"
 #include "proc.h"
+#include "pymerge.h"
 #include "ring_read.h"
 #include "rss_feed.h"
 #include "sref.h"
@@ -64,6 +65,7 @@ struct ctx {
 	struct ha_unwinder *unw;
 	struct ha_srefs *srefs;       /* stack references published (NULL: none) */
 	struct ha_intern in;          /* pcs into buckets (intern.h) */
+	struct ha_pymerge py;         /* Python frames into stacks (pymerge.h) */
 	struct ha_ring_reader ring[HA_RINGS_MAX]; /* ring_read.h */
 	uint32_t nrings;
 	struct ha_modules_gate mods;  /* when the maps are read again (modules_gate.h) */
@@ -84,6 +86,10 @@ struct ctx {
 /* Single writer: plain relaxed stores, no read-modify-write on the bus. */
 static void publish_stats(struct ctx *x)
 {
+	x->st.py_samples = x->py.st.samples;
+	x->st.py_merged = x->py.st.merged;
+	x->st.py_unmatched = x->py.st.unmatched;
+	x->st.py_frames_gone = x->py.st.frames_gone;
 	const uint64_t *src = (const uint64_t *)&x->st;
 	uint64_t *dst = (uint64_t *)&x->c->stats;
 	for (size_t i = 0; i < HA_COLLECTOR_NSTATS; i++)
@@ -197,6 +203,15 @@ static uint32_t sample_bucket(struct ctx *x, const struct ha_rec_item *it, uint6
 		pcs[0] = it->s.caller;
 		pcs[1] = HA_PC_NOT_UNWOUND;
 		return ha_intern_bucket(&x->in, pcs, 2, kind, NULL, 1);
+	}
+	if (it->py && x->c->py_resolve && it->n > 0) {
+		/* The same native pcs carry other Python frames each time: no
+		 * bucket kept with the native stack. */
+		static struct ha_py_frame f[HA_PY_DEPTH_MAX];
+		memcpy(f, it->py, (size_t)it->py_n * sizeof *f);
+		int cut = (it->s.h.flags & HA_REC_F_TRUNCATED) || it->n >= HA_MAX_PCS;
+		int n = ha_pymerge(&x->py, pcs, it->n, HA_MAX_PCS, cut, f, it->py_n, it->py_flags);
+		return ha_intern_bucket(&x->in, pcs, n, kind, NULL, 0);
 	}
 	return ha_intern_bucket(&x->in, pcs, it->n, kind, ids, 0);
 }
@@ -583,6 +598,8 @@ static struct ctx *ctx_new(struct ha_collector *c)
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
 	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.buckets);
+	ha_pymerge_init(&x->py, c->py_eval_lo, c->py_eval_hi, c->py_resolve, c->py_resolve_ctx,
+	                c->to_writer);
 	ha_rss_feed_open(&x->rss, c->pid, c->pf, c->rss_period, x->unw, &x->in);
 	x->nrings = c->rings >= 1 && c->rings <= HA_RINGS_MAX ? c->rings : 1;
 	for (uint32_t i = 0; i < x->nrings; i++)
@@ -651,6 +668,7 @@ static void *collector_main(void *arg)
 	c->pf = NULL; /* closed with the feed */
 	ha_srefs_free(x->srefs);
 	ha_unwinder_free(x->unw);
+	ha_pymerge_free(&x->py);
 	ha_book_free(x->book);
 	free(x);
 	return NULL;

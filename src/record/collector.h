@@ -58,7 +58,11 @@ struct ha_cmd {
 	X(live_ns)          /* ...and the time their copies took */ \
 	X(sref_published)   /* stack references (sref.h): entries published for the agent */ \
 	X(sref_hits)        /* samples that named their stack */ \
-	X(sref_stale)       /* ...naming nothing published (unwind failures) */
+	X(sref_stale)       /* ...naming nothing published (unwind failures) */ \
+	X(py_samples)       /* samples with Python frames (pymerge.h) */ \
+	X(py_merged)        /* ...merged into their native stacks */ \
+	X(py_unmatched)     /* ...kept native: runs and eval frames disagreed */ \
+	X(py_frames_gone)   /* Python frames whose code object could not be read */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -92,6 +96,13 @@ struct ha_collector {
 	uint64_t rss_period;        /* their sampling period, faults */
 	struct ha_queue *to_live;   /* live view or status line: frames go there
 	                             * (live_feed.h); NULL: none */
+	/* The target's CPython (pymerge.h): its eval loop's code, and what
+	 * names a recorded frame (called on the collector thread).  resolve
+	 * NULL: Python frames are not merged. */
+	uint64_t py_eval_lo, py_eval_hi;
+	int (*py_resolve)(void *ctx, const struct ha_py_frame *f, const char **func,
+	                  const char **file, int *line);
+	void *py_resolve_ctx;
 	/* owned by the collector thread */
 	struct ha_queue inbox;
 	pthread_t thread;

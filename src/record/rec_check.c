@@ -39,3 +39,23 @@ int ha_rec_take(const struct ha_rec_hdr *h, uint32_t len, uint16_t *type,
 	}
 	return 0;
 }
+
+int ha_rec_py_take(const struct ha_rec_hdr *h, uint32_t len, const struct ha_rec_sample *s,
+                   const uint8_t **frames, uint32_t *n, uint32_t *flags)
+{
+	if (!(s->h.flags & HA_REC_F_PY))
+		return 0;
+	uint64_t used = sizeof *s + ((s->h.flags & HA_REC_F_SREF) ? sizeof(struct ha_rec_sref)
+	                                                          : (uint64_t)s->stack_len);
+	struct ha_rec_py t;
+	if (used + sizeof t > len)
+		return 0;
+	memcpy(&t, (const uint8_t *)h + len - sizeof t, sizeof t);
+	if (t.n > HA_PY_DEPTH_MAX ||
+	    used + sizeof t + (uint64_t)t.n * sizeof(struct ha_py_frame) > len)
+		return 0;
+	*n = t.n;
+	*flags = t.flags;
+	*frames = (const uint8_t *)h + len - sizeof t - (size_t)t.n * sizeof(struct ha_py_frame);
+	return 1;
+}

@@ -27,4 +27,13 @@
 int ha_rec_take(const struct ha_rec_hdr *h, uint32_t len, uint16_t *type,
                 struct ha_rec_sample *s, const uint8_t **stack, uint64_t *addr);
 
+/* The Python section of a sample record s of len bytes (h, as taken by
+ * ha_rec_take) if it has one (HA_REC_F_PY): its frames in *frames (in the
+ * ring: copy each before use), their count and the section's flags.  The
+ * section ends the record (ha_py.h) and must fit after the stack copy or
+ * the reference.  Returns 1 with a section, 0 without one or when it does
+ * not fit (counted by the caller as a record without Python frames). */
+int ha_rec_py_take(const struct ha_rec_hdr *h, uint32_t len, const struct ha_rec_sample *s,
+                   const uint8_t **frames, uint32_t *n, uint32_t *flags);
+
 #endif

@@ -42,6 +42,10 @@ static void take_record(struct ha_rec_item *it, const struct ha_rec_hdr *h, uint
 	it->ok = ha_rec_take(h, len, &it->type, &it->s, &it->stack, &it->addr);
 	if (!it->ok)
 		st->corrupt_records++;
+	it->py = NULL;
+	if (it->ok && it->type == HA_REC_SAMPLE &&
+	    !ha_rec_py_take(h, len, &it->s, &it->py, &it->py_n, &it->py_flags))
+		it->py = NULL;
 }
 
 static void prefetch_ring(struct ha_ring_reader *r, uint64_t upto)

@@ -38,6 +38,8 @@ struct ha_rec_item {
 	uint16_t flags;               /* the record header's (modules: the generation) */
 	uint64_t addr;                /* frees: the block */
 	struct ha_rec_sample s;       /* samples: the fixed part */
+	const uint8_t *py;            /* samples: Python frames (in the ring), or NULL */
+	uint32_t py_n, py_flags;      /* ...their count and flags (rec_check.h) */
 };
 
 /* One ring's reading (the session has c->rings of them, each its own

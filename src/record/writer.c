@@ -9,6 +9,7 @@
 #include "jitdump.h"
 #include "live_feed.h"
 #include "perfmap.h"
+#include "pymerge.h"
 #include "symbolize.h"
 #include "util.h"
 #include "proc.h"
@@ -142,8 +143,41 @@ static void jit_name(struct ha_writer *w, struct jit_names *jn, int *polled, uin
 	__atomic_add_fetch(&w->jit_frames, 1, __ATOMIC_RELAXED);
 }
 
+/* What the Python frames' pcs name (pymerge.h): the collector's messages,
+ * kept by id. */
+struct py_names {
+	struct ha_wmsg_pyframe **v;
+	size_t cap;
+};
+
+static void py_name_keep(struct py_names *pn, struct ha_wmsg_pyframe *m)
+{
+	size_t had = pn->cap;
+	struct ha_wmsg_pyframe **v = m->id ? ha_grow(pn->v, &pn->cap, (size_t)m->id + 1, sizeof *v, 256)
+	                                   : NULL;
+	if (!v) {
+		free(m);
+		return; /* its frames are stored without a name */
+	}
+	if (pn->cap > had)
+		memset(v + had, 0, (pn->cap - had) * sizeof *v);
+	pn->v = v;
+	free(pn->v[m->id]);
+	pn->v[m->id] = m;
+}
+
+static void py_name(const struct py_names *pn, uint64_t pc, struct ha_sym_frame *f)
+{
+	uint64_t id = pc - HA_PC_PY_BASE;
+	const struct ha_wmsg_pyframe *m = id < pn->cap ? pn->v[id] : NULL;
+	*f = (struct ha_sym_frame){ .module = HA_PY_MODULE, .build_id = "", .rel_pc = 0,
+	                            .function = m ? m->text : "", .file = m ? m->text + m->func_len + 1 : "",
+	                            .line = m ? m->line : 0, .inlined = 0 };
+}
+
 static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct jit_names *jn,
-                        struct idmap *ids, const struct ha_wmsg_stack *m)
+                        const struct py_names *pn, struct idmap *ids,
+                        const struct ha_wmsg_stack *m)
 {
 	static struct ha_sym_frame sf[MAX_FRAMES];
 	static struct ha_db_frame df[MAX_FRAMES];
@@ -156,6 +190,10 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct j
 			sf[nf++] = (struct ha_sym_frame){ .module = "", .build_id = "", .rel_pc = 0,
 			                                  .function = HA_NOT_UNWOUND_FUNCTION,
 			                                  .file = "", .line = 0, .inlined = 0 };
+			continue;
+		}
+		if (ha_pc_is_py(m->pcs[i])) {
+			py_name(pn, m->pcs[i], &sf[nf++]);
 			continue;
 		}
 		int is_ra = i > 0 || m->first_is_return;
@@ -177,6 +215,7 @@ static void *writer_main(void *arg)
 {
 	struct ha_writer *w = arg;
 	struct idmap ids = { 0 };
+	struct py_names pn = { 0 };
 	ha_background_thread();
 	char err[200] = "";
 	if (!w->prepared)
@@ -192,6 +231,11 @@ static void *writer_main(void *arg)
 	for (;;) {
 		if (!q)
 			q = ha_queue_get(&w->inbox, -1);
+		if (q->type == HA_WMSG_PYFRAME) {
+			py_name_keep(&pn, (struct ha_wmsg_pyframe *)q);
+			q = NULL;
+			continue;
+		}
 		if (q->type == HA_WMSG_STACK) {
 			/* New stacks come in bursts (thousands when a session
 			 * starts): the ones that come within BATCH_MS go into one
@@ -202,12 +246,17 @@ static void *writer_main(void *arg)
 			int n = 0;
 			double t_end = ha_now_ms() + BATCH_MS;
 			do {
-				batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
-				write_stack(w, sym, &jn, &ids, (struct ha_wmsg_stack *)q);
-				free(q);
+				if (q->type == HA_WMSG_PYFRAME) {
+					batch_locals[n] = UINT32_MAX; /* no stack */
+					py_name_keep(&pn, (struct ha_wmsg_pyframe *)q);
+				} else {
+					batch_locals[n] = ((struct ha_wmsg_stack *)q)->local_id;
+					write_stack(w, sym, &jn, &pn, &ids, (struct ha_wmsg_stack *)q);
+					free(q);
+				}
 				int left = (int)(t_end - ha_now_ms());
 				q = ++n < STACK_BATCH ? ha_queue_get(&w->inbox, left > 0 ? left : 0) : NULL;
-			} while (q && q->type == HA_WMSG_STACK);
+			} while (q && (q->type == HA_WMSG_STACK || q->type == HA_WMSG_PYFRAME));
 			if (batch && ha_db_batch_commit(w->db, err, sizeof err) != 0) {
 				fail(w, "storing callstacks", err);
 				/* The batch's ids went with it: snapshots would
@@ -234,6 +283,9 @@ static void *writer_main(void *arg)
 		q = NULL;
 	}
 	free(ids.v);
+	for (size_t i = 0; i < pn.cap; i++)
+		free(pn.v[i]);
+	free(pn.v);
 	/* The profile is complete: only now the time to fill the cache. */
 	ha_symbolizer_store_cache(sym, w->verbose);
 	ha_symbolizer_free(sym);

@@ -19,7 +19,10 @@ struct ha_jitdump;
 
 /* HA_WMSG_MAPS (a bare struct ha_qmsg): modules were loaded or unloaded in
  * the target; re-read its maps before symbolizing the stacks that follow. */
-enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 4 };
+/* HA_WMSG_PYFRAME (struct ha_wmsg_pyframe, pymerge.h): what a Python
+ * frame's pc names, sent before the first stack holding it. */
+enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 4,
+       HA_WMSG_PYFRAME = 5 };
 
 /* A new callstack: its program counters, innermost first.  The writer
  * symbolizes it (first-time symbolization can take a while as debug info

@@ -39,7 +39,10 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt)
 	for (int i = 0; i < st->n && !(mod && fn); i++) {
 		if (!mod && strstr(st->f[i].module, flt->module))
 			mod = 1;
-		if (!fn && strstr(st->f[i].function, flt->function))
+		/* A Python frame matches by its file too (--function cache.py). */
+		if (!fn && (strstr(st->f[i].function, flt->function) ||
+		            (strcmp(st->f[i].module, HA_PY_MODULE) == 0 &&
+		             strstr(st->f[i].file, flt->function))))
 			fn = 1;
 	}
 	return mod && fn;

@@ -1,0 +1,52 @@
+# tests/targets/pyapp/server.py -- a small Python service for the tests of
+# Python frames (t_py_*): it reads commands on stdin, one a line, and
+# answers each with one line starting "done " (profile_lib.sh target_cmd).
+# Works on CPython 3.8 and later.  Lines the tests look for are marked
+# "# @name" (tests find them with grep -n, never by number).
+#   grow N SIZE     cache.remember: N bytes objects of SIZE bytes, kept
+#   small N         cache.remember_small: N small objects (~100 B), kept
+#   gen N SIZE      the same through a generator, then an async function
+#   exec K N SIZE   K code objects made by exec and dropped, each keeping N blobs
+#   deep D N SIZE   recursion D deep, then N blobs kept at the bottom
+#   sqlite N        a thread runs N sqlite3 statements (GIL released in
+#                   sqlite3_step), the main thread waits for it
+#   quit            exit 0
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cache  # noqa: E402
+
+
+def handle(cmd):
+    if cmd[0] == "grow":
+        cache.remember(int(cmd[1]), int(cmd[2]))  # @handle_grow
+    elif cmd[0] == "small":
+        cache.remember_small(int(cmd[1]))
+    elif cmd[0] == "gen":
+        cache.through_generator(int(cmd[1]), int(cmd[2]))
+        cache.through_async(int(cmd[1]), int(cmd[2]))
+    elif cmd[0] == "exec":
+        cache.through_exec(int(cmd[1]), int(cmd[2]), int(cmd[3]))
+    elif cmd[0] == "deep":
+        cache.deep(int(cmd[1]), int(cmd[2]), int(cmd[3]))
+    elif cmd[0] == "sqlite":
+        cache.sqlite_thread(int(cmd[1]))
+    else:
+        return "error unknown command " + cmd[0]
+    return "done %s kept %d" % (cmd[0], cache.kept_bytes())
+
+
+def main():
+    print("ready pid=%d" % os.getpid(), flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            print("done quit", flush=True)
+            return
+        print(handle(cmd), flush=True)
+
+
+main()
