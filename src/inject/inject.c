@@ -9,7 +9,9 @@
  *      only what can have changed since is checked again (check_moment);
  *   2. find dlopen (libc >= 2.34, libdl, or __libc_dlopen_mode) and dlerror
  *      in the target's own libc, from the ELF file on disk
- *      (inject_resolve.c);
+ *      (inject_resolve.c); a glibc before 2.34 without libdl and
+ *      libpthread loaded gets them first, by the first calls of step 4
+ *      (inject_libs.c);
  *   3. pick a thread: PTRACE_SEIZE + PTRACE_INTERRUPT the candidates
  *      (running threads all at once, a couple of threads blocked in a
  *      syscall), take their stops as they come (with a timeout), unwind
@@ -22,7 +24,8 @@
  *      (inject_state.c), push room for the agent's path and the init
  *      arguments on its stack and below them a signal frame of its saved
  *      context (inject_frame.c), block (asynchronous) signals, and make
- *      calls: dlopen(agent) -- of its path, or of a memfd or a copy when
+ *      calls: __libc_dlopen_mode of libdl and libpthread if step 2 said
+ *      so, dlopen(agent) -- of its path, or of a memfd or a copy when
  *      the target's file system has no path to it (inject_deliver.c) --
  *      then heapattach_agent_init(&args).  A call returns
  *      into the frame's rt_sigreturn, whose syscall-entry stop is its end
@@ -156,7 +159,8 @@ static int inject_run(struct injection *j)
 		struct ha_init_args args = *j->o->args;
 		static const char room[4096 + 1];   /* zeros: the agent's path, or the delivery's */
 		size_t room_len = j->target->agent_loaded ? 0 : inj_deliver_room(j);
-		uint64_t room_at = 0, args_at = 0;
+		size_t libs_len = j->target->agent_loaded ? 0 : inj_libs_room(j);
+		uint64_t room_at = 0, args_at = 0, libs_at = 0;
 		args.result = -1;
 		args.dlsym_addr = j->dlsym_fn;   /* 0: the agent uses what it found before */
 		if (room_len > sizeof room) {
@@ -164,7 +168,11 @@ static int inject_run(struct injection *j)
 			goto restore;
 		}
 		if ((room_len && inj_push(j, &h, room, room_len, &room_at) < 0) ||
+		    (libs_len && inj_push(j, &h, room, libs_len, &libs_at) < 0) ||
 		    inj_push(j, &h, &args, sizeof args, &args_at) < 0 || inj_write_frame(j, &h) < 0)
+			goto restore;
+		/* glibc < 2.34 without libdl, libpthread: loaded first */
+		if (libs_len && inj_load_libs(j, &h, libs_at, args_at) < 0)
 			goto restore;
 		if (room_len && inj_deliver_agent(j, &h, room_at, room_len) < 0)
 			goto restore;

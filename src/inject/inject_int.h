@@ -11,6 +11,7 @@
  *   inject_state.c  the hijacked thread's states; saving and restoring it
  *   inject_frame.c  the signal frame our calls return through
  *   inject_call.c   calls on the hijacked thread: dlopen, the agent's init
+ *   inject_libs.c   glibc < 2.34: libdl and libpthread loaded first if missing
  *   inject_deliver.c  how the agent reaches the target: its path, a memfd, a copy
  *   inject_safe.c   is a stopped thread at a safe point? (inject_safe.h)
  *
@@ -37,6 +38,11 @@
 #define ABORT_WAIT_MS    1000       /* waiting for a timed-out call to stop */
 #define MAX_PROBES       64         /* threads seized at once, at most */
 #define MAX_TRIED        256        /* blocked threads found unsafe, remembered */
+#define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
+
+/* The libraries of glibc before 2.34 the agent's dlsym and pthread_create
+ * are in, when the target has not loaded them (inject_libs.c). */
+enum { INJ_LIB_DL = 1, INJ_LIB_PTHREAD = 2 };
 
 /* Signals the kernel forces on a fault: if one of them is blocked when the
  * fault happens, the kernel unblocks it AND resets the process's handler to
@@ -86,6 +92,10 @@ struct injection {
 	uint64_t dlsym_fn;       /* dlsym, for the agent (agent/imports.h) */
 	const char *dlopen_name;
 	int dlopen_flags;
+	unsigned libs_need;      /* INJ_LIB_*: to load before the agent (glibc < 2.34), 0: none */
+	uint64_t libs_fn;        /* __libc_dlopen_mode, which loads them */
+	int libs_tried;          /* they were loaded: inj_resolve_dlopen plans no more */
+	char libs_why[200];      /* what was tried, for the refusal when dlsym is still missing */
 	uint64_t init_fn;        /* heapattach_agent_init, once known */
 	uint64_t syscall_fn;     /* libc's syscall(), for a delivery (inject_deliver.c) */
 	uint64_t sigreturn_fn;   /* "mov $15,%rax; syscall" in libc (__restore_rt) */
@@ -187,8 +197,13 @@ void inj_wait_event(struct injection *j, double until);
 int inj_drain_events(struct injection *j, pid_t tid, int *st);
 int inj_wait_tid(struct injection *j, pid_t tid, int *st, double deadline);
 
-/* inject_resolve.c */
+/* inject_resolve.c: dlopen, dlerror and dlsym in the target.  0 (with
+ * j->libs_need set when libdl or libpthread must be loaded first), or -1
+ * with the one-line refusal in j->err. */
 int inj_resolve_dlopen(struct injection *j);
+/* A library of glibc in maps by its soname (so), else by its file (file:
+ * "libdl-2" for libdl-2.31.so); NULL if not mapped. */
+const struct ha_map *inj_find_lib(const struct ha_maps *maps, const char *so, const char *file);
 /* dlsym in the target (libc from glibc 2.34, else libdl with libpthread
  * loaded) into j->dlsym_fn: 0, or -1 (then 0 there). */
 int inj_resolve_dlsym(struct injection *j);
@@ -222,6 +237,15 @@ int inj_push(struct injection *j, struct hijack *h, const void *data, size_t n,
 int inj_load_agent(struct injection *j, struct hijack *h, uint64_t path);
 int inj_call(struct injection *j, struct hijack *h, const char *what, uint64_t fn,
              const uint64_t *args, int nargs);
+
+/* inject_libs.c: the bytes of the names of the libraries in j->libs_need
+ * (0: none to load), to push before the frame; then, at `names` where they
+ * were pushed, each loaded with __libc_dlopen_mode, dlopen and dlsym
+ * resolved again (inj_resolve_dlopen), and the init arguments at `args`
+ * given the new dlsym.  0, or -1 with j->err set (the refusal naming what
+ * was tried). */
+size_t inj_libs_room(const struct injection *j);
+int inj_load_libs(struct injection *j, struct hijack *h, uint64_t names, uint64_t args);
 
 /* inject_deliver.c: the room the delivery needs on the stack (pushed by
  * the caller before the frame, at `room`); then the agent loaded (dlopen)

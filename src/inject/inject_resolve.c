@@ -24,11 +24,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define RTLD_DLOPEN_FLAG 0x80000000 /* __RTLD_DLOPEN, wanted by __libc_dlopen_mode */
-
 /* A library of glibc by its soname, else by its file (libdl-2.31.so).
  * (The C library itself, glibc's or musl's: ha_maps_find_libc.) */
-static const struct ha_map *find_lib(const struct ha_maps *maps, const char *so, const char *file)
+const struct ha_map *inj_find_lib(const struct ha_maps *maps, const char *so, const char *file)
 {
 	const struct ha_map *m = ha_maps_find_module(maps, so);
 	return m ? m : ha_maps_find_module(maps, file);
@@ -138,20 +136,44 @@ void inj_choose_mark(struct injection *j, pid_t tid, uint64_t blocked)
 /* How to call dlopen in the target: libc's (glibc 2.34 on, and musl's, which
  * is its loader too), else libdl's if loaded, else libc's __libc_dlopen_mode
  * (it wants __RTLD_DLOPEN; no dlerror).  And dlsym for the agent
- * (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create). */
+ * (agent/imports.h): libc's, or libdl's with libpthread loaded (pthread_create);
+ * when glibc before 2.34 has not loaded them, both are loaded first
+ * (plan_libs, inject_libs.c), then this is asked again. */
 int inj_resolve_dlsym(struct injection *j)
 {
 	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL);
-	const struct ha_map *libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
+	const struct ha_map *libdl = inj_find_lib(&j->maps, "libdl.so", "libdl-2");
 
 	j->dlsym_fn = 0;
 	if (libc && ha_elf_symbol(j->pid, libc, "dlsym", &j->dlsym_fn) == 0)
 		return 0;
 	if (libdl && ha_elf_symbol(j->pid, libdl, "dlsym", &j->dlsym_fn) == 0 &&
-	    find_lib(&j->maps, "libpthread.so", "libpthread-2"))
+	    inj_find_lib(&j->maps, "libpthread.so", "libpthread-2"))
 		return 0;
 	j->dlsym_fn = 0;
 	return -1;
+}
+
+/* glibc before 2.34 without libdl or libpthread (dlsym not found): the
+ * libraries to load first with libc's __libc_dlopen_mode (inject_libs.c)
+ * into j->libs_need, its address into j->libs_fn.  0, or -1 when there is
+ * none (then nothing is planned). */
+static int plan_libs(struct injection *j, const struct ha_map *libc)
+{
+	j->libs_need = 0;
+	if (ha_elf_symbol(j->pid, libc, "__libc_dlopen_mode", &j->libs_fn) < 0)
+		return -1;
+	if (!inj_find_lib(&j->maps, "libdl.so", "libdl-2"))
+		j->libs_need |= INJ_LIB_DL;
+	if (!inj_find_lib(&j->maps, "libpthread.so", "libpthread-2"))
+		j->libs_need |= INJ_LIB_PTHREAD;
+	if (!j->libs_need)
+		return -1;      /* both there, and still no dlsym */
+	inj_log(j, "glibc before 2.34 without%s%s: to load first with __libc_dlopen_mode at 0x%llx",
+	        j->libs_need & INJ_LIB_DL ? " libdl" : "",
+	        j->libs_need & INJ_LIB_PTHREAD ? " libpthread" : "",
+	        (unsigned long long)j->libs_fn);
+	return 0;
 }
 
 int inj_resolve_dlopen(struct injection *j)
@@ -159,12 +181,13 @@ int inj_resolve_dlopen(struct injection *j)
 	const struct ha_map *libc = ha_maps_find_libc(&j->maps, NULL), *libdl;
 	int rc;
 
+	j->libs_need = 0;
 	if (!libc) {
 		ha_err(j->err, j->errlen, "no libc found in process %d "
 		       "(neither glibc nor musl: statically linked?)", (int)j->pid);
 		return -1;
 	}
-	libdl = find_lib(&j->maps, "libdl.so", "libdl-2");
+	libdl = inj_find_lib(&j->maps, "libdl.so", "libdl-2");
 	j->dlopen_flags = RTLD_NOW;
 	j->dlopen_name = "dlopen";
 	j->dlerror_fn = 0;
@@ -185,9 +208,11 @@ int inj_resolve_dlopen(struct injection *j)
 		       libc->path, (int)j->pid, strerror(-rc));
 		return -1;
 	}
-	if (inj_resolve_dlsym(j) < 0) {
+	if (inj_resolve_dlsym(j) < 0 && (j->libs_tried || plan_libs(j, libc) < 0)) {
 		ha_err(j->err, j->errlen, "process %d: glibc before 2.34 (%s) without libdl and "
-		       "libpthread loaded (the agent needs dlsym, pthread_create)", (int)j->pid, libc->path);
+		       "libpthread loaded%s (the agent needs dlsym, pthread_create)", (int)j->pid,
+		       libc->path, j->libs_tried ? j->libs_why :
+		       "; no __libc_dlopen_mode in its libc to load them");
 		return -1;
 	}
 	inj_log(j, "libc %s at 0x%llx: %s at 0x%llx, dlerror at 0x%llx, dlsym at 0x%llx", libc->path,

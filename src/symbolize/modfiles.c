@@ -10,10 +10,16 @@
  * target may own.  Here every such file is opened through target_fs.h (the
  * target's rights, O_NONBLOCK, a regular file only), the module's own file
  * preferably through /proc/PID/map_files (the mapped inode itself,
- * whatever became of its path).  The build-id lookup stays libdwfl's
- * (dwfl_build_id_find_debuginfo): it searches only the absolute system
- * directories of the debuginfo path (/usr/lib/debug), which the target
- * cannot write, and validates what it finds by build-id. */
+ * whatever became of its path).  The build-id lookup in our own
+ * directories stays libdwfl's (dwfl_build_id_find_debuginfo): it searches
+ * only the absolute directories of the debuginfo path (/usr/lib/debug,
+ * after those of HEAPATTACH_DEBUG_DIR, which whoever runs heapattach
+ * chose), which the target cannot write, and validates what it finds by
+ * build-id.  A target in a container has a /usr/lib/debug of its own,
+ * where its image put its debug files: its .build-id tree is searched
+ * through /proc/PID/root, as the target could (target_fs.h), and what is
+ * found there is checked by build-id too.  (An absolute symbolic link in
+ * it resolves in our root, not the target's: then the build-id decides.) */
 #define _GNU_SOURCE
 #include "modfiles.h"
 
@@ -145,25 +151,67 @@ static int try_debug(pid_t pid, Dwfl_Module *mod, const struct stat *main_st, co
 	return fd;
 }
 
-int ha_modfile_open_debug(pid_t pid, Dwfl_Module *mod, const char *file_name,
+int ha_modfile_open_debug(pid_t pid, const char *root, Dwfl_Module *mod, const char *file_name,
                           const char *debuglink, uint32_t crc, char **debuginfo_file_name)
 {
+	int by_id;
+
 	*debuginfo_file_name = NULL;
-	/* The system directories, by build-id. */
+	/* Our system directories (and HEAPATTACH_DEBUG_DIR's), by build-id. */
 	int fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0, debuginfo_file_name);
 	if (fd >= 0)
 		return fd;
-	return ha_modfile_open_debug_link(pid, mod, file_name, debuglink, crc, debuginfo_file_name);
+	return ha_modfile_open_debug_target(pid, root, mod, file_name, debuglink, crc,
+	                                    debuginfo_file_name, &by_id);
 }
 
-int ha_modfile_open_debug_link(pid_t pid, Dwfl_Module *mod, const char *file_name,
-                               const char *debuglink, uint32_t crc, char **debuginfo_file_name)
+/* By build-id under the target's own /usr/lib/debug, when it sees another
+ * file system than ours (root "/proc/PID/root"; else that directory is
+ * ours, searched by libdwfl): .build-id/NN/REST.debug. */
+static int by_id_in_root(pid_t pid, const char *root, Dwfl_Module *mod,
+                         const struct stat *main_st, char **out)
+{
+	const unsigned char *id;
+	GElf_Addr id_vaddr;
+	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	char path[PATH_MAX];
+	int k;
+
+	if (!root[0] || id_len < 2 || id_len > 64)
+		return -1;
+	k = snprintf(path, sizeof path, "%s" SYSTEM_DEBUG_DIR "/.build-id/%02x/", root, id[0]);
+	for (int i = 1; i < id_len && k > 0 && k < (int)sizeof path; i++)
+		k += snprintf(path + k, sizeof path - (size_t)k, "%02x", id[i]);
+	if (k <= 0 || (size_t)k + sizeof ".debug" > sizeof path)
+		return -1;
+	memcpy(path + k, ".debug", sizeof ".debug");
+	return try_debug(pid, mod, main_st, path, 0, out);
+}
+
+int ha_modfile_open_debug_target(pid_t pid, const char *root, Dwfl_Module *mod,
+                                 const char *file_name, const char *debuglink, uint32_t crc,
+                                 char **debuginfo_file_name, int *by_id)
 {
 	char dir[PATH_MAX], path[2 * PATH_MAX + 64];
 	struct stat main_st, *mst = NULL;
+	size_t rootlen = strlen(root);
 	int fd;
 
 	*debuginfo_file_name = NULL;
+	*by_id = 0;
+	if (file_name && file_name[0] == '/') {
+		int mfd = ha_target_open(pid, file_name, &main_st);
+		if (mfd >= 0) {
+			close(mfd);
+			mst = &main_st;
+		}
+	}
+	/* (An absolute link: a dwz file's, whose build-id is not the module's.) */
+	if (!(debuglink && debuglink[0] == '/') &&
+	    (fd = by_id_in_root(pid, root, mod, mst, debuginfo_file_name)) >= 0) {
+		*by_id = 1;
+		return fd;
+	}
 	if (!debuglink || !*debuglink)
 		return -1;
 	/* An absolute link is a dwz file's .gnu_debugaltlink: taken only
@@ -183,14 +231,10 @@ int ha_modfile_open_debug_link(pid_t pid, Dwfl_Module *mod, const char *file_nam
 		return -1;
 	memcpy(dir, file_name, (size_t)(slash - file_name));
 	dir[slash - file_name] = '\0';
-	int mfd = ha_target_open(pid, file_name, &main_st);
-	if (mfd >= 0) {
-		close(mfd);
-		mst = &main_st;
-	}
 	/* libdwfl's default path ":.debug:/usr/lib/debug": the module's own
 	 * directory, its .debug, and the system directory under the module's
-	 * directory and each of its tails. */
+	 * directory and each of its tails; then, in a container, the
+	 * target's own system directory under the module's directory there. */
 	snprintf(path, sizeof path, "%s/%s", dir, debuglink);
 	if ((fd = try_debug(pid, mod, mst, path, crc, debuginfo_file_name)) >= 0)
 		return fd;
@@ -203,5 +247,19 @@ int ha_modfile_open_debug_link(pid_t pid, Dwfl_Module *mod, const char *file_nam
 			return fd;
 		sub = strchr(sub + 1, '/');
 	}
+	if (rootlen && strncmp(dir, root, rootlen) == 0 && dir[rootlen] == '/') {
+		snprintf(path, sizeof path, "%s" SYSTEM_DEBUG_DIR "%s/%s", root, dir + rootlen, debuglink);
+		return try_debug(pid, mod, mst, path, crc, debuginfo_file_name);
+	}
 	return -1;
+}
+
+char *ha_modfile_debug_path(void)
+{
+	const char *dirs = getenv("HEAPATTACH_DEBUG_DIR");
+	char *path = NULL;
+
+	if (!dirs || !*dirs || asprintf(&path, "%s:" SYSTEM_DEBUG_DIR, dirs) < 0)
+		return NULL;
+	return path;
 }

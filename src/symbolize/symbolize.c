@@ -5,7 +5,8 @@
  *   are opened as the target sees them (through /proc/PID/map_files, or
  *   /proc/PID/root when the target lives in another mount namespace) and
  *   only as it could open them, and so is debug info: by build-id under
- *   /usr/lib/debug, or by .gnu_debuglink (modfiles.h).  Both are opened when
+ *   our /usr/lib/debug (and HEAPATTACH_DEBUG_DIR's), then under the
+ *   target's own (a container's), or by .gnu_debuglink (modfiles.h).  Both are opened when
  *   a module is first reported, while the target lives, so that a target
  *   that exited is still symbolized (prepare_module).  debuginfod is never
  *   asked: DEBUGINFOD_URLS is removed from the environment when the first
@@ -185,7 +186,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 struct held_debug {
 	int fd;                  /* -1: none found, or handed over */
 	char *name;              /* its path (handed over with fd) */
-	char *link;              /* the .gnu_debuglink it was found by */
+	char *link;              /* the .gnu_debuglink it was found by ("": by build-id) */
 };
 
 /* Its file closed: the module's debug file came from elsewhere. */
@@ -228,8 +229,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	 * comes here too, and is looked up).  Handed over, or closed when the
 	 * file comes from elsewhere. */
 	struct held_debug *h = userdata && *userdata != &no_code ? *userdata : NULL;
-	int own = h && h->fd >= 0 && h->link && debuglink_file &&
-	          strcmp(h->link, debuglink_file) == 0;
+	int own = h && h->fd >= 0 && h->link && (h->link[0] ? debuglink_file &&
+	          strcmp(h->link, debuglink_file) == 0 : !debuglink_file || debuglink_file[0] != '/');
 
 	(void)modname;
 	(void)base;
@@ -243,15 +244,16 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			return fd;
 		}
 	}
-	/* As ha_modfile_open_debug searches: by build-id in the system
-	 * directories first (which needs no target), then by the debug link,
-	 * whose file was found when the module was reported. */
-	int fd;
+	/* As ha_modfile_open_debug searches: by build-id in our system
+	 * directories first (which needs no target), then through the target
+	 * (by build-id in its root, or by the debug link), whose file was
+	 * found when the module was reported. */
+	int fd, by_id;
 	if (!s)
 		return -1;
 	if (!h)
-		fd = ha_modfile_open_debug(s->pid, mod, file_name, debuglink_file, debuglink_crc,
-		                           debuginfo_file_name);
+		fd = ha_modfile_open_debug(s->pid, s->root, mod, file_name, debuglink_file,
+		                           debuglink_crc, debuginfo_file_name);
 	else if ((fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0,
 	                                            debuginfo_file_name)) >= 0) {
 		if (own)
@@ -262,8 +264,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		h->fd = -1;
 		h->name = NULL;
 	} else {
-		fd = ha_modfile_open_debug_link(s->pid, mod, file_name, debuglink_file,
-		                                debuglink_crc, debuginfo_file_name);
+		fd = ha_modfile_open_debug_target(s->pid, s->root, mod, file_name, debuglink_file,
+		                                  debuglink_crc, debuginfo_file_name, &by_id);
 	}
 	/* (A module reported again after its maps changed comes back here.) */
 	for (int i = 0; cache && i < s->n_to_cache; i++)
@@ -351,8 +353,10 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &mainfile, NULL);
 	GElf_Word crc = 0;
 	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
-	h->fd = ha_modfile_open_debug_link(s->pid, mod, mainfile, link, crc, &h->name);
-	if (h->fd >= 0 && !(h->link = strdup(link)))  /* (a file found: link is set) */
+	int by_id;
+	h->fd = ha_modfile_open_debug_target(s->pid, s->root, mod, mainfile, link, crc, &h->name,
+	                                     &by_id);
+	if (h->fd >= 0 && !(h->link = strdup(by_id ? "" : link)))  /* (found by link: it is set) */
 		held_drop(h);
 	return DWARF_CB_OK;
 }
@@ -510,7 +514,8 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 	s->cb.find_debuginfo = find_debuginfo;
 	if (!ha_debugcache_dir(s->cache_dir, sizeof s->cache_dir))
 		s->cache_dir[0] = '\0';
-	s->cb.debuginfo_path = &s->debuginfo_path;  /* NULL: the default path */
+	s->debuginfo_path = ha_modfile_debug_path();  /* NULL: the default path */
+	s->cb.debuginfo_path = &s->debuginfo_path;
 	s->dwfl = dwfl_begin(&s->cb);
 	if (!s->dwfl) {
 		ha_err(err, errlen, "dwfl_begin: %s", dwfl_errmsg(-1));
@@ -545,6 +550,7 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		dwfl_end(s->dwfl);
 	}
 	ha_maps_free(&s->maps);
+	free(s->debuginfo_path);
 	cache_clear(s);
 	for (int i = 0; i < s->n_to_cache; i++) {
 		free(s->to_cache[i].path);
