@@ -13,7 +13,9 @@
 # through the signal frames our calls return into.  Three targets, each
 # through every point:
 #   fp_loop   its FP/SSE/AVX/x87 registers and control words must survive:
-#             the same exact result as a plain run;
+#             the same exact result as a plain run (on a CPU with AMX,
+#             the frame's XSAVE size must be the thread's own, not the
+#             ptrace regset's: src/inject/inject_frame.c);
 #   idle      blocked in read(); must go on answering lines, its GOT slot
 #             back as it was (the agent of a dead attacher restores itself);
 #             it catches SIGURG, so the mark is SIGWINCH, and its handler

@@ -47,6 +47,7 @@
 #include "inject_int.h"
 #include "util.h"
 
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@
 #define UC_SIGCONTEXT_SS    0x2
 #define UC_STRICT_RESTORE_SS 0x4
 #define SW_BYTES_OFFSET     464   /* struct _fpx_sw_bytes in the FXSAVE area */
+#define XSTATE_BV_OFFSET    512   /* the XSAVE header's XSTATE_BV */
+#define XFEATURES_DYNAMIC   (1ULL << 18) /* AMX tile data: the kernel's USER_DYNAMIC */
 #define FXSAVE_SIZE         512
 #define XSAVE_MIN           576   /* FXSAVE area + XSAVE header */
 #define ALTSTACK_INVALID    3     /* not 0, SS_ONSTACK or SS_DISABLE: EINVAL */
@@ -194,13 +197,55 @@ int inj_write_mark(struct injection *j, struct hijack *h)
 	return 0;
 }
 
+/* The end of the standard-format XSAVE layout of the features in mask
+ * (CPUID leaf 0xd: each one's size and offset), 0 if unknown. */
+static size_t xsave_std_size(uint64_t mask)
+{
+	size_t end = 0;
+
+	for (unsigned i = 2; i < 64; i++) {
+		unsigned size, off, ecx, edx;
+		if (!((mask >> i) & 1) || !__get_cpuid_count(0xd, i, &size, &off, &ecx, &edx))
+			continue;
+		if (off + size > end)
+			end = off + size;
+	}
+	return end;
+}
+
+/* The xstate_size of the frame, where its MAGIC2 goes.  rt_sigreturn
+ * wants xstate_size <= the thread's own XSAVE size (the kernel's
+ * fpstate->user_size) and MAGIC2 at xstate_size -- or, since "x86/fpu:
+ * Refine and simplify the magic number check during signal return", MAGIC2
+ * at user_size itself.  On a CPU with AMX the ptrace regset is larger than
+ * user_size: it always covers the tile data, which a thread's area has only
+ * once it has asked for AMX and used it.  A frame sized by the regset is
+ * then taken for a legacy FXSAVE one, and rt_sigreturn puts the thread's
+ * AVX state back to init (upper ymm halves zeroed).  So: the regset's size
+ * if the thread's tile data is live (its area is the large one); else the
+ * size without the dynamic features -- a MAGIC2 there lands on tile data
+ * XRSTOR does not read (XSTATE_BV says init) -- and the caller puts one at
+ * the regset's end too, for a large area whose tiles were released. */
+static size_t frame_xsave_size(const struct hijack *h)
+{
+	uint64_t xcr0, bv;
+	size_t small;
+
+	memcpy(&xcr0, h->fp + SW_BYTES_OFFSET, sizeof xcr0);
+	memcpy(&bv, h->fp + XSTATE_BV_OFFSET, sizeof bv);
+	if ((bv & XFEATURES_DYNAMIC) || !(xcr0 & XFEATURES_DYNAMIC))
+		return h->fplen;
+	small = xsave_std_size(xcr0 & ~XFEATURES_DYNAMIC);
+	return small >= XSAVE_MIN && small < h->fplen ? small : h->fplen;
+}
+
 /* Lay out the frame below the data already pushed (nothing may be pushed
  * after it: the calls' own stack grows down from it) and write it with one
  * remote write.  h->frame is its address, where every call's rsp starts.
  * 0 or -1 (j->err set). */
 int inj_write_frame(struct injection *j, struct hijack *h)
 {
-	size_t fpsize = h->fplen, total;
+	size_t fpsize = h->fplen, xsize = 0, total;
 	uint64_t fpaddr, frame;
 	struct k_rt_sigframe f;
 	unsigned char *buf;
@@ -247,17 +292,20 @@ int inj_write_frame(struct injection *j, struct hijack *h)
 	memcpy(buf + (fpaddr - frame), h->fp, xstate ? h->fplen : FXSAVE_SIZE);
 	if (xstate) {
 		/* struct _fpx_sw_bytes: magic1, extended_size, xfeatures,
-		 * xstate_size; MAGIC2 right after the XSAVE area */
+		 * xstate_size; MAGIC2 at xstate_size and after the area */
 		unsigned char *sw = buf + (fpaddr - frame) + SW_BYTES_OFFSET;
-		uint32_t magic1 = XSTATE_MAGIC1, ext = (uint32_t)fpsize, xsize = (uint32_t)h->fplen;
+		uint32_t magic1 = XSTATE_MAGIC1, ext = (uint32_t)fpsize, xs;
 		uint32_t magic2 = XSTATE_MAGIC2;
 		uint64_t xcr0;
+		xsize = frame_xsave_size(h);
+		xs = (uint32_t)xsize;
 		memcpy(&xcr0, h->fp + SW_BYTES_OFFSET, sizeof xcr0);
 		memset(sw, 0, FXSAVE_SIZE - SW_BYTES_OFFSET);
 		memcpy(sw, &magic1, 4);
 		memcpy(sw + 4, &ext, 4);
 		memcpy(sw + 8, &xcr0, 8);
-		memcpy(sw + 16, &xsize, 4);
+		memcpy(sw + 16, &xs, 4);
+		memcpy(buf + (fpaddr - frame) + xsize, &magic2, sizeof magic2);
 		memcpy(buf + (fpaddr - frame) + h->fplen, &magic2, sizeof magic2);
 	}
 	rc = ha_remote_write(j->pid, frame, buf, total);
@@ -269,7 +317,11 @@ int inj_write_frame(struct injection *j, struct hijack *h)
 	}
 	h->frame = frame;
 	h->sp = frame;
-	inj_log(j, "signal frame at 0x%llx (%zu bytes, %s)", (unsigned long long)frame, total,
-	        xstate ? "XSAVE" : "FXSAVE");
+	if (xstate)
+		inj_log(j, "signal frame at 0x%llx (%zu bytes, XSAVE %zu of %zu)",
+		        (unsigned long long)frame, total, xsize, h->fplen);
+	else
+		inj_log(j, "signal frame at 0x%llx (%zu bytes, FXSAVE)", (unsigned long long)frame,
+		        total);
 	return write_mark(j, h);
 }
