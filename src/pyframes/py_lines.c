@@ -112,7 +112,7 @@ static int walk_next(struct walk *w)
 		w->computed += delta311(t, w->len, w->p);
 		w->line = (t[w->p] >> 3) == 0x1f ? -1 : (int32_t)w->computed;
 		w->start = w->end;
-		w->end += ((t[w->p] & 7u) + 1) * 2;
+		w->end += (uint64_t)((t[w->p] & 7u) + 1) * 2;
 		do
 			w->p++;
 		while (w->p < w->len && !(t[w->p] & 128));

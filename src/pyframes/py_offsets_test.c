@@ -22,16 +22,18 @@ static const uint64_t real313[] = {
 enum { W_VERSION = 0, W_FREE = 1, W_FINALIZING = 3, W_CODE_SIZE = 33, W_CODE_NAME = 35,
        W_ASCII_SIZE = 69 };
 
+static const unsigned char cookie[8] = "xdebugpy";   /* no NUL, as in CPython */
+
 static void make313(unsigned char *buf)
 {
 	memset(buf, 0, HA_PY_DEBUG_OFFSETS_BYTES);
-	memcpy(buf, "xdebugpy", 8);
+	memcpy(buf, cookie, sizeof cookie);
 	memcpy(buf + 8, real313, sizeof real313);
 }
 
 static void set_word(unsigned char *buf, int w, uint64_t v)
 {
-	memcpy(buf + 8 + 8 * w, &v, 8);
+	memcpy(buf + 8 + (size_t)w * 8, &v, 8);
 }
 
 static void debug_offsets(void)
@@ -53,7 +55,7 @@ static void debug_offsets(void)
 		{ 2, 0, "a runtime of size 0" },
 	};
 
-	EXPECT(sizeof real313 == 72 * 8, "72 words");
+	EXPECT(sizeof real313 == (size_t)72 * 8, "72 words");
 	make313(buf);
 	EXPECT(ha_py_offsets_debug(buf, sizeof buf, &o, &hex, err, sizeof err) == 0,
 	       "a real 3.13.0's debug offsets refused: %s", err);
@@ -62,7 +64,7 @@ static void debug_offsets(void)
 	EXPECT(!d, "the 3.13 table differs from 3.13.0's debug offsets in %s", d);
 	EXPECT(ha_py_offsets_debug(buf, sizeof buf - 300, &o, &hex, err, sizeof err) < 0,
 	       "a short read taken");
-	memcpy(buf, "xdebugpz", 8);
+	buf[7] = 'z';
 	EXPECT(ha_py_offsets_debug(buf, sizeof buf, &o, &hex, err, sizeof err) < 0,
 	       "a wrong cookie taken");
 	for (size_t i = 0; i < sizeof spoil / sizeof spoil[0]; i++) {

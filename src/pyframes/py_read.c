@@ -175,7 +175,7 @@ int ha_py_read_str(struct ha_py_reader *r, uint64_t addr, char *buf, size_t bufl
 	memcpy(&length, head + o->str_length, sizeof length);
 	memcpy(&state, head + o->str_state, sizeof state);
 	kind = state >> o->str_kind_shift & ((1u << o->str_kind_bits) - 1);
-	ascii = state >> o->str_ascii_bit & 1;
+	ascii = (state >> o->str_ascii_bit & 1) != 0;
 	if (length < 0 || !(state >> o->str_compact_bit & 1) ||
 	    (o->str_ready_bit != HA_PY_NO_FIELD && !(state >> o->str_ready_bit & 1)) ||
 	    (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
