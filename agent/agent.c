@@ -60,10 +60,11 @@
 #include "imports.h"
 #include "ha_proto.h"
 #include "ha_ring_map.h"
-#include "ha_sched.h"
 #include "msg.h"
 #include "pymem.h"
+#include "pywalk.h"
 #include "resolve.h"
+#include "slices.h"
 #include "sampler.h"
 #include "tls.h"
 
@@ -482,15 +483,6 @@ static int recv_config(struct failure *f, int timeout_ms)
 
 enum end_reason { END_DETACH, END_HANGUP, END_RING_LOST };
 
-/* Where the wrap of CPython's allocators stands, for the attacher (once a
- * tick: the pending call that changes it runs on another thread, whenever
- * the main thread gets to it). */
-static void publish_py_wrap(void)
-{
-	if (g_ring)
-		__atomic_store_n(&((struct ha_ring_hdr *)g_ring)->py_wrap, ha_pymem_state(),
-		                 __ATOMIC_RELAXED);
-}
 
 /* Serve the attacher until DETACH or hang-up: no other message is
  * expected; modules loaded meanwhile are patched once a second. */
@@ -498,7 +490,9 @@ static enum end_reason serve(void)
 {
 	for (;;) {
 		struct pollfd p = { .fd = g_sock, .events = POLLIN, .revents = 0 };
-		int r = poll(&p, 1, HA_TICK_MS);
+		/* Sooner while the wrap of CPython's allocators waits: the
+		 * attacher learns it is in place within 0.1 s of it. */
+		int r = poll(&p, 1, ha_pymem_state() == HA_PYW_WAITING ? HA_TICK_MS / 10 : HA_TICK_MS);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -511,7 +505,7 @@ static enum end_reason serve(void)
 				return END_RING_LOST;
 			/* Modules loaded since: patch them (no-op if none). */
 			(void)ha_got_patch();
-			publish_py_wrap();
+			ha_pymem_publish(g_ring);
 			continue;
 		}
 		if (p.revents & POLLIN) {
@@ -592,30 +586,13 @@ static int activate(struct failure *f)
 	int r = ha_got_patch();
 	if (r != 0)
 		return fail(f, r, "patch GOT");
-	if (g_cfg.py.chain != HA_PY_CHAIN_NONE)
+	if (ha_pywalk_on())
 		ha_pymem_start();
-	publish_py_wrap();
+	ha_pymem_publish(g_ring);
 	/* Handshake done.  From now on the loop polls (a quiet attacher is
 	 * fine) and reads with MSG_DONTWAIT; SO_SNDTIMEO still bounds replies. */
 	set_state(HA_STATE_ACTIVE);
 	return 0;
-}
-
-/* Short time slices for the agent thread (sched_setattr with sched_runtime,
- * Linux 6.12 and later; older kernels ignore it): on a busy machine it then
- * runs soon after the attacher's message wakes it (a detach waits for that)
- * instead of after the running thread's tick.  Its CPU share (nice) is
- * unchanged; it is our own thread, the program's are left alone.  Only when
- * the attacher said the process has no seccomp filter, which could kill it
- * for an unusual system call. */
-static void ask_short_slices(void)
-{
-	struct ha_sched_attr a;
-
-	if (!(g_args.flags & HA_INIT_SHORT_SLICES) || ha_sched_get(0, &a) != 0)
-		return;
-	a.sched_runtime = HA_SHORT_SLICE_NS;    /* policy and nice as they were */
-	(void)ha_sched_set(0, &a);
 }
 
 /* The handshake's tail, after HELLO, on whichever thread has it (init's
@@ -648,7 +625,7 @@ static void *agent_main(void *arg)
 	ha_hook_guard = 1;
 	/* Visible in top/ps as the agent; failure is harmless. */
 	(void)prctl(PR_SET_NAME, "heapattach", 0, 0, 0);
-	ask_short_slices();
+	ha_ask_short_slices(g_args.flags);
 	/* init used a shorter bound on the hijacked thread */
 	(void)set_send_timeout(HA_HANDSHAKE_TIMEOUT_S * 1000);
 

@@ -200,3 +200,10 @@ uint32_t ha_pymem_state(void)
 {
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE);
 }
+
+void ha_pymem_publish(void *ring)
+{
+	if (ring)
+		__atomic_store_n(&((struct ha_ring_hdr *)ring)->py_wrap, ha_pymem_state(),
+		                 __ATOMIC_RELAXED);
+}

@@ -36,5 +36,9 @@ HA_HIDDEN void ha_pymem_start(void);
 HA_HIDDEN void ha_pymem_stop(void);
 /* Where the wrap stands (enum ha_py_wrap), for the ring header. */
 HA_HIDDEN uint32_t ha_pymem_state(void);
+/* ...written into the session's first ring header (NULL: none), once a
+ * tick of the agent thread: the pending call that changes it runs on the
+ * main thread, whenever that gets to it. */
+HA_HIDDEN void ha_pymem_publish(void *ring);
 
 #endif

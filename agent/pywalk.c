@@ -9,7 +9,7 @@ void ha_pywalk_start(const struct ha_py_walk *w)
 {
 	struct ha_py_walk c = *w;
 	if (c.chain > HA_PY_CHAIN_DIRECT || !c.get_tstate || !c.code_type || !c.finalizing ||
-	    c.lasti_units == 0 || c.lasti_units > 2)
+	    (c.chain == HA_PY_CHAIN_FRAMEOBJ && (c.lasti_units == 0 || c.lasti_units > 2)))
 		c.chain = HA_PY_CHAIN_NONE;
 	if (c.depth_max > HA_PY_DEPTH_MAX || c.depth_max == 0)
 		c.depth_max = HA_PY_DEPTH_MAX;

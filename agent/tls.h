@@ -7,13 +7,15 @@
  *     tls, forklock,    per-thread state, HA_HIDDEN; the fork lock;
  *     imports           what the agent takes from the target at run time
  *  <- counters, liveset the hooks' call counts; the live set and its filter
+ *  <- pywalk, sref_check the thread's Python frames; the stack references
  *  <- sampler           the countdown (countdown.h), stacks, ring records
+ *  <- pymem             CPython's allocators wrapped (small objects)
  *  <- stubs             the dlopen and vfork hooks (assembler)
  *  <- hooks             every other hook, the table of hooked functions
  *  <- elfmod            a loaded module's dynamic section and relocations
  *  <- resolve           the real functions behind the hooks
  *  <- got               patching and restoring GOT slots, module passes
- *  <- msg               messages on the attacher's socket
+ *  <- msg, slices       messages on the attacher's socket; short time slices
  *  <- agent             the entry: handshake, session, detach, fork
  * A call upward goes through a pointer the higher module registers (the one
  * there is: hooks' dlopen wrapper -> got's patch pass, see stubs.h).

@@ -124,13 +124,16 @@ int main(int argc, char **argv)
 	 * that the session samples page faults from the moment it says it is
 	 * attached.  (They observe the target; they do not change it.) */
 	struct ha_pf *pf = o.rss ? cmd_open_rss(&o, t.pid) : NULL;
-	status = cmd_attach(&o, &t, &s, &dbj, t_start, t_checked);
+	static struct cmd_python py;
+	cmd_py_detect(&o, &t, &py);
+	status = cmd_attach(&o, &t, &s, &py, &dbj, t_start, t_checked);
 	if (status) {
 		db_open_abandon(&dbj);
 		ha_pf_close(pf);
 	} else {
-		status = cmd_profile(&o, &t, &s, sigfd, &dbj, dbname, pf);
+		status = cmd_profile(&o, &t, &s, &py, sigfd, &dbj, dbname, pf);
 	}
+	cmd_py_end(&py);
 	ha_session_close(&s);
 	close(sigfd);
 	return status;

@@ -70,6 +70,8 @@ static void usage(FILE *f)
 	        "                        dropping samples (drops are counted either way)\n"
 	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
 	        "                        attacher has unwound before is named, not copied\n"
+	        "      --no-python       keep a CPython target's stacks native: no Python\n"
+	        "                        frames (function  file.py:LINE), no wrap of pymalloc\n"
 	        "  -q, --quiet           no status line\n"
 	        "  -v, --verbose         progress and timings on stderr\n"
 	        "      --agent PATH      the agent shared object to inject (default:\n"
@@ -169,7 +171,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
 	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
@@ -178,6 +180,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "block", no_argument, NULL, OPT_BLOCK },
 		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
+		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -268,6 +271,9 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_SREFS:
 			o->no_stack_refs = 1;
+			break;
+		case OPT_NO_PYTHON:
+			o->no_python = 1;
 			break;
 		case 'q':
 			o->quiet = 1;

@@ -22,6 +22,7 @@ struct options {
 	uint64_t stack_bytes;
 	int block;
 	int no_stack_refs;      /* --no-stack-refs */
+	int no_python;          /* --no-python */
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;
 	int quiet;

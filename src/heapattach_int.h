@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "heapattach_args.h"
+#include "py_detect.h"
 
 struct ha_collector;
 struct ha_counters;
@@ -35,6 +36,7 @@ struct ha_db_session;
 struct ha_live;
 struct ha_pf;
 struct ha_push;
+struct ha_py_reader;
 struct ha_queue;
 struct ha_session;
 struct ha_target;
@@ -73,11 +75,25 @@ void db_open_start(struct db_open_job *j);
 int db_open_finish(struct db_open_job *j);
 void db_open_abandon(struct db_open_job *j);
 
+/* ---- heapattach_py.c: the target's CPython -------------------------- */
+
+struct cmd_python {
+	int found;                  /* a CPython we walk */
+	struct ha_py_target t;      /* what ha_py_detect found */
+	char why[640];              /* found: which; else why not ("" : none) */
+	struct ha_py_reader *reader; /* the collector's, during the session */
+};
+
+void cmd_py_detect(const struct options *o, const struct ha_target *t, struct cmd_python *py);
+void cmd_py_collector(struct cmd_python *py, struct ha_collector *c, pid_t pid);
+void cmd_py_end(struct cmd_python *py);
+
 /* ---- heapattach_session.c: the agent -------------------------------- */
 
 int cmd_find_agent(const struct options *o, char *out, size_t outlen);
 int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
-               struct db_open_job *dbj, double t_start, double t_checked);
+               const struct cmd_python *py, struct db_open_job *dbj, double t_start,
+               double t_checked);
 int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_session *s,
                enum stop_reason why, int signo);
 
@@ -117,6 +133,7 @@ void cmd_view_close(struct cmd_view *v);
 
 struct ha_pf *cmd_open_rss(const struct options *o, pid_t pid);
 int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
-                int sigfd, struct db_open_job *dbj, const char *dbname, struct ha_pf *pf);
+                struct cmd_python *py, int sigfd, struct db_open_job *dbj, const char *dbname,
+                struct ha_pf *pf);
 
 #endif

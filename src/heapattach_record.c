@@ -74,7 +74,8 @@ struct ha_pf *cmd_open_rss(const struct options *o, pid_t pid)
  * writer owns the database from its start (it closes it).  Returns the exit
  * status. */
 int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
-                int sigfd, struct db_open_job *dbj, const char *dbname, struct ha_pf *pf)
+                struct cmd_python *py, int sigfd, struct db_open_job *dbj, const char *dbname,
+                struct ha_pf *pf)
 {
 	char err[512];
 	char exe_link[64], exe[PATH_MAX] = "";
@@ -130,6 +131,7 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	coll.no_stack_refs = o->no_stack_refs;
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;
+	cmd_py_collector(py, &coll, t->pid);
 	int coll_failed = ha_collector_start(&coll);
 	if (coll_failed)
 		fprintf(stderr, "heapattach: %s\n", coll.err);

@@ -86,7 +86,8 @@ static void handshake_step(void *ctx)
 /* Inject the agent and complete the handshake.  Returns 0, or an exit
  * status after printing the reason. */
 int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_session *s,
-               struct db_open_job *dbj, double t_start, double t_checked)
+               const struct cmd_python *py, struct db_open_job *dbj, double t_start,
+               double t_checked)
 {
 	double t_prepared = ha_now_ms();
 	char err[512];
@@ -104,6 +105,8 @@ int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_ses
 		return EXIT_FAILED;
 	}
 	memcpy(cfg.cookie, args.cookie, sizeof cfg.cookie);
+	if (py->found)
+		cfg.py = py->t.walk;
 	ha_session_handshake_begin(s, &cfg);
 	struct ha_inject_opts io = { .target = t, .args = &args,
 	                             .timeout_ms = (int)(o->timeout_s * 1e3), .verbose = o->verbose,

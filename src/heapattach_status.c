@@ -22,6 +22,7 @@
 #include "ha_ring_map.h"
 #include "live_model.h"
 #include "push.h"
+#include "pymerge.h"
 #include "session.h"
 #include "writer.h"
 
@@ -61,6 +62,9 @@ void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
 	if (c->rss_period && n > 0 && (size_t)n < sizeof line)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
 		              (unsigned long long)st.rss_samples);
+	if (c->py_resolve && n > 0 && (size_t)n < sizeof line)
+		n += snprintf(line + n, sizeof line - (size_t)n, ", Python %s",
+		              ha_py_wrap_words((uint32_t)st.py_wrap));
 	if (push && n > 0 && (size_t)n < sizeof line) {
 		struct ha_push_stats ps;
 		ha_push_totals(push, &ps);
@@ -108,6 +112,13 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	if (jit)
 		fprintf(stderr, "heapattach: %llu frames of new callstacks named by the perf map "
 		        "(JIT code)\n", (unsigned long long)jit);
+	if (st.py_samples || c->py_resolve)
+		fprintf(stderr, "heapattach: Python: %llu samples with Python frames, %llu merged into "
+		        "their stacks, %llu left native (frames and eval loops did not agree), %llu "
+		        "frames of code objects gone; %s\n", (unsigned long long)st.py_samples,
+		        (unsigned long long)st.py_merged, (unsigned long long)st.py_unmatched,
+		        (unsigned long long)st.py_frames_gone,
+		        ha_py_wrap_words((uint32_t)st.py_wrap));
 	if (st.peak_bytes)
 		fprintf(stderr, "heapattach: the live heap peaked at %.1f MiB (estimated, heap and mmap), "
 		        "%.1f s after attach: snapshot 'peak' (heapdiff --peak %s)\n",

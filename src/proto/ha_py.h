@@ -60,7 +60,7 @@ struct ha_py_walk {
 	                           * the agent then walks nothing */
 	uint8_t  chain;           /* enum ha_py_chain                         */
 	uint8_t  depth_max;       /* frames recorded at most (<= HA_PY_DEPTH_MAX) */
-	uint16_t lasti_units;     /* FRAMEOBJ: bytes per f_lasti unit (1 or 2) */
+	uint16_t lasti_units;     /* FRAMEOBJ: bytes per f_lasti unit (1 or 2); else unused */
 	uint16_t tstate_frame;    /* FRAMEOBJ: frame; CFRAME: cframe; DIRECT: current_frame */
 	uint16_t cframe_current;  /* CFRAME: _PyCFrame.current_frame           */
 	uint16_t frame_back;      /* f_back / previous                        */

@@ -90,6 +90,10 @@ static void publish_stats(struct ctx *x)
 	x->st.py_merged = x->py.st.merged;
 	x->st.py_unmatched = x->py.st.unmatched;
 	x->st.py_frames_gone = x->py.st.frames_gone;
+	uint32_t wrap = __atomic_load_n(&x->c->ring->py_wrap, __ATOMIC_RELAXED);
+	if (x->c->verbose && x->c->py_resolve && wrap != x->st.py_wrap)
+		fprintf(stderr, "heapattach: Python %s\n", ha_py_wrap_words(wrap));
+	x->st.py_wrap = wrap;
 	const uint64_t *src = (const uint64_t *)&x->st;
 	uint64_t *dst = (uint64_t *)&x->c->stats;
 	for (size_t i = 0; i < HA_COLLECTOR_NSTATS; i++)
@@ -598,8 +602,8 @@ static struct ctx *ctx_new(struct ha_collector *c)
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
 	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.buckets);
-	ha_pymerge_init(&x->py, c->py_eval_lo, c->py_eval_hi, c->py_resolve, c->py_resolve_ctx,
-	                c->to_writer);
+	ha_pymerge_init(&x->py, (const uint64_t(*)[2])c->py_eval, c->py_resolve,
+	                c->py_resolve_ctx, c->to_writer);
 	ha_rss_feed_open(&x->rss, c->pid, c->pf, c->rss_period, x->unw, &x->in);
 	x->nrings = c->rings >= 1 && c->rings <= HA_RINGS_MAX ? c->rings : 1;
 	for (uint32_t i = 0; i < x->nrings; i++)

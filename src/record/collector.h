@@ -62,7 +62,8 @@ struct ha_cmd {
 	X(py_samples)       /* samples with Python frames (pymerge.h) */ \
 	X(py_merged)        /* ...merged into their native stacks */ \
 	X(py_unmatched)     /* ...kept native: runs and eval frames disagreed */ \
-	X(py_frames_gone)   /* Python frames whose code object could not be read */
+	X(py_frames_gone)   /* Python frames whose code object could not be read */ \
+	X(py_wrap)          /* the agent's wrap of pymalloc (enum ha_py_wrap), as last seen */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -99,7 +100,7 @@ struct ha_collector {
 	/* The target's CPython (pymerge.h): its eval loop's code, and what
 	 * names a recorded frame (called on the collector thread).  resolve
 	 * NULL: Python frames are not merged. */
-	uint64_t py_eval_lo, py_eval_hi;
+	uint64_t py_eval[2][2];     /* [lo, hi): the eval loop, its .cold part */
 	int (*py_resolve)(void *ctx, const struct ha_py_frame *f, const char **func,
 	                  const char **file, int *line);
 	void *py_resolve_ctx;

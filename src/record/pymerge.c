@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ha_proto.h"
 #include "util.h"
 #include "writer.h"
 
@@ -97,12 +98,11 @@ static inline int name_eq(const void *ctx, const void *slot, const void *key)
 
 static const struct ha_ht_type name_type = { sizeof(uint32_t), 256, 2, name_hash, name_eq, NULL };
 
-void ha_pymerge_init(struct ha_pymerge *m, uint64_t eval_lo, uint64_t eval_hi,
-                     ha_py_resolve_fn resolve, void *ctx, struct ha_queue *to_writer)
+void ha_pymerge_init(struct ha_pymerge *m, const uint64_t eval[2][2], ha_py_resolve_fn resolve,
+                     void *ctx, struct ha_queue *to_writer)
 {
 	memset(m, 0, sizeof *m);
-	m->eval_lo = eval_lo;
-	m->eval_hi = eval_hi;
+	memcpy(m->eval, eval, sizeof m->eval);
 	m->resolve = resolve;
 	m->resolve_ctx = ctx;
 	m->to_writer = to_writer;
@@ -198,7 +198,8 @@ static uint64_t frame_pc(struct ha_pymerge *m, const struct ha_py_frame *f)
 static int is_eval(const struct ha_pymerge *m, uint64_t pc, int i)
 {
 	uint64_t at = i > 0 ? pc - 1 : pc; /* a return address: its call */
-	return at >= m->eval_lo && at < m->eval_hi;
+	return (at >= m->eval[0][0] && at < m->eval[0][1]) ||
+	       (at >= m->eval[1][0] && at < m->eval[1][1]);
 }
 
 int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_cut,
@@ -272,4 +273,21 @@ int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_c
 	memcpy(pcs, out, (size_t)o * sizeof *pcs);
 	m->st.merged++;
 	return o;
+}
+
+/* Where the wrap of CPython's allocators stands (ha_proto.h, enum
+ * ha_py_wrap), in the user's words. */
+const char *ha_py_wrap_words(uint32_t state)
+{
+	switch (state) {
+	case HA_PYW_WAITING:
+		return "frames on; small objects: waiting for the main thread to run Python";
+	case HA_PYW_ON:
+		return "frames and small objects on";
+	case HA_PYW_NOT_PYMALLOC:
+		return "frames on (no pymalloc: every object through malloc)";
+	case HA_PYW_FAILED:
+		return "frames on; small objects not sampled (the allocator could not be wrapped)";
+	}
+	return "frames on";
 }

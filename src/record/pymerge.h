@@ -3,7 +3,7 @@
  * the contract of what the agent records is src/proto/ha_py.h).
  *
  * Each eval-loop frame of the native stack (a pc inside
- * _PyEval_EvalFrameDefault) takes one run of Python frames, innermost
+ * _PyEval_EvalFrameDefault, or its .cold part the compiler split off) takes one run of Python frames, innermost
  * first, the way memray and py-spy merge.  A Python frame becomes a pc of
  * its own, HA_PC_PY_BASE + id, where id names (function, file, line) in
  * this session; the first time an id is made it goes to the writer
@@ -53,7 +53,8 @@ struct ha_pymerge_stats {
 };
 
 struct ha_pymerge {
-	uint64_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault in the target */
+	uint64_t eval[2][2];         /* _PyEval_EvalFrameDefault in the target:
+	                              * [lo, hi) of its code and of its .cold part */
 	ha_py_resolve_fn resolve;
 	void *resolve_ctx;
 	struct ha_queue *to_writer;
@@ -65,8 +66,8 @@ struct ha_pymerge {
 	struct ha_pymerge_stats st;
 };
 
-void ha_pymerge_init(struct ha_pymerge *m, uint64_t eval_lo, uint64_t eval_hi,
-                     ha_py_resolve_fn resolve, void *ctx, struct ha_queue *to_writer);
+void ha_pymerge_init(struct ha_pymerge *m, const uint64_t eval[2][2], ha_py_resolve_fn resolve,
+                     void *ctx, struct ha_queue *to_writer);
 void ha_pymerge_free(struct ha_pymerge *m);
 
 /* Merge nf frames (innermost first; HA_PY_RUN_END closes a run; pyflags
@@ -75,6 +76,10 @@ void ha_pymerge_free(struct ha_pymerge *m);
  * the new count. */
 int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_cut,
                const struct ha_py_frame *f, uint32_t nf, uint32_t pyflags);
+
+/* Where the agent's wrap of CPython's allocators stands (ha_proto.h, enum
+ * ha_py_wrap, as the ring header says), in the user's words. */
+const char *ha_py_wrap_words(uint32_t state);
 
 /* To the writer, before the stacks that use it: what pc HA_PC_PY_BASE + id
  * names.  Strings follow the struct. */

@@ -75,7 +75,8 @@ int main(void)
 	ha_queue_init(&q);
 	int calls = 0;
 	struct ha_pymerge m;
-	ha_pymerge_init(&m, EVAL_LO, EVAL_HI, resolve, &calls, &q);
+	const uint64_t eval[2][2] = { { EVAL_LO, EVAL_HI }, { 0x7000, 0x7100 } };
+	ha_pymerge_init(&m, eval, resolve, &calls, &q);
 
 	/* 3.11 shape: two eval frames; runs [f1 f2] (f2 entered from C) and [f3]. */
 	uint64_t pcs[16] = { 0x100, 0x200, EV, 0x300, EV, 0x400 };
