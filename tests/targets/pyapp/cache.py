@@ -1,6 +1,7 @@
 # tests/targets/pyapp/cache.py -- what tests/targets/pyapp/server.py keeps,
 # through known call chains (lines marked "# @name" for the tests).
 import asyncio
+import sys
 import threading
 
 store = []
@@ -28,9 +29,16 @@ class Entry:
 
 def remember_small(n):
     base = len(small_store)
+    before = sys.getsizeof(small_store)
     for i in range(base, base + n):
         small_store[i] = Entry(i, "v%093d" % i)  # @remember_small
-    _kept[0] += n * 100
+    # What it keeps, as CPython counts it: the entries, their strings, the
+    # ints past the small-int cache, and the dict's growth.
+    kept = sys.getsizeof(small_store) - before
+    for i in range(base, base + n):
+        e = small_store[i]
+        kept += sys.getsizeof(e) + sys.getsizeof(e.value) + (sys.getsizeof(e.key) if i > 256 else 0)
+    _kept[0] += kept
 
 
 def _blobs(n, size):

@@ -1,6 +1,8 @@
 # tests/targets/pyapp/server.py -- a small Python service for the tests of
 # Python frames (t_py_*): it reads commands on stdin, one a line, and
-# answers each with one line starting "done " (profile_lib.sh target_cmd).
+# answers each with one line starting "done " (profile_lib.sh target_cmd):
+# "done CMD kept TOTAL added BYTES", the bytes the command kept as CPython
+# counts them (sys.getsizeof), and all kept so far.
 # Works on CPython 3.8 and later.  Lines the tests look for are marked
 # "# @name" (tests find them with grep -n, never by number).
 #   grow N SIZE     cache.remember: N bytes objects of SIZE bytes, kept
@@ -19,8 +21,16 @@ import cache  # noqa: E402
 
 
 def handle(cmd):
+    before = cache.kept_bytes()
+    what = run(cmd)
+    if what:
+        return what
+    return "done %s kept %d added %d" % (cmd[0], cache.kept_bytes(), cache.kept_bytes() - before)
+
+
+def run(cmd):
     if cmd[0] == "grow":
-        cache.remember(int(cmd[1]), int(cmd[2]))  # @handle_grow
+        cache.remember(int(cmd[1]), int(cmd[2]))  # @run_grow
     elif cmd[0] == "small":
         cache.remember_small(int(cmd[1]))
     elif cmd[0] == "gen":
@@ -34,7 +44,7 @@ def handle(cmd):
         cache.sqlite_thread(int(cmd[1]))
     else:
         return "error unknown command " + cmd[0]
-    return "done %s kept %d" % (cmd[0], cache.kept_bytes())
+    return None
 
 
 def main():
