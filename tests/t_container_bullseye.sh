@@ -80,12 +80,19 @@ wait_exit "$TPID" 10 && [ "$RC" = 0 ] || fail "unshare (python) exited $RC: $(ca
 s1=$(snapshot_id "$db" 1)
 s2=$(snapshot_id "$db" 2)
 truth=100000000
-eval_growth "$db" "$s1" "$s2" "$truth"   # 1000 x 100000
+py_growth "$db" "$s1" "$s2" "$truth"   # 1000 x 100000
 named=$(sqlite3 "$db" "SELECT DISTINCT f.function FROM frames f JOIN modules m ON m.id = f.module_id
                        WHERE m.path LIKE '%python3.9' AND f.function <> '' ORDER BY 1")
 printf '%s\n' "$named" | head -n 12 | sed 's/^/    python3.9 frame: /'
-printf '%s\n' "$named" | grep -q '^_PyEval_EvalFrameDefault$' ||
-	fail "no _PyEval_EvalFrameDefault named in the container's python3.9"
+printf '%s\n' "$named" | grep -q '^PyEval_EvalCode$' ||
+	fail "no PyEval_EvalCode named in the container's python3.9"
+# Its Python frames, read from the container's python3.9 (3.9's frame
+# objects and line table): the script's grow_list at its line.
+sqlite3 "$db" "SELECT DISTINCT f.function || ' ' || f.file || ':' || f.line FROM frames f
+               JOIN modules m ON m.id = f.module_id WHERE m.path = 'py'" | sed 's/^/    py frame: /'
+[ "$(sqlite3 "$db" "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id
+                   WHERE m.path = 'py' AND f.function = 'grow_list' AND f.line > 0")" -ge 1 ] ||
+	fail "no Python frame grow_list with its line from the container's python3.9"
 sqlite3 "$db" "SELECT DISTINCT path FROM modules WHERE path LIKE '%python3%'" | sed 's/^/    module: /'
 
 root_listing "$ROOT" >"$W/after" || fail "cannot list $ROOT"

@@ -3,7 +3,7 @@
 # of 100 KB) while attached at the default interval and snapshot period,
 # then exits: the interpreter frees everything at finalization, so the exit
 # snapshot holds almost nothing.  The session keeps the peak: heapdiff --peak
-# shows the 200 MB (within 25%) under the interpreter's eval loop, and
+# shows the 200 MB (within 25%) under the script's grow_list (its Python frame), and
 # heapdiff DB says in one line that the heap peaked and names --peak.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
@@ -52,10 +52,10 @@ head -n 1 "$W/peak"
 peak=$(sqlite3 "$db" "SELECT id FROM snapshots WHERE reason <> 'attach' ORDER BY
         (SELECT total(live_bytes) FROM bucket_at v WHERE v.snapshot_id = snapshots.id) DESC LIMIT 1")
 grep -q "^peak: snapshot $peak " "$W/peak" || fail "heapdiff --peak does not show the highest snapshot ($peak)"
-read -r bytes _ < <(live_under "$db" '%EvalFrame%' heap "$peak")
-log "peak under python's eval loop: $bytes bytes (truth: 2000 x 100000 = $truth)"
+read -r bytes _ < <(live_under "$db" grow_list heap "$peak")
+log "peak under the script's grow_list: $bytes bytes (truth: 2000 x 100000 = $truth)"
 within 25 "$bytes" "$truth" || fail "the peak under the interpreter's frames, $bytes, is not within 25% of $truth"
-read -r last _ < <(live_under "$db" '%EvalFrame%' heap)
+read -r last _ < <(live_under "$db" grow_list heap)
 [ "$last" -lt $((truth / 10)) ] || fail "python's exit snapshot still holds $last bytes: did it not free at exit?"
 "$HD" "$db" >"$W/diff" 2>&1 || fail "heapdiff DB: $(cat "$W/diff")"
 [ "$(grep -c '^note: .*peaked at .* heapdiff --peak shows the peak$' "$W/diff")" = 1 ] ||
