@@ -143,8 +143,9 @@ static uint32_t name_id(struct ha_pymerge *m, const char *func, const char *file
 	struct name_key k = { func, file, line };
 	uint64_t h = name_hash_of(func, file, line);
 	uint32_t *slot = ha_ht_find(&m->by_name, &name_type, m, h, &k);
-	if (*slot)
-		return *slot;
+	uint32_t found = *slot;
+	if (found)
+		return found;
 	if (m->n_names >= (uint32_t)(HA_PC_PY_MAX - HA_PC_PY_BASE) - 1)
 		return 0;
 	struct pyf_entry *grown = ha_grow(m->names, &m->cap_names, m->n_names + 1,

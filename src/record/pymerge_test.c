@@ -97,7 +97,7 @@ int main(void)
 	int before = calls;
 	uint64_t again[16] = { 0x100, 0x200, EV, 0x300, EV, 0x400 };
 	n = ha_pymerge(&m, again, 6, 16, 0, f, 3, 0);
-	EXPECT(calls == before && drain(&q) == 0 && n == 7 && memcmp(again, pcs, 7 * 8) == 0,
+	EXPECT(calls == before && drain(&q) == 0 && n == 7 && memcmp(again, pcs, 7 * sizeof *pcs) == 0,
 	       "cached: the same pcs");
 
 	/* Another code object at another lasti giving the same line: one pc. */

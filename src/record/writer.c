@@ -153,14 +153,15 @@ struct py_names {
 static void py_name_keep(struct py_names *pn, struct ha_wmsg_pyframe *m)
 {
 	size_t had = pn->cap;
-	struct ha_wmsg_pyframe **v = m->id ? ha_grow(pn->v, &pn->cap, (size_t)m->id + 1, sizeof *v, 256)
-	                                   : NULL;
+	struct ha_wmsg_pyframe **v =
+		m->id ? ha_grow(pn->v, &pn->cap, (size_t)m->id + 1, sizeof(struct ha_wmsg_pyframe *), 256)
+		      : NULL;
 	if (!v) {
 		free(m);
 		return; /* its frames are stored without a name */
 	}
 	if (pn->cap > had)
-		memset(v + had, 0, (pn->cap - had) * sizeof *v);
+		memset(v + had, 0, (pn->cap - had) * sizeof(struct ha_wmsg_pyframe *));
 	pn->v = v;
 	free(pn->v[m->id]);
 	pn->v[m->id] = m;
