@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 7);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 8);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -78,12 +78,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '7'.
+-- Identification of the file: format = 'heapattach', schema_version = '8'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '7');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '8');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -557,3 +557,12 @@ ALTER TABLE sessions ADD COLUMN hostname TEXT NOT NULL DEFAULT '';
 --     SELECT id, fp_frames * 1.0 / frames FROM snapshots WHERE frames > 0;
 ALTER TABLE snapshots ADD COLUMN frames INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE snapshots ADD COLUMN fp_frames INTEGER NOT NULL DEFAULT 0;
+
+-- Schema version 8 additions.
+
+-- What heapattach found of the target's CPython ('' when none, and in
+-- sessions written before version 8): its version and module, then at the
+-- end of the session what became of its frames and of the wrap of its
+-- small-object allocator, e.g. "Python 3.11 (/usr/bin/python3.11): 1200
+-- samples with Python frames, 0 left native; frames and small objects on".
+ALTER TABLE sessions ADD COLUMN python TEXT NOT NULL DEFAULT '';

@@ -87,6 +87,8 @@ struct cmd_python {
 void cmd_py_detect(const struct options *o, const struct ha_target *t, struct cmd_python *py);
 void cmd_py_collector(struct cmd_python *py, struct ha_collector *c, pid_t pid);
 void cmd_py_end(struct cmd_python *py);
+/* At the end: what became of the frames and the wrap, for sessions.python. */
+void cmd_py_note(const struct cmd_python *py, struct ha_collector *c, struct ha_writer *w);
 
 /* ---- heapattach_session.c: the agent -------------------------------- */
 

@@ -14,7 +14,9 @@
 #include "procmaps.h"
 #include "collector.h"
 #include "py_read.h"
+#include "pymerge.h"
 #include "target.h"
+#include "writer.h"
 
 void cmd_py_detect(const struct options *o, const struct ha_target *t, struct cmd_python *py)
 {
@@ -69,4 +71,17 @@ void cmd_py_end(struct cmd_python *py)
 {
 	ha_py_reader_free(py->reader);
 	py->reader = NULL;
+}
+
+void cmd_py_note(const struct cmd_python *py, struct ha_collector *c, struct ha_writer *w)
+{
+	if (!py->found)
+		return;
+	struct ha_collector_stats st;
+	char text[400];
+	ha_collector_read_stats(c, &st);
+	snprintf(text, sizeof text, "%.200s: %llu samples with Python frames, %llu left native; %s",
+	         py->why, (unsigned long long)st.py_samples, (unsigned long long)st.py_unmatched,
+	         ha_py_wrap_words((uint32_t)st.py_wrap));
+	ha_writer_note_python(w, text);
 }

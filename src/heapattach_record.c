@@ -175,6 +175,7 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	ha_collector_stop(&coll, why == STOP_TARGET_EXIT   ? "exit"
 	                         : why == STOP_TARGET_EXEC ? "exec"
 	                                                   : "detach");
+	cmd_py_note(py, &coll, &writer);
 	ha_writer_finish(&writer, ha_unix_now());
 	cmd_live_end(&live_q, live);
 	cmd_print_summary(o, s, &coll, &writer, &info, dbname);

@@ -14,8 +14,9 @@
 #                     under remember_small add up to within 50% of what
 #                     CPython says they keep (sys.getsizeof), and the row
 #                     at L(@remember_small) is among the first three.
-# Every sample with Python frames is merged (none left native), and the
-# service goes on after the detach.
+# Every sample with Python frames is merged (none left native), the
+# session record (sessions.python) says so, and the service goes on after
+# the detach.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 . "$(dirname "$0")/py_lib.sh"
@@ -82,6 +83,12 @@ while read -r label py prefix; do
 	send "$TFD" quit
 	wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "$label: python exited $RC after the detach"
 	grep -E "^heapattach: Python: " "$HA_ERR" | sed 's/^/    /'
+	rec=$(sqlite3 "$db" "SELECT python FROM sessions ORDER BY id DESC LIMIT 1")
+	log "sessions.python: $rec"
+	case $rec in
+	"Python 3."*": "*" samples with Python frames, 0 left native; frames and small objects on") ;;
+	*) fail "$label: the session record says '$rec'" ;;
+	esac
 	grep -Eq "^heapattach: Python: [1-9][0-9]* samples with Python frames, [0-9]+ merged into their stacks, 0 left native" "$HA_ERR" ||
 		fail "$label: samples with Python frames were left native: $(grep '^heapattach: Python: ' "$HA_ERR")"
 

@@ -54,6 +54,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_SESSION] = "INSERT INTO sessions (pid, comm, exe, sample_interval, start_time,"
 	                   " rss_period, hostname) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_END_SESSION] = "UPDATE sessions SET end_time = ?2 WHERE id = ?1",
+	[ST_SESSION_PYTHON] = "UPDATE sessions SET python = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
 	                    " unwind_failures, reason, sample_interval, rss_anon_bytes, swap_bytes,"
 	                    " rss_samples, rss_lost, frames, fp_frames)"
@@ -340,6 +341,18 @@ int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t
 		return -1;
 	*session_id = sqlite3_last_insert_rowid(db->h);
 	return 0;
+}
+
+int ha_db_session_python(struct ha_db *db, int64_t session_id, const char *python, char *err,
+                         size_t errlen)
+{
+	sqlite3_stmt *q;
+	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	q = stmt(db, ST_SESSION_PYTHON);
+	sqlite3_bind_int64(q, 1, session_id);
+	sqlite3_bind_text(q, 2, python, -1, SQLITE_TRANSIENT);
+	return step_done(db, q, err, errlen, "recording the session's Python") < 0 ? -1 : 0;
 }
 
 int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time, char *err,

@@ -65,6 +65,9 @@ int ha_db_begin_session(struct ha_db *db, const struct ha_db_session *s, int64_t
                         char *err, size_t errlen);
 int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time,
                       char *err, size_t errlen);
+/* What the session found of the target's CPython (sessions.python). */
+int ha_db_session_python(struct ha_db *db, int64_t session_id, const char *python, char *err,
+                         size_t errlen);
 /* Intern a callstack (frames leaf first, inline frames included) and
  * return its id; the same content gives the same id. */
 int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64_t *stack_id,

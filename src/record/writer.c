@@ -276,6 +276,9 @@ static void *writer_main(void *arg)
 			ha_symbolizer_maps_changed(sym);
 		} else if (q->type == HA_WMSG_END) {
 			struct ha_wmsg_end *m = (struct ha_wmsg_end *)q;
+			if (m->python[0] &&
+			    ha_db_session_python(w->db, w->session_id, m->python, err, sizeof err))
+				fail(w, "closing the session", err);
 			if (ha_db_end_session(w->db, w->session_id, m->end_time, err, sizeof err))
 				fail(w, "closing the session", err);
 			break; /* w->end is not heap-allocated */
@@ -352,6 +355,11 @@ int ha_writer_start(struct ha_writer *w)
 		return -1;
 	}
 	return 0;
+}
+
+void ha_writer_note_python(struct ha_writer *w, const char *text)
+{
+	snprintf(w->end.python, sizeof w->end.python, "%s", text);
 }
 
 void ha_writer_finish(struct ha_writer *w, double end_time)

@@ -51,6 +51,7 @@ struct ha_wmsg_snapshot {
 struct ha_wmsg_end {
 	struct ha_qmsg q;
 	double end_time;
+	char python[400];             /* sessions.python ("": none) */
 };
 
 struct ha_writer {
@@ -105,5 +106,8 @@ int ha_writer_start(struct ha_writer *w);
 void ha_writer_discard(struct ha_writer *w);
 /* Send END and join: every message before it is written. */
 void ha_writer_finish(struct ha_writer *w, double end_time);
+/* Before ha_writer_finish: what the session found of the target's CPython,
+ * recorded with the session's end (sessions.python). */
+void ha_writer_note_python(struct ha_writer *w, const char *text);
 
 #endif
