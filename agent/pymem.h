@@ -11,11 +11,14 @@
  * malloc-level profile goes on.
  *
  * Counted once: a request of 1..512 bytes is sampled by the wrapper, on the
- * same Poisson countdown as malloc, with the depth raised around the real
- * call (an arena's mmap inside it is pymalloc's business, not a sample);
- * any other size goes to malloc, whose hook samples it as before.  A free
- * of a sampled block sends its free record like the free hook does.  With
- * PYTHONMALLOC=malloc there are no arenas: nothing is wrapped.
+ * same Poisson countdown as malloc; any other size goes on to malloc inside
+ * CPython's allocator, whose hook samples it as before.  The arenas'
+ * allocator is wrapped too, to raise the depth around an arena's mmap (the
+ * mmap hook then passes it on): its objects are the samples, not the
+ * mapping.  The path that does not sample is a count and a jump on to
+ * CPython's function, as the malloc hooks' is.  A free of a sampled block
+ * sends its free record like the free hook does.  With PYTHONMALLOC=malloc
+ * there are no arenas: nothing is wrapped.
  *
  * Removed at detach by another pending call, only if the allocators are
  * still ours (tracemalloc may have wrapped them since: then ours stay as a
