@@ -39,9 +39,8 @@ static inline int small(size_t n)
 
 /* The wrappers' path that does not sample is a count and a jump on to
  * CPython's allocator (a sibling call: no frame of ours while it runs),
- * as the malloc hooks' is: the wrap costs every object allocation of the
- * interpreter (measured with an extra frame and the depth raised around
- * every call: 0.90 of the detached speed; bench/README.md). */
+ * as the malloc hooks' is: the wrap is on every object allocation and
+ * free of the interpreter. */
 __attribute__((noinline, cold)) static void *malloc_sampled(const struct py_alloc *o, size_t n)
 {
 	void *p = o->malloc(o->ctx, n);
