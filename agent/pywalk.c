@@ -9,7 +9,11 @@ void ha_pywalk_start(const struct ha_py_walk *w)
 {
 	struct ha_py_walk c = *w;
 	if (c.chain > HA_PY_CHAIN_DIRECT || !c.get_tstate || !c.code_type || !c.finalizing ||
-	    (c.chain == HA_PY_CHAIN_FRAMEOBJ && (c.lasti_units == 0 || c.lasti_units > 2)))
+	    !c.unicode_type || c.code_filename == HA_PY_NO_FIELD ||
+	    (c.chain == HA_PY_CHAIN_FRAMEOBJ && (c.lasti_units == 0 || c.lasti_units > 2)) ||
+	    c.str_length + 8u > c.str_ascii_size || c.str_state + 4u > c.str_ascii_size ||
+	    c.str_compact_size < c.str_ascii_size || c.str_kind_shift >= 32 ||
+	    c.str_compact_bit >= 32 || c.str_ascii_bit >= 32)
 		c.chain = HA_PY_CHAIN_NONE;
 	if (c.depth_max > HA_PY_DEPTH_MAX || c.depth_max == 0)
 		c.depth_max = HA_PY_DEPTH_MAX;
@@ -28,12 +32,38 @@ void ha_pywalk_stop(void)
 /* A pointer the walk may follow: a user-space address, aligned. */
 static inline int ptr_ok(uint64_t p)
 {
-	return p >= 4096 && p < (1ull << 47) && (p & 7) == 0;
+	return ha_py_ptr_ok(p);
 }
 
 static inline uint64_t word_at(uint64_t base, uint16_t off)
 {
 	return *(const uint64_t *)(uintptr_t)(base + off);
+}
+
+/* h with the str at s (ha_py_ident): a string of a live code object,
+ * immutable. */
+static uint64_t ident_str(const struct ha_py_walk *c, uint64_t s, uint64_t h)
+{
+	uint32_t off, kind;
+	int64_t bytes = -1, length = 0;
+	if (ptr_ok(s) && word_at(s, c->object_type) == c->unicode_type) {
+		length = *(const int64_t *)(uintptr_t)(s + c->str_length);
+		bytes = ha_py_str_bytes(c, length, *(const uint32_t *)(uintptr_t)(s + c->str_state),
+		                        &off, &kind);
+	}
+	if (bytes < 0)
+		return ha_py_ident_nostr(h);
+	uint32_t n = bytes < HA_PY_IDENT_TAIL ? (uint32_t)bytes : HA_PY_IDENT_TAIL;
+	return ha_py_ident_add(h, (const uint8_t *)(uintptr_t)(s + off + (uint64_t)bytes - n), n,
+	                       length, kind);
+}
+
+/* The code object's ha_py_ident: its name's and its file name's characters. */
+static uint64_t ident_of(const struct ha_py_walk *c, uint64_t code)
+{
+	uint16_t name = c->code_qualname != HA_PY_NO_FIELD ? c->code_qualname : c->code_name;
+	uint64_t h = ident_str(c, word_at(code, name), HA_PY_IDENT_SEED);
+	return ident_str(c, word_at(code, c->code_filename), h);
 }
 
 uint32_t ha_pywalk(struct ha_py_frame *out, uint32_t max, uint32_t *flags)
@@ -101,7 +131,7 @@ uint32_t ha_pywalk(struct ha_py_frame *out, uint32_t max, uint32_t *flags)
 			           *(const uint8_t *)(uintptr_t)(f + c->frame_is_entry));
 			out[n] = (struct ha_py_frame){
 				.code = code,
-				.name = word_at(code, c->code_name),
+				.ident = ident_of(c, code),
 				.lasti = (uint32_t)lasti | (end ? HA_PY_RUN_END : 0),
 				.firstlineno = *(const int32_t *)(uintptr_t)(code + c->code_firstlineno),
 			};

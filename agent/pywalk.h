@@ -6,7 +6,9 @@
  * Plain bounded reads, each pointer checked before it is followed (non-null,
  * aligned, a user address), at most depth_max frames, every code object
  * checked by its type: the chain is the thread's own, changed only by the
- * thread itself, which is inside an allocation now.  Nothing while the
+ * thread itself, which is inside an allocation now.  Per frame also the
+ * code's ident (ha_py_ident): its name's and file name's last
+ * HA_PY_IDENT_TAIL bytes, strings of a live code object.  Nothing while the
  * interpreter finalizes.  On targets without CPython (chain NONE) a sample
  * pays one load of a global.
  *

@@ -46,7 +46,7 @@ static int py_resolve(void *ctx, const struct ha_py_frame *f, const char **func,
                       int *line)
 {
 	struct ha_py_loc loc;
-	if (ha_py_code_resolve(ctx, f->code, f->name, f->firstlineno, f->lasti & ~HA_PY_RUN_END,
+	if (ha_py_code_resolve(ctx, f->code, f->ident, f->firstlineno, f->lasti & ~HA_PY_RUN_END,
 	                       &loc) != HA_PY_CODE_OK)
 		return -1;
 	*func = loc.func;

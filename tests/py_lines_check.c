@@ -12,7 +12,10 @@
  * code's firstlineno), and so must ha_py_addr2line (the port of CPython's
  * scan) on the table read from the target; its name the qualname (3.11+)
  * or co_name, its file co_filename; a second pass must come from the
- * cache (no code object read again).
+ * cache (no code object read again).  Each code object is looked up by
+ * the ident the reader computes of it (ha_py_code_ident), which must be
+ * what ha_py_ident_add makes of its name and file when they are ASCII;
+ * under another ident it is gone.
  * Prints a summary line and exits 0, or each mismatch and exits 1. */
 #define _GNU_SOURCE
 #include "py_detect.h"
@@ -26,7 +29,7 @@
 #include <string.h>
 
 struct code {
-	uint64_t addr, name;
+	uint64_t addr, ident;
 	int32_t first;
 	char fname[1024], qual[1024], file[4096];
 	char *lines, *addr2line;     /* "OFF:LINE ..." */
@@ -58,7 +61,7 @@ static long check_list(struct ha_py_reader *r, const struct code *c, const char 
 	while (sscanf(p, "%d:%d%n", &off, &line, &used) == 2) {
 		struct ha_py_loc loc;
 		uint32_t lasti = off < 0 ? 0x7fffffffu & (uint32_t)off : (uint32_t)off;
-		int rc = ha_py_code_resolve(r, c->addr, c->name, c->first,
+		int rc = ha_py_code_resolve(r, c->addr, c->ident, c->first,
 		                            lasti | (mark ? HA_PY_RUN_END : 0), &loc);
 		int32_t scan = len >= 0 ? ha_py_addr2line(t.off.line_format, tab, (size_t)len, c->first,
 		                                          lasti) : -2;
@@ -72,6 +75,32 @@ static long check_list(struct ha_py_reader *r, const struct code *c, const char 
 		}
 	}
 	return n;
+}
+
+/* s's part of an ident, if it is ASCII (its bytes its characters): 0, or
+ * -1 if it is not. */
+static int ascii_ident(const char *s, uint64_t *h)
+{
+	size_t n = strlen(s), t = n < HA_PY_IDENT_TAIL ? n : HA_PY_IDENT_TAIL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return -1;
+	*h = ha_py_ident_add(*h, (const uint8_t *)s + n - t, (uint32_t)t, (int64_t)n, 1);
+	return 0;
+}
+
+/* c's ident as the reader computes it, checked against its name and file
+ * when ASCII, and against another ident (gone). */
+static void check_ident(struct ha_py_reader *r, struct code *c)
+{
+	uint64_t h = HA_PY_IDENT_SEED;
+	struct ha_py_loc loc;
+	EXPECT(ha_py_code_ident(r, c->addr, &c->ident) == 0, "%s: no ident", c->qual);
+	if (ascii_ident(t.minor >= 11 ? c->qual : c->fname, &h) == 0 && ascii_ident(c->file, &h) == 0)
+		EXPECT(h == c->ident, "%s (%s): ident %#llx, its characters give %#llx", c->qual,
+		       c->file, (unsigned long long)c->ident, (unsigned long long)h);
+	EXPECT(ha_py_code_resolve(r, c->addr, c->ident ^ 1, c->first, 0, &loc) == HA_PY_CODE_GONE,
+	       "%s: found under another ident", c->qual);
 }
 
 int main(int argc, char **argv)
@@ -123,11 +152,11 @@ int main(int argc, char **argv)
 			c = &codes[ncodes++];
 			memset(c, 0, sizeof *c);
 			c->addr = strtoull(a, NULL, 10);
-			c->name = strtoull(b, NULL, 10);
 			c->first = atoi(f);
 			unhex(n, c->fname, sizeof c->fname);
 			unhex(q, c->qual, sizeof c->qual);
 			unhex(fl, c->file, sizeof c->file);
+			check_ident(r, c);
 		} else if (ncodes && strncmp(line, "lines ", 6) == 0) {
 			codes[ncodes - 1].lines = strdup(line + 6);
 		} else if (ncodes && strncmp(line, "addr ", 5) == 0) {
@@ -141,7 +170,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < ncodes; i++) {
 			const struct code *c = &codes[i];
 			struct ha_py_loc loc;
-			rc = ha_py_code_resolve(r, c->addr, c->name, c->first, 0, &loc);
+			rc = ha_py_code_resolve(r, c->addr, c->ident, c->first, 0, &loc);
 			EXPECT(rc == HA_PY_CODE_OK, "%s: status %d", c->qual, rc);
 			if (rc != HA_PY_CODE_OK)
 				continue;

@@ -19,7 +19,9 @@
  *     each frame's lasti on the line Python gave (so f_lasti and its unit,
  *     prev_instr / instr_ptr and co_code_adaptive are right); 3.11: only
  *     the module's frame is_entry; 3.12+: the frame before the module's is
- *     the eval loop's shim (owner 3);
+ *     the eval loop's shim (owner 3); each code object's ident computed
+ *     with the walk's string layout (its name or qualname, its file name)
+ *     is the reader's, and names it;
  *   - every str (ASCII, latin-1, UCS-2, UCS-4) and the bytes object read
  *     back equal; a code object's name, qualname, file name, line table
  *     and co_code_adaptive read back equal.
@@ -111,6 +113,30 @@ static void check_versions(const struct ha_py_target *t, const struct ha_maps *m
 	}
 }
 
+/* h with the str at s, as the agent adds it (pywalk.c), read here. */
+static uint64_t agent_str(const struct ha_py_walk *w, uint64_t s, uint64_t h)
+{
+	uint8_t tail[HA_PY_IDENT_TAIL];
+	uint32_t off, kind, state = 0;
+	int64_t bytes = -1, length = (int64_t)rd64(s + w->str_length);
+	ha_remote_read(pid, s + w->str_state, &state, sizeof state);
+	if (ha_py_ptr_ok(s) && rd64(s + w->object_type) == w->unicode_type)
+		bytes = ha_py_str_bytes(w, length, state, &off, &kind);
+	if (bytes < 0)
+		return ha_py_ident_nostr(h);
+	uint32_t n = bytes < HA_PY_IDENT_TAIL ? (uint32_t)bytes : HA_PY_IDENT_TAIL;
+	EXPECT(ha_remote_read(pid, s + off + (uint64_t)bytes - n, tail, n) == 0, "a str's tail");
+	return ha_py_ident_add(h, tail, n, length, kind);
+}
+
+/* The ident the agent records of the code object at code. */
+static uint64_t agent_ident(const struct ha_py_walk *w, uint64_t code)
+{
+	uint16_t name = w->code_qualname != HA_PY_NO_FIELD ? w->code_qualname : w->code_name;
+	return agent_str(w, rd64(code + w->code_filename),
+	                 agent_str(w, rd64(code + name), HA_PY_IDENT_SEED));
+}
+
 /* Walk the chain as the agent will; compare with the facts. */
 static void check_chain(struct ha_py_reader *r, const struct ha_py_target *t, uint64_t tstate,
                         const struct frame_fact *ff, int nf)
@@ -143,8 +169,12 @@ static void check_chain(struct ha_py_reader *r, const struct ha_py_target *t, ui
 		}
 		if (w->frame_is_entry != HA_PY_NO_FIELD)
 			entry = rd8(f + w->frame_is_entry);
-		int rc = ha_py_code_resolve(r, code, rd64(code + w->code_name),
-		                            (int32_t)rd64(code + w->code_firstlineno), (uint32_t)lasti, &loc);
+		uint64_t ident = agent_ident(w, code), theirs = 0;
+		EXPECT(ha_py_code_ident(r, code, &theirs) == 0 && theirs == ident,
+		       "frame %d: ident %#llx, the reader's %#llx", k, (unsigned long long)ident,
+		       (unsigned long long)theirs);
+		int rc = ha_py_code_resolve(r, code, ident, (int32_t)rd64(code + w->code_firstlineno),
+		                            (uint32_t)lasti, &loc);
 		printf("frame %d: %s %s:%d (lasti %lld%s)\n", k, loc.func, loc.file, loc.line,
 		       (long long)lasti, entry == 1 ? ", entry" : "");
 		EXPECT(rc == HA_PY_CODE_OK, "frame %d: resolve gave %d", k, rc);
@@ -228,7 +258,8 @@ int main(int argc, char **argv)
 			unhex(d, (unsigned char *)name, sizeof name - 1);
 			unhex(e, (unsigned char *)qual, sizeof qual - 1);
 			unhex(f, (unsigned char *)file, sizeof file - 1);
-			rc = ha_py_code_resolve(r, code, strtoull(b, NULL, 10), atoi(c), 0, &loc);
+			uint64_t ident = agent_ident(&t.walk, code);
+			rc = ha_py_code_resolve(r, code, ident, atoi(c), 0, &loc);
 			EXPECT(rc == HA_PY_CODE_OK, "code: resolve gave %d", rc);
 			EXPECT(strcmp(loc.func, t.minor >= 11 ? qual : name) == 0, "code: name %s", loc.func);
 			EXPECT(strcmp(loc.file, file) == 0, "code: file %s, not %s", loc.file, file);
@@ -242,9 +273,9 @@ int main(int argc, char **argv)
 			if (t.off.code_adaptive != HA_PY_NO_FIELD)
 				EXPECT(ha_remote_read(pid, code + t.off.code_adaptive, got, (size_t)n) == 0 &&
 				       memcmp(got, want, (size_t)n) == 0, "code: co_code_adaptive differs");
-			/* the same code object under another name pointer: gone */
-			rc = ha_py_code_resolve(r, code, strtoull(b, NULL, 10) + 16, atoi(c), 0, &loc);
-			EXPECT(rc == HA_PY_CODE_GONE, "code: another name pointer gave %d, not gone", rc);
+			/* the same code object under another ident: gone */
+			rc = ha_py_code_resolve(r, code, ident + 16, atoi(c), 0, &loc);
+			EXPECT(rc == HA_PY_CODE_GONE, "code: another ident gave %d, not gone", rc);
 		} else if (nf < MAXF && sscanf(line, "frame %15s %" SCNu64 " %d", ff[nf].who,
 		                               &ff[nf].code, &ff[nf].line) == 3) {
 			nf++;

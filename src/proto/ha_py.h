@@ -14,9 +14,10 @@
  *
  * What the agent records is raw and small: the code object's address, the
  * instruction offset, and two words to tell a code object from a later one
- * at the same address (its co_name pointer and co_firstlineno).  The
- * attacher reads names, file names and line tables from the target's
- * memory (src/pyframes/) and merges the frames into the native stack:
+ * at the same address (co_firstlineno, and a hash of its name's and file
+ * name's characters: ha_py_ident below).  The attacher reads names, file
+ * names and line tables from the target's memory (src/pyframes/) and
+ * merges the frames into the native stack:
  * each eval-loop frame (_PyEval_EvalFrameDefault) takes one run of Python
  * frames (HA_PY_RUN_END closes a run), innermost first.
  *
@@ -51,10 +52,11 @@ enum ha_py_chain {
 
 /* What the agent needs to walk a thread's chain: target addresses (the
  * attacher resolved them in the target's CPython module) and field
- * offsets (bytes).  64 bytes, inside struct ha_msg_config. */
+ * offsets (bytes).  72 bytes, inside struct ha_msg_config. */
 struct ha_py_walk {
 	uint64_t get_tstate;      /* PyGILState_GetThisThreadState          */
 	uint64_t code_type;       /* &PyCode_Type                             */
+	uint64_t unicode_type;    /* &PyUnicode_Type                          */
 	uint64_t finalizing;      /* &_PyRuntime._finalizing: a pointer word,
 	                           * non-zero once the interpreter finalizes:
 	                           * the agent then walks nothing */
@@ -72,7 +74,15 @@ struct ha_py_walk {
 	uint16_t code_name;       /* co_name                                  */
 	uint16_t code_firstlineno; /* co_firstlineno (int)                     */
 	uint16_t object_type;     /* ob_type (8 in every version)             */
-	uint16_t pad[5];
+	uint16_t code_qualname;   /* 3.11+: co_qualname; else HA_PY_NO_FIELD   */
+	uint16_t code_filename;   /* co_filename                              */
+	/* A str (PyASCIIObject): its length (characters), its state word (4
+	 * bytes) and the bit-fields there, where its characters start (compact
+	 * ASCII: sizeof PyASCIIObject; other compact: sizeof
+	 * PyCompactUnicodeObject) */
+	uint8_t  str_length, str_state, str_ascii_size, str_compact_size;
+	uint8_t  str_kind_shift, str_kind_mask, str_compact_bit, str_ascii_bit;
+	uint8_t  pad[2];
 };
 
 #define HA_PY_DEPTH_MAX 128u
@@ -84,12 +94,85 @@ struct ha_py_walk {
 #define HA_PY_RUN_END 0x80000000u
 struct ha_py_frame {
 	uint64_t code;            /* PyCodeObject *                            */
-	uint64_t name;            /* its co_name (a PyObject *): with firstlineno,
-	                           * tells a code object from a later one at the
-	                           * same address */
+	uint64_t ident;           /* ha_py_ident of it: with firstlineno, tells
+	                           * a code object from a later one at the same
+	                           * address */
 	uint32_t lasti;           /* | HA_PY_RUN_END                           */
 	int32_t  firstlineno;
 };
+
+/* A code object's identity by content, what the agent computes at sample
+ * time and the attacher's reader again when it names the frame: a hash of
+ * the characters of its name (co_qualname from 3.11, else co_name), then
+ * of its file name (co_filename), the last HA_PY_IDENT_TAIL bytes of each
+ * with its length and kind.  Pointers cannot tell: a code object freed and
+ * the next one made alike (exec, compile, a module's body after its
+ * import) take the same address, and so do their name and file name
+ * strings, in pymalloc's last-freed-first order; if the object the reader
+ * finds there has another name or file, the frame is "(code object gone)",
+ * never named after it.  Start from HA_PY_IDENT_SEED; a pointer that is
+ * not a compact str adds only HA_PY_IDENT_NOSTR as its length
+ * (ha_py_ident_nostr). */
+#define HA_PY_IDENT_TAIL 64u
+#define HA_PY_IDENT_SEED 0xcbf29ce484222325ull
+#define HA_PY_IDENT_NOSTR (-1ll)
+#define HA_PY_IDENT_LENGTH_MAX (1ll << 30)
+
+/* A pointer either side follows (the agent) or takes for one (the
+ * reader): a user-space address, aligned. */
+static inline int ha_py_ptr_ok(uint64_t p)
+{
+	return p >= 4096 && p < (1ull << 47) && (p & 7) == 0;
+}
+
+/* Of a str whose length and state word are these: its characters' bytes
+ * (and where they start, in *data_off, and its kind) if it is a compact
+ * string of a known kind, else -1. */
+static inline int64_t ha_py_str_bytes(const struct ha_py_walk *w, int64_t length, uint32_t state,
+                                      uint32_t *data_off, uint32_t *kind)
+{
+	uint32_t k = state >> w->str_kind_shift & w->str_kind_mask;
+	int ascii = (state >> w->str_ascii_bit & 1) != 0;
+	if (length < 0 || length > HA_PY_IDENT_LENGTH_MAX || !(state >> w->str_compact_bit & 1) ||
+	    (k != 1 && k != 2 && k != 4) || (ascii && k != 1))
+		return -1;
+	*kind = k;
+	*data_off = ascii ? w->str_ascii_size : w->str_compact_size;
+	return length * (int64_t)k;
+}
+
+#define HA_PY_IDENT_PRIME 0x100000001b3ull
+
+/* h with a string's length and kind, after its bytes. */
+static inline uint64_t ha_py_ident_end(uint64_t h, int64_t length, uint32_t kind)
+{
+	h = (h ^ (uint64_t)length) * HA_PY_IDENT_PRIME;
+	h = (h ^ kind) * HA_PY_IDENT_PRIME;
+	return h ^ h >> 31;
+}
+
+/* h with a string's last n (<= HA_PY_IDENT_TAIL) bytes at tail, its
+ * length and kind. */
+static inline uint64_t ha_py_ident_add(uint64_t h, const uint8_t *tail, uint32_t n, int64_t length,
+                                       uint32_t kind)
+{
+	uint32_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t v;
+		__builtin_memcpy(&v, tail + i, sizeof v);
+		h = (h ^ v) * HA_PY_IDENT_PRIME;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ tail[i]) * HA_PY_IDENT_PRIME;
+	return ha_py_ident_end(h, length, kind);
+}
+
+/* h with a pointer that is not a compact str. */
+static inline uint64_t ha_py_ident_nostr(uint64_t h)
+{
+	return ha_py_ident_end(h, HA_PY_IDENT_NOSTR, 0);
+}
 
 /* ha_rec_py.flags */
 #define HA_PY_F_TRUNCATED 0x1u    /* more frames than depth_max: outer ones left out */
@@ -103,7 +186,7 @@ struct ha_rec_py {
 	uint32_t flags;           /* HA_PY_F_* */
 };
 
-_Static_assert(sizeof(struct ha_py_walk) == 64, "py walk layout");
+_Static_assert(sizeof(struct ha_py_walk) == 72, "py walk layout");
 _Static_assert(sizeof(struct ha_py_frame) == 24, "py frame layout");
 
 #endif /* HA_PY_H */

@@ -352,6 +352,7 @@ int ha_py_detect(pid_t pid, const struct ha_maps *maps, struct ha_py_target *out
 		out->eval_cold_start = syms[S_EVAL_COLD].addr;
 		out->eval_cold_end = syms[S_EVAL_COLD].addr + syms[S_EVAL_COLD].size;
 	}
-	ha_py_walk_fill(&out->walk, &out->off, syms[S_TSTATE].addr, out->code_type, out->runtime);
+	ha_py_walk_fill(&out->walk, &out->off, syms[S_TSTATE].addr, out->code_type,
+	                out->unicode_type, out->runtime);
 	return 0;
 }

@@ -147,11 +147,12 @@ const char *ha_py_offsets_diff(const struct ha_py_offsets *a, const struct ha_py
 }
 
 void ha_py_walk_fill(struct ha_py_walk *w, const struct ha_py_offsets *o, uint64_t get_tstate,
-                     uint64_t code_type, uint64_t runtime)
+                     uint64_t code_type, uint64_t unicode_type, uint64_t runtime)
 {
 	memset(w, 0, sizeof *w);
 	w->get_tstate = get_tstate;
 	w->code_type = code_type;
+	w->unicode_type = unicode_type;
 	w->finalizing = runtime + o->runtime_finalizing;
 	w->chain = o->chain;
 	w->depth_max = (uint8_t)HA_PY_DEPTH_MAX;
@@ -167,4 +168,16 @@ void ha_py_walk_fill(struct ha_py_walk *w, const struct ha_py_offsets *o, uint64
 	w->code_name = o->code_name;
 	w->code_firstlineno = o->code_firstlineno;
 	w->object_type = o->object_type;
+	w->code_qualname = o->code_qualname;
+	w->code_filename = o->code_filename;
+	/* (each under 256 in every version; one that is not makes the agent
+	 * walk nothing, as it checks the string's layout) */
+	w->str_length = (uint8_t)o->str_length;
+	w->str_state = (uint8_t)o->str_state;
+	w->str_ascii_size = (uint8_t)o->str_ascii_size;
+	w->str_compact_size = (uint8_t)o->str_compact_size;
+	w->str_kind_shift = o->str_kind_shift;
+	w->str_kind_mask = (uint8_t)((1u << (o->str_kind_bits & 7)) - 1);
+	w->str_compact_bit = o->str_compact_bit;
+	w->str_ascii_bit = o->str_ascii_bit;
 }

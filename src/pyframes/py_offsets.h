@@ -75,8 +75,9 @@ int ha_py_offsets_debug(const void *buf, size_t len, struct ha_py_offsets *out,
 const char *ha_py_offsets_diff(const struct ha_py_offsets *a, const struct ha_py_offsets *b);
 
 /* The agent's part: o's offsets, and the target's addresses of
- * PyGILState_GetThisThreadState, PyCode_Type and _PyRuntime. */
+ * PyGILState_GetThisThreadState, PyCode_Type, PyUnicode_Type and
+ * _PyRuntime. */
 void ha_py_walk_fill(struct ha_py_walk *w, const struct ha_py_offsets *o, uint64_t get_tstate,
-                     uint64_t code_type, uint64_t runtime);
+                     uint64_t code_type, uint64_t unicode_type, uint64_t runtime);
 
 #endif

@@ -102,12 +102,18 @@ static void table(void)
 		EXPECT((m >= 12) == (o->frame_owner != HA_PY_NO_FIELD), "3.%d: owner", m);
 		EXPECT((m >= 11) == (o->code_qualname != HA_PY_NO_FIELD), "3.%d: qualname", m);
 		EXPECT(o->object_type == 8 && o->var_size == 16, "3.%d: object header", m);
-		ha_py_walk_fill(&w, o, 0x1000, 0x2000, 0x30000);
-		EXPECT(w.get_tstate == 0x1000 && w.code_type == 0x2000 &&
+		ha_py_walk_fill(&w, o, 0x1000, 0x2000, 0x4000, 0x30000);
+		EXPECT(w.get_tstate == 0x1000 && w.code_type == 0x2000 && w.unicode_type == 0x4000 &&
 		       w.finalizing == 0x30000u + o->runtime_finalizing && w.chain == o->chain &&
 		       w.depth_max == HA_PY_DEPTH_MAX && w.frame_lasti == o->frame_lasti &&
 		       w.code_adaptive == o->code_adaptive && w.cframe_current == o->cframe_current &&
-		       w.pad[0] == 0 && w.pad[4] == 0, "3.%d: the walk", m);
+		       w.code_qualname == o->code_qualname && w.code_filename == o->code_filename &&
+		       w.str_length == o->str_length && w.str_state == o->str_state &&
+		       w.str_ascii_size == o->str_ascii_size &&
+		       w.str_compact_size == o->str_compact_size &&
+		       w.str_kind_shift == o->str_kind_shift && w.str_kind_mask == 7 &&
+		       w.str_compact_bit == o->str_compact_bit && w.str_ascii_bit == o->str_ascii_bit &&
+		       w.pad[0] == 0 && w.pad[1] == 0, "3.%d: the walk", m);
 	}
 }
 

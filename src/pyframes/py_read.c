@@ -2,15 +2,16 @@
  * (py_read.h).
  *
  * A resolution: the code object's head (the table's code_size bytes) in
- * one read; its type, co_name pointer and co_firstlineno checked against
- * the record; then its name (co_qualname from 3.11, else co_name), file
- * name and line table, each an object of its own read the same way (head,
- * type check, bounded body).  The result goes into the cache, keyed by
- * the record's (code, name pointer, firstlineno): a later frame of the
- * same code is a hash lookup and a binary search of its decoded line
- * ranges (py_lines.c).  The strings go into a pool of their own, interned
- * by content, so that what the caller was given stays valid when the
- * cache is emptied.
+ * one read; its type and co_firstlineno checked against the record; then
+ * its name (co_qualname from 3.11, else co_name) and file name, each a str
+ * read the same way (head, type check, bounded body), whose characters
+ * must give the record's ident (ha_py_ident, src/proto/ha_py.h: else
+ * another code object took the address); then its line table.  The result
+ * goes into the cache, keyed by the record's (code, ident, firstlineno): a
+ * later frame of the same code is a hash lookup and a binary search of its
+ * decoded line ranges (py_lines.c).  The strings go into a pool of their
+ * own, interned by content, so that what the caller was given stays valid
+ * when the cache is emptied.
  *
  * Nothing is written to the target, and no read is trusted: sizes and
  * lengths are bounded before anything is allocated for them. */
@@ -27,7 +28,7 @@
 #define HEAD_MAX 1024      /* the largest code object head read (a 3.13 one: 208) */
 
 struct code_ent {
-	uint64_t code, name;
+	uint64_t code, ident;
 	int32_t firstlineno;
 	int status;                  /* HA_PY_CODE_* */
 	const char *func, *file;     /* in the pool */
@@ -35,13 +36,14 @@ struct code_ent {
 };
 
 struct code_key {
-	uint64_t code, name;
+	uint64_t code, ident;
 	int32_t firstlineno;
 };
 
 struct ha_py_reader {
 	pid_t pid;
 	struct ha_py_target t;
+	struct ha_py_walk w;         /* the string layout, as the agent has it */
 	/* the cache: ents[0..n), the table's slots hold index + 1 */
 	struct code_ent *ents;
 	size_t n, cap, line_bytes;
@@ -156,33 +158,59 @@ static int put_utf8(char *buf, size_t buflen, size_t *n, long c)
 	return 0;
 }
 
-int ha_py_read_str(struct ha_py_reader *r, uint64_t addr, char *buf, size_t buflen)
+/* The str at addr into buf as ha_py_read_str says; and when h is not
+ * NULL, *h with it as the agent adds it to an ident (ha_py_ident_add: no
+ * bytes if it is not a compact str).  -2: the memory could not be read
+ * (*h unchanged). */
+static int read_str(struct ha_py_reader *r, uint64_t addr, char *buf, size_t buflen, uint64_t *h)
 {
 	const struct ha_py_offsets *o = &r->t.off;
-	uint8_t head[128], data[4 * HA_PY_STR_MAX];
-	uint32_t state, kind;
-	int64_t length;
+	uint8_t head[128], data[4 * HA_PY_STR_MAX], tail[HA_PY_IDENT_TAIL];
+	uint32_t state, kind, data_off = 0, ikind = 0;
+	int64_t length, bytes = -1;
 	size_t n = 0, count;
 	int ascii;
 
 	if (buflen == 0)
 		return -1;
 	buf[0] = '\0';
-	if (!addr || o->str_ascii_size > sizeof head ||
-	    ha_remote_read(r->pid, addr, head, o->str_ascii_size) < 0 ||
-	    word(head, o->object_type) != r->t.unicode_type)
+	if (!ha_py_ptr_ok(addr) || o->str_ascii_size > sizeof head) {
+		if (h)
+			*h = ha_py_ident_nostr(*h);
 		return -1;
+	}
+	if (ha_remote_read(r->pid, addr, head, o->str_ascii_size) < 0)
+		return -2;
 	memcpy(&length, head + o->str_length, sizeof length);
 	memcpy(&state, head + o->str_state, sizeof state);
+	if (word(head, o->object_type) == r->t.unicode_type)
+		bytes = ha_py_str_bytes(&r->w, length, state, &data_off, &ikind);
+	if (h && bytes < 0)
+		*h = ha_py_ident_nostr(*h);
+	if (bytes < 0)
+		return -1;
 	kind = state >> o->str_kind_shift & ((1u << o->str_kind_bits) - 1);
 	ascii = (state >> o->str_ascii_bit & 1) != 0;
-	if (length < 0 || !(state >> o->str_compact_bit & 1) ||
-	    (o->str_ready_bit != HA_PY_NO_FIELD && !(state >> o->str_ready_bit & 1)) ||
-	    (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
-		return -1;
+	if (o->str_ready_bit != HA_PY_NO_FIELD && !(state >> o->str_ready_bit & 1))
+		bytes = -1;  /* (compact strings are always ready) */
 	count = length > HA_PY_STR_MAX ? HA_PY_STR_MAX : (size_t)length;
-	if (count && ha_remote_read(r->pid, addr + (ascii ? o->str_ascii_size : o->str_compact_size),
-	                            data, count * kind) < 0)
+	if (bytes >= 0 && count &&
+	    ha_remote_read(r->pid, addr + (ascii ? o->str_ascii_size : o->str_compact_size), data,
+	                   count * kind) < 0)
+		return -2;
+	if (h) {
+		/* the characters' last bytes: in data, unless cut there */
+		uint64_t all = (uint64_t)length * ikind;
+		uint32_t t = all < HA_PY_IDENT_TAIL ? (uint32_t)all : HA_PY_IDENT_TAIL;
+		const uint8_t *p = data + count * ikind - t;
+		if ((uint64_t)count < (uint64_t)length || bytes < 0) {
+			if (t && ha_remote_read(r->pid, addr + data_off + all - t, tail, t) < 0)
+				return -2;
+			p = tail;
+		}
+		*h = ha_py_ident_add(*h, p, t, length, ikind);
+	}
+	if (bytes < 0)
 		return -1;
 	for (size_t i = 0; i < count; i++) {
 		long c;
@@ -198,6 +226,12 @@ int ha_py_read_str(struct ha_py_reader *r, uint64_t addr, char *buf, size_t bufl
 	}
 	buf[n] = '\0';
 	return (int)n;
+}
+
+int ha_py_read_str(struct ha_py_reader *r, uint64_t addr, char *buf, size_t buflen)
+{
+	int n = read_str(r, addr, buf, buflen, NULL);
+	return n < 0 ? -1 : n;
 }
 
 /* The bytes object at addr: its size, the bytes in *out (malloc'ed, the
@@ -240,14 +274,30 @@ long ha_py_read_bytes(struct ha_py_reader *r, uint64_t addr, uint8_t *buf, size_
 	return n;
 }
 
-/* A string field of the code object, interned; "?" if unreadable. */
-static const char *read_name(struct ha_py_reader *r, uint64_t addr)
+/* The code object's name and file name strings (the head read at its
+ * address), into *ident as the agent computes it (ha_py_ident); and, when
+ * name and file are not NULL, interned there ("?" if not a string).  0,
+ * or -1 if their memory could not be read. */
+static int read_ident(struct ha_py_reader *r, const uint8_t *head, uint64_t *ident,
+                      const char **name, const char **file)
 {
-	char buf[4 * HA_PY_STR_MAX + 1];
+	const struct ha_py_offsets *o = &r->t.off;
+	char buf[2][4 * HA_PY_STR_MAX + 1];
+	uint64_t h = HA_PY_IDENT_SEED;
+	int n[2];
 
-	if (ha_py_read_str(r, addr, buf, sizeof buf) < 0)
-		return "?";
-	return intern(r, buf);
+	n[0] = read_str(r, word(head, o->code_qualname != HA_PY_NO_FIELD ? o->code_qualname
+	                                                                 : o->code_name),
+	                buf[0], sizeof buf[0], &h);
+	n[1] = read_str(r, word(head, o->code_filename), buf[1], sizeof buf[1], &h);
+	if (n[0] == -2 || n[1] == -2)
+		return -1;
+	*ident = h;
+	if (name) {
+		*name = n[0] >= 0 ? intern(r, buf[0]) : "?";
+		*file = n[1] >= 0 ? intern(r, buf[1]) : "?";
+	}
+	return 0;
 }
 
 /* Read the code object of key k into e (every field but the key). */
@@ -255,6 +305,7 @@ static void read_code(struct ha_py_reader *r, const struct code_key *k, struct c
 {
 	const struct ha_py_offsets *o = &r->t.off;
 	uint8_t head[HEAD_MAX], *tab;
+	uint64_t ident;
 	int32_t first;
 	long len;
 	int rc;
@@ -268,15 +319,17 @@ static void read_code(struct ha_py_reader *r, const struct code_key *k, struct c
 		return;
 	}
 	memcpy(&first, head + o->code_firstlineno, sizeof first);
-	if (word(head, o->object_type) != r->t.code_type || word(head, o->code_name) != k->name ||
-	    first != k->firstlineno) {
+	if (word(head, o->object_type) != r->t.code_type || first != k->firstlineno) {
+		e->status = HA_PY_CODE_GONE;
+		return;
+	}
+	if (read_ident(r, head, &ident, &e->func, &e->file) < 0 || ident != k->ident) {
+		/* another code object at the address, of another name or file */
+		e->func = e->file = "?";
 		e->status = HA_PY_CODE_GONE;
 		return;
 	}
 	e->status = HA_PY_CODE_OK;
-	e->func = read_name(r, word(head, o->code_qualname != HA_PY_NO_FIELD ? o->code_qualname
-	                                                                       : o->code_name));
-	e->file = read_name(r, word(head, o->code_filename));
 	len = read_bytes_alloc(r, word(head, o->code_linetable), HA_PY_LINETABLE_MAX, &tab);
 	if (len >= 0) {
 		ha_py_lines_decode(o->line_format, tab, (size_t)len, first, &e->lines);
@@ -290,7 +343,7 @@ static void read_code(struct ha_py_reader *r, const struct code_key *k, struct c
 
 static uint64_t key_hash(const struct code_key *k)
 {
-	return ha_mix64(k->code ^ ha_mix64(k->name) ^ ((uint64_t)(uint32_t)k->firstlineno << 32));
+	return ha_mix64(k->code ^ ha_mix64(k->ident) ^ ((uint64_t)(uint32_t)k->firstlineno << 32));
 }
 
 static uint64_t code_slot_hash(const void *ctx, const void *slot)
@@ -303,7 +356,7 @@ static uint64_t code_slot_hash(const void *ctx, const void *slot)
 	memcpy(&i, slot, sizeof i);
 	e = &r->ents[i - 1];
 	k.code = e->code;
-	k.name = e->name;
+	k.ident = e->ident;
 	k.firstlineno = e->firstlineno;
 	return key_hash(&k);
 }
@@ -317,7 +370,7 @@ static int code_eq(const void *ctx, const void *slot, const void *key)
 
 	memcpy(&i, slot, sizeof i);
 	e = &r->ents[i - 1];
-	return e->code == k->code && e->name == k->name && e->firstlineno == k->firstlineno;
+	return e->code == k->code && e->ident == k->ident && e->firstlineno == k->firstlineno;
 }
 
 static const struct ha_ht_type codes_type = {
@@ -357,6 +410,7 @@ struct ha_py_reader *ha_py_reader_new(pid_t pid, const struct ha_py_target *t)
 		return NULL;
 	r->pid = pid;
 	r->t = *t;
+	ha_py_walk_fill(&r->w, &t->off, 0, t->code_type, t->unicode_type, 0);
 	ha_ht_init(&r->codes);
 	ha_ht_init(&r->pool);
 	return r;
@@ -383,10 +437,10 @@ static void fill(const struct code_ent *e, uint32_t lasti, struct ha_py_loc *out
 	out->line = e->status == HA_PY_CODE_OK ? ha_py_lines_find(&e->lines, lasti) : -1;
 }
 
-int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t name_ptr,
+int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t ident,
                        int32_t firstlineno, uint32_t lasti, struct ha_py_loc *out)
 {
-	struct code_key k = { code, name_ptr, firstlineno };
+	struct code_key k = { code, ident, firstlineno };
 	uint64_t h = key_hash(&k);
 	uint32_t *slot = ha_ht_find(&r->codes, &codes_type, r, h, &k);
 	struct code_ent e = { 0 }, *ents;
@@ -402,7 +456,7 @@ int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t name_ptr,
 		slot = ha_ht_find(&r->codes, &codes_type, r, h, &k);
 	}
 	e.code = code;
-	e.name = name_ptr;
+	e.ident = ident;
 	e.firstlineno = firstlineno;
 	read_code(r, &k, &e);
 	fill(&e, lasti, out);
@@ -421,6 +475,17 @@ int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t name_ptr,
 	/* not cached (out of memory): the answer stands, its table goes */
 	ha_py_lines_free(&e.lines);
 	return e.status;
+}
+
+int ha_py_code_ident(struct ha_py_reader *r, uint64_t code, uint64_t *ident)
+{
+	const struct ha_py_offsets *o = &r->t.off;
+	uint8_t head[HEAD_MAX];
+
+	if (ha_remote_read(r->pid, code, head, o->code_size) < 0 ||
+	    word(head, o->object_type) != r->t.code_type)
+		return -1;
+	return read_ident(r, head, ident, NULL, NULL);
 }
 
 void ha_py_reader_stats(const struct ha_py_reader *r, uint64_t *reads, uint64_t *hits)

@@ -11,10 +11,12 @@
  *     HA_PY_LINETABLE_MAX bytes is refused), strings come out as valid
  *     UTF-8 (what is not a character becomes U+FFFD; control characters
  *     are kept: the report layer escapes them).
- *   - A code object can be freed and its address reused: the record's
- *     co_name pointer and co_firstlineno must still be the object's, else
- *     HA_PY_CODE_GONE (the caller says "(code object gone)").
- *   - The cache: per (code, co_name pointer, firstlineno), the names and
+ *   - A code object can be freed and its address reused, and so can its
+ *     strings': the record's ident (the hash of its name's and file
+ *     name's characters, ha_py_ident in src/proto/ha_py.h) and
+ *     co_firstlineno must still be the object's, else HA_PY_CODE_GONE (the
+ *     caller says "(code object gone)").
+ *   - The cache: per (code, ident, firstlineno), the names and
  *     the decoded line table, so each code object is read once (a gone or
  *     unreadable one is remembered as such too).  Past HA_PY_CACHE_MAX
  *     entries or HA_PY_CACHE_BYTES of line tables the cache is emptied
@@ -56,12 +58,17 @@ enum {
 	                              * no object of the right types */
 };
 
-/* The location of the frame the agent recorded as (code, name_ptr,
+/* The location of the frame the agent recorded as (code, ident,
  * firstlineno, lasti); lasti in bytes, HA_PY_RUN_END ignored.  HA_PY_CODE_OK
  * with *out filled (its strings live as long as r), or one of the others
  * with *out's strings "?" and line -1. */
-int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t name_ptr,
+int ha_py_code_resolve(struct ha_py_reader *r, uint64_t code, uint64_t ident,
                        int32_t firstlineno, uint32_t lasti, struct ha_py_loc *out);
+
+/* The ident of the code object at code now, as the agent would record it
+ * (the check programs' frames): 0, or -1 if it is not a readable code
+ * object. */
+int ha_py_code_ident(struct ha_py_reader *r, uint64_t code, uint64_t *ident);
 
 /* The str object at addr in UTF-8 (cut at HA_PY_STR_MAX characters),
  * NUL-terminated in buf (4 * HA_PY_STR_MAX + 1 bytes suffice).  Its

@@ -20,7 +20,7 @@ struct pyf_entry {
 
 /* by_rec: the whole entry in the slot (one line a lookup). */
 struct rec_slot {
-	uint64_t code, name;
+	uint64_t code, ident;
 	uint32_t lasti;
 	int32_t firstlineno;
 	uint32_t id;                 /* 0: empty */
@@ -33,23 +33,23 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xbf58476d1ce4e5b9ull;
 }
 
-static uint64_t rec_hash_of(uint64_t code, uint64_t name, uint32_t lasti, int32_t first)
+static uint64_t rec_hash_of(uint64_t code, uint64_t ident, uint32_t lasti, int32_t first)
 {
-	return mix(mix(mix(mix(0, code), name), lasti), (uint32_t)first);
+	return mix(mix(mix(mix(0, code), ident), lasti), (uint32_t)first);
 }
 
 static uint64_t rec_hash(const void *ctx, const void *slot)
 {
 	const struct rec_slot *s = slot;
 	(void)ctx;
-	return rec_hash_of(s->code, s->name, s->lasti, s->firstlineno);
+	return rec_hash_of(s->code, s->ident, s->lasti, s->firstlineno);
 }
 
 static inline int rec_eq(const void *ctx, const void *slot, const void *key)
 {
 	const struct rec_slot *s = slot, *k = key;
 	(void)ctx;
-	return s->code == k->code && s->name == k->name && s->lasti == k->lasti &&
+	return s->code == k->code && s->ident == k->ident && s->lasti == k->lasti &&
 	       s->firstlineno == k->firstlineno;
 }
 
@@ -168,8 +168,8 @@ static uint32_t name_id(struct ha_pymerge *m, const char *func, const char *file
 /* The pc of a recorded frame; 0 when out of memory. */
 static uint64_t frame_pc(struct ha_pymerge *m, const struct ha_py_frame *f)
 {
-	struct rec_slot k = { f->code, f->name, f->lasti & ~HA_PY_RUN_END, f->firstlineno, 0, 0 };
-	uint64_t h = rec_hash_of(k.code, k.name, k.lasti, k.firstlineno);
+	struct rec_slot k = { f->code, f->ident, f->lasti & ~HA_PY_RUN_END, f->firstlineno, 0, 0 };
+	uint64_t h = rec_hash_of(k.code, k.ident, k.lasti, k.firstlineno);
 	struct rec_slot *s = ha_ht_find(&m->by_rec, &rec_type, NULL, h, &k);
 	if (s->id)
 		return HA_PC_PY_BASE + s->id;

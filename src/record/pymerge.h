@@ -20,7 +20,7 @@
  *
  * Owned by the collector thread.  Names come through a resolver (the
  * reader of code objects in the target, src/pyframes/), cached here by
- * what the agent recorded: (code, name, firstlineno, lasti).
+ * what the agent recorded: (code, ident, firstlineno, lasti).
  */
 #ifndef HA_PYMERGE_H
 #define HA_PYMERGE_H

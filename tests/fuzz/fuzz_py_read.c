@@ -18,7 +18,9 @@
  *    unreadable give "?" and no line;
  *  - when OK with a readable line table, the line is ha_py_addr2line's on
  *    that table; asked again (from the cache), the same answer;
- *  - the same code with another name pointer is gone;
+ *  - the code is looked up by the ident ha_py_code_ident gives of it
+ *    (else by the first 8 bytes of the input); under another one it is
+ *    gone;
  *  - every pointer word read as a str gives valid UTF-8 or nothing.
  *
  * fuzz-sources: src/pyframes/py_read.c src/pyframes/py_lines.c
@@ -54,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	struct ha_py_target t;
 	struct ha_py_reader *r;
 	struct ha_py_loc loc, again;
-	uint64_t base, name, tab;
+	uint64_t base, ident, tab;
 	uint8_t *mem;
 	uint32_t lasti;
 	int32_t first;
@@ -91,9 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	}
 	r = ha_py_reader_new(getpid(), &t);
 	FUZZ_CHECK(r, "the table's offsets refused");
-	memcpy(&name, mem + o->code_name, 8);
+	if (ha_py_code_ident(r, base, &ident) != 0)
+		memcpy(&ident, d + 5, 8);
 	memcpy(&first, mem + o->code_firstlineno, 4);
-	rc = ha_py_code_resolve(r, base, name, first, lasti, &loc);
+	rc = ha_py_code_resolve(r, base, ident, first, lasti, &loc);
 	FUZZ_CHECK(rc == HA_PY_CODE_OK || rc == HA_PY_CODE_GONE || rc == HA_PY_CODE_UNREADABLE,
 	           "status %d", rc);
 	check_str(loc.func, "func");
@@ -109,12 +112,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			                               lasti & ~HA_PY_RUN_END);
 			FUZZ_CHECK(loc.line == want, "line %d, the scan says %d", loc.line, want);
 		}
-		rc = ha_py_code_resolve(r, base, name, first, lasti, &again);
+		rc = ha_py_code_resolve(r, base, ident, first, lasti, &again);
 		FUZZ_CHECK(rc == HA_PY_CODE_OK && again.line == loc.line && again.func == loc.func &&
 		           again.file == loc.file, "the cache answers otherwise");
 	}
-	rc = ha_py_code_resolve(r, base, name ^ 8, first, lasti, &again);
-	FUZZ_CHECK(rc == HA_PY_CODE_GONE, "another name pointer: status %d", rc);
+	rc = ha_py_code_resolve(r, base, ident ^ 8, first, lasti, &again);
+	FUZZ_CHECK(rc == HA_PY_CODE_GONE, "another ident: status %d", rc);
 	for (size_t i = 0; i + 8 <= len && i < 512; i += 8) {
 		char s[4 * HA_PY_STR_MAX + 1];
 		uint64_t w;
