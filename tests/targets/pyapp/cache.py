@@ -60,18 +60,42 @@ async def _async_blobs(n, size):
 
 
 def through_async(n, size):
-    store.extend(asyncio.run(_async_blobs(n, size)))
+    store.extend(asyncio.run(_async_blobs(n, size)))  # @through_async
     _kept[0] += n * size
 
 
+exec_codes = [0, set()]  # code objects made by exec, their addresses (id)
+exec_last = [0, None]  # the next j; the namespace of the last made_<j>
+
+
 def through_exec(k, n, size):
-    for j in range(k):
-        src = "def made_%d(n, size):\n    return [b'e' * size for i in range(n)]\n" % j
+    # made_<j> (file "<made j>", j counted over the whole run) keeps n blobs
+    # of size + j * 1000 bytes, each made in a generator expression (a code
+    # object of its own, "<genexpr>", in every version): a sample's size
+    # tells which made_<j> allocated it.  Each one's namespace is cleared
+    # (the function's globals are ns: a cycle) just before the next one is
+    # made, so both its code objects go and the next ones take their
+    # places; the last one stays until the next command.
+    for _ in range(k):
+        j = exec_last[0]
+        exec_last[0] += 1
+        if exec_last[1] is not None:
+            exec_last[1].clear()
+        src = "def made_%d(n, size):\n    return list(b'e' * size for i in range(n))\n" % j
         ns = {}
         exec(compile(src, "<made %d>" % j, "exec"), ns)
-        store.extend(ns["made_%d" % j](n, size))  # @through_exec
-        del ns  # the code object goes: a later one may take its address
-    _kept[0] += k * n * size
+        f = ns["made_%d" % j]
+        for code in [f.__code__] + [c for c in f.__code__.co_consts if hasattr(c, "co_name")]:
+            exec_codes[0] += 1
+            exec_codes[1].add(id(code))
+        store.extend(f(n, size + j * 1000))  # @through_exec
+        exec_last[1] = ns
+        del ns, f, code
+        _kept[0] += n * (size + j * 1000)
+
+
+def exec_reuse():
+    return exec_codes[0], len(exec_codes[1])
 
 
 def deep(d, n, size):
@@ -85,8 +109,8 @@ def deep(d, n, size):
 def _sqlite_work(n, out):
     import sqlite3
     db = sqlite3.connect(":memory:")
-    db.execute("create table t (a integer, b text)")
-    db.executemany("insert into t values (?, ?)", ((i, "x" * 200) for i in range(n)))
+    db.execute("create table t (a integer, b text)")  # @sqlite_create
+    db.executemany("insert into t values (?, ?)", ((i, "x" * 200) for i in range(n)))  # @sqlite_insert
     rows = db.execute("select a, b from t order by b, a").fetchall()  # @sqlite_select
     out.append(len(rows))
     db.close()

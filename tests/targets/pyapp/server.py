@@ -8,7 +8,11 @@
 #   grow N SIZE     cache.remember: N bytes objects of SIZE bytes, kept
 #   small N         cache.remember_small: N small objects (~100 B), kept
 #   gen N SIZE      the same through a generator, then an async function
-#   exec K N SIZE   K code objects made by exec and dropped, each keeping N blobs
+#   exec K N SIZE   K functions made by exec, each dropped when the next is
+#                   made (the last at the next exec), the j-th of the run
+#                   (made_<j>, from 0) keeping N blobs of SIZE + j * 1000 bytes
+#   reuse           "done reuse made M at A addresses": the code objects exec
+#                   made so far and how many addresses they had (A < M: reused)
 #   deep D N SIZE   recursion D deep, then N blobs kept at the bottom
 #   sqlite N        a thread runs N sqlite3 statements (GIL released in
 #                   sqlite3_step), the main thread waits for it
@@ -36,6 +40,8 @@ def run(cmd):
     elif cmd[0] == "gen":
         cache.through_generator(int(cmd[1]), int(cmd[2]))
         cache.through_async(int(cmd[1]), int(cmd[2]))
+    elif cmd[0] == "reuse":
+        return "done reuse made %d at %d addresses" % cache.exec_reuse()
     elif cmd[0] == "exec":
         cache.through_exec(int(cmd[1]), int(cmd[2]), int(cmd[3]))
     elif cmd[0] == "deep":
