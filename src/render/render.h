@@ -50,6 +50,15 @@ const char *hd_kind_title(int kind);
  * rss and swap). */
 const char *hd_kind_objects(int kind);
 
+/* A frame's name in a flame graph (svg, folded): its function
+ * (hd_frame_name), and for a Python frame (module "py") its file's base
+ * name and line too, "make_blob (cache.py:13)", as Python's profilers
+ * show them: Python's names repeat from file to file (<module>,
+ * <genexpr>, __init__ before 3.11), and a graph merges frames by name.
+ * In buf (HD_LABEL_MAX bytes), or the function's name itself. */
+#define HD_LABEL_MAX (2 * HD_MAX_TEXT + 48)
+const char *hd_frame_label(const struct hd_frame *f, char *buf, size_t len);
+
 /* ------------------------------------------------------------ writers */
 
 void hd_write_text(FILE *f, const struct hd_report *r);

@@ -8,7 +8,27 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
+
+#include "util.h"
+
+/* ------------------------------------------------------------ frames */
+
+const char *hd_frame_label(const struct hd_frame *f, char *buf, size_t len)
+{
+	char pc[32];
+	const char *name = hd_frame_name(f, pc, sizeof pc);
+	if (strcmp(f->module, "py") != 0 || !f->file[0]) {
+		snprintf(buf, len, "%s", name);
+		return buf;
+	}
+	if (f->line > 0)
+		snprintf(buf, len, "%s (%s:%d)", name, ha_base_name(f->file), f->line);
+	else
+		snprintf(buf, len, "%s (%s)", name, ha_base_name(f->file));
+	return buf;
+}
 
 /* ------------------------------------------------------------ escapers */
 

@@ -5,7 +5,8 @@
  * A line's value must be positive, so a diff lists what grew (live bytes
  * gained from A to B) and leaves out what shrank; the svg, json and text
  * formats show both.  Inlined frames get flamegraph.pl's "_[i]" suffix;
- * memory other than the heap gets a root frame naming its kind. */
+ * memory other than the heap gets a root frame naming its kind; a Python
+ * frame is "function (file.py:LINE)" (hd_frame_label). */
 #define _GNU_SOURCE
 #include "render.h"
 
@@ -19,7 +20,7 @@ static void put_name(FILE *f, const char *s)
 
 void hd_write_folded(FILE *f, const struct hd_report *r)
 {
-	char pc[32];
+	char label[HD_LABEL_MAX];
 	for (size_t i = 0; i < r->n; i++) {
 		const struct hd_row *row = &r->rows[i];
 		double v = floor(row->bytes + 0.5);
@@ -35,7 +36,7 @@ void hd_write_folded(FILE *f, const struct hd_report *r)
 			if (!first)
 				fputc(';', f);
 			first = 0;
-			put_name(f, hd_frame_name(fr, pc, sizeof pc));
+			put_name(f, hd_frame_label(fr, label, sizeof label));
 			if (fr->inlined)
 				fputs("_[i]", f);
 		}

@@ -84,6 +84,13 @@
 	}
 	function base(p) { var i = p.lastIndexOf('/'); return i >= 0 ? p.substring(i + 1) : p; }
 	function frameName(fi) { var f = F[fi]; return f[0] + (f[4] ? ' (inlined)' : ''); }
+	/* A frame in a flame graph, which merges frames by it: a Python one
+	 * (module py) with its file and line, as the SVG (hd_frame_label):
+	 * Python's names repeat from file to file. */
+	function flameName(fi) {
+		var f = F[fi];
+		return f[3] === 'py' && f[1] ? f[0] + ' (' + base(f[1]) + (f[2] > 0 ? ':' + f[2] : '') + ')' : frameName(fi);
+	}
 	function frameSite(fi) {
 		var f = F[fi];
 		return f[1] ? f[1] + (f[2] > 0 ? ':' + f[2] : '') : '';
@@ -404,7 +411,7 @@
 				addTo(n, r[1], r[2]);
 			}
 			for (var k = r[3].length - 1; k >= 0; k--) {
-				var fi = r[3][k], name = frameName(fi), ch = n.kids.get(name);
+				var fi = r[3][k], name = flameName(fi), ch = n.kids.get(name);
 				if (!ch) { ch = newNode(name, fi, n); n.kids.set(name, ch); }
 				n = ch;
 				addTo(n, r[1], r[2]);

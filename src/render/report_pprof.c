@@ -175,7 +175,12 @@ static uint64_t function_id(struct pprof *p, const struct hd_frame *f)
 	hd_map_put(p->functions, (char *)k.p, (void *)id);
 	pb_int(&m, FUNCTION_ID, id);
 	pb_int(&m, FUNCTION_NAME, str_index(p, name));
-	pb_int(&m, FUNCTION_SYSTEM_NAME, str_index(p, name));
+	/* A Python frame has no linker symbol: no system name.  go tool pprof
+	 * takes a name equal to the system name for one to demangle, and one
+	 * it cannot demangle for demangled C++ if it has a '<', whose
+	 * "<...>" it drops: <module>, <genexpr>, <listcomp>, <lambda> came
+	 * out empty (shown as [py]). */
+	pb_int(&m, FUNCTION_SYSTEM_NAME, str_index(p, strcmp(f->module, "py") == 0 ? "" : name));
 	pb_int(&m, FUNCTION_FILENAME, str_index(p, f->file));
 	pb_msg(&p->out, PROFILE_FUNCTION, &m);
 	hd_buf_free(&m);

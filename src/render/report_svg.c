@@ -3,8 +3,9 @@
  * JavaScript, opened in any browser.
  *
  * Layout: callstacks are merged into a tree from the root (the outermost
- * frame, at the bottom) to the leaves; a node's width is the bytes of the
- * rows through it.  In a diff a node's width is the growth plus the
+ * frame, at the bottom) to the leaves, frames by name (a Python frame's
+ * with its file and line, hd_frame_label); a node's width is the bytes of
+ * the rows through it.  In a diff a node's width is the growth plus the
  * shrinkage through it (|change|), and its colour says which dominates:
  * warm (red/orange) for growth, blue for shrinkage, purple for a mix, so
  * that memory given back is never mistaken for memory gained.
@@ -224,7 +225,8 @@ void hd_write_svg(FILE *f, const struct hd_report *r)
 	struct layout L = { .f = f, .diff = r->a != NULL, .exact = r->exact_bytes,
 	                    .objects = hd_kind_objects(r->kind) };
 	int physical = hd_kind_physical(r->kind);
-	char pc[32], b1[64], t1[64];
+	char b1[64], t1[64];
+	char label[HD_LABEL_MAX], name[HD_LABEL_MAX + 16];
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct hd_row *row = &r->rows[i];
@@ -238,8 +240,7 @@ void hd_write_svg(FILE *f, const struct hd_report *r)
 		}
 		for (int k = row->st.n - 1; k >= 0; k--) {
 			const struct hd_frame *fr = &row->st.f[k];
-			char name[HD_MAX_TEXT + 16];
-			snprintf(name, sizeof name, "%s%s", hd_frame_name(fr, pc, sizeof pc),
+			snprintf(name, sizeof name, "%s%s", hd_frame_label(fr, label, sizeof label),
 			         fr->inlined ? " (inlined)" : "");
 			n = child_of(n, name);
 			add(n, row->bytes, row->objects);
