@@ -16,12 +16,23 @@
 #   deep D N SIZE   recursion D deep, then N blobs kept at the bottom
 #   sqlite N        a thread runs N sqlite3 statements (GIL released in
 #                   sqlite3_step), the main thread waits for it
+#   here N SIZE     N bytes objects of SIZE bytes kept by server.py itself
+#                   (no frame of cache.py)
 #   quit            exit 0
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cache  # noqa: E402
+
+
+here_store = []
+
+
+def here(n, size):
+    for i in range(n):
+        here_store.append(b"h" * size)  # @here
+    cache._kept[0] += n * size
 
 
 def handle(cmd):
@@ -48,6 +59,8 @@ def run(cmd):
         cache.deep(int(cmd[1]), int(cmd[2]), int(cmd[3]))
     elif cmd[0] == "sqlite":
         cache.sqlite_thread(int(cmd[1]))
+    elif cmd[0] == "here":
+        here(int(cmd[1]), int(cmd[2]))
     else:
         return "error unknown command " + cmd[0]
     return None
