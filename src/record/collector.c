@@ -256,10 +256,25 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	}
 }
 
+/* A peak copy if the total is a new high (peak.h). */
+static void peak_check(struct ctx *x)
+{
+	if (ha_peak_after_records(&x->peak, x->book, x->rec_ns)) {
+		/* A peak copy was just made: what its snapshot will say. */
+		counters_now(x, &x->peak.info);
+		x->peak.info.sample_interval = x->iv.now;
+	}
+}
+
 /* The bookkeeping of the batch, in ring order: first every sample's
- * bucket, asking for the lines the updates will touch, then the updates. */
+ * bucket, asking for the lines the updates will touch, then the updates.
+ * The peak is looked at where the total may have been highest: before a
+ * free that follows samples, and at the end (a batch that reached its
+ * high and then freed, as a program that exits does, kept it from the
+ * check at its end alone). */
 static void apply_batch(struct ctx *x, int k)
 {
+	int rose = 0;
 	if (x->book)
 		for (int i = 0; i < k; i++) {
 			struct ha_rec_item *it = &x->batch[i];
@@ -282,12 +297,16 @@ static void apply_batch(struct ctx *x, int k)
 			if (x->book && it->bucket) {
 				ha_book_alloc(x->book, it->bucket, it->s.addr, it->s.size,
 				              weight_of(x, it->s.size, it->s.interval));
+				rose = 1;
 				x->st.samples++;
 				if (it->s.time_ns > x->rec_ns)
 					x->rec_ns = it->s.time_ns;
 			}
 			break;
 		case HA_REC_FREE:
+			if (x->book && rose)
+				peak_check(x);
+			rose = 0;
 			if (x->book)
 				ha_book_release(x->book, it->addr);
 			x->st.frees++;
@@ -302,11 +321,8 @@ static void apply_batch(struct ctx *x, int k)
 			break;
 		}
 	}
-	if (x->book && ha_peak_after_records(&x->peak, x->book, x->rec_ns)) {
-		/* A peak copy was just made: what its snapshot will say. */
-		counters_now(x, &x->peak.info);
-		x->peak.info.sample_interval = x->iv.now;
-	}
+	if (x->book)
+		peak_check(x);
 }
 
 /* Consume the published records of ring r, at most about a ring's worth.

@@ -8,20 +8,21 @@
  * machine out of memory) is that of their sum.
  *
  * The collector follows the total as it books the records (in ring order,
- * so the answer does not depend on when the attacher reads them) and, each
- * time it reaches a new high more than 1% above the copy kept, makes a new
- * copy of the buckets (ha_book_keep_peak: only those changed since the
- * previous copy).  Copies are at most one per HA_PEAK_GAP_NS of the
- * records' own time, unless the copy is cheap (few buckets changed since
- * the last one).  A snapshot whose total is above the kept one is the peak
- * itself: nothing more is needed for it.  At the end of the session, after
- * the ring is drained, the copy is written as a snapshot with reason
- * "peak" only if it is clearly higher than every snapshot of the session,
- * the final one included: by more than 1% and by more than
- * HA_PEAK_NOISE sampling intervals.  (A sampled block stands for about an
- * interval's worth of bytes, so the estimated total moves by that much as
- * sampled blocks come and go: a service that only grows would otherwise
- * get a "peak" made of the blocks that happened to be live at one
+ * so the answer does not depend on when the attacher reads them: it looks
+ * before each free that follows samples, where a high is, and at the end of
+ * each batch) and, each time it reaches a new high more than 1% above the
+ * copy kept, makes a new copy of the buckets (ha_book_keep_peak: only those
+ * changed since the previous copy).  Copies are at most one per
+ * HA_PEAK_GAP_NS of the records' own time, unless the copy is cheap (few
+ * buckets changed since the last one).  A snapshot whose total is above the
+ * kept one is the peak itself: nothing more is needed for it.  At the end
+ * of the session, after the ring is drained, the copy is written as a
+ * snapshot with reason "peak" only if it is clearly higher than every
+ * snapshot of the session, the final one included: by more than 1% and by
+ * more than HA_PEAK_NOISE sampling intervals.  (A sampled block stands for
+ * about an interval's worth of bytes, so the estimated total moves by that
+ * much as sampled blocks come and go: a service that only grows would
+ * otherwise get a "peak" made of the blocks that happened to be live at one
  * moment.)  Owned by the collector thread. */
 #ifndef HA_PEAK_H
 #define HA_PEAK_H
