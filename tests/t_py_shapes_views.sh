@@ -31,7 +31,9 @@
 #   exit    a short python3 program, attached with the wrap on, keeps 30 MB
 #           (fill, at @fill) and exits on its own: heapattach says "target
 #           PID exited" and exits 0; the database holds fill's rows, at
-#           its line under <module>, within 25% at the peak;
+#           its line under <module>, within 25% at the peak, which holds
+#           (within 2%) all the session booked as allocated under fill
+#           (one ring: the records in the order they were made);
 #   --no-python  the same grow: no Python frame anywhere in the database,
 #           no line of -v about Python frames or the wrap, sessions.python
 #           empty, and the grow's row still within 25%, under native
@@ -274,7 +276,11 @@ start_cmd exits "$PY" -u "$W/exits.py"
 wait_target_ready
 pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
-start_ha -v -q -i 64K --block -o "$db" "$pid"
+# One ring: the records in the order they were made.  (With rings by
+# address, a heap that spans two 64 MiB regions has its blobs' samples and
+# frees in two rings, booked one ring after the other: the total the peak
+# follows then never holds both halves at once.)
+start_ha -v -q -i 64K --block --rings 1 -o "$db" "$pid"
 wait_ready "$pid" "$(comm_of "$pid")"
 target_cmd "wrap"
 wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
@@ -292,8 +298,18 @@ hd --bytes --peak -n 0 "$db" >"$W/exit.txt"
 rows_text "$W/exit.txt" | grep -E "\\|fill  $W/exits.py:$L_FILL  \\[py\\]\\|<module>  $W/exits.py:[0-9]+  \\[py\\]\\|" >"$W/exit.rows" ||
 	fail "exit: no row of fill at $W/exits.py:$L_FILL under <module> at the peak"
 bytes=$(head -n 1 "$W/exit.rows" | cut -d'|' -f1)
-log "exit: fill's row at the peak holds $bytes bytes (kept 30000000)"
+# Every sampled blob was live at the top, before the exit freed them: the
+# peak holds what the session booked as allocated under fill.
+fillq="SELECT sum(b.%s) FROM bucket_at b WHERE b.snapshot_id = (SELECT id FROM snapshots WHERE reason = '%s')
+        AND b.stack_id IN (SELECT sf.stack_id FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+                            WHERE f.function = 'fill')"
+# shellcheck disable=SC2059
+alloc=$(sqlite3 "$db" "$(printf "$fillq" alloc_bytes exit)")
+# shellcheck disable=SC2059
+peak=$(sqlite3 "$db" "$(printf "$fillq" live_bytes peak)")
+log "exit: fill's row at the peak holds $bytes bytes (kept 30000000); under fill: $peak live at the peak, $alloc allocated in the session"
 within 25 "$bytes" 30000000 || fail "exit: fill's row holds $bytes bytes at the peak, the program kept 30000000"
+within 2 "$peak" "$alloc" || fail "exit: the peak holds $peak bytes under fill, the session allocated $alloc there, none freed before the exit"
 rec=$(sqlite3 "$db" "SELECT python FROM sessions ORDER BY id DESC LIMIT 1")
 log "exit: sessions.python: $rec"
 [[ $rec == "Python 3.11 (/usr/bin/python3.11): "* ]] || fail "exit: the session record says '$rec'"
