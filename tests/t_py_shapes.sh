@@ -5,7 +5,7 @@
 # under a cframe, entry frames) and pyenv's 3.12 (shim frames); one not
 # installed is named and skipped.  tests/targets/pyapp/server.py runs
 # attached (-i 64K, the wrap of pymalloc on) and between snapshots:
-#   gen 600 20000     bytes made in a generator (_blobs, at @gen_blob) are
+#   gen 1200 20000    bytes made in a generator (_blobs, at @gen_blob) are
 #                     under through_generator (@through_generator); those
 #                     made in a coroutine (_async_blobs, at @async_blob)
 #                     are under asyncio's event loop, which resumed it:
@@ -22,7 +22,7 @@
 #                     and holds the size made_<j> allocated (20000 + 1000 j
 #                     + 33 bytes), or says "(code object gone)"; never
 #                     another j; each of the last 20 is named;
-#   deep 300 300 20000  recursion past what the agent records (128 frames)
+#   deep 300 600 20000  recursion past what the agent records (128 frames)
 #                     and past a stack's 128 pcs: the rows' Python frames
 #                     are deep at @deep_bottom, then deep at @deep only;
 #   sqlite 20000      a thread in sqlite3_step, the GIL released while the
@@ -234,7 +234,7 @@ while read -r label py; do
 	wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
 		fail "$label: the wrap of pymalloc is not on: $(grep -i python "$HA_ERR" | tail -n 1)"
 	snap "$db"; s0=$SNAP
-	target_cmd "gen 600 20000"
+	target_cmd "gen 1200 20000"
 	snap "$db"; s1=$SNAP
 	target_cmd "exec 60 10 20000"
 	for ((j = 60; j < 80; j++)); do
@@ -242,7 +242,7 @@ while read -r label py; do
 		snap "$db"
 	done
 	s2=$SNAP
-	target_cmd "deep 300 300 20000"
+	target_cmd "deep 300 600 20000"
 	snap "$db"; s3=$SNAP
 	target_cmd "sqlite 20000"
 	snap "$db"; s4=$SNAP
@@ -264,9 +264,9 @@ while read -r label py; do
 		-v l_async="$L_async_blob" -v l_tasync="$L_through_async" "$ROWS_AWK $CHECK_GEN" >"$W/$label.gen"
 	verdict "$label" "gen" "$W/$label.gen"
 	read -r _ gen _ async <"$W/$label.gen"
-	log "$label: gen: under _blobs $gen bytes, under _async_blobs $async (each kept 12000000)"
-	within 25 "$gen" 12000000 || fail "$label: _blobs's rows hold $gen bytes, the generator kept 12000000"
-	within 25 "$async" 12000000 || fail "$label: _async_blobs's rows hold $async bytes, the coroutine kept 12000000"
+	log "$label: gen: under _blobs $gen bytes, under _async_blobs $async (each kept 24000000)"
+	within 25 "$gen" 24000000 || fail "$label: _blobs's rows hold $gen bytes, the generator kept 24000000"
+	within 25 "$async" 24000000 || fail "$label: _async_blobs's rows hold $async bytes, the coroutine kept 24000000"
 	"$HA_BUILDDIR/src/heapdiff" --bytes -n 2 "$db" "$s0" "$s1" | grep -E 'stack [0-9]|\[py\]' | head -n 24 | sed 's/^/    /'
 
 	# Code objects made by exec, their addresses reused.
@@ -285,10 +285,10 @@ while read -r label py; do
 		"$ROWS_AWK $CHECK_DEEP" >"$W/$label.deep"
 	verdict "$label" "deep" "$W/$label.deep"
 	read -r _ drows _ dbytes _ dmin dmax <"$W/$label.deep"
-	log "$label: deep: $drows rows, $dbytes bytes (kept 6000000), $dmin to $dmax deep frames a row"
+	log "$label: deep: $drows rows, $dbytes bytes (kept 12000000), $dmin to $dmax deep frames a row"
 	[ "$drows" -ge 1 ] || fail "$label: no row through deep"
 	[ "$dmin" -ge 30 ] || fail "$label: a row through deep has only $dmin deep frames"
-	within 40 "$dbytes" 6000000 || fail "$label: deep's rows hold $dbytes bytes, it kept 6000000"
+	within 40 "$dbytes" 12000000 || fail "$label: deep's rows hold $dbytes bytes, it kept 12000000"
 
 	# A thread in sqlite3_step without the GIL.
 	rows "$db" "$s3" "$s4" | awk -v cache="$CACHE" -v l_cre="$L_sqlite_create" -v l_ins="$L_sqlite_insert" -v l_sel="$L_sqlite_select" \

@@ -4,7 +4,7 @@
 # python3.11 (skipped without it).
 #   views   tests/targets/pyapp/server.py attached (-i 64K, the wrap of
 #           pymalloc on) runs grow 200 100000 (make_blob, cache.py), small
-#           20000 (remember_small, cache.py) and here 100 100000 (server.py
+#           20000 (remember_small, cache.py) and here 200 100000 (server.py
 #           only); between two snapshots:
 #             -f folded  a Python frame is "function (file.py:LINE)":
 #                        "run (server.py:L);remember (cache.py:L);make_blob
@@ -92,7 +92,7 @@ attach_app views "$db"
 snap "$db"; a=$SNAP
 target_cmd "grow 200 100000"
 target_cmd "small 20000"
-target_cmd "here 100 100000"
+target_cmd "here 200 100000"
 snap "$db"; b=$SNAP
 detach_by_signal INT "$pid"
 send "$TFD" quit
@@ -248,7 +248,7 @@ grep -qE "\\|here  $SERVER:$L_HERE  \\[py\\]\\|" "$W/all.rows" || fail "no row o
 
 # --by function: the Python functions with their files, cumulative bytes
 hd --by function --bytes -n 0 "$db" "$a" "$b" >"$W/fn.txt"
-for fw in "make_blob $CACHE 20000000" "here $SERVER 10000000"; do
+for fw in "make_blob $CACHE 20000000" "here $SERVER 20000000"; do
 	read -r fname ffile kept <<<"$fw"
 	cum=$(awk -v f="$fname" -v file="$ffile" '$5 == f && $6 == file && $7 == "[py]" { print $3 + 0 }' "$W/fn.txt")
 	[ -n "$cum" ] || fail "--by function: no line for $fname $ffile [py]"
