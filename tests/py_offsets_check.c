@@ -91,10 +91,11 @@ static void check_versions(const struct ha_py_target *t, const struct ha_maps *m
 	int major, minor;
 	char flags[8];
 
-	printf("CPython %d.%d (hex %#x, found by %s) in %s%s\n", t->major, t->minor, t->hexversion,
+	printf("CPython %d.%d (hex %#x, found by %s) in %s%s%s\n", t->major, t->minor, t->hexversion,
 	       t->version_from == HA_PY_VERSION_SYMBOL ? "Py_Version" :
 	       t->version_from == HA_PY_VERSION_NAME ? "its name" : "Py_GetVersion's string",
-	       t->module, t->debug_offsets ? ", offsets from its _Py_DebugOffsets" : "");
+	       t->module, t->debug_offsets ? ", offsets from its _Py_DebugOffsets" : "",
+	       t->eval_cold_start ? ", the eval loop's .cold part named" : "");
 	EXPECT(t->minor < 11 || t->version_from == HA_PY_VERSION_SYMBOL, "3.11+: Py_Version unused");
 	if (ha_py_version_from_name(t->module, &major, &minor, flags, sizeof flags) == 0)
 		EXPECT(minor == t->minor && !flags[0], "the name says 3.%d%s", minor, flags);
@@ -229,6 +230,10 @@ int main(int argc, char **argv)
 	       "PyGILState_GetThisThreadState is not in the module's code");
 	EXPECT(in_exec(&maps, t.module, t.eval_start, t.eval_end),
 	       "_PyEval_EvalFrameDefault is not in the module's code");
+	EXPECT(!t.eval_cold_start || in_exec(&maps, t.module, t.eval_cold_start, t.eval_cold_end),
+	       "_PyEval_EvalFrameDefault.cold is not in the module's code");
+	EXPECT(ha_py_in_eval(&t, t.eval_start) && ha_py_in_eval(&t, t.eval_end - 1) &&
+	       !ha_py_in_eval(&t, t.eval_end) && !ha_py_in_eval(&t, 0), "ha_py_in_eval");
 	while (fgets(line, sizeof line, facts)) {
 		char a[32], b[32], c[32], d[8192], e[8192], f[8192], g[8192], h[8192];
 		unsigned char want[4096], got[4096];

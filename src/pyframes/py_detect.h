@@ -57,6 +57,14 @@ struct ha_py_target {
 int ha_py_detect(pid_t pid, const struct ha_maps *maps, struct ha_py_target *out, char *err,
                  size_t errlen);
 
+/* Is addr inside _PyEval_EvalFrameDefault (its main or .cold part)?  For
+ * a return address, pass it less 1 (a call may end the function). */
+static inline int ha_py_in_eval(const struct ha_py_target *t, uint64_t addr)
+{
+	return (addr >= t->eval_start && addr < t->eval_end) ||
+	       (addr >= t->eval_cold_start && addr < t->eval_cold_end);
+}
+
 /* The version in a module's file name: libpythonM.N[flags].so...,
  * pythonM.N[flags] (M a digit from 2: a CPython 2 is named, then refused);
  * *flags gets the ABI letters after N ("d" debug, "t" free-threaded, "m"

@@ -9,14 +9,16 @@
  *  - its ranges start at 0 and strictly increase, no two adjacent ones on
  *    the same line, the last below the end;
  *  - ha_py_lines_find equals ha_py_addr2line (the port of CPython's scan)
- *    at each range's start and the offsets around it (the first 64 and
- *    last 16 ranges, one in 16 between: each scan costs the table's
- *    length), at the end, at 16 offsets drawn from the input, and for a
- *    negative lasti (both: the firstlineno);
+ *    at each range's start and the offsets around it (the first 32 and
+ *    last 8 ranges, one in 32 between: each scan costs the table's
+ *    length, hence also inputs of at most 1 KiB), at the end, at 16
+ *    offsets drawn from the input, and for a negative lasti (both: the
+ *    firstlineno);
  *  - a lookup with the record's HA_PY_RUN_END bit set is the caller's job
  *    (py_read.c clears it): not fed here.
  *
  * fuzz-sources: src/pyframes/py_lines.c
+ * fuzz-flags: -max_len=1024
  */
 #include "fuzz.h"
 #include "py_lines.h"
@@ -54,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		FUZZ_CHECK(i == 0 || l.v[i].line != l.v[i - 1].line, "ranges %u, %u on one line", i - 1,
 		           i);
 		FUZZ_CHECK(s < l.end, "range %u starts at %u, the end is %u", i, s, l.end);
-		if (i >= 64 && i + 16 < l.n && i % 16)
-			continue;   /* each scan is O(len): the ends and a sixteenth between */
+		if (i >= 32 && i + 8 < l.n && i % 32)
+			continue;   /* each scan is O(len): the ends and one in 32 between */
 		same(fmt, tab, len, first, &l, s);
 		same(fmt, tab, len, first, &l, s + 1);
 		if (s)
