@@ -25,8 +25,6 @@ APP=$HA_SRCDIR/tests/targets/pyapp
 py_collect
 [ "$PY_FOUND" -gt 0 ] || skip "no CPython 3.8-3.13 installed (pyenv builds, or Debian's python3.11)"
 
-# line_of FILE MARK: the line number of "# @MARK" in FILE.
-line_of() { grep -n "# @$2\$" "$1" | cut -d: -f1; }
 L_BLOB=$(line_of "$APP/cache.py" make_blob)
 L_REMEMBER=$(line_of "$APP/cache.py" remember)
 L_RUN=$(line_of "$APP/server.py" run_grow)
@@ -59,18 +57,9 @@ while read -r label py prefix; do
 	[ -n "$label" ] || continue
 	log "== $label: $py"
 	db=$W/$label.db
-	start_cmd "$label" "$py" -u "$APP/server.py"
-	wait_target_ready
-	pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
-	start_ha -v -q -s 3600 -i 64K -o "$db" "$pid"
-	wait_ready "$pid" "$(comm_of "$pid")"
+	py_attach_app "$label" "$py" "$db" -i 64K
 	grep -q "^heapattach: Python 3\.[0-9]* (.*): Python frames in every stack$" "$HA_ERR" ||
 		fail "$label: heapattach did not find its CPython: $(grep -i python "$HA_ERR")"
-	# The wrap goes in at the main thread's next Python code.
-	target_cmd "small 1"
-	wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
-		fail "$label: the wrap of pymalloc is not on: $(grep -i python "$HA_ERR" | tail -n 1)"
 	snapshot_now "$db"
 	target_cmd "grow 300 100000"
 	big=$(sed -n 's/^done grow kept [0-9]* added \([0-9]*\)$/\1/p' "$TOUT" | tail -n 1)

@@ -42,7 +42,6 @@ require_all
 APP=$HA_SRCDIR/tests/targets/pyapp
 CACHE=$APP/cache.py
 
-line_of() { grep -n "# @$2\$" "$1" | cut -d: -f1; }
 for m in gen_blob through_generator async_blob through_async deep deep_bottom sqlite_create \
 	sqlite_insert sqlite_select; do
 	v=$(line_of "$CACHE" "$m")
@@ -60,17 +59,6 @@ done
 if [ -x /usr/bin/python3.11 ]; then PYS+="debian-3.11 /usr/bin/python3.11"$'\n'; else missing+=" /usr/bin/python3.11"; fi
 [ -z "$missing" ] || log "not installed, not checked:$missing"
 [ -n "$PYS" ] || skip "none of pyenv's 3.10 and 3.12 and Debian's python3.11 is installed"
-
-# snap DB: a snapshot on SIGUSR1 (a periodic one in between is not it);
-# its id in SNAP.
-snap() {
-	local db=$1 before
-	before=$(sqlite3 "$db" "SELECT count(*) FROM snapshots WHERE reason = 'signal'" 2>/dev/null || echo 0)
-	kill -USR1 "$HAPID" || fail "heapattach $HAPID is gone"
-	wait_for 20 '[ "$(sqlite3 "$db" "SELECT count(*) FROM snapshots WHERE reason = '"'signal'"'" 2>/dev/null || echo 0)" -gt "$before" ]' ||
-		fail "no snapshot written within 20 s of SIGUSR1"
-	SNAP=$(sqlite3 "$db" "SELECT max(id) FROM snapshots WHERE reason = 'signal'")
-}
 
 # rows DB A B: every stack that allocated between snapshots A and B, one
 # line a frame, leaf first: "stack|alloc bytes|alloc objects|live bytes|
@@ -222,30 +210,22 @@ while read -r label py; do
 	[ -n "$label" ] || continue
 	log "== $label: $py"
 	db=$W/$label.db
-	start_cmd "$label" "$py" -u "$APP/server.py"
-	wait_target_ready
-	pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
 	# --block: no sample dropped, when the ring fills with 3.10's deep
 	# stacks (a C frame of the eval loop a Python call).
-	start_ha -v -q -s 3600 -i 64K --block -o "$db" "$pid"
-	wait_ready "$pid" "$(comm_of "$pid")"
-	target_cmd "small 1"
-	wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
-		fail "$label: the wrap of pymalloc is not on: $(grep -i python "$HA_ERR" | tail -n 1)"
-	snap "$db"; s0=$SNAP
+	py_attach_app "$label" "$py" "$db" -i 64K --block
+	py_snap "$db"; s0=$SNAP
 	target_cmd "gen 1200 20000"
-	snap "$db"; s1=$SNAP
+	py_snap "$db"; s1=$SNAP
 	target_cmd "exec 60 10 20000"
 	for ((j = 60; j < 80; j++)); do
 		target_cmd "exec 1 30 20000"
-		snap "$db"
+		py_snap "$db"
 	done
 	s2=$SNAP
 	target_cmd "deep 300 600 20000"
-	snap "$db"; s3=$SNAP
+	py_snap "$db"; s3=$SNAP
 	target_cmd "sqlite 20000"
-	snap "$db"; s4=$SNAP
+	py_snap "$db"; s4=$SNAP
 	target_cmd reuse
 	reuse=$(grep '^done reuse ' "$TOUT" | tail -n 1)
 	detach_by_signal INT "$pid"

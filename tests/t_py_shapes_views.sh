@@ -41,13 +41,13 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 . "$(dirname "$0")/report_lib.sh"
+. "$(dirname "$0")/py_lib.sh"
 require_all
 PY=/usr/bin/python3.11
 [ -x "$PY" ] || skip "Debian's /usr/bin/python3.11 is not installed (Debian package python3.11)"
 APP=$HA_SRCDIR/tests/targets/pyapp
 CACHE=$APP/cache.py
 SERVER=$APP/server.py
-line_of() { grep -n "# @$2\$" "$1" | cut -d: -f1; }
 L_BLOB=$(line_of "$CACHE" make_blob)
 L_REMEMBER=$(line_of "$CACHE" remember)
 L_SMALL=$(line_of "$CACHE" remember_small)
@@ -56,44 +56,14 @@ L_HERE=$(line_of "$SERVER" here)
 [ -n "$L_BLOB" ] && [ -n "$L_REMEMBER" ] && [ -n "$L_SMALL" ] && [ -n "$L_RUN" ] && [ -n "$L_HERE" ] ||
 	fail "markers missing in $APP"
 
-# snap DB: a snapshot on SIGUSR1 (not a periodic one in between); its id
-# in SNAP.
-snap() {
-	local db=$1 before
-	before=$(sqlite3 "$db" "SELECT count(*) FROM snapshots WHERE reason = 'signal'" 2>/dev/null || echo 0)
-	kill -USR1 "$HAPID" || fail "heapattach $HAPID is gone"
-	wait_for 20 '[ "$(sqlite3 "$db" "SELECT count(*) FROM snapshots WHERE reason = '"'signal'"'" 2>/dev/null || echo 0)" -gt "$before" ]' ||
-		fail "no snapshot written within 20 s of SIGUSR1"
-	SNAP=$(sqlite3 "$db" "SELECT max(id) FROM snapshots WHERE reason = 'signal'")
-}
-
-# attach_app LABEL DB [heapattach options]: server.py started and
-# attached; the wrap awaited unless --no-python.
-attach_app() {
-	local label=$1 db=$2
-	shift 2
-	start_cmd "$label" "$PY" -u "$SERVER"
-	wait_target_ready
-	pid=$TPID
-	wait_syscall "$pid" "$pid" "$NR_READ"
-	start_ha -v -q -s 3600 -i 64K --block "$@" -o "$db" "$pid"
-	wait_ready "$pid" "$(comm_of "$pid")"
-	target_cmd "small 1"
-	case " $* " in
-	*" --no-python "*) ;;
-	*) wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
-		fail "$label: the wrap of pymalloc is not on: $(grep -i python "$HA_ERR" | tail -n 1)" ;;
-	esac
-}
-
 # ------------------------------------------------------------ the views
 db=$W/views.db
-attach_app views "$db"
-snap "$db"; a=$SNAP
+py_attach_app views "$PY" "$db" -i 64K --block
+py_snap "$db"; a=$SNAP
 target_cmd "grow 200 100000"
 target_cmd "small 20000"
 target_cmd "here 200 100000"
-snap "$db"; b=$SNAP
+py_snap "$db"; b=$SNAP
 detach_by_signal INT "$pid"
 send "$TFD" quit
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "python exited $RC after the detach"
@@ -316,10 +286,10 @@ log "exit: sessions.python: $rec"
 
 # ------------------------------------------------------------ --no-python
 db=$W/nopy.db
-attach_app nopy "$db" --no-python
-snap "$db"; a=$SNAP
+py_attach_app nopy "$PY" "$db" -i 64K --block --no-python
+py_snap "$db"; a=$SNAP
 target_cmd "grow 200 100000"
-snap "$db"; b=$SNAP
+py_snap "$db"; b=$SNAP
 detach_by_signal INT "$pid"
 send "$TFD" quit
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "--no-python: python exited $RC after the detach"
