@@ -586,7 +586,7 @@ static int activate(struct failure *f)
 	int r = ha_got_patch();
 	if (r != 0)
 		return fail(f, r, "patch GOT");
-	if (ha_pywalk_on())
+	if (ha_pywalk_on() && !(g_cfg.flags & HA_CFG_PY_NO_WRAP))
 		ha_pymem_start();
 	ha_pymem_publish(g_ring);
 	/* Handshake done.  From now on the loop polls (a quiet attacher is

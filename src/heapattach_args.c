@@ -70,8 +70,11 @@ static void usage(FILE *f)
 	        "                        dropping samples (drops are counted either way)\n"
 	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
 	        "                        attacher has unwound before is named, not copied\n"
-	        "      --no-python       keep a CPython target's stacks native: no Python\n"
-	        "                        frames (function  file.py:LINE), no wrap of pymalloc\n"
+	        "      --python MODE     on a CPython target: all (the default: Python frames,\n"
+	        "                        function  file.py:LINE, and small objects, through a\n"
+	        "                        wrap of CPython's allocators), frames (no wrap: the\n"
+	        "                        small objects only as pymalloc's arenas), or off\n"
+	        "      --no-python       the same as --python off: native stacks only\n"
 	        "  -q, --quiet           no status line\n"
 	        "  -v, --verbose         progress and timings on stderr\n"
 	        "      --agent PATH      the agent shared object to inject (default:\n"
@@ -171,7 +174,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
 	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
@@ -181,6 +184,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "block", no_argument, NULL, OPT_BLOCK },
 		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -273,7 +277,20 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			o->no_stack_refs = 1;
 			break;
 		case OPT_NO_PYTHON:
-			o->no_python = 1;
+			o->python = HA_PYTHON_OFF;
+			break;
+		case OPT_PYTHON:
+			if (strcmp(optarg, "all") == 0) {
+				o->python = HA_PYTHON_ALL;
+			} else if (strcmp(optarg, "frames") == 0) {
+				o->python = HA_PYTHON_FRAMES;
+			} else if (strcmp(optarg, "off") == 0) {
+				o->python = HA_PYTHON_OFF;
+			} else {
+				fprintf(stderr, "heapattach: --python wants all, frames or off, not "
+				        "'%s'\n", optarg);
+				return -1;
+			}
 			break;
 		case 'q':
 			o->quiet = 1;

@@ -10,6 +10,13 @@
 
 #include "push.h"
 
+/* --python MODE: what a CPython target's sessions record. */
+enum ha_python_mode {
+	HA_PYTHON_ALL = 0,      /* Python frames and small objects (the default) */
+	HA_PYTHON_FRAMES = 1,   /* Python frames; no wrap of CPython's allocators */
+	HA_PYTHON_OFF = 2,      /* native stacks only (--no-python) */
+};
+
 struct options {
 	pid_t pid;
 	double duration_s;      /* 0 = until a signal or the target's exit */
@@ -22,7 +29,7 @@ struct options {
 	uint64_t stack_bytes;
 	int block;
 	int no_stack_refs;      /* --no-stack-refs */
-	int no_python;          /* --no-python */
+	int python;             /* --python MODE: enum ha_python_mode */
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;
 	int quiet;

@@ -22,8 +22,10 @@ void cmd_py_detect(const struct options *o, const struct ha_target *t, struct cm
 {
 	struct ha_maps maps = { 0 };
 	memset(py, 0, sizeof *py);
-	if (o->no_python) {
-		snprintf(py->why, sizeof py->why, "--no-python");
+	if (o->python == HA_PYTHON_OFF) {
+		snprintf(py->why, sizeof py->why, "--python off");
+		if (o->verbose)
+			fprintf(stderr, "heapattach: --python off: no Python frames\n");
 		return;
 	}
 	if (ha_maps_read(t->pid, &maps) < 0) {

@@ -99,7 +99,8 @@ int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_ses
 	memcpy(args.sock_path, s->sock_target, sizeof args.sock_path); /* may be "\0name" */
 	struct ha_msg_config cfg = { .sample_interval = o->interval,
 	                             .stack_bytes = (uint32_t)o->stack_bytes,
-	                             .flags = o->block ? HA_CFG_BLOCK : 0 };
+	                             .flags = (o->block ? HA_CFG_BLOCK : 0) |
+	                                      (o->python == HA_PYTHON_FRAMES ? HA_CFG_PY_NO_WRAP : 0) };
 	if (getrandom(args.cookie, sizeof args.cookie, 0) != (ssize_t)sizeof args.cookie) {
 		fprintf(stderr, "heapattach: cannot draw the session's cookie: %s\n", strerror(errno));
 		return EXIT_FAILED;

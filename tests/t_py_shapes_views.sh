@@ -293,7 +293,9 @@ py_snap "$db"; b=$SNAP
 detach_by_signal INT "$pid"
 send "$TFD" quit
 wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "--no-python: python exited $RC after the detach"
-! grep -q "Python frames\|small objects\|^heapattach: Python" "$HA_ERR" ||
+grep -q "^heapattach: --python off: no Python frames$" "$HA_ERR" ||
+	fail "--no-python: -v does not say the frames are off"
+! grep -q "in every stack\|small objects\|^heapattach: Python" "$HA_ERR" ||
 	fail "--no-python: Python frames or the wrap said on: $(grep -i python "$HA_ERR")"
 n=$(sqlite3 "$db" "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id WHERE m.path = 'py'")
 [ "$n" = 0 ] || fail "--no-python: $n Python frames in the database"
@@ -304,4 +306,34 @@ hd --bytes "$db" "$a" "$b" >"$W/nopy.txt"
 got=$(heapdiff_rows "$W/nopy.txt" | head -n 1 | cut -d' ' -f1)
 log "--no-python: the top row holds $got bytes (kept 20000000), native frames only"
 within 25 "$got" 20000000 || fail "--no-python: the top row holds $got bytes, the program kept 20000000"
+
+# ------------------------------------------------------------ --python frames
+# Python frames without the wrap: the large objects named as by default,
+# the small ones seen only as pymalloc's arenas (few mappings, not the
+# objects), no wrap said on, and the record saying so.
+db=$W/frames.db
+py_attach_app frames "$PY" "$db" -i 64K --block --python frames
+py_snap "$db"; a=$SNAP
+target_cmd "grow 200 100000"
+target_cmd "small 20000"
+py_snap "$db"; b=$SNAP
+detach_by_signal INT "$pid"
+send "$TFD" quit
+wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "--python frames: python exited $RC after the detach"
+grep -q "^heapattach: Python 3\.11 (.*): Python frames in every stack$" "$HA_ERR" ||
+	fail "--python frames: no Python frames said on"
+! grep -q "small objects" "$HA_ERR" || fail "--python frames: the wrap said: $(grep 'small objects' "$HA_ERR")"
+rec=$(sqlite3 "$db" "SELECT python FROM sessions ORDER BY id DESC LIMIT 1")
+log "--python frames: sessions.python: $rec"
+[[ $rec == "Python 3.11 (/usr/bin/python3.11): "*"; frames on" ]] || fail "--python frames: the session record says '$rec'"
+hd --bytes -n 0 "$db" "$a" "$b" >"$W/frames.txt"
+grep -q "^ *make_blob  $APP/cache.py:$L_BLOB  \[py\]$" "$W/frames.txt" ||
+	fail "--python frames: no make_blob frame at its line"
+objs=$(awk '
+	/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { o = $2; hit = 0; next }
+	/^ +remember_small  .*\[py\]$/ && !hit { n += o; hit = 1 }
+	END { print n + 0 }' "$W/frames.txt")
+log "--python frames: objects allocated under remember_small: $objs (the program made 20000 entries)"
+[ "$objs" -lt 2000 ] || fail "--python frames: $objs objects under remember_small: small objects were sampled one by one"
 echo "ok"
+

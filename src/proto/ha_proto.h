@@ -129,6 +129,8 @@ enum ha_msg_type {
 };
 
 #define HA_CFG_BLOCK 0x1u /* ring full: wait instead of dropping */
+#define HA_CFG_PY_NO_WRAP 0x2u /* Python frames, but no wrap of CPython's
+                                * allocators (heapattach --python frames) */
 
 /* The largest sampling interval either side uses (1 TiB): the configured
  * one is refused above it, the adaptive one never goes beyond it. */
