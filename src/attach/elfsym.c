@@ -11,20 +11,17 @@
  * libelf bounds-checks that. */
 #define _GNU_SOURCE
 #include "elfsym.h"
-#include "agent_file.h"
+#include "module_file.h"
 #include "target_fs.h"
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define CACHE_MAX 64
@@ -79,71 +76,6 @@ void ha_elf_cache_clear(void)
 	}
 	cache_next = 0;
 	pthread_mutex_unlock(&cache_lock);
-}
-
-static int file_matches(int fd, const struct ha_map *mod)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return 0;
-	return (uint64_t)st.st_ino == mod->inode &&
-	       (uint64_t)major(st.st_dev) == (mod->dev >> 32) &&
-	       (uint64_t)minor(st.st_dev) == (mod->dev & 0xffffffffu);
-}
-
-/* Open the file a module was mapped from, as the target sees it, with the
- * target's right to it (target_fs.h: a path it chose must not make us open
- * what its user may not, nor block on a FIFO).  The path goes through
- * /proc/PID/root (the target's mount namespace).  If the file there is not
- * the mapped one (deleted, replaced by an upgrade), try
- * /proc/PID/map_files/, which reaches the mapped inode itself (needs
- * CAP_SYS_ADMIN); failing that, use what the path gave.  The agent we
- * delivered through a memfd is read from our own file (agent_file.h).
- * fd or -errno. */
-static int open_module(pid_t pid, const struct ha_map *mod)
-{
-	char path[4200];
-	int fd = mod->deleted ? ha_agent_file_open(pid, mod) : -1;
-
-	if (fd >= 0)
-		return fd;      /* the agent we delivered through a memfd: our file */
-	fd = -ENOENT;
-	if (!mod->deleted && mod->path[0] == '/') {
-		snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-		fd = ha_target_open(pid, path, NULL);
-		if (fd >= 0 && file_matches(fd, mod))
-			return fd;
-	}
-	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
-	         (unsigned long long)mod->start, (unsigned long long)mod->end);
-	int fd2 = ha_target_open(pid, path, NULL);
-	if (fd2 >= 0) {
-		if (fd >= 0)
-			close(fd);
-		return fd2;
-	}
-	return fd;
-}
-
-/* p_vaddr of the first PT_LOAD, page-aligned down: what the offset-0
- * mapping's start corresponds to. */
-static int first_load_vaddr(Elf *elf, uint64_t *out)
-{
-	size_t nph;
-	long pg = sysconf(_SC_PAGESIZE);
-
-	if (elf_getphdrnum(elf, &nph) != 0)
-		return -ENOEXEC;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			return -ENOEXEC;
-		if (ph.p_type == PT_LOAD) {
-			*out = ph.p_vaddr & ~(uint64_t)(pg > 0 ? pg - 1 : 4095);
-			return 0;
-		}
-	}
-	return -ENOEXEC;
 }
 
 /* Sort by value: a stable LSD radix sort, a byte at a time, skipping the
@@ -254,7 +186,7 @@ static int symtab_load(pid_t pid, const struct ha_map *mod, struct symtab **out)
 		free(t);
 		return -ENOSYS;
 	}
-	fd = open_module(pid, mod);
+	fd = ha_module_file_open(pid, mod);
 	if (fd < 0) {
 		free(t);
 		return fd;
@@ -264,7 +196,7 @@ static int symtab_load(pid_t pid, const struct ha_map *mod, struct symtab **out)
 		rc = -ENOEXEC;
 		goto out;
 	}
-	rc = first_load_vaddr(elf, &t->link_base);
+	rc = ha_elf_first_load_vaddr(elf, &t->link_base);
 	if (rc == 0)
 		rc = load_dynsym(elf, t);
 	if (rc == 0) {

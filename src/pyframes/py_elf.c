@@ -6,72 +6,14 @@
  * parses, and a name offset past the string table is skipped. */
 #define _GNU_SOURCE
 #include "py_elf.h"
-#include "target_fs.h"
+#include "module_file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
-
-static int file_matches(int fd, const struct ha_map *mod)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return 0;
-	return (uint64_t)st.st_ino == mod->inode &&
-	       (uint64_t)major(st.st_dev) == (mod->dev >> 32) &&
-	       (uint64_t)minor(st.st_dev) == (mod->dev & 0xffffffffu);
-}
-
-/* The mapped file: by its path in the target's root if that is still the
- * mapped inode, else through map_files (needs CAP_SYS_ADMIN), else what
- * the path gave.  fd or -errno. */
-static int open_module(pid_t pid, const struct ha_map *mod)
-{
-	char path[4200];
-	int fd = -ENOENT, fd2;
-
-	if (!mod->deleted && mod->path[0] == '/') {
-		snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-		fd = ha_target_open(pid, path, NULL);
-		if (fd >= 0 && file_matches(fd, mod))
-			return fd;
-	}
-	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
-	         (unsigned long long)mod->start, (unsigned long long)mod->end);
-	fd2 = ha_target_open(pid, path, NULL);
-	if (fd2 >= 0) {
-		if (fd >= 0)
-			close(fd);
-		return fd2;
-	}
-	return fd;
-}
-
-/* p_vaddr of the first PT_LOAD, page-aligned down: what mod->start maps. */
-static int first_load_vaddr(Elf *elf, uint64_t *out)
-{
-	size_t nph;
-	long pg = sysconf(_SC_PAGESIZE);
-
-	if (elf_getphdrnum(elf, &nph) != 0)
-		return -ENOEXEC;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			return -ENOEXEC;
-		if (ph.p_type == PT_LOAD) {
-			*out = ph.p_vaddr & ~(uint64_t)(pg > 0 ? pg - 1 : 4095);
-			return 0;
-		}
-	}
-	return -ENOEXEC;
-}
 
 /* Fill from one symbol table what is still missing (or only local). */
 static void scan(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias,
@@ -125,11 +67,11 @@ int ha_py_elf_lookup(pid_t pid, const struct ha_map *mod, struct ha_py_sym *want
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	fd = open_module(pid, mod);
+	fd = ha_module_file_open(pid, mod);
 	if (fd < 0)
 		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || first_load_vaddr(elf, &link_base) < 0) {
+	if (!elf || elf_kind(elf) != ELF_K_ELF || ha_elf_first_load_vaddr(elf, &link_base) < 0) {
 		rc = -ENOEXEC;
 		goto out;
 	}

@@ -1,9 +1,9 @@
 /* py_elf.h -- the few symbols heapattach needs of a target's CPython
  * module, read from its ELF file (libelf), as src/attach/elfsym.c reads
- * them (which this layer may not call): the file the target mapped,
- * opened through /proc/PID/root with the target's rights (target_fs.h),
- * else /proc/PID/map_files; .dynsym first, then .symtab if the file has
- * one.  Each symbol's address in the target and its st_size. */
+ * them (which this layer may not call; both open the file the target
+ * mapped with src/common/module_file.h): .dynsym first, then .symtab if
+ * the file has one.  Each symbol's address in the target and its
+ * st_size. */
 #ifndef HA_PY_ELF_H
 #define HA_PY_ELF_H
 
