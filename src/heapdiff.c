@@ -535,6 +535,28 @@ static int push_snapshots(const struct options *o, const struct hd_snap *a,
 	return rc;
 }
 
+/* A filter that matches nothing would print "no callstack changed": say
+ * that it matched nothing instead (one line, exit 1).  1 if it did so. */
+static int empty_filter(const struct options *o, struct hd_source *src, int nsrc)
+{
+	for (int i = 0; i < nsrc && (o->flt.function || o->flt.module); i++) {
+		const char *which;
+		int64_t functions;
+		int can = hd_filter_can_match(&src[i], &o->flt, &which, &functions);
+		check(can);
+		if (!can) {
+			fprintf(stderr, "heapdiff: %s: no frame matches %s '%s' (its call paths hold %"
+			        PRId64 " functions: heapdiff --by function lists them)\n", src[i].path,
+			        which, strcmp(which, "--module") == 0 ? o->flt.module : o->flt.function,
+			        functions);
+			for (int j = 0; j < nsrc; j++)
+				hd_source_close(&src[j]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { .top = 10, .flt = { .kind = HD_KIND_ALLOC } };
@@ -556,6 +578,8 @@ int main(int argc, char **argv)
 		struct hd_leak_opts lo = { o.format, o.exact_bytes, o.top, &o.flt };
 		struct hd_leak_report lr;
 		check(hd_session(s, o.session, &session));
+		if (empty_filter(&o, src, nsrc))
+			return 1;
 		out = open_output(&o);
 		check(hd_leak_report(s, session, &lo, &lr));
 		if (o.format == HD_JSON)
@@ -608,6 +632,8 @@ int main(int argc, char **argv)
 				        a.id, b.id, a.session_id, b.session_id);
 		}
 	}
+	if (empty_filter(&o, src, nsrc))
+		return 1;
 	if (o.push.nurls)
 		return push_snapshots(&o, r.a, &b, src, nsrc);
 	if (o.vs)

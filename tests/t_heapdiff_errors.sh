@@ -5,7 +5,7 @@
 # foreign SQLite database (rollback and WAL journal), random bytes, a
 # heapattach database of another schema version or format, a corrupt one;
 # and the run-time errors: no snapshots, a snapshot or session that does not
-# exist.  No root, no target.
+# exist, a --function or --module filter that matches no frame of the file.  No root, no target.
 . "$(dirname "$0")/lib.sh"
 
 HD=$HA_BUILDDIR/src/heapdiff
@@ -124,6 +124,17 @@ refused heapdiff 'no snapshot 4 in DB \(snapshots 1\.\.3\)$' "$good" "$HD" "$goo
 refused heapdiff 'no snapshot 99999999999 in DB \(snapshots 1\.\.3\)$' "$good" "$HD" "$good" 99999999999 1
 refused heapdiff 'no session 7 in DB \(sessions 1\.\.1\)$' "$good" "$HD" --session 7 "$good" first last
 echo "ok: no snapshots, no such snapshot or session"
+
+# ---- a filter that matches no frame says so (not "no callstack changed")
+nf=$(sqlite3 "$good" "SELECT count(DISTINCT function) FROM frames WHERE function <> ''")
+refused heapdiff "no frame matches --function 'no_such_fn' \\(its call paths hold $nf functions: heapdiff --by function lists them\\)\$" \
+	"$good" "$HD" --function no_such_fn "$good" first last
+refused heapdiff "no frame matches --module 'no_such_module' " "$good" "$HD" --module no_such_module "$good"
+refused heapdiff "no frame matches --function 'no_such_fn' " "$good" "$HD" --leaks --function no_such_fn "$good"
+refused heapdiff "no frame matches --function 'no_such_fn' " "$good" "$HD" --peak --function no_such_fn "$good"
+fn=$(sqlite3 "$good" "SELECT function FROM frames WHERE function <> '' ORDER BY id LIMIT 1")
+"$HD" --function "$fn" "$good" first last >"$W/fn.out" 2>&1 || fail "--function $fn (a function of the file) failed: $(cat "$W/fn.out")"
+echo "ok: a filter that matches nothing says so; one that matches goes on ($fn)"
 
 # After all that, the good database still reads, and the writer reopens it.
 "$HD" --bytes "$good" first last >"$W/final.out" 2>&1 || fail "heapdiff on the good database: $(cat "$W/final.out")"

@@ -270,6 +270,14 @@ void hd_free_rows(struct hd_report *r);
 struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded);
 /* Does st pass the module/function filters? */
 int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt);
+/* Could any callstack of s pass them: does a frame of s match --function
+ * (by its function, or a Python frame by its file) and a module match
+ * --module?  1 yes (or no such filter), 0 no: then *which names the
+ * filter that matches nothing ("--function" or "--module") and
+ * *functions the distinct functions s holds, for the user's one line;
+ * HD_ERR on a database error. */
+int hd_filter_can_match(struct hd_source *s, const struct hd_filter *flt, const char **which,
+                        int64_t *functions);
 
 /* ------------------------------------------------------------ functions */
 

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sqlite3.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ folding */
@@ -46,6 +47,50 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt)
 			fn = 1;
 	}
 	return mod && fn;
+}
+
+/* The number of rows sql gives with text as ?1. */
+static int count_matching(struct hd_source *s, const char *sql, const char *text, int64_t *n)
+{
+	sqlite3_stmt *q;
+	int rc;
+	*n = 0;
+	if (hd_prepare(s, sql, &q) < 0)
+		return HD_ERR;
+	sqlite3_bind_text(q, 1, text, -1, SQLITE_STATIC);
+	rc = hd_step(s, q);
+	if (rc > 0)
+		*n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return rc < 0 ? HD_ERR : HD_OK;
+}
+
+int hd_filter_can_match(struct hd_source *s, const struct hd_filter *flt, const char **which,
+                        int64_t *functions)
+{
+	int64_t n = 1;
+	*which = NULL;
+	/* instr: a case-sensitive substring, as strstr in hd_stack_matches. */
+	if (flt->function &&
+	    count_matching(s, "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id "
+	                      "WHERE instr(f.function, ?1) > 0 "
+	                      "OR (m.path = '" HA_PY_MODULE "' AND instr(f.file, ?1) > 0)",
+	                   flt->function, &n) < 0)
+		return HD_ERR;
+	if (n == 0)
+		*which = "--function";
+	if (!*which && flt->module &&
+	    count_matching(s, "SELECT count(*) FROM modules WHERE instr(path, ?1) > 0", flt->module,
+	                   &n) < 0)
+		return HD_ERR;
+	if (!*which && n == 0)
+		*which = "--module";
+	if (!*which)
+		return 1;
+	if (count_matching(s, "SELECT count(DISTINCT function) FROM frames WHERE function <> ?1", "",
+	                   functions) < 0)
+		return HD_ERR;
+	return 0;
 }
 
 /* ------------------------------------------------------------ merging */
