@@ -39,9 +39,11 @@
 int cmd_find_agent(const struct options *o, char *out, size_t outlen)
 {
 	const char *cand = o->agent ? o->agent : getenv("HEAPATTACH_AGENT");
+	const char *from = o->agent ? "--agent" : "HEAPATTACH_AGENT";
 	char self[PATH_MAX], built[PATH_MAX + 64];
 
 	if (!cand || !*cand) {
+		from = NULL;
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 		cand = HA_PKGLIBDIR "/" HA_AGENT_SONAME;
 		if (n > 0) {
@@ -53,7 +55,13 @@ int cmd_find_agent(const struct options *o, char *out, size_t outlen)
 		}
 	}
 	if (!realpath(cand, out)) {
-		fprintf(stderr, "heapattach: agent not found: %s: %s\n", cand, strerror(errno));
+		/* Where it was looked for, and how to say where it is. */
+		if (from)
+			fprintf(stderr, "heapattach: agent not found: %s (from %s): %s\n", cand, from,
+			        strerror(errno));
+		else
+			fprintf(stderr, "heapattach: agent not found: %s: %s (not installed there: give "
+			        "its path with --agent PATH or HEAPATTACH_AGENT)\n", cand, strerror(errno));
 		return -1;
 	}
 	(void)outlen;
