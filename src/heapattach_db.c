@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "heapattach_int.h"
@@ -80,12 +81,37 @@ void db_open_start(struct db_open_job *j)
  * touched (the rest comes with the open): the file, or the directory a new
  * one goes to, must be there and writable, and no name of it (the file, its
  * -wal, its -shm) a symbolic link.  0, or -1 with err set. */
+/* Is dir on a pseudo filesystem, where access(2) may say a file could be
+ * made but none can (proc, sysfs and their kin)?  Its name, or NULL. */
+static const char *pseudo_fs(const char *dir)
+{
+	static const struct { unsigned long magic; const char *name; } fs[] = {
+		{ 0x9fa0, "proc" },          { 0x62656572, "sysfs" },   { 0x27e0eb, "cgroup" },
+		{ 0x63677270, "cgroup2" },   { 0x64626720, "debugfs" }, { 0x74726163, "tracefs" },
+		{ 0x73636673, "securityfs" }, { 0x6165676c, "pstore" },  { 0xcafe4a11, "bpf" },
+		{ 0x62656570, "configfs" },  { 0x1cd1, "devpts" },
+	};
+	struct statfs st;
+	if (statfs(dir, &st) != 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+		if ((unsigned long)st.f_type == fs[i].magic)
+			return fs[i].name;
+	return NULL;
+}
+
 int db_path_usable(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
+	const char *fs;
 
 	if (ha_db_path_check(path, err, errlen) < 0)
 		return -1;
+	snprintf(dir, sizeof dir, "%s", path);
+	if ((fs = pseudo_fs(dirname(dir)))) {
+		ha_err(err, errlen, "%s: on a %s filesystem, where no database can be made", path, fs);
+		return -1;
+	}
 	if (access(path, R_OK | W_OK) == 0)
 		return 0;
 	if (errno == ENOENT) {

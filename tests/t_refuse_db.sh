@@ -1,7 +1,8 @@
 #!/bin/bash
 # t_refuse_db: a database heapattach cannot write to -- a foreign SQLite
 # file, bytes that are no database, a heapattach database of a newer schema
-# version, a directory, a path in a missing directory -- is refused with one
+# version, a directory, a path in a missing directory, a path on proc or
+# sysfs -- is refused with one
 # line naming the file, exit 1, before the target is touched (no agent
 # mapped; the database is checked first even though a new one is created
 # alongside the attach), and the file is left byte-identical.
@@ -33,6 +34,13 @@ for f in foreign.db bytes.db newer.db dir.db nodir/x.db; do
 	fi
 done
 [ ! -e "$W/nodir" ] || fail "heapattach created the missing directory"
+# On proc and sysfs access(2) lets root "write" where no file can be made:
+# refused before the target is touched, not after the attach.
+for f in /proc/heapattach-test.db /sys/heapattach-test.db; do
+	run_ha -o "$f" "$pid"
+	check_refusal "filesystem, where no database can be made"
+	check_untouched "$pid"
+done
 send "$TFD" check
 wait_line "$TOUT" '^hooked='
 grep -qx 'hooked=0' "$TOUT" || fail "malloc's GOT slot was left patched"
