@@ -5,7 +5,8 @@
 # foreign SQLite database (rollback and WAL journal), random bytes, a
 # heapattach database of another schema version or format, a corrupt one;
 # and the run-time errors: no snapshots, a snapshot or session that does not
-# exist, a --function or --module filter that matches no frame of the file.  No root, no target.
+# exist, a --function or --module filter that matches no frame of the file,
+# another user's 0600 database ("Permission denied").  No root, no target.
 . "$(dirname "$0")/lib.sh"
 
 HD=$HA_BUILDDIR/src/heapdiff
@@ -124,6 +125,16 @@ refused heapdiff 'no snapshot 4 in DB \(snapshots 1\.\.3\)$' "$good" "$HD" "$goo
 refused heapdiff 'no snapshot 99999999999 in DB \(snapshots 1\.\.3\)$' "$good" "$HD" "$good" 99999999999 1
 refused heapdiff 'no session 7 in DB \(sessions 1\.\.1\)$' "$good" "$HD" --session 7 "$good" first last
 echo "ok: no snapshots, no such snapshot or session"
+
+# ---- another user's 0600 database: the system's word, not SQLite's
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	cp "$good" "$W/root600.db" && chmod 600 "$W/root600.db" && chmod 755 "$W" || fail "cp"
+	refused heapdiff 'Permission denied$' "$W/root600.db" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$HD" "$W/root600.db"
+	echo "ok: another user's database: Permission denied"
+else
+	log "not root: the unreadable database is not checked"
+fi
 
 # ---- a filter that matches no frame says so (not "no callstack changed")
 nf=$(sqlite3 "$good" "SELECT count(DISTINCT function) FROM frames WHERE function <> ''")

@@ -315,6 +315,12 @@ int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, 
 		ha_err(err, errlen, "%s: %s", path, strerror(EISDIR));
 		return -1;
 	}
+	/* Another user's file (a 0600 database of root's): the system's word
+	 * for it, not SQLite's "unable to open database file". */
+	if (exists && access(path, readonly ? R_OK : R_OK | W_OK) != 0) {
+		ha_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
 	if (!readonly && writable_path(path, exists, err, errlen) < 0)
 		return -1;
 	if (exists && st.st_size == 0 && readonly) {
