@@ -203,6 +203,22 @@ static int is_eval(const struct ha_pymerge *m, uint64_t pc, int i)
 	       (at >= m->eval[1][0] && at < m->eval[1][1]);
 }
 
+/* The pcs of frames f[from, to) onto out (*o of max used); -1 when out of
+ * memory: the sample is counted and stays native. */
+static int put_run(struct ha_pymerge *m, const struct ha_py_frame *f, uint32_t from, uint32_t to,
+                   uint64_t *out, int *o, int max)
+{
+	for (uint32_t j = from; j < to && *o < max; j++) {
+		uint64_t pc = frame_pc(m, &f[j]);
+		if (!pc) {
+			m->st.unmatched++;
+			return -1;
+		}
+		out[(*o)++] = pc;
+	}
+	return 0;
+}
+
 int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_cut,
                const struct ha_py_frame *f, uint32_t nf, uint32_t pyflags)
 {
@@ -210,7 +226,7 @@ int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_c
 	static uint32_t run_start[HA_PY_DEPTH_MAX + 1], run_end[HA_PY_DEPTH_MAX + 1];
 	static int evals[1024];
 	static uint64_t out[1024];
-	if (nf > HA_PY_DEPTH_MAX || n < 0 || max > 1024)
+	if (nf > HA_PY_DEPTH_MAX || n < 0 || max > 1024 || n > max)
 		return n;
 	m->st.samples++;
 	uint32_t runs = 0, start = 0;
@@ -249,28 +265,16 @@ int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_c
 	int k = 0, o = 0;
 	for (int i = 0; i < n && o < max; i++) {
 		if (k < (int)take && evals[k] == i) {
-			for (uint32_t j = run_start[k]; j < run_end[k] && o < max; j++) {
-				uint64_t pc = frame_pc(m, &f[j]);
-				if (!pc) {
-					m->st.unmatched++;
-					return n;
-				}
-				out[o++] = pc;
-			}
+			if (put_run(m, f, run_start[k], run_end[k], out, &o, max) < 0)
+				return n;
 			k++;
 			continue;
 		}
 		out[o++] = pcs[i];
 	}
 	for (uint32_t r = take; append && r < all && o < max; r++)
-		for (uint32_t j = run_start[r]; j < run_end[r] && o < max; j++) {
-			uint64_t pc = frame_pc(m, &f[j]);
-			if (!pc) {
-				m->st.unmatched++;
-				return n;
-			}
-			out[o++] = pc;
-		}
+		if (put_run(m, f, run_start[r], run_end[r], out, &o, max) < 0)
+			return n;
 	memcpy(pcs, out, (size_t)o * sizeof *pcs);
 	m->st.merged++;
 	return o;
