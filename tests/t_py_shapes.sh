@@ -42,7 +42,7 @@ require_all
 APP=$HA_SRCDIR/tests/targets/pyapp
 CACHE=$APP/cache.py
 
-for m in gen_blob through_generator async_blob through_async deep deep_bottom sqlite_create \
+for m in gen_blob through_generator async_blob through_async deep deep_bottom deep_loop sqlite_create \
 	sqlite_insert sqlite_select; do
 	v=$(line_of "$CACHE" "$m")
 	[ -n "$v" ] || fail "no line marked @$m in $CACHE"
@@ -152,7 +152,8 @@ function done(  j, c, l) { for (j in seen) { c++; if (j + 0 >= 60) l++ }; printf
 # at @deep_bottom, 300 deep, and every outer Python frame they show is
 # deep at @deep; other objects (3.10's frame objects, 3.12's 16 KiB chunks
 # of its frame stack) are made at @deep too, in a call, at any depth:
-# outside the deep frames, run of server.py.
+# outside the deep frames, run of server.py; the loop's ints (28 bytes,
+# past the small-int cache) at @deep_loop.
 # Prints "rows R bytes B frames MIN MAX" of the blobs' rows.
 CHECK_DEEP='
 function row(  k, f, d, blob) {
@@ -161,7 +162,8 @@ function row(  k, f, d, blob) {
 	if (!d) return
 	blob = ab / ac > 20033 * 0.98 && ab / ac < 20033 * 1.02
 	f = pi[1]
-	if (fn[f] != "deep" || fl[f] != cache || (ln[f] != l_bottom && (blob || ln[f] != l_deep)))
+	if (fn[f] != "deep" || fl[f] != cache ||
+	    (ln[f] != l_bottom && (blob || (ln[f] != l_deep && ln[f] != l_loop))))
 		bad(sprintf("leaf Python frame %s of objects of %.0f bytes, not deep at @deep_bottom %d", at(f), ab / ac, l_bottom))
 	for (k = 2; k <= np; k++)
 		if (fn[pi[k]] != "deep" || fl[pi[k]] != cache || ln[pi[k]] != l_deep) break
@@ -261,7 +263,7 @@ while read -r label py; do
 	[ "$late" = 20 ] || fail "$label: only $late of the 20 made_<j> named before the next one took their place were named with their blobs"
 
 	# Recursion past the caps.
-	rows "$db" "$s2" "$s3" | awk -v cache="$CACHE" -v l_bottom="$L_deep_bottom" -v l_deep="$L_deep" \
+	rows "$db" "$s2" "$s3" | awk -v cache="$CACHE" -v l_bottom="$L_deep_bottom" -v l_deep="$L_deep" -v l_loop="$L_deep_loop" \
 		"$ROWS_AWK $CHECK_DEEP" >"$W/$label.deep"
 	verdict "$label" "deep" "$W/$label.deep"
 	read -r _ drows _ dbytes _ dmin dmax <"$W/$label.deep"

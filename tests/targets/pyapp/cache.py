@@ -101,7 +101,7 @@ def exec_reuse():
 def deep(d, n, size):
     if d > 0:
         return deep(d - 1, n, size)  # @deep
-    for i in range(n):
+    for i in range(n):  # @deep_loop
         store.append(b"d" * size)  # @deep_bottom
     _kept[0] += n * size
 
