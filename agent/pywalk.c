@@ -84,6 +84,7 @@ uint32_t ha_pywalk(struct ha_py_frame *out, uint32_t max, uint32_t *flags)
 		f = word_at(f, c->cframe_current);
 	}
 	uint32_t n = 0, depth = c->depth_max < max || !out ? c->depth_max : max;
+	int run_open = 0; /* a frame recorded since the last run's end */
 	for (uint32_t steps = 0; f; steps++) {
 		if (!ptr_ok(f) || steps >= 4 * HA_PY_DEPTH_MAX) {
 			*flags |= HA_PY_F_INVALID;
@@ -91,9 +92,22 @@ uint32_t ha_pywalk(struct ha_py_frame *out, uint32_t max, uint32_t *flags)
 		}
 		if (c->frame_owner != HA_PY_NO_FIELD &&
 		    *(const uint8_t *)(uintptr_t)(f + c->frame_owner) == HA_PY_OWNER_CSTACK) {
-			/* The eval loop's shim frame: the run before it ends. */
-			if (n && out && n <= depth)
-				out[n - 1].lasti |= HA_PY_RUN_END;
+			/* The eval loop's shim frame: the run before it ends;
+			 * with no frame since the last, the run is empty (its
+			 * eval loop clearing the frame it returns from). */
+			if (run_open) {
+				if (out)
+					out[n - 1].lasti |= HA_PY_RUN_END;
+			} else {
+				if (n >= depth) {
+					*flags |= HA_PY_F_TRUNCATED;
+					break;
+				}
+				if (out)
+					out[n] = (struct ha_py_frame){ .lasti = HA_PY_RUN_END };
+				n++;
+			}
+			run_open = 0;
 			f = word_at(f, c->frame_back);
 			continue;
 		}
@@ -137,6 +151,7 @@ uint32_t ha_pywalk(struct ha_py_frame *out, uint32_t max, uint32_t *flags)
 			};
 		}
 		n++;
+		run_open = 1;
 		f = word_at(f, c->frame_back);
 	}
 	/* The outermost frame recorded ends its run when the chain ended

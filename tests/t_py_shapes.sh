@@ -25,6 +25,16 @@
 #   deep 300 600 20000  recursion past what the agent records (128 frames)
 #                     and past a stack's 128 pcs: the rows' Python frames
 #                     are deep at @deep_bottom, then deep at @deep only;
+#   raise 300000      a property that raises, called by hasattr from
+#                     _raise_once (@raise_call): from 3.12 the eval loop of
+#                     the property unlinks its frame before it clears it,
+#                     and the clear makes _raise_once's frame object, an
+#                     allocation of an eval loop with no Python frame left
+#                     (an empty run): that eval frame stays native, just
+#                     inside _raise_once (3.12: at least one such row; 3.10
+#                     and 3.11 clear the frame after the eval loop returned:
+#                     none); every Python frame inside _raise_once is the
+#                     property's (@raise_inside);
 #   sqlite 20000      a thread in sqlite3_step, the GIL released while the
 #                     main thread waits in join: every row through
 #                     sqlite3_step has the worker's _sqlite_work (at
@@ -43,7 +53,7 @@ APP=$HA_SRCDIR/tests/targets/pyapp
 CACHE=$APP/cache.py
 
 for m in gen_blob through_generator async_blob through_async deep deep_bottom deep_loop sqlite_create \
-	sqlite_insert sqlite_select; do
+	sqlite_insert sqlite_select raise_call raise_inside; do
 	v=$(line_of "$CACHE" "$m")
 	[ -n "$v" ] || fail "no line marked @$m in $CACHE"
 	printf -v "L_$m" '%s' "$v"
@@ -199,6 +209,36 @@ function row(  k, s, p, boot) {
 function done() { printf "rows %d bytes %.0f\n", rows, bytes }
 '
 
+# raise: rows through _raise_once; prints "rows R empty E" (E: those with
+# a native eval frame kept just inside _raise_once, an empty run).
+CHECK_RAISE='
+function row(  k, r, e, i) {
+	r = 0
+	for (k = 1; k <= np; k++) if (fn[pi[k]] == "_raise_once") { r = pi[k]; break }
+	if (!r) return
+	rows++
+	if (fl[r] != cache || ln[r] != l_call) bad("_raise_once at " fl[r] ":" ln[r] ", not @raise_call " l_call)
+	for (i = 1; i < k; i++)
+		if (fn[pi[i]] !~ /(^|\.)value$/ || fl[pi[i]] != cache || ln[pi[i]] != l_inside)
+			bad("inside _raise_once: " at(pi[i]) ", not the property at @raise_inside " l_inside)
+	e = 0
+	for (i = r - 1; i >= 1 && md[i] != "py"; i--) if (fn[i] == "_PyEval_EvalFrameDefault") e = 1
+	if (e && k > 1) bad("an eval frame kept native inside the property'"'"'s frames")
+	empty += e
+}
+function done() { printf "rows %d empty %d\n", rows, empty }
+'
+
+# left_native DB: up to 3 stacks that kept a native eval frame, one line
+# each, leaf first (what to look at when samples were left native).
+left_native() {
+	sqlite3 "$1" "SELECT sf.stack_id, group_concat(f.function || ':' || f.line, ' < ')
+	  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+	 WHERE sf.stack_id IN (SELECT sf2.stack_id FROM stack_frames sf2 JOIN frames f2 ON f2.id = sf2.frame_id
+	                        WHERE f2.function = '_PyEval_EvalFrameDefault' LIMIT 3)
+	 GROUP BY sf.stack_id" | cut -c1-2000 | sed 's/^/    /'
+}
+
 # verdict LABEL WHAT FILE: the check's BAD lines fail the test.
 verdict() {
 	if grep -q '^BAD' "$3"; then
@@ -228,6 +268,8 @@ while read -r label py; do
 	py_snap "$db"; s3=$SNAP
 	target_cmd "sqlite 20000"
 	py_snap "$db"; s4=$SNAP
+	target_cmd "raise 300000"
+	py_snap "$db"; s5=$SNAP
 	target_cmd reuse
 	reuse=$(grep '^done reuse ' "$TOUT" | tail -n 1)
 	detach_by_signal INT "$pid"
@@ -238,7 +280,8 @@ while read -r label py; do
 	log "$label: $summary"
 	case $summary in
 	*" 0 left native "*) ;;
-	*) fail "$label: samples with Python frames were left native: $summary" ;;
+	*) left_native "$db"
+		fail "$label: samples with Python frames were left native: $summary (stacks with an eval frame above)" ;;
 	esac
 
 	# Generators and coroutines.
@@ -280,6 +323,18 @@ while read -r label py; do
 	log "$label: sqlite: $srows rows through sqlite3_step, $sbytes bytes allocated, each under the worker's _sqlite_work"
 	[ "$srows" -ge 2 ] && [ "$sbytes" -ge 1000000 ] ||
 		fail "$label: too little through sqlite3_step ($srows rows, $sbytes bytes): is sqlite3_step named?"
+
+	# An eval loop whose frames are gone.
+	rows "$db" "$s4" "$s5" | awk -v cache="$CACHE" -v l_call="$L_raise_call" -v l_inside="$L_raise_inside" \
+		"$ROWS_AWK $CHECK_RAISE" >"$W/$label.raise"
+	verdict "$label" "raise" "$W/$label.raise"
+	read -r _ rrows _ rempty <"$W/$label.raise"
+	log "$label: raise: $rrows rows through _raise_once, $rempty with the empty run's eval frame kept"
+	[ "$rrows" -ge 2 ] || fail "$label: too few rows through _raise_once ($rrows)"
+	case $label in
+	3.1[0-1] | debian-3.11) [ "$rempty" = 0 ] || fail "$label: an eval frame kept inside _raise_once, where the frame is cleared after the eval loop" ;;
+	*) [ "$rempty" -ge 1 ] || fail "$label: no row with the empty run's eval frame (the caller's frame object made as the property's frame is cleared)" ;;
+	esac
 	checked+=" $label"
 done <<<"$PYS"
 log "checked:$checked"

@@ -22,7 +22,7 @@
 #include "ha_py.h"
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 12u
+#define HA_PROTO_VERSION 13u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"

@@ -29,7 +29,8 @@
  *       _PyInterpreterFrame.previous, f_code, prev_instr (a pointer into
  *       the code object at code_code_adaptive); 3.11: is_entry closes a
  *       run; 3.12: a frame owned by the C stack (owner == 3, the eval
- *       loop's shim frame) closes the run before it and is not recorded.
+ *       loop's shim frame) closes the run before it and is not recorded
+ *       (an empty run is: see struct ha_py_frame).
  *   HA_PY_CHAIN_DIRECT (3.13+): tstate->current_frame, f_executable
  *       (checked to be a code object), instr_ptr, owner as in 3.12.
  */
@@ -90,7 +91,16 @@ struct ha_py_walk {
 /* One Python frame, innermost first.  lasti: the instruction's offset in
  * bytes from the start of the code (what PyCode_Addr2Line takes), with
  * HA_PY_RUN_END set on the last frame of a run (the one its eval loop was
- * entered with). */
+ * entered with).
+ *
+ * code 0 (lasti HA_PY_RUN_END, the rest 0): an empty run, an eval loop
+ * with no Python frame of its own on the chain.  3.11 and later unlink a
+ * returning frame before they clear it (GH-99729), so an allocation made
+ * by that clear (a frame object made for the caller when a traceback
+ * holds the dying frame, a finalizer's) comes from an eval loop whose
+ * frames are all gone; from 3.12 its shim frame is still there and says
+ * so (two shims in a row, or a shim first).  (3.11 clears an entry
+ * frame in _PyEval_Vector, after its eval loop returned.) */
 #define HA_PY_RUN_END 0x80000000u
 struct ha_py_frame {
 	uint64_t code;            /* PyCodeObject *                            */

@@ -203,12 +203,15 @@ static int is_eval(const struct ha_pymerge *m, uint64_t pc, int i)
 	       (at >= m->eval[1][0] && at < m->eval[1][1]);
 }
 
-/* The pcs of frames f[from, to) onto out (*o of max used); -1 when out of
- * memory: the sample is counted and stays native. */
+/* The pcs of frames f[from, to) onto out (*o of max used; an empty run's
+ * mark puts none); -1 when out of memory: the sample is counted and stays
+ * native. */
 static int put_run(struct ha_pymerge *m, const struct ha_py_frame *f, uint32_t from, uint32_t to,
                    uint64_t *out, int *o, int max)
 {
 	for (uint32_t j = from; j < to && *o < max; j++) {
+		if (!f[j].code)
+			continue;
 		uint64_t pc = frame_pc(m, &f[j]);
 		if (!pc) {
 			m->st.unmatched++;
@@ -265,10 +268,12 @@ int ha_pymerge(struct ha_pymerge *m, uint64_t *pcs, int n, int max, int native_c
 	int k = 0, o = 0;
 	for (int i = 0; i < n && o < max; i++) {
 		if (k < (int)take && evals[k] == i) {
+			int o0 = o;
 			if (put_run(m, f, run_start[k], run_end[k], out, &o, max) < 0)
 				return n;
 			k++;
-			continue;
+			if (o > o0)
+				continue; /* an empty run keeps its eval frame */
 		}
 		out[o++] = pcs[i];
 	}

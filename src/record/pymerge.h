@@ -10,8 +10,13 @@
  * (HA_WMSG_PYFRAME), before any stack that holds it, and the writer
  * stores it as a frame of module "py".
  *
- * When the counts do not agree the native frames are kept as they are and
- * the sample is counted (py_unmatched): never merged wrongly.  Where one
+ * An empty run (a frame of code 0, ha_py.h: an eval loop whose frames
+ * are gone, clearing the one it returns from; 3.12 and later) puts nothing
+ * in place of its eval frame, which stays as it is: the allocation came
+ * from the eval loop itself.
+ *
+ * When the counts do not agree the native frames are kept as
+ * they are and the sample is counted (py_unmatched).  Where one
  * side was cut (the stack copy at its cap, or the Python walk at its
  * depth), the runs that can be matched from the inside are, and what is
  * left over is kept: further Python runs go outside the last native frame

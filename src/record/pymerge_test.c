@@ -147,6 +147,16 @@ int main(void)
 	drain(&q);
 	EXPECT(n == 2 && edge[0] == 0x6000 && strcmp(name_of(edge[1]), "f7") == 0,
 	       "return addresses checked at their call");
+
+	/* 3.12 shape, an empty run marked (an eval loop clearing the frame it
+	 * returns from): its eval frame stays, the other runs in place. */
+	struct ha_py_frame em[3] = { { 0, 0, HA_PY_RUN_END, 0 }, fr(1, 4, 0), fr(2, 8, 1) };
+	uint64_t empty[8] = { 0x100, EV, 0x300, EV, 0x400 };
+	n = ha_pymerge(&m, empty, 5, 8, 0, em, 3, 0);
+	EXPECT(n == 6 && empty[1] == EV && empty[2] == 0x300 && strcmp(name_of(empty[3]), "f1") == 0 &&
+	       strcmp(name_of(empty[4]), "f2") == 0 && empty[5] == 0x400 && m.st.unmatched == 1,
+	       "empty run marked: its eval frame kept");
+
 	ha_pymerge_free(&m);
-	return UNIT_RESULT("pymerge: runs, mismatches, cuts, cache, gone code objects");
+	return UNIT_RESULT("pymerge: runs, mismatches, cuts, cache, gone code objects, empty runs");
 }

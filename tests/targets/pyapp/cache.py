@@ -124,5 +124,28 @@ def sqlite_thread(n):
     return out
 
 
+class _Raising:
+    @property
+    def value(self):
+        raise AttributeError("none")  # @raise_inside
+
+
+def _raise_once(r):
+    return hasattr(r, "value")  # @raise_call
+
+
+def through_raise(n):
+    """A Python function called from C (a property, by hasattr) that
+    raises, n times: from 3.12 the eval loop unlinks the raising frame
+    before it clears it, and the clear makes the caller's frame object (the
+    traceback holds the dying frame): an allocation by an eval loop with no
+    Python frame of its own left."""
+    r = _Raising()
+    found = 0
+    for _ in range(n):
+        found += _raise_once(r)
+    return found
+
+
 def kept_bytes():
     return _kept[0]

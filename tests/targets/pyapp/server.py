@@ -57,6 +57,8 @@ def run(cmd):
         cache.through_exec(int(cmd[1]), int(cmd[2]), int(cmd[3]))
     elif cmd[0] == "deep":
         cache.deep(int(cmd[1]), int(cmd[2]), int(cmd[3]))
+    elif cmd[0] == "raise":
+        cache.through_raise(int(cmd[1]))
     elif cmd[0] == "sqlite":
         cache.sqlite_thread(int(cmd[1]))
     elif cmd[0] == "here":
