@@ -12,8 +12,9 @@
 
 /* --python MODE: what a CPython target's sessions record. */
 enum ha_python_mode {
-	HA_PYTHON_ALL = 0,      /* Python frames and small objects (the default) */
-	HA_PYTHON_FRAMES = 1,   /* Python frames; no wrap of CPython's allocators */
+	HA_PYTHON_FRAMES = 0,   /* Python frames; small objects as pymalloc's
+	                         * arenas, no wrap (the default: no cost) */
+	HA_PYTHON_ALL = 1,      /* Python frames and each small object */
 	HA_PYTHON_OFF = 2,      /* native stacks only (--no-python) */
 };
 

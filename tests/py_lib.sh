@@ -56,7 +56,7 @@ py_snap() {
 
 # py_attach_app LABEL PYTHON DB [heapattach options]: tests/targets/pyapp's
 # server.py started under PYTHON and attached (-v -q, the options given);
-# unless --no-python or --python off/frames, the wrap of pymalloc awaited (the main thread runs
+# with --python all, the wrap of pymalloc awaited (the main thread runs
 # Python for "small 1").  Sets pid (and what start_cmd and start_ha set).
 py_attach_app() {
 	local label=$1 py=$2 db=$3
@@ -69,8 +69,7 @@ py_attach_app() {
 	wait_ready "$pid" "$(comm_of "$pid")"
 	target_cmd "small 1"
 	case " $* " in
-	*" --no-python "* | *" --python off "* | *" --python frames "*) ;;
-	*) wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
+	*" --python all "*) wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
 		fail "$label: the wrap of pymalloc is not on: $(grep -i python "$HA_ERR" | tail -n 1)" ;;
 	esac
 }

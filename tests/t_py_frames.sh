@@ -57,7 +57,7 @@ while read -r label py prefix; do
 	[ -n "$label" ] || continue
 	log "== $label: $py"
 	db=$W/$label.db
-	py_attach_app "$label" "$py" "$db" -i 64K
+	py_attach_app "$label" "$py" "$db" -i 64K --python all
 	grep -q "^heapattach: Python 3\.[0-9]* (.*): Python frames in every stack$" "$HA_ERR" ||
 		fail "$label: heapattach did not find its CPython: $(grep -i python "$HA_ERR")"
 	snapshot_now "$db"

@@ -254,7 +254,7 @@ while read -r label py; do
 	db=$W/$label.db
 	# --block: no sample dropped, when the ring fills with 3.10's deep
 	# stacks (a C frame of the eval loop a Python call).
-	py_attach_app "$label" "$py" "$db" -i 64K --block
+	py_attach_app "$label" "$py" "$db" -i 64K --block --python all
 	py_snap "$db"; s0=$SNAP
 	target_cmd "gen 1200 20000"
 	py_snap "$db"; s1=$SNAP

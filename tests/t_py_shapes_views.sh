@@ -58,7 +58,7 @@ L_HERE=$(line_of "$SERVER" here)
 
 # ------------------------------------------------------------ the views
 db=$W/views.db
-py_attach_app views "$PY" "$db" -i 64K --block
+py_attach_app views "$PY" "$db" -i 64K --block --python all
 py_snap "$db"; a=$SNAP
 target_cmd "grow 200 100000"
 target_cmd "small 20000"
@@ -250,7 +250,7 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 # address, a heap that spans two 64 MiB regions has its blobs' samples and
 # frees in two rings, booked one ring after the other: the total the peak
 # follows then never holds both halves at once.)
-start_ha -v -q -i 64K --block --rings 1 -o "$db" "$pid"
+start_ha -v -q -i 64K --block --rings 1 --python all -o "$db" "$pid"
 wait_ready "$pid" "$(comm_of "$pid")"
 target_cmd "wrap"
 wait_for 10 'grep -q "^heapattach: Python frames and small objects on$" "$HA_ERR"' ||
@@ -307,33 +307,38 @@ got=$(heapdiff_rows "$W/nopy.txt" | head -n 1 | cut -d' ' -f1)
 log "--no-python: the top row holds $got bytes (kept 20000000), native frames only"
 within 25 "$got" 20000000 || fail "--no-python: the top row holds $got bytes, the program kept 20000000"
 
-# ------------------------------------------------------------ --python frames
-# Python frames without the wrap: the large objects named as by default,
-# the small ones seen only as pymalloc's arenas (few mappings, not the
-# objects), no wrap said on, and the record saying so.
+# ------------------------------------------------------------ the default
+# Python frames without the wrap (--python frames, the default): the large
+# objects named as with it, the small ones seen only as pymalloc's arenas
+# (few mappings, not the objects, booked to remember_small, the only code
+# allocating then: within 50% of what it kept), no wrap said on, and the
+# record saying so.
 db=$W/frames.db
-py_attach_app frames "$PY" "$db" -i 64K --block --python frames
+py_attach_app frames "$PY" "$db" -i 64K --block
 py_snap "$db"; a=$SNAP
 target_cmd "grow 200 100000"
-target_cmd "small 20000"
+target_cmd "small 40000"
+small=$(sed -n 's/^done small kept [0-9]* added \([0-9]*\)$/\1/p' "$TOUT" | tail -n 1)
 py_snap "$db"; b=$SNAP
 detach_by_signal INT "$pid"
 send "$TFD" quit
-wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "--python frames: python exited $RC after the detach"
+wait_exit "$pid" 10 && [ "$RC" = 0 ] || fail "default: python exited $RC after the detach"
 grep -q "^heapattach: Python 3\.11 (.*): Python frames in every stack$" "$HA_ERR" ||
-	fail "--python frames: no Python frames said on"
-! grep -q "small objects" "$HA_ERR" || fail "--python frames: the wrap said: $(grep 'small objects' "$HA_ERR")"
+	fail "default: no Python frames said on"
+! grep -q "small objects on\|small objects: waiting" "$HA_ERR" || fail "default: the wrap said: $(grep 'small objects' "$HA_ERR")"
 rec=$(sqlite3 "$db" "SELECT python FROM sessions ORDER BY id DESC LIMIT 1")
-log "--python frames: sessions.python: $rec"
-[[ $rec == "Python 3.11 (/usr/bin/python3.11): "*"; frames on" ]] || fail "--python frames: the session record says '$rec'"
+log "default: sessions.python: $rec"
+[[ $rec == "Python 3.11 (/usr/bin/python3.11): "*"; frames on; small objects as pymalloc's arenas" ]] ||
+	fail "default: the session record says '$rec'"
 hd --bytes -n 0 "$db" "$a" "$b" >"$W/frames.txt"
 grep -q "^ *make_blob  $APP/cache.py:$L_BLOB  \[py\]$" "$W/frames.txt" ||
-	fail "--python frames: no make_blob frame at its line"
-objs=$(awk '
-	/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+$/ { o = $2; hit = 0; next }
-	/^ +remember_small  .*\[py\]$/ && !hit { n += o; hit = 1 }
-	END { print n + 0 }' "$W/frames.txt")
-log "--python frames: objects allocated under remember_small: $objs (the program made 20000 entries)"
-[ "$objs" -lt 2000 ] || fail "--python frames: $objs objects under remember_small: small objects were sampled one by one"
+	fail "default: no make_blob frame at its line"
+read -r objs arena <<<"$(awk '
+	/^ *[-+]?[0-9]+ +[-+]?[0-9]+ +stack [0-9]+( \(mmap\))?$/ { b = $1; o = $2; hit = 0; next }
+	/^ +remember_small  .*\[py\]$/ && !hit { n += o; s += b; hit = 1 }
+	END { print n + 0, s + 0 }' "$W/frames.txt")"
+log "default: under remember_small: $objs objects allocated (the program made 40000 entries), $arena bytes (it kept $small)"
+[ "$objs" -lt 4000 ] || fail "default: $objs objects under remember_small: small objects were sampled one by one"
+within 50 "$arena" "$small" || fail "default: remember_small's rows hold $arena bytes (its arenas), it kept $small"
 echo "ok"
 

@@ -299,5 +299,5 @@ const char *ha_py_wrap_words(uint32_t state)
 	case HA_PYW_FAILED:
 		return "frames on; small objects not sampled (the allocator could not be wrapped)";
 	}
-	return "frames on";
+	return "frames on; small objects as pymalloc's arenas";
 }
