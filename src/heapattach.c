@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "debuginfod_get.h"
 #include "heapattach_int.h"
 #include "agent_file.h"
 #include "pf_events.h"
@@ -60,9 +61,11 @@ int main(int argc, char **argv)
 	if (ha_parse_args(argc, argv, &o))
 		return EXIT_USAGE;
 	ha_background_nice = (int)o.nice; /* before the threads that use it exist */
-	/* Symbolization never goes to the network (libdw would ask debuginfod
-	 * servers); set once here, before any thread exists. */
-	unsetenv("DEBUGINFOD_URLS");
+	/* debuginfod's cache beside ours (unless DEBUGINFOD_CACHE_PATH is set):
+	 * the environment is changed here, before any thread exists.  The
+	 * symbolizer never waits on the network: a fetcher thread asks the
+	 * servers (debuginfod_fetch.h). */
+	ha_debuginfod_setup();
 	/* The symbolizer holds a descriptor for each file the target maps,
 	 * and --rss one for each page-fault event. */
 	ha_raise_fd_limit();

@@ -70,6 +70,9 @@ static void usage(FILE *f)
 	        "                        dropping samples (drops are counted either way)\n"
 	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
 	        "                        attacher has unwound before is named, not copied\n"
+	        "      --no-debuginfod   do not fetch the debug files of modules without one\n"
+	        "                        from DEBUGINFOD_URLS' servers (by default a thread\n"
+	        "                        of its own does, 30 s at most each, when it is set)\n"
 	        "      --python MODE     on a CPython target: frames (the default: Python\n"
 	        "                        frames, function  file.py:LINE, in every stack; small\n"
 	        "                        objects seen as pymalloc's arenas), all (each small\n"
@@ -176,7 +179,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
 	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
@@ -185,6 +188,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "block", no_argument, NULL, OPT_BLOCK },
 		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -277,6 +281,9 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_SREFS:
 			o->no_stack_refs = 1;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			o->no_debuginfod = 1;
 			break;
 		case OPT_NO_PYTHON:
 			o->python = HA_PYTHON_OFF;

@@ -30,6 +30,7 @@ struct options {
 	uint64_t stack_bytes;
 	int block;
 	int no_stack_refs;      /* --no-stack-refs */
+	int no_debuginfod;      /* --no-debuginfod */
 	int python;             /* --python MODE: enum ha_python_mode */
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;

@@ -30,6 +30,7 @@
 #include "py_detect.h"
 
 struct ha_collector;
+struct ha_fetcher;
 struct ha_counters;
 struct ha_db;
 struct ha_db_session;
@@ -137,5 +138,9 @@ struct ha_pf *cmd_open_rss(const struct options *o, pid_t pid);
 int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_session *s,
                 struct cmd_python *py, int sigfd, struct db_open_job *dbj, const char *dbname,
                 struct ha_pf *pf);
+
+/* The debuginfod fetcher of this session (debuginfod_fetch.h), for the
+ * status line; NULL: none.  The main thread's. */
+extern struct ha_fetcher *cmd_fetcher;
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "debuginfod_fetch.h"
 #include "heapattach_int.h"
 #include "collector.h"
 #include "db_write.h"
@@ -137,6 +138,12 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 		fprintf(stderr, "heapattach: %s\n", coll.err);
 	/* The files the symbols come from, opened now, while the open of the
 	 * database goes on: a target that exits before then is still named. */
+	struct ha_fetcher *fetch = o->no_debuginfod ? NULL : ha_fetcher_start(30.0, o->verbose);
+	if (fetch) {
+		writer.on_missing = ha_fetcher_want;
+		writer.missing_ctx = fetch;
+	}
+	cmd_fetcher = fetch;
 	if (!coll_failed)
 		ha_writer_prepare(&writer);
 	int db_failed = db_open_finish(dbj);
@@ -156,6 +163,8 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 		if (!coll_failed)
 			ha_collector_stop(&coll, "detach");
 		ha_writer_discard(&writer);
+		cmd_fetcher = NULL;
+		ha_fetcher_stop(fetch);
 		ha_pf_close(coll.pf);
 		dbj->db = writer.db;
 		db_open_abandon(dbj);
@@ -177,6 +186,8 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	                                                   : "detach");
 	cmd_py_note(py, &coll, &writer);
 	ha_writer_finish(&writer, ha_unix_now());
+	cmd_fetcher = NULL;
+	ha_fetcher_stop(fetch);
 	cmd_live_end(&live_q, live);
 	cmd_print_summary(o, s, &coll, &writer, &info, dbname);
 	/* The target is detached and the database complete: only the

@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "debuginfod_fetch.h"
 #include "heapattach_int.h"
 #include "collector.h"
 #include "db_write.h"
@@ -29,6 +30,8 @@
 /* One status line, rewritten in place on a terminal: the counters, then
  * what the live model says (the live heap since attach and the top growing
  * function), cut to the terminal's width so that it stays one line. */
+struct ha_fetcher *cmd_fetcher;
+
 void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
                       uint64_t *last_samples, struct ha_live *live, struct ha_push *push)
 {
@@ -49,6 +52,14 @@ void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
 	}
 	if (live)
 		ha_live_status(live, what, sizeof what);
+	/* A debug file that takes long to come: what is fetched, so far. */
+	struct ha_fetch_status fs;
+	ha_fetcher_status(cmd_fetcher, &fs);
+	if (fs.busy_s >= 1.0) {
+		size_t k = strlen(what);
+		snprintf(what + k, sizeof what - k, "%sdebuginfod: %s for %.0f s (%u of %u)",
+		         k ? ", " : "", fs.current, fs.busy_s, fs.done + 1, fs.wanted);
+	}
 	/* What the heap does first: on a narrow terminal the counters are
 	 * what is cut. */
 	int n = snprintf(line, sizeof line, "heapattach: %s%s%llu samples (%llu/s), %llu stacks, "

@@ -35,8 +35,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfod_get.h"
+#include "late_names.h"
 #include "push.h"
 #include "render.h"
+
+/* A debug file fetched for heapdiff: at most this long each, unless
+ * DEBUGINFOD_MAXTIME says otherwise. */
+#define LATE_TIMEOUT_S 30.0
 
 #ifndef HA_VERSION
 #define HA_VERSION "0"
@@ -86,7 +92,20 @@ struct options {
 	struct ha_push_conf push;  /* --push and its options; nurls 0: none */
 	int push_options;          /* one of its options was given */
 	const char *report_opt;    /* an option of a report (refused with --push) */
+	char *debug_dirs;          /* --debug-dir's, ':'-joined */
+	int no_debuginfod;
 };
+
+/* Names for the frames a session left unnamed (late_names.h), for every
+ * database opened; what stays unnamed is told at the exit. */
+static struct hd_late *late;
+
+static void tell_late(void)
+{
+	hd_late_tell(late, stderr);
+	hd_late_free(late);
+	late = NULL;
+}
 
 static void usage(FILE *f)
 {
@@ -139,6 +158,13 @@ static void usage(FILE *f)
 	        "      --all-frames      keep the allocator's and C++ runtime's frames\n"
 	        "                        (folded by default)\n"
 	        "      --bytes           exact byte counts instead of KiB/MiB/GiB\n"
+	        "      --debug-dir DIR   name the frames the session could not with the debug\n"
+	        "                        files in DIR (a .build-id tree, or NAME.debug beside\n"
+	        "                        a module's name); may be repeated.  Also looked in:\n"
+	        "                        HEAPATTACH_DEBUG_DIR, /usr/lib/debug, and the servers\n"
+	        "                        of DEBUGINFOD_URLS\n"
+	        "      --no-debuginfod   do not ask DEBUGINFOD_URLS' servers (their cache is\n"
+	        "                        still read)\n"
 	        "      --push URL        instead of a report, send the snapshots from A to B\n"
 	        "                        (DB alone: first to last; DB B: B only; with --peak:\n"
 	        "                        the peak) as pprof heap profiles to the Pyroscope (or\n"
@@ -287,7 +313,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
 	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES, O_PUSH, O_APP, O_LABEL, O_PUSH_HEADER,
-	       O_PUSH_CACERT, O_PUSH_TIMEOUT };
+	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "format", required_argument, NULL, 'f' },
@@ -310,6 +336,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "push-header", required_argument, NULL, O_PUSH_HEADER },
 		{ "push-cacert", required_argument, NULL, O_PUSH_CACERT },
 		{ "push-timeout", required_argument, NULL, O_PUSH_TIMEOUT },
+		{ "debug-dir", required_argument, NULL, O_DEBUG_DIR },
+		{ "no-debuginfod", no_argument, NULL, O_NO_DEBUGINFOD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -367,6 +395,16 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_MIN_BYTES: o->flt.min_bytes = (double)parse_long(optarg, "--min-bytes", 0); break;
 		case O_ALL_FRAMES: o->flt.all_frames = 1; break;
 		case O_BYTES: o->exact_bytes = 1; break;
+		case O_DEBUG_DIR: {
+			if (optarg[0] != '/' || strchr(optarg, ':'))
+				usage_error("--debug-dir wants an absolute directory without ':', not '%s'",
+				            optarg);
+			size_t had = o->debug_dirs ? strlen(o->debug_dirs) : 0;
+			o->debug_dirs = hd_xrealloc(o->debug_dirs, had + strlen(optarg) + 2);
+			(void)sprintf(o->debug_dirs + had, "%s%s", had ? ":" : "", optarg);
+			break;
+		}
+		case O_NO_DEBUGINFOD: o->no_debuginfod = 1; break;
 		case 'h': usage(stdout); exit(EXIT_OK);
 		case 'V': printf("heapdiff (heapattach) %s\n", HA_VERSION); exit(EXIT_OK);
 		case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -446,6 +484,7 @@ static struct hd_source *source_for(struct hd_source src[2], int *nsrc, const ch
 			return &src[i];
 	}
 	check(hd_source_open(&src[*nsrc], path, *nsrc, &err));
+	src[*nsrc].late = late;
 	return &src[(*nsrc)++];
 }
 
@@ -568,6 +607,16 @@ int main(int argc, char **argv)
 	FILE *out;
 
 	parse_args(argc, argv, &o);
+	ha_debuginfod_setup();
+	{
+		const char *max = getenv("DEBUGINFOD_MAXTIME");
+		double t = max ? strtod(max, NULL) : 0;
+		late = hd_late_new(o.debug_dirs, !o.no_debuginfod, t > 0 ? t : LATE_TIMEOUT_S);
+		free(o.debug_dirs); /* (copied) */
+		o.debug_dirs = NULL;
+		if (atexit(tell_late) != 0)
+			tell_late();
+	}
 	/* Refused before any work (open_output checks again, harmlessly). */
 	if (o.format == HD_PPROF && !o.output && isatty(STDOUT_FILENO))
 		usage_error("--format pprof writes gzipped binary data: redirect it or use -o FILE");

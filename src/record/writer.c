@@ -318,6 +318,8 @@ void ha_writer_prepare(struct ha_writer *w)
 	w->sym = ha_symbolizer_new(w->pid, err, sizeof err);
 	if (!w->sym && ha_proc_alive(w->pid))
 		snprintf(w->sym_err, sizeof w->sym_err, "%s", err);
+	if (w->on_missing)
+		ha_symbolizer_on_missing(w->sym, w->on_missing, w->missing_ctx);
 	pid_t own = w->own_pid ? w->own_pid : w->pid;
 	w->perfmap = ha_perfmap_new(w->pid, own);
 	w->jitdump = ha_jitdump_new(w->pid, own);

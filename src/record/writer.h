@@ -72,6 +72,11 @@ struct ha_writer {
 	                               * --push, after the push threads' readers,
 	                               * so that the last to close the WAL file,
 	                               * which removes it, is still the writer) */
+	/* Told of each module of code the symbolizer found no debug file for
+	 * (symbolize.h, ha_symbolizer_on_missing): heapattach's debuginfod
+	 * fetcher; NULL: nobody. */
+	void (*on_missing)(void *ctx, const char *module, const unsigned char *id, int len);
+	void *missing_ctx;
 	int64_t session_id;
 	struct ha_queue inbox;
 	pthread_t thread;

@@ -44,6 +44,8 @@ struct hd_source {
 	int index;                 /* 0 or 1: which operand opened it */
 	int has_rss;               /* the --rss columns of schema version 5 */
 	int has_host;              /* sessions.hostname, schema version 6 */
+	struct hd_late *late;      /* names for frames the session left unnamed
+	                            * (late_names.h); NULL: none sought */
 };
 
 struct hd_snap {

@@ -8,7 +8,9 @@
  * value read is checked (types, ranges, finite numbers) before use. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "alloc_frame.h"
 #include "db.h"
+#include "late_names.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -372,6 +374,45 @@ int hd_session_rss(struct hd_source *s, int64_t session, int64_t *out, char *why
 
 /* ------------------------------------------------------------ stacks */
 
+/* The frames the session left unnamed, named now where a debug file can
+ * be had (late_names.h): each replaced by its inline chain.  Whether the
+ * leaf's pc was a return address is not recorded: all are taken as one
+ * (the leaf is the allocator's caller's return address unless the agent's
+ * frames were not skipped), the call before it named. */
+static void name_late(struct hd_late *l, struct hd_stack *st)
+{
+	struct ha_sym_frame chain[32];
+	for (int i = 0; i < st->n; i++) {
+		struct hd_frame *f = &st->f[i];
+		if (f->function[0] || !f->build_id[0] || strcmp(f->module, HA_PY_MODULE) == 0)
+			continue;
+		int k = hd_late_name(l, f->module, f->build_id, f->rel_pc, 1, chain, 32);
+		if (k <= 0 || st->n + k - 1 > HD_MAX_FRAMES)
+			continue;
+		struct hd_frame was = *f;
+		if (k > 1) {
+			st->f = hd_xrealloc(st->f, (size_t)(st->n + k - 1) * sizeof *st->f);
+			memmove(&st->f[i + k], &st->f[i + 1], (size_t)(st->n - i - 1) * sizeof *st->f);
+			st->n += k - 1;
+		}
+		for (int j = 0; j < k; j++) {
+			struct hd_frame *g = &st->f[i + j];
+			*g = was;
+			g->function = hd_xstrdup(chain[j].function);
+			g->file = hd_xstrdup(chain[j].file);
+			g->line = chain[j].line;
+			g->inlined = j < k - 1 ? 1 : was.inlined;
+			if (j > 0) {
+				g->module = hd_xstrdup(was.module);
+				g->build_id = hd_xstrdup(was.build_id);
+			}
+		}
+		free(was.function);
+		free(was.file);
+		i += k - 1;
+	}
+}
+
 int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 {
 	char key[32];
@@ -414,6 +455,8 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 		free_stack(st);
 		return HD_ERR;
 	}
+	if (s->late)
+		name_late(s->late, st);
 	hd_map_put(s->stacks, key, st);
 	*out = st;
 	return HD_OK;

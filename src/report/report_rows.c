@@ -77,6 +77,12 @@ int hd_filter_can_match(struct hd_source *s, const struct hd_filter *flt, const 
 	                      "OR (m.path = '" HA_PY_MODULE "' AND instr(f.file, ?1) > 0)",
 	                   flt->function, &n) < 0)
 		return HD_ERR;
+	/* Frames the session left unnamed may be named now (late_names.h):
+	 * the filter is then tried on the rows, not refused here. */
+	if (n == 0 && s->late &&
+	    count_matching(s, "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id "
+	                      "WHERE f.function = ?1 AND m.build_id <> ''", "", &n) < 0)
+		return HD_ERR;
 	if (n == 0)
 		*which = "--function";
 	if (!*which && flt->module &&

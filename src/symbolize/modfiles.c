@@ -11,11 +11,12 @@
  * target's rights, O_NONBLOCK, a regular file only), the module's own file
  * preferably through /proc/PID/map_files (the mapped inode itself,
  * whatever became of its path).  The build-id lookup in our own
- * directories stays libdwfl's (dwfl_build_id_find_debuginfo): it searches
- * only the absolute directories of the debuginfo path (/usr/lib/debug,
- * after those of HEAPATTACH_DEBUG_DIR, which whoever runs heapattach
- * chose), which the target cannot write, and validates what it finds by
- * build-id.  A target in a container has a /usr/lib/debug of its own,
+ * directories (debugfind.h) searches only absolute directories
+ * (/usr/lib/debug, after those of HEAPATTACH_DEBUG_DIR, which whoever runs
+ * heapattach chose), which the target cannot write, then debuginfod's
+ * cache, and validates what it finds by build-id.  (Not libdwfl's
+ * dwfl_build_id_find_debuginfo: with DEBUGINFOD_URLS set it would ask the
+ * servers, on the writer's thread, for as long as they take.)  A target in a container has a /usr/lib/debug of its own,
  * where its image put its debug files: its .build-id tree is searched
  * through /proc/PID/root, as the target could (target_fs.h), and what is
  * found there is checked by build-id too.  (An absolute symbolic link in
@@ -37,6 +38,7 @@
 #include <zlib.h>
 
 #include "agent_file.h"
+#include "debugfind.h"
 #include "procmaps.h"
 #include "target_fs.h"
 
@@ -151,14 +153,23 @@ static int try_debug(pid_t pid, Dwfl_Module *mod, const struct stat *main_st, co
 	return fd;
 }
 
-int ha_modfile_open_debug(pid_t pid, const char *root, Dwfl_Module *mod, const char *file_name,
-                          const char *debuglink, uint32_t crc, char **debuginfo_file_name)
+int ha_modfile_open_debug_local(const char *dirs, Dwfl_Module *mod, char **debuginfo_file_name)
+{
+	const unsigned char *id;
+	GElf_Addr id_vaddr;
+	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	*debuginfo_file_name = NULL;
+	return id_len > 0 ? ha_debugfind(dirs, id, id_len, debuginfo_file_name) : -1;
+}
+
+int ha_modfile_open_debug(pid_t pid, const char *root, const char *dirs, Dwfl_Module *mod,
+                          const char *file_name, const char *debuglink, uint32_t crc,
+                          char **debuginfo_file_name)
 {
 	int by_id;
 
-	*debuginfo_file_name = NULL;
 	/* Our system directories (and HEAPATTACH_DEBUG_DIR's), by build-id. */
-	int fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0, debuginfo_file_name);
+	int fd = ha_modfile_open_debug_local(dirs, mod, debuginfo_file_name);
 	if (fd >= 0)
 		return fd;
 	return ha_modfile_open_debug_target(pid, root, mod, file_name, debuglink, crc,

@@ -20,30 +20,33 @@
 int ha_modfile_open_elf(pid_t pid, const char *root, const struct ha_maps *maps,
                         Dwfl_Module *mod, const char *name, char **file_name);
 
-/* The debug file of mod: by build-id in the system directories (our
- * /usr/lib/debug, after HEAPATTACH_DEBUG_DIR's: ha_modfile_debug_path),
- * else as ha_modfile_open_debug_target finds it.  root: "" or
- * "/proc/PID/root" (the target sees another file system).  fd, with
- * *debuginfo_file_name (malloc'ed), or -1. */
-int ha_modfile_open_debug(pid_t pid, const char *root, Dwfl_Module *mod, const char *file_name,
-                          const char *debuglink, uint32_t crc, char **debuginfo_file_name);
+/* The debug file of mod by build-id in our directories (dirs:
+ * ha_modfile_debug_path's, NULL for /usr/lib/debug) or debuginfod's cache
+ * (debugfind.h).  fd, with *debuginfo_file_name (malloc'ed), or -1. */
+int ha_modfile_open_debug_local(const char *dirs, Dwfl_Module *mod, char **debuginfo_file_name);
+
+/* The debug file of mod: ha_modfile_open_debug_local, else as
+ * ha_modfile_open_debug_target finds it.  root: "" or "/proc/PID/root"
+ * (the target sees another file system).  fd, with *debuginfo_file_name
+ * (malloc'ed), or -1. */
+int ha_modfile_open_debug(pid_t pid, const char *root, const char *dirs, Dwfl_Module *mod,
+                          const char *file_name, const char *debuglink, uint32_t crc,
+                          char **debuginfo_file_name);
 
 /* The second half of ha_modfile_open_debug, the part that opens files
  * through the target (and so only while it lives): by build-id under the
  * target's own /usr/lib/debug when root is not "" (.build-id/NN/REST.debug,
  * *by_id = 1), else by its .gnu_debuglink (debuglink, crc) next to
  * file_name, in its .debug directory and under /usr/lib/debug (ours, then
- * the target's), checked by build-id or CRC.  The first half,
- * dwfl_build_id_find_debuginfo, must be called from libdwfl's
- * find_debuginfo only: it leaves the file it finds in the module. */
+ * the target's), checked by build-id or CRC. */
 int ha_modfile_open_debug_target(pid_t pid, const char *root, Dwfl_Module *mod,
                                  const char *file_name, const char *debuglink, uint32_t crc,
                                  char **debuginfo_file_name, int *by_id);
 
-/* libdwfl's debuginfo_path for the build-id search of our own
- * directories: HEAPATTACH_DEBUG_DIR (':'-separated absolute directories,
- * each with a .build-id tree, as /usr/lib/debug has), then /usr/lib/debug;
- * malloc'ed, or NULL (unset: libdwfl's default, /usr/lib/debug). */
+/* The directories of the build-id search of our own: HEAPATTACH_DEBUG_DIR
+ * (':'-separated absolute directories, each with a .build-id tree, as
+ * /usr/lib/debug has), then /usr/lib/debug; malloc'ed, or NULL (unset:
+ * /usr/lib/debug alone). */
 char *ha_modfile_debug_path(void);
 
 #endif

@@ -9,8 +9,9 @@
  *   target's own (a container's), or by .gnu_debuglink (modfiles.h).  Both are opened when
  *   a module is first reported, while the target lives, so that a target
  *   that exited is still symbolized (prepare_module).  debuginfod is never
- *   asked: DEBUGINFOD_URLS is removed from the environment when the first
- *   symbolizer is created.
+ *   asked here (no wait on the writer's thread): its cache is looked in,
+ *   which a fetcher thread fills (debuginfod_fetch.h), and a module still
+ *   missing its debug file is handed to the fetcher (on_missing).
  * - For each pc: module path, build-id (hex), module-relative pc (pc minus
  *   the module's load bias, i.e. the ELF virtual address a later
  *   eu-addr2line -e FILE would take), then the inline chain from DWARF
@@ -29,6 +30,7 @@
 #include "dwarf_names.h"
 #include "modfiles.h"
 #include "strpool.h"
+#include "symbolize_int.h"
 #include "target_fs.h"
 #include "util.h"
 
@@ -95,6 +97,8 @@ struct ha_symbolizer {
 		int fd;
 	} to_cache[16];
 	int n_to_cache;
+	ha_sym_missing_fn on_missing; /* a module lacks its debug file */
+	void *missing_ctx;
 };
 
 static uint64_t hash_pc(uint64_t pc, int is_ret)
@@ -187,6 +191,7 @@ struct held_debug {
 	int fd;                  /* -1: none found, or handed over */
 	char *name;              /* its path (handed over with fd) */
 	char *link;              /* the .gnu_debuglink it was found by ("": by build-id) */
+	int missing;             /* no DWARF, no debug file anywhere on this machine */
 };
 
 /* Its file closed: the module's debug file came from elsewhere. */
@@ -252,10 +257,10 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	if (!s)
 		return -1;
 	if (!h)
-		fd = ha_modfile_open_debug(s->pid, s->root, mod, file_name, debuglink_file,
-		                           debuglink_crc, debuginfo_file_name);
-	else if ((fd = dwfl_build_id_find_debuginfo(mod, NULL, NULL, 0, NULL, NULL, 0,
-	                                            debuginfo_file_name)) >= 0) {
+		fd = ha_modfile_open_debug(s->pid, s->root, s->debuginfo_path, mod, file_name,
+		                           debuglink_file, debuglink_crc, debuginfo_file_name);
+	else if ((fd = ha_modfile_open_debug_local(s->debuginfo_path, mod,
+	                                           debuginfo_file_name)) >= 0) {
 		if (own)
 			held_drop(h);
 	} else if (own) {
@@ -323,6 +328,37 @@ static int has_code(const struct ha_symbolizer *s, Dwfl_Module *mod, const char 
 	       ha_maps_module_mapping(&s->maps, name, lo, hi, PROT_EXEC);
 }
 
+/* A module without a debug file on this machine, to whoever fetches them
+ * (ha_symbolizer_on_missing). */
+static void tell_missing(struct ha_symbolizer *s, Dwfl_Module *mod, const char *name)
+{
+	const unsigned char *id;
+	GElf_Addr id_vaddr;
+	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	if (s->on_missing && id_len > 0 && id_len <= 64)
+		s->on_missing(s->missing_ctx, name, id, id_len);
+}
+
+static int replay_missing(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+                          void *arg)
+{
+	struct held_debug *h = *userdata;
+	(void)start;
+	if (h && h != &no_code && h->missing)
+		tell_missing(arg, mod, name);
+	return DWARF_CB_OK;
+}
+
+void ha_symbolizer_on_missing(struct ha_symbolizer *s, ha_sym_missing_fn fn, void *ctx)
+{
+	if (!s)
+		return;
+	s->on_missing = fn;
+	s->missing_ctx = ctx;
+	if (fn && s->dwfl)
+		dwfl_getmodules(s->dwfl, replay_missing, s, 0);
+}
+
 /* A module reported for the first time: its files are opened now, while
  * the target lives -- the ELF file (libdwfl keeps it) and the debug file
  * (held_debug) -- not when a pc in it is first symbolized, which may be
@@ -358,6 +394,16 @@ static int prepare_module(Dwfl_Module *mod, void **userdata, const char *name, D
 	                                     &by_id);
 	if (h->fd >= 0 && !(h->link = strdup(by_id ? "" : link)))  /* (found by link: it is set) */
 		held_drop(h);
+	if (h->fd < 0) {
+		char *local = NULL;
+		int fd = ha_modfile_open_debug_local(s->debuginfo_path, mod, &local);
+		if (fd >= 0)
+			close(fd);
+		free(local);
+		h->missing = fd < 0;
+		if (h->missing)
+			tell_missing(s, mod, name);
+	}
 	return DWARF_CB_OK;
 }
 
@@ -502,9 +548,6 @@ struct ha_symbolizer *ha_symbolizer_new(pid_t pid, char *err, size_t errlen)
 		ha_err(err, errlen, "out of memory");
 		return NULL;
 	}
-	/* Never fetch debug info over the network (and never wait for it). */
-	if (getenv("DEBUGINFOD_URLS"))
-		unsetenv("DEBUGINFOD_URLS");
 	s->pid = pid;
 	/* Within the descriptors left (--rss may have taken most of them). */
 	long budget = ((long)ha_raise_fd_limit() - (long)ha_open_fd_count() - FD_SPARE) / 2;
@@ -620,7 +663,7 @@ static int is_func_tag(int tag)
 /* Fill f[0..] with the inline chain at addr from DWARF, innermost first.
  * f[*] already hold module/build_id/rel_pc in f[0].  Returns the count, 0
  * if there is no DWARF function at addr. */
-static int dwarf_chain(struct ha_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr,
+static int dwarf_chain(struct ha_strpool *pool, Dwfl_Module *mod, Dwarf_Addr addr,
                        const char *file0, int line0, const char *sym, struct ha_sym_frame *f,
                        int max)
 {
@@ -662,9 +705,9 @@ static int dwarf_chain(struct ha_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr add
 		if (!is_func_tag(tag))
 			continue;
 		f[n] = f[0];
-		f[n].function = ha_dwarf_func_name(&s->pool, d, is_cxx,
+		f[n].function = ha_dwarf_func_name(pool, d, is_cxx,
 		                         tag == DW_TAG_inlined_subroutine ? NULL : sym);
-		f[n].file = ha_strpool_intern(&s->pool, file);
+		f[n].file = ha_strpool_intern(pool, file);
 		f[n].line = line;
 		f[n].inlined = tag == DW_TAG_inlined_subroutine;
 		n++;
@@ -691,14 +734,11 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 {
 	Dwarf_Addr addr = is_ret && pc > 0 ? pc - 1 : pc;
 	Dwfl_Module *mod;
-	const char *name, *file = NULL, *sname;
+	const char *name;
 	Dwarf_Addr start = 0, bias = 0;
-	GElf_Off off = 0;
-	GElf_Sym sym;
 	const unsigned char *bid;
 	GElf_Addr bid_vaddr;
-	Dwfl_Line *ln;
-	int line = 0, n, blen;
+	int blen;
 
 	f[0] = (struct ha_sym_frame){ "", "", pc, "", "", 0, 0 };
 	mod = dwfl_addrmodule(s->dwfl, addr);
@@ -725,6 +765,17 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 			snprintf(hex + 2 * (size_t)i, 3, "%02x", bid[i]);
 		f[0].build_id = ha_strpool_intern(&s->pool, hex);
 	}
+	return ha_sym_name_in(&s->pool, mod, addr, f, max);
+}
+
+int ha_sym_name_in(struct ha_strpool *pool, Dwfl_Module *mod, Dwarf_Addr addr,
+                   struct ha_sym_frame *f, int max)
+{
+	const char *file = NULL, *sname;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	Dwfl_Line *ln;
+	int line = 0, n;
 
 	/* Only inside the ranges of the CU libdw finds for addr: for code no CU
 	 * covers (crt1.o's _start, assembly), libdw can take the nearest CU's
@@ -744,13 +795,13 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 	if (sname && sym.st_size > 0 && off >= sym.st_size)
 		sname = NULL;
 
-	n = dwarf_chain(s, mod, addr, file, line, sname, f, max);
+	n = dwarf_chain(pool, mod, addr, file, line, sname, f, max);
 	if (n > 0)
 		return n;
 
 	/* No DWARF function: the symbol alone. */
-	f[0].function = sname ? ha_demangled_name(&s->pool, sname) : "";
-	f[0].file = ha_strpool_intern(&s->pool, file);
+	f[0].function = sname ? ha_demangled_name(pool, sname) : "";
+	f[0].file = ha_strpool_intern(pool, file);
 	f[0].line = line;
 	return 1;
 }

@@ -41,6 +41,15 @@ void ha_symbolizer_maps_changed(struct ha_symbolizer *s);
  * on stderr. */
 void ha_symbolizer_store_cache(struct ha_symbolizer *s, int verbose);
 
+/* fn(ctx, module path, build-id) for each module of code that has neither
+ * DWARF nor a debug file on this machine (debugfind.h), those reported
+ * already at once, later ones as they are reported (on the thread that
+ * symbolizes).  fn must not block: heapattach queues a fetch
+ * (debuginfod_fetch.h). */
+typedef void (*ha_sym_missing_fn)(void *ctx, const char *module, const unsigned char *id,
+                                  int len);
+void ha_symbolizer_on_missing(struct ha_symbolizer *s, ha_sym_missing_fn fn, void *ctx);
+
 /* Symbolize pc.  is_return_address: pc came from a caller's frame, so the
  * call instruction is at pc - 1.  Writes the inline chain innermost first
  * (at least one frame, even if unknown) into out[max]; returns the count. */

@@ -1,0 +1,18 @@
+/* symbolize_int.h -- what symbolize.c shares with symbolize_file.c: the
+ * naming of an address inside a module libdwfl holds. */
+#ifndef HA_SYMBOLIZE_INT_H
+#define HA_SYMBOLIZE_INT_H
+
+#include <elfutils/libdwfl.h>
+
+#include "strpool.h"
+#include "symbolize.h"
+
+/* The inline chain at addr (the call itself for a return address: addr is
+ * pc - 1 then) in mod, innermost first, into f[0..max); f[0] already holds
+ * module, build_id and rel_pc, copied to every frame.  Strings interned in
+ * pool.  Returns the count (1 with function "" when nothing names it). */
+int ha_sym_name_in(struct ha_strpool *pool, Dwfl_Module *mod, Dwarf_Addr addr,
+                   struct ha_sym_frame *f, int max);
+
+#endif
