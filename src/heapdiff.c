@@ -711,6 +711,9 @@ int main(int argc, char **argv)
 	if (o.format == HD_TEXT || o.format == HD_JSON || o.format == HD_HTML)
 		r.funcs = &funcs;
 	check(hd_build_rows(&r, &o.flt));
+	/* (The rows' stacks are loaded: what late naming left unnamed.) */
+	char *names_missing = hd_late_missing_text(late);
+	r.names_missing = names_missing;
 
 	out = open_output(&o);
 	switch (o.format) {
@@ -723,6 +726,7 @@ int main(int argc, char **argv)
 	}
 	rc = close_output(out, &o);
 	hd_free_rows(&r);
+	free(names_missing);
 	for (int i = 0; i < nsrc; i++)
 		hd_source_close(&src[i]);
 	return rc;

@@ -133,6 +133,18 @@ env -u DEBUGINFOD_URLS HEAPATTACH_CACHE="$W/cache2" "$HD" --bytes "$W/s2.db" >"$
 grep -q "^heapdiff: [0-9]* frames of $W/dbgleak (build-id $id) have no names; its debug file: a debuginfod server (set DEBUGINFOD_URLS), or --debug-dir DIR$" "$W/r2.err" ||
 	fail "2: no line saying which module lacks names and how to get them: $(cat "$W/r2.err")"
 [ "$(grep -c "frames of $W/dbgleak " "$W/r2.err")" = 1 ] || fail "2: the module is told more than once: $(cat "$W/r2.err")"
+grep -q "^note: no names for frames of $W/dbgleak (build-id $id): " "$W/r2.txt" ||
+	fail "2: the text report does not say which module has no names"
+# The page says it too, rendered (headless Chromium, where installed).
+env -u DEBUGINFOD_URLS HEAPATTACH_CACHE="$W/cache2" "$HD" -f html -o "$W/r2nn.html" "$W/s2.db" 2>/dev/null ||
+	fail "heapdiff -f html of session 2 failed"
+if CHROMIUM=$(command -v chromium); then
+	. "$(dirname "$0")/report_lib.sh"
+	dom "$W/r2nn.html" "$W/r2nn.dom"
+	grep -q "id=\"hd-names\"[^>]*>No names for the frames of $W/dbgleak (build-id $id): " "$W/r2nn.dom" ||
+		fail "2: the rendered page does not say which module has no names: $(grep -o 'hd-names[^<]*' "$W/r2nn.dom")"
+	log "2: the page: $(grep -o 'No names for the frames of [^<]*' "$W/r2nn.dom" | cut -c1-160)"
+fi
 log "2: $(grep "frames of $W/dbgleak" "$W/r2.err")"
 named() { # FILE WHAT: the report names the leak at its line, in dbgleak
 	grep -Eq "dbg_static_leak  .*dbgleak\\.c:$LINE  \\[dbgleak\\]" "$1" ||

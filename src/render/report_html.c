@@ -461,6 +461,11 @@ int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *fl
 		hd_json_html_str(f, r->fallen_note);
 	else
 		fputs("null", f);
+	fputs(",\n \"names_missing\": ", f);
+	if (r->names_missing)
+		hd_json_html_str(f, r->names_missing);
+	else
+		fputs("null", f);
 	fprintf(f, ",\n \"top\": %ld, \"by_objects\": %d,\n \"views\": [", r->top, r->by_objects);
 	if (r->a) {
 		snprintf(title, sizeof title, "%s%srowth from snapshot %" PRId64 " to %" PRId64 " (%s)",

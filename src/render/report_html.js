@@ -176,6 +176,13 @@
 			nt.id = 'hd-note';
 			nt.style.marginTop = '6px';
 		}
+		if (D.names_missing) {
+			var nm = add(sec, el('div', 'warn', 'No names for the frames of ' +
+				D.names_missing.split('\n').join('; ') + ': apt install the -dbgsym package of the ' +
+				'file, set DEBUGINFOD_URLS, or give heapdiff --debug-dir DIR, then make this page again.'));
+			nm.id = 'hd-names';
+			nm.style.marginTop = '6px';
+		}
 		var src = add(sec, el('div', 'muted mono', D.db));
 		src.style.marginTop = '6px';
 	}

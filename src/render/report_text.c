@@ -137,6 +137,12 @@ void hd_text_header(FILE *f, const struct hd_report *r, const char *at, int faul
 	}
 	if (r->fallen_note)
 		fprintf(f, "%s\n", r->fallen_note);
+	for (const char *m = r->names_missing; m && *m;) {
+		size_t n = strcspn(m, "\n");
+		fprintf(f, "note: no names for frames of %.*s: heapdiff's last lines on standard error "
+		        "say how to get them\n", (int)n, m);
+		m += n + (m[n] == '\n');
+	}
 	fputc('\n', f);
 }
 

@@ -139,6 +139,9 @@ struct hd_report {
 	long top;                  /* 0 = all */
 	int cross_db;              /* a and b are in different files */
 	const char *peak_note;     /* a line printed first, or NULL */
+	const char *names_missing; /* modules whose frames have no names, a
+	                            * "PATH (build-id ID)" a line (late_names.h);
+	                            * NULL: none */
 	const char *fallen_note;   /* the session peaked far above b: a line
 	                            * printed after the header, or NULL */
 };
