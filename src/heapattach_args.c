@@ -12,6 +12,7 @@
 
 #include "ha_proto.h"
 #include "ha_ring_map.h"
+#include "intern.h"
 #include "util.h"
 
 #ifndef HA_VERSION
@@ -37,7 +38,8 @@ void ha_args_defaults(struct options *o)
 	*o = (struct options){ .timeout_s = 5, .ring_bytes = DEFAULT_RINGS_BYTES,
 	                       .interval = 512u << 10, .stack_bytes = 64u << 10,
 	                       .snapshot_every_s = 10, .rss_period = 251,
-	                       .nice = HA_BACKGROUND_NICE };
+	                       .nice = HA_BACKGROUND_NICE,
+	                       .max_callpaths = HA_MAX_CALLPATHS_DEFAULT };
 }
 
 static void usage(FILE *f)
@@ -70,6 +72,9 @@ static void usage(FILE *f)
 	        "                        dropping samples (drops are counted either way)\n"
 	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
 	        "                        attacher has unwound before is named, not copied\n"
+	        "      --max-callpaths N  distinct call paths kept (default 50000; 0: no cap);\n"
+	        "                        past it, new ones are counted under one path per\n"
+	        "                        module of their leaf\n"
 	        "      --no-debuginfod   do not fetch the debug files of modules without one\n"
 	        "                        from DEBUGINFOD_URLS' servers (by default a thread\n"
 	        "                        of its own does, 30 s at most each, when it is set)\n"
@@ -179,7 +184,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
+	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_MAX_CALLPATHS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
 	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
@@ -189,6 +194,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "block", no_argument, NULL, OPT_BLOCK },
 		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "max-callpaths", required_argument, NULL, OPT_MAX_CALLPATHS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -285,6 +291,18 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		case OPT_NO_DEBUGINFOD:
 			o->no_debuginfod = 1;
 			break;
+		case OPT_MAX_CALLPATHS: {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > 100000000ull) {
+				fprintf(stderr, "heapattach: --max-callpaths wants a count from 0 (no cap) "
+				        "to 100000000, not '%s'\n", optarg);
+				return -1;
+			}
+			o->max_callpaths = v;
+			break;
+		}
 		case OPT_NO_PYTHON:
 			o->python = HA_PYTHON_OFF;
 			break;

@@ -31,6 +31,7 @@ struct options {
 	int block;
 	int no_stack_refs;      /* --no-stack-refs */
 	int no_debuginfod;      /* --no-debuginfod */
+	uint64_t max_callpaths; /* --max-callpaths (0: no cap) */
 	int python;             /* --python MODE: enum ha_python_mode */
 	const char *db;         /* -o/--db */
 	double snapshot_every_s;

@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "alloc_frame.h"
 #include "debuginfod_fetch.h"
 #include "heapattach_int.h"
 #include "collector.h"
@@ -70,6 +71,9 @@ void cmd_print_status(struct ha_collector *c, const struct ha_session *s,
 	                 (unsigned long long)ha_rings_drops(s->ring, s->ring_data_size, s->ring_count),
 	                 fill,
 	                 (unsigned long long)st.snapshots);
+	if (st.callpaths_folded && n > 0 && (size_t)n < sizeof line)
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %llu past the call-path cap",
+		              (unsigned long long)st.callpaths_folded);
 	if (c->rss_period && n > 0 && (size_t)n < sizeof line)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", %llu page-fault samples",
 		              (unsigned long long)st.rss_samples);
@@ -115,6 +119,11 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)w->snapshots_written, dbname,
 	        (long long)w->last_snapshot_id);
+	if (st.callpaths_folded)
+		fprintf(stderr, "heapattach: %llu samples of call paths past the cap of %llu "
+		        "(--max-callpaths) booked under their leaf's module, as \"%s\"\n",
+		        (unsigned long long)st.callpaths_folded, (unsigned long long)o->max_callpaths,
+		        HA_OVER_CAP_FUNCTION);
 	if (st.fp_frames)
 		fprintf(stderr, "heapattach: %llu of %llu frames found by frame pointer (code without "
 		        "unwind tables)\n", (unsigned long long)st.fp_frames,

@@ -12,6 +12,10 @@ int ha_alloc_frame(const char *function, const char *module);
 /* The function of the frame the attacher stores after the leaf of a stack
  * it could not unwind (src/record/writer.h), of no module. */
 #define HA_NOT_UNWOUND_FUNCTION "(stack not unwound past here)"
+/* The one frame of a leaf module's bucket for the call paths that came
+ * after the session's cap (--max-callpaths, src/record/intern.h): of the
+ * module whose code called the allocation function. */
+#define HA_OVER_CAP_FUNCTION "(other call paths, past --max-callpaths)"
 /* The module of Python frames (src/record/pymerge.h): reports show
  * "function  file.py:LINE  [py]". */
 #define HA_PY_MODULE "py"

@@ -143,6 +143,14 @@ void ha_book_free(struct ha_book *b)
 	free(b);
 }
 
+uint32_t ha_book_find(const struct ha_book *b, const uint64_t *pcs, int n, int kind)
+{
+	struct bucket_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };
+	const uint32_t *slot = ha_ht_find((struct ha_hashtab *)&b->bucket_index, &bucket_type,
+	                                  (void *)b, k.hash, &k);
+	return *slot;
+}
+
 uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new)
 {
 	struct bucket_key k = { hash_pcs(pcs, n, kind), pcs, n, kind };

@@ -33,6 +33,10 @@ double ha_sample_weight(uint64_t size, uint64_t interval);
  * (>= 1), 0 when out of memory. */
 uint32_t ha_book_bucket(struct ha_book *b, const uint64_t *pcs, int n, int kind, int *is_new);
 
+/* The id of the bucket of those pcs and kind, 0 if there is none (nothing
+ * is added). */
+uint32_t ha_book_find(const struct ha_book *b, const uint64_t *pcs, int n, int kind);
+
 /* Optional: start loading bucket (0: none) and the live-set
  * slot of addr (0: none) that ha_book_alloc/ha_book_release will touch. */
 void ha_book_prefetch(const struct ha_book *b, uint32_t bucket, uint64_t addr);

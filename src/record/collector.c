@@ -617,7 +617,8 @@ static struct ctx *ctx_new(struct ha_collector *c)
 	}
 	if (x->unw && !c->no_stack_refs)
 		x->srefs = ha_srefs_new((struct ha_sref *)((char *)c->ring + HA_SREF_OFF));
-	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.buckets);
+	ha_intern_init(&x->in, c->pid, x->book, c->to_writer, &x->st.buckets, c->max_callpaths,
+	               &x->st.callpaths_folded);
 	ha_pymerge_init(&x->py, (const uint64_t(*)[2])c->py_eval, c->py_resolve,
 	                c->py_resolve_ctx, c->to_writer);
 	ha_rss_feed_open(&x->rss, c->pid, c->pf, c->rss_period, x->unw, &x->in);
@@ -690,6 +691,7 @@ static void *collector_main(void *arg)
 	ha_unwinder_free(x->unw);
 	ha_pymerge_free(&x->py);
 	ha_book_free(x->book);
+	ha_intern_free(&x->in);
 	free(x);
 	return NULL;
 }

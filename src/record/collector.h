@@ -63,7 +63,8 @@ struct ha_cmd {
 	X(py_merged)        /* ...merged into their native stacks */ \
 	X(py_unmatched)     /* ...kept native: runs and eval frames disagreed */ \
 	X(py_frames_gone)   /* Python frames whose code object could not be read */ \
-	X(py_wrap)          /* the agent's wrap of pymalloc (enum ha_py_wrap), as last seen */
+	X(py_wrap)          /* the agent's wrap of pymalloc (enum ha_py_wrap), as last seen */ \
+	X(callpaths_folded) /* samples of call paths past --max-callpaths (intern.h) */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -91,6 +92,7 @@ struct ha_collector {
 	                             * (not with --block) */
 	int verbose;                /* say every change of the interval */
 	int no_stack_refs;          /* publish no stack references (sref.h) */
+	uint64_t max_callpaths;     /* --max-callpaths (intern.h; 0: no cap) */
 	struct ha_queue *to_writer;
 	struct ha_pf *pf;           /* --rss: the page-fault events (pf_events.h),
 	                             * owned and closed by the collector; NULL: none */

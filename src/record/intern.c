@@ -10,13 +10,19 @@
 #include "util.h"
 #include "writer.h"
 
+#define MAPS_MIN_MS 1000.0   /* read the maps again at most this often */
+
 void ha_intern_init(struct ha_intern *in, pid_t pid, struct ha_book *book,
-                    struct ha_queue *to_writer, uint64_t *new_buckets)
+                    struct ha_queue *to_writer, uint64_t *new_buckets, uint64_t cap,
+                    uint64_t *folded)
 {
 	memset(in, 0, sizeof *in);
 	in->book = book;
 	in->to_writer = to_writer;
 	in->new_buckets = new_buckets;
+	in->cap = cap;
+	in->folded = folded;
+	in->pid = pid;
 	struct ha_maps maps = { 0 };
 	if (ha_maps_read(pid, &maps) < 0)
 		return;
@@ -31,6 +37,33 @@ void ha_intern_init(struct ha_intern *in, pid_t pid, struct ha_book *book,
 		}
 	}
 	ha_maps_free(&maps);
+}
+
+void ha_intern_free(struct ha_intern *in)
+{
+	ha_maps_free(&in->maps);
+}
+
+/* The lowest address of the module whose code holds pc (0: none known,
+ * anonymous code): what names the leaf's module past the cap.  The maps
+ * are read again for a pc in none of them, at most once a second. */
+static uint64_t module_base(struct ha_intern *in, uint64_t pc)
+{
+	const struct ha_map *m = in->maps.n ? ha_maps_find_addr(&in->maps, pc) : NULL;
+	if (!m && ha_now_ms() - in->maps_ms >= MAPS_MIN_MS) {
+		ha_maps_free(&in->maps);
+		if (ha_maps_read(in->pid, &in->maps) < 0)
+			memset(&in->maps, 0, sizeof in->maps);
+		in->maps_ms = ha_now_ms();
+		m = in->maps.n ? ha_maps_find_addr(&in->maps, pc) : NULL;
+	}
+	if (!m || !m->path[0] || m->path[0] == '[')
+		return 0;
+	uint64_t base = m->start;
+	for (size_t i = 0; i < in->maps.n; i++)
+		if (in->maps.v[i].start < base && strcmp(in->maps.v[i].path, m->path) == 0)
+			base = in->maps.v[i].start;
+	return base;
 }
 
 /* Hand a new bucket's callstack to the writer, which symbolizes and
@@ -67,6 +100,22 @@ uint32_t ha_intern_bucket(struct ha_intern *in, uint64_t *pcs, int n, int kind, 
 		if (!ha_intern_in_agent(in, pcs[i]))
 			pcs[kept++] = pcs[i];
 	n = kept;
+	if (in->cap && ha_book_count(in->book) >= in->cap &&
+	    !ha_book_find(in->book, pcs + skip, n - skip, kind)) {
+		/* Past the cap: the leaf module's bucket (intern.h). */
+		uint64_t key[2] = { HA_PC_OVER_CAP, n > skip ? module_base(in, pcs[skip]) : 0 };
+		uint32_t id = ha_book_bucket(in->book, key, 2, kind, &is_new);
+		if (!id)
+			return 0;
+		(*in->folded)++;
+		if (is_new) {
+			(*in->new_buckets)++;
+			send_callstack(in, id, key, 2, 1);
+		}
+		if (ids)
+			ids[kind] = id;
+		return id;
+	}
 	uint32_t id = ha_book_bucket(in->book, pcs + skip, n - skip, kind, &is_new);
 	if (!id)
 		return 0;

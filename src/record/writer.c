@@ -187,6 +187,15 @@ static void write_stack(struct ha_writer *w, struct ha_symbolizer *sym, struct j
 	int64_t id;
 	int polled = 0;
 	for (int i = 0; sym && i < m->n && nf < MAX_FRAMES; i++) {
+		if (m->pcs[i] == HA_PC_OVER_CAP) {
+			/* The module of the address after it (intern.h). */
+			struct ha_sym_frame g[8];
+			int k = i + 1 < m->n && m->pcs[i + 1] ? ha_symbolize(sym, m->pcs[i + 1], 0, g, 8) : 0;
+			sf[nf++] = (struct ha_sym_frame){ .module = k > 0 ? g[0].module : "", .build_id = k > 0 ? g[0].build_id : "",
+			                                  .rel_pc = 0, .function = HA_OVER_CAP_FUNCTION,
+			                                  .file = "", .line = 0, .inlined = 0 };
+			break;
+		}
 		if (m->pcs[i] == HA_PC_NOT_UNWOUND) {
 			sf[nf++] = (struct ha_sym_frame){ .module = "", .build_id = "", .rel_pc = 0,
 			                                  .function = HA_NOT_UNWOUND_FUNCTION,

@@ -32,6 +32,10 @@ enum { HA_WMSG_STACK = 1, HA_WMSG_SNAPSHOT = 2, HA_WMSG_END = 3, HA_WMSG_MAPS = 
  * writer stores it as the frame HA_NOT_UNWOUND_FUNCTION (alloc_frame.h) of
  * no module. */
 #define HA_PC_NOT_UNWOUND UINT64_MAX
+/* The first of two pcs of a bucket of call paths past the cap
+ * (intern.h): the second is an address of the leaf's module (0: none);
+ * the writer stores one frame, HA_OVER_CAP_FUNCTION of that module. */
+#define HA_PC_OVER_CAP (UINT64_MAX - 1)
 
 struct ha_wmsg_stack {
 	struct ha_qmsg q;
