@@ -19,9 +19,10 @@
 -- (all at the end of this file); heapattach upgrades an older file in place
 -- when it opens it for writing (it only adds those), and heapdiff reads all
 -- seven versions.  The
--- writer keeps the file in WAL mode, so readers (heapdiff, sqlite3) can query
--- it while heapattach is writing, and a crash of the writer loses at most the
--- snapshot in progress.
+-- writer keeps the file in WAL mode while it writes, so readers (heapdiff,
+-- sqlite3) can query it meanwhile, and a crash of the writer loses at most
+-- the snapshot in progress; when its session ends it puts the file back to a
+-- rollback journal, so that a finished database is one file.
 --
 -- Model.  A session is one attachment to one process.  The attacher keeps,
 -- for every callstack and kind of memory, CUMULATIVE values since the session

@@ -10,7 +10,9 @@
  *   5. stay attached until Ctrl-C, SIGTERM, --duration or the target's exit;
  *   6. detach: the agent restores what it changed and goes dormant.
  * Termination signals are blocked from the start and read from a signalfd,
- * so a Ctrl-C can never interrupt the injector half-way.
+ * so a Ctrl-C can never interrupt the injector half-way: one before step 3
+ * ends the command there, saying nothing was done to the target (exit
+ * 128+N); one during steps 3 and 4 is said, and detaches at once.
  *
  * This file is main: the process-wide settings, steps 1 and 2 with every
  * refusal, and the exit status.  The rest is one file a concern, each
@@ -129,11 +131,27 @@ int main(int argc, char **argv)
 	struct ha_pf *pf = o.rss ? cmd_open_rss(&o, t.pid) : NULL;
 	static struct cmd_python py;
 	cmd_py_detect(&o, &t, &py);
-	status = cmd_attach(&o, &t, &s, &py, &dbj, t_start, t_checked);
+	/* A Ctrl-C (SIGTERM, SIGHUP) while we prepared: the target is as it
+	 * was once the socket's directory and the --rss events are gone, so
+	 * stop here and say so.  Afterwards the injection runs to its end (it
+	 * does not stop half-way), and the loop while attached reads the
+	 * signal at once and detaches. */
+	const char *stop_name = NULL;
+	int stop = cmd_stop_pending(&stop_name);
+	if (stop) {
+		fprintf(stderr, "heapattach: interrupted (%s) before attaching: nothing was done to %d (%s)\n",
+		        stop_name, (int)t.pid, t.comm);
+		status = 128 + stop;
+	} else {
+		status = cmd_attach(&o, &t, &s, &py, &dbj, t_start, t_checked);
+	}
 	if (status) {
 		db_open_abandon(&dbj);
 		ha_pf_close(pf);
 	} else {
+		if (cmd_stop_pending(&stop_name))
+			fprintf(stderr, "heapattach: interrupted (%s) while attaching: the injection does "
+			        "not stop half-way; detaching at once\n", stop_name);
 		status = cmd_profile(&o, &t, &s, &py, sigfd, &dbj, dbname, pf);
 	}
 	cmd_py_end(&py);

@@ -118,7 +118,8 @@ static void usage(FILE *f)
 	        "  -V, --version         print the version\n"
 	        "\n"
 	        "Exit status: 0 detached cleanly, 1 refused (the target was not touched),\n"
-	        "2 usage error, 3 failed after injection (the agent restores itself).\n");
+	        "2 usage error, 3 failed after injection (the agent restores itself),\n"
+	        "130 interrupted (Ctrl-C; SIGTERM: 143) before the attach began, nothing done.\n");
 }
 
 static int parse_double(const char *s, double *out)

@@ -8,7 +8,7 @@
  *     -> heapattach_args.c     options (a leaf)
  *     -> heapattach_db.c       the database's name, checks and open (a leaf)
  *     -> heapattach_session.c  the agent: inject, handshake, detach
- *     -> heapattach_stay.c     cmd_setup_signals only
+ *     -> heapattach_stay.c     cmd_setup_signals, cmd_stop_pending only
  *     -> heapattach_record.c   one recording session, start to summary
  *          -> heapattach_session.c (detach), heapattach_db.c,
  *             heapattach_live.c, heapattach_status.c (the summary)
@@ -103,6 +103,7 @@ int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_ses
 /* ---- heapattach_stay.c: signals, timers, the loop while attached ---- */
 
 int cmd_setup_signals(void);
+int cmd_stop_pending(const char **name);
 enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s, int sigfd,
                                    struct ha_collector *coll, struct ha_live *live,
                                    struct ha_view *view, struct ha_push *push, int *signo);

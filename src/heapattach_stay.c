@@ -10,7 +10,9 @@
  * collector's, the status line's text is heapattach_status.c's, the view's
  * plumbing is heapattach_live.c's, and the detach that follows is
  * heapattach_session.c's.  Driven by heapattach_record.c; cmd_setup_signals
- * is called by main before anything else can be interrupted.
+ * is called by main before anything else can be interrupted (the signals
+ * are blocked from before main already: block_early), and main asks
+ * cmd_stop_pending whether one came before the attach or during it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,22 +101,67 @@ static void arm_snapshot_timer(int fd, double t0_ms, double period, double durat
 	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
+/* The signals read from the signalfd: those that end heapattach, and
+ * SIGUSR1 (a snapshot). */
+static void read_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	sigaddset(mask, SIGUSR1);
+}
+
+/* Blocked from before main: run from .preinit_array, once the dynamic
+ * loader has done its work and before the shared libraries' constructors
+ * (ours load some forty: tens of ms on a busy machine), so that a Ctrl-C
+ * meanwhile waits for main, which says it was interrupted and that nothing
+ * was done, instead of ending heapattach without a word.  Only the loader's
+ * own few milliseconds before it keep the default action, as for any
+ * program.  (glibc calls it with main's arguments.) */
+static void block_early(int argc, char **argv, char **envp)
+{
+	sigset_t mask;
+	(void)argc;
+	(void)argv;
+	(void)envp;
+	read_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+__attribute__((section(".preinit_array"), used))
+static void (*const block_early_entry)(int, char **, char **) = block_early;
+
 /* Block the signals we handle and return a signalfd for them.  From here
  * on, termination signals arrive only through it, so nothing can interrupt
  * the injector half-way. */
 int cmd_setup_signals(void)
 {
 	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR1);
+	read_signals(&mask);
 	sigaddset(&mask, SIGCHLD); /* the injector waits for ptrace stops */
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN); /* NOLINT(cert-err33-c): fails only for a bad signal number */
 	sigdelset(&mask, SIGCHLD);
 	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* A signal that ends heapattach, waiting in the signalfd (left there: the
+ * loop while attached reads it as ever), or 0. */
+int cmd_stop_pending(const char **name)
+{
+	static const struct { int signo; const char *name; } stops[] = {
+		{ SIGINT, "SIGINT" }, { SIGTERM, "SIGTERM" }, { SIGHUP, "SIGHUP" },
+	};
+	sigset_t p;
+	if (sigpending(&p) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+		if (sigismember(&p, stops[i].signo) == 1) {
+			*name = stops[i].name;
+			return stops[i].signo;
+		}
+	}
+	return 0;
 }
 
 /* Stay attached.  Polls the signalfd, the agent's socket and the timers;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # t_db_schema: the database as a file format.  The writer creates exactly
 # schema/schema.sql (the sqlite3 shell loads that file to the same schema),
-# marks the file (application_id, meta format and schema_version, WAL mode),
+# marks the file (application_id, meta format and schema_version; a rollback
+# journal once the writer closed it, WAL only while it writes),
 # interns modules, frames and callstacks once across sessions and reopens,
 # writes only the changed buckets, initializes an empty file or an empty
 # SQLite database; every view can be queried from the sqlite3 shell; and a
@@ -30,7 +31,7 @@ db=$W/profile.db
 same "application_id" "$(q "$db" 'PRAGMA application_id')" 1214603632
 same "meta" "$(q "$db" 'SELECT key, value FROM meta ORDER BY key')" "format heapattach
 schema_version 8"
-same "journal_mode" "$(q "$db" 'PRAGMA journal_mode')" wal
+same "journal_mode" "$(q "$db" 'PRAGMA journal_mode')" delete
 grep -q '^#define HA_DB_SCHEMA_VERSION 8$' "$HA_SRCDIR/src/db/db.h" || fail "db.h and the schema disagree on the version"
 echo "ok: file identification"
 
@@ -94,8 +95,9 @@ cmp -s "$W/before.db" "$db" || fail "heapdiff modified the database"
 echo "ok: heapdiff leaves the database byte-identical"
 
 # ---- a user who cannot write the directory can still read a closed
-# database (no -wal file: read as immutable); with a -wal file (a writer may
-# be active) the error says what SQLite needs
+# database (a rollback journal: nothing to make beside it), and one left in
+# WAL mode without a -wal file (by an older heapattach: read as immutable);
+# with a -wal file (a writer may be active) the error says what SQLite needs
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	ro=$W/ro
 	mkdir "$ro" && chmod 755 "$ro" && cp "$db" "$ro/p.db" && chmod 644 "$ro/p.db" &&
@@ -104,6 +106,11 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	nobody "$ro/heapdiff" --bytes --session 1 "$ro/p.db" first last >"$W/ro.out" 2>&1 ||
 		fail "heapdiff as nobody in a read-only directory: $(cat "$W/ro.out")"
 	grep -q '^total: live heap +2520000 ' "$W/ro.out" || fail "heapdiff as nobody: wrong total: $(cat "$W/ro.out")"
+	[ "$(ls "$ro")" = "$(printf 'heapdiff\np.db')" ] || fail "files appeared in the read-only directory: $(ls "$ro")"
+	sqlite3 "$ro/p.db" 'PRAGMA journal_mode = WAL' >/dev/null || fail "sqlite3 failed"
+	nobody "$ro/heapdiff" --bytes --session 1 "$ro/p.db" first last >"$W/ro.out" 2>&1 ||
+		fail "heapdiff as nobody, a WAL file in a read-only directory: $(cat "$W/ro.out")"
+	grep -q '^total: live heap +2520000 ' "$W/ro.out" || fail "heapdiff as nobody, WAL: wrong total: $(cat "$W/ro.out")"
 	[ "$(ls "$ro")" = "$(printf 'heapdiff\np.db')" ] || fail "files appeared in the read-only directory: $(ls "$ro")"
 	: >"$ro/p.db-wal"
 	nobody "$ro/heapdiff" "$ro/p.db" >"$W/ro.out" 2>"$W/ro.err"

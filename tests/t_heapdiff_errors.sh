@@ -2,7 +2,8 @@
 # t_heapdiff_errors: files heapdiff (and the writer, ha_db_open through
 # db_fill --open) must refuse with one clear line and a non-zero exit, leaving
 # the file byte-identical: a missing file, an empty file, a directory, a
-# foreign SQLite database (rollback and WAL journal), random bytes, a
+# foreign SQLite database (rollback and WAL journal: no -wal or -shm left
+# beside either), random bytes, a
 # heapattach database of another schema version or format, a corrupt one;
 # and the run-time errors: no snapshots, a snapshot or session that does not
 # exist, a --function or --module filter that matches no frame of the file,
@@ -17,13 +18,17 @@ command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not ins
 
 # refused PROG-LABEL EXPECTED-REGEX FILE CMD...: CMD must exit 1 with exactly
 # one line on stderr matching "^LABEL: FILE: EXPECTED", nothing on stdout,
-# and FILE must be as it was (or still missing).
+# and FILE must be as it was (or still missing), with no FILE-wal or
+# FILE-shm made beside it (reading a WAL file makes them: issue 38).
 refused() {
-	local label=$1 re=$2 file=$3 out=$W/r.out err=$W/r.err rc
+	local label=$1 re=$2 file=$3 out=$W/r.out err=$W/r.err rc s beside=
 	shift 3
 	if [ -e "$file" ] && [ ! -d "$file" ]; then
 		cp -p "$file" "$W/before" || fail "cp $file"
 	fi
+	for s in -wal -shm; do
+		[ -e "$file$s" ] || beside="$beside $file$s"
+	done
 	"$@" >"$out" 2>"$err"
 	rc=$?
 	[ "$rc" = 1 ] || fail "$*: expected exit 1, got $rc (stderr: $(cat "$err"))"
@@ -31,6 +36,9 @@ refused() {
 	grep -Eq -- "^$label: $(printf '%s' "$file" | sed 's/[][\.*^$+?(){}|/]/\\&/g'): $re" "$err" ||
 		fail "$*: message '$(cat "$err")' does not match '$label: FILE: $re'"
 	[ ! -s "$out" ] || fail "$*: wrote on stdout: $(head -n 5 "$out")"
+	for s in $beside; do
+		[ ! -e "$s" ] || fail "$*: left $s beside the file"
+	done
 	if [ -f "$W/before" ]; then
 		cmp -s "$W/before" "$file" || fail "$*: modified $file"
 		rm -f "$W/before"

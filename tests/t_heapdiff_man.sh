@@ -1,6 +1,7 @@
 #!/bin/bash
 # t_heapdiff_man: man/heapdiff.1 and `heapdiff --help` describe the same
-# options and exit statuses, and the page formats without groff warnings.
+# options and exit statuses, the page's first example looks like what the
+# program prints, and the page formats without groff warnings.
 . "$(dirname "$0")/lib.sh"
 
 HD=$HA_BUILDDIR/src/heapdiff
@@ -38,6 +39,42 @@ for st in 0 1 2; do
 	sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$MAN" | grep -qx "\\.B $st" || fail "the man page does not describe exit status $st"
 done
 echo "ok: --help and the man page agree"
+
+# The first example of EXAMPLES (heapdiff DB: what grew since the attach)
+# has the shape of what the program prints on a session written as the
+# attacher writes one (db_fill --attacher): the same lines in the same
+# order (snapshot 1 the 'attach' baseline, the top functions, the call
+# paths, the total), the fixed lines word for word; its numbers are the
+# page's own.  note: lines depend on the data and are left out of both.
+FILL=$HA_BUILDDIR/tests/db_fill
+[ -x "$FILL" ] || fail "db_fill not built: $FILL (make check builds it)"
+"$FILL" --attacher "$W/a.db" >/dev/null || fail "db_fill --attacher failed"
+"$HD" "$W/a.db" >"$W/real" 2>&1 || fail "heapdiff on db_fill --attacher: $(cat "$W/real")"
+awk '/^\$ heapdiff heapattach\\-leaky\\-4242\.db$/ { on = 1; next } on && /^\.fi/ { exit } on' "$MAN" |
+	sed 's/\\-/-/g; s/\\e/\\/g' >"$W/example"
+[ -s "$W/example" ] || fail "no example of 'heapdiff heapattach-leaky-4242.db' in the man page"
+# shape FILE: one word a line, or the line itself where it is fixed text.
+shape() {
+	awk -v B='[-+]?[0-9.]+ (B|KiB|MiB|GiB)' '
+		/^note: / { next }
+		{ k = "other: " $0 }
+		/^$/ { k = "blank" }
+		/^from snapshot [0-9]+: [0-9-]+ [0-9:]+, session [0-9]+ \(pid [0-9]+ [^)]*\), [a-z]+$/ { k = "from " $NF }
+		/^  to snapshot [0-9]+: [0-9-]+ [0-9:]+, session [0-9]+ \(pid [0-9]+ [^)]*\), [a-z]+$/ { k = "to " $NF }
+		/^samples: [0-9]+ taken, [0-9]+ dropped, [0-9]+ not unwound$/ { k = "samples" }
+		/^top functions / || /^ +(FLAT|BYTES) / { k = $0; gsub(/ +/, " ", k) }
+		$0 ~ "^ +" B " +[-+]?[0-9]+ +" B " +[0-9]+  [^ ]" { k = "function" }
+		$0 ~ "^ +" B " +[-+]?[0-9]+  stack [0-9]+( \\([a-z]+\\))?$" { k = "stack" }
+		/^                               [^ ]/ { k = "frame" }
+		$0 ~ "^total: live heap " B " \\(estimated; [0-9]+ callstacks changed, [0-9]+ shown\\); RSS " B "; [0-9.]+ s$" { k = "total" }
+		k != last { print k; last = k }
+	' "$1"
+}
+if ! diff <(shape "$W/example") <(shape "$W/real") >"$W/shape.diff"; then
+	cat "$W/shape.diff"
+	fail "the man page's example of 'heapdiff DB' does not look like heapdiff's output (< the page, > the program)"
+fi
+echo "ok: the man page's example of 'heapdiff DB' has the program's shape"
 
 if command -v groff >/dev/null; then
 	warn=$(LC_ALL=C groff -man -Tutf8 -ww -z "$MAN" 2>&1)

@@ -4,7 +4,7 @@
 # send-keys, capture-pane):
 #   - the view shows the leak site within a few seconds;
 #   - / filters (a filter that matches nothing empties the list, Escape
-#     brings the rows back), m marks, k cycles the kind, l sorts by live
+#     brings the rows back), m marks, c cycles the kind, l sorts by live
 #     bytes, s takes a snapshot that lands in the database (reason 'live');
 #   - q detaches exactly as SIGINT: exit 0, the detach line and the summary
 #     said once the view is gone, the session's last snapshot 'detach';
@@ -70,17 +70,17 @@ wait_for 10 '[ "$(q "$db" "SELECT count(*) FROM snapshots WHERE reason = '"'live
 	fail "s took no snapshot"
 echo "ok: s took a snapshot"
 
-# k: heap+mmap -> heap -> mmap (leaky maps nothing) -> heap+mmap (no --rss).
-key k
+# c: heap+mmap -> heap -> mmap (leaky maps nothing) -> heap+mmap (no --rss).
+key c
 see 5 'kind heap  '
 see 5 'remember_request'
-key k
+key c
 see 5 'kind mmap  '
 gone 5 'remember_request'
-key k
+key c
 see 5 'kind heap\+mmap'
 see 5 'remember_request'
-echo "ok: k cycles the kinds"
+echo "ok: c cycles the kinds"
 key l
 see 5 'sort live bytes'
 key g

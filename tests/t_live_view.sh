@@ -3,11 +3,12 @@
 # terminal, tmux, on tests/live_demo's made-up session (its rows are listed
 # at the top of tests/live_demo.c), built with ASan and UBSan:
 #  - at 80x24: the header (target, gauges with sparklines, sampling, sort,
-#    kind, mark), the rows; every key: g/l/r sort (label and order), k
+#    kind, mark), the rows; every key: g/l/r sort (label and order), c
 #    cycles the kinds (resident only with --rss), m counts growth from now
 #    on, / filters (Backspace edits, Enter applies, Escape cancels and
-#    clears), ? shows the help and any key closes it, the arrows move the
-#    selection and Enter folds and unfolds its stack, s says a snapshot was
+#    clears), ? shows the help and any key closes it, the arrows and vi's
+#    k (up) and j (down) move the selection, k leaving the kind as it was,
+#    and Enter folds and unfolds its stack, s says a snapshot was
 #    asked for, q and Ctrl-C exit 0 with the terminal as it was;
 #  - f: functions; intern_key, the helper no call path of it shows (through
 #    operator new, folded away), tops them with its flat and cumulative
@@ -133,7 +134,7 @@ wait_screen v '^sort growth  kind heap\+mmap  since attach [0-9]+s ago  [0-9]+ r
 wait_screen v 'GROWTH +OBJECTS +RATE/MIN +LIVE KIND FUNCTION'
 wait_screen v 'static_cache  worker\.c:2$'
 wait_screen v 'leak_fast  worker\.c:3$'
-wait_screen v '^q quit  g/l/r sort  k kind  f functions  m mark  / filter  Enter stack  \? help$'
+wait_screen v '^q quit  g/l/r sort  c kind  f functions  m mark  / filter  Enter stack  \? help$'
 [ "$(screen v | wc -l)" = 24 ] || fail "not 24 lines at 80x24"
 [ "$(rows v | wc -l)" = 17 ] || fail "expected 17 rows at 80x24, saw $(rows v | wc -l)"
 wait_top v static_cache # 50 MiB at once; leak_fast gains 1 MiB a second
@@ -168,21 +169,21 @@ rows v | head -n 1 | grep -qE '^ +\+[0-9.]+ MiB +\+[0-9]+ +\+[0-9.]+ MiB ' || fa
 log "g, l, r, m: sort labels and orders, growth from the mark"
 
 # Kinds: heap, mmap, resident (--rss), back to heap+mmap.
-keys v g k
+keys v g c
 wait_screen v '^sort growth  kind heap  since'
 wait_top v leak_fast
 ! screen v | grep -q 'mmap_arena' || fail "kind heap shows an mmap row"
 wait_screen v 'GROWTH +OBJECTS +RATE/MIN +LIVE FUNCTION' # no kind column for one kind
-keys v k
+keys v c
 wait_screen v '^sort growth  kind mmap  since'
 wait_top v mmap_arena
-keys v k
+keys v c
 wait_screen v '^sort growth  kind resident  since'
 wait_top v rss_pages
-keys v k
+keys v c
 wait_screen v '^sort growth  kind heap\+mmap  since'
 wait_top v leak_fast
-log "k: heap, mmap, resident, heap+mmap"
+log "c: heap, mmap, resident, heap+mmap"
 
 # The filter.
 keys v /
@@ -216,7 +217,9 @@ keys v '?'
 wait_screen v 'heapattach --live: keys'
 wait_screen v 'press any key'
 wait_screen v '│ f +functions, not call paths \(f again: back\): flat, what +│'
-keys v k # closes the help, and only that
+wait_screen v '│ c +next kind: heap\+mmap, heap, mmap, resident \(--rss\) +│'
+wait_screen v '│ Up Down +move the selection \(also k j, and Ctrl-P Ctrl-N\) +│'
+keys v c # closes the help, and only that
 wait_gone v 'press any key'
 screen v | grep -q '^sort growth  kind heap+mmap' || fail "the key that closed the help was acted on"
 log "?: help shown, closed by a key"
@@ -233,7 +236,18 @@ keys v Enter Up j Up space
 wait_screen v '^    #0  leak_fast  '
 keys v space
 wait_gone v '^    #0  '
-log "selection, Enter and space expand and fold the stack"
+# vi's k and j: from mmap_arena (the second row) k goes up to leak_fast, j
+# down again; the kind stays.
+keys v Down Enter
+wait_screen v '^    #0  mmap_arena  src/worker\.c:4'
+keys v Enter k space
+wait_screen v '^    #0  leak_fast  '
+screen v | grep -q '^sort growth  kind heap+mmap' || fail "k changed the kind: $(screen v | grep '^sort')"
+keys v space j space
+wait_screen v '^    #0  mmap_arena  src/worker\.c:4'
+keys v Enter
+wait_gone v '^    #0  '
+log "selection: arrows, k and j; Enter and space expand and fold the stack"
 
 # Hostile names.
 keys v / e v i l Enter Home Enter
@@ -269,7 +283,7 @@ wait_for 5 '[ "$(rows v | wc -l)" = 17 ]' || fail "the filter was not cleared"
 keys v f
 wait_screen v '^sort growth  kind heap\+mmap  since mark [0-9]+s ago  [0-9]+ functions$'
 wait_screen v '^    GROWTH       CUM       LIVE       CUM PATHS FUNCTION  FILE$'
-wait_screen v '^q quit  g/l/r sort  k kind  f paths  m mark  / filter  Enter callers  \? help$'
+wait_screen v '^q quit  g/l/r sort  c kind  f paths  m mark  / filter  Enter callers  \? help$'
 wait_top v intern_key
 # flat = cum (it calls nothing that allocates), and 165 paths through it
 # have grown (every 8th of the 2000 rows, less those that only stay live).
@@ -307,7 +321,7 @@ tm resize-window -t v -x 120 -y 40
 wait_for 5 '[ "$(screen v | wc -l)" = 40 ] && [ "$(rows v | wc -l)" = 33 ]' ||
 	fail "after the resize to 120x40: $(screen v | wc -l) lines, $(rows v | wc -l) rows"
 wait_screen v '^heapattach --live .{50,} \? help  q quit$'
-wait_screen v '^q quit  g/l/r sort  k kind  f functions  m mark  s snapshot  / filter  Enter stack  \? help$'
+wait_screen v '^q quit  g/l/r sort  c kind  f functions  m mark  s snapshot  / filter  Enter stack  \? help$'
 screen v | head -n 1 | awk 'length($0) != 120 { exit 1 }' || fail "the title line does not reach column 120"
 log "s: message; resize to 120x40 followed"
 
@@ -329,7 +343,7 @@ wait_for 5 '[ "$(rows nc | wc -l)" = 17 ]' || fail "nc: not back to 17 rows at 8
 wait_screen nc '^heap +[0-9.]+ (KiB|MiB|GiB) [_.=#-]+ +mmap'
 ! screen_attr nc | grep -Eq "$COLOUR" || fail "colours despite NO_COLOR"
 ! screen nc | grep -q 'resident' || fail "resident memory shown without --rss"
-keys nc k k k
+keys nc c c c
 wait_screen nc '^sort growth  kind heap\+mmap' # heap, mmap, heap+mmap: no resident
 keys nc / w i d e Enter Home Enter
 wait_screen nc '^    #0  wide_\?\?_e\?_\?desrever  w\.c:8' # one '?' a character outside ASCII

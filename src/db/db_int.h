@@ -24,6 +24,7 @@ struct ha_db {
 	sqlite3 *h;
 	char *path;
 	int readonly;
+	int beside_absent;         /* no -wal nor -shm before it opened (db_open.c) */
 	/* the rest is db_write.c's, set up by ha_db_open */
 	void (*close_writer)(struct ha_db *db);   /* frees it; NULL: read-only */
 	sqlite3_stmt *st[ST_COUNT];

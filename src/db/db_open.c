@@ -5,12 +5,23 @@
  * Opening: an existing non-empty file is first checked through a read-only
  * connection (a read-only connection never writes the main file, not even a
  * checkpoint on close), so a refused file is left exactly as it was.  A new
- * or empty file gets the schema in one transaction. */
+ * or empty file gets the schema in one transaction.
+ *
+ * Files beside it: the writer keeps the file in WAL mode while it writes
+ * and puts it back to a rollback journal when it closes (db_write.c), so a
+ * finished database is one file and a read-only reader makes nothing
+ * beside it; during a session the writer's -wal and -shm are there already.
+ * A file left in WAL mode without them (by an older heapattach, or a
+ * writer whose switch back found a reader) makes SQLite create an empty
+ * -wal and a -shm for our read-only connection, which cannot remove them
+ * at close.  The last connection of ours to close removes them
+ * (tidy_beside) when that is safe: see there. */
 #define _GNU_SOURCE
 #include "db_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +195,104 @@ static sqlite3 *open_immutable(const char *path, char *err, size_t errlen)
 	return h;
 }
 
+/* ------------------------------------------------------------ files beside */
+
+/* SQLite's lock bytes on a database file (its file format, section 'The
+ * Lock-Byte Page'; os_unix.c): PENDING_BYTE, RESERVED_BYTE, then the 510
+ * bytes of the SHARED range.  A connection holds a read lock in the SHARED
+ * range for as long as it has the file open in WAL mode, and takes one
+ * before it looks for, opens or creates -wal and -shm. */
+#define SQLITE_LOCK_FIRST 0x40000000L
+#define SQLITE_LOCK_BYTES 512
+
+/* The connections open in this process (every handle, read-only or not),
+ * and the databases whose -wal and -shm one of our connections made: tidied once none is open, since closing any descriptor of a file
+ * drops every POSIX lock this process holds on it, SQLite's included. */
+static pthread_mutex_t beside_lock = PTHREAD_MUTEX_INITIALIZER;
+static int open_conns;
+static char *made_beside[8];
+static int n_made_beside;
+
+static int beside_name(char *buf, size_t len, const char *path, const char *suffix)
+{
+	return snprintf(buf, len, "%s%s", path, suffix) < (int)len ? 0 : -1;
+}
+
+/* Neither -wal nor -shm beside path (their absence is what makes them ours
+ * when they are there after a read-only open). */
+static int nothing_beside(const char *path)
+{
+	char p[4096];
+	struct stat st;
+	return beside_name(p, sizeof p, path, "-wal") == 0 && lstat(p, &st) != 0 && errno == ENOENT &&
+	       beside_name(p, sizeof p, path, "-shm") == 0 && lstat(p, &st) != 0 && errno == ENOENT;
+}
+
+/* Remove the -wal and -shm our connection made beside a WAL file,
+ * as SQLite itself does when the last connection closes (which a read-only
+ * one cannot): with the EXCLUSIVE lock held, so that no other connection
+ * has the file open nor can open it meanwhile (one that tries waits on its
+ * busy handler, then creates them anew), and only an empty -wal (no
+ * transaction in it; one with frames, written by a writer that came and
+ * went while we read, is left for SQLite to checkpoint).  The database
+ * itself is opened for writing only because a write lock needs it: nothing
+ * is written.  Not allowed to open it so (another user's file), or any
+ * other connection there: both are left, harmless.  Under beside_lock, with
+ * no connection of ours open. */
+static void tidy_beside(const char *path)
+{
+	char wal[4096], shm[4096];
+	struct stat st;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SQLITE_LOCK_FIRST,
+	                    .l_len = SQLITE_LOCK_BYTES };
+	int fd;
+
+	if (beside_name(wal, sizeof wal, path, "-wal") < 0 || beside_name(shm, sizeof shm, path, "-shm") < 0)
+		return;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fcntl(fd, F_SETLK, &fl) == 0 && lstat(wal, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0 && lstat(shm, &st) == 0 && S_ISREG(st.st_mode)) {
+		(void)unlink(wal);
+		(void)unlink(shm);
+	}
+	close(fd); /* releases the lock */
+}
+
+/* A connection of ours opens. */
+static void conn_opened(void)
+{
+	pthread_mutex_lock(&beside_lock);
+	open_conns++;
+	pthread_mutex_unlock(&beside_lock);
+}
+
+/* A connection of ours closed (beside: the path whose -wal and -shm it
+ * made, or NULL); the last one tidies. */
+static void conn_closed(const char *beside)
+{
+	pthread_mutex_lock(&beside_lock);
+	open_conns--;
+	if (beside) {
+		int dup = 0;
+		for (int i = 0; i < n_made_beside; i++)
+			dup |= strcmp(made_beside[i], beside) == 0;
+		/* (More databases than that in one run: the rest left.) */
+		if (!dup && n_made_beside < (int)(sizeof made_beside / sizeof made_beside[0]) &&
+		    (made_beside[n_made_beside] = strdup(beside)) != NULL)
+			n_made_beside++;
+	}
+	if (open_conns == 0) {
+		for (int i = 0; i < n_made_beside; i++) {
+			tidy_beside(made_beside[i]);
+			free(made_beside[i]);
+		}
+		n_made_beside = 0;
+	}
+	pthread_mutex_unlock(&beside_lock);
+}
+
 static void db_free(struct ha_db *db)
 {
 	if (!db)
@@ -293,7 +402,7 @@ static int writable_path(const char *path, int exists, char *err, size_t errlen)
 	return 0;
 }
 
-int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
+static int open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
 {
 	struct stat st;
 	enum check_result res = CHECK_EMPTY;
@@ -418,8 +527,9 @@ int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, 
 	}
 	/* WAL: readers never block the writer, a crash loses at most the
 	 * transaction in progress.  (journal_mode cannot change inside a
-	 * transaction, hence after the schema; it is persistent, so this is a
-	 * no-op on a database we created before.)  Where WAL is impossible
+	 * transaction, hence after the schema; it is persistent, but the
+	 * writer's close puts a finished file back to a rollback journal:
+	 * db_write.c's leave_wal.)  Where WAL is impossible
 	 * (no shared memory on the file system) the rollback journal stays:
 	 * still transactional and crash-safe, with readers blocking the writer
 	 * for a moment. */
@@ -434,6 +544,21 @@ fail:
 	return -1;
 }
 
+int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen)
+{
+	/* Whether -wal and -shm are there before: if not, and they are after
+	 * (a read-only read of a WAL file, also one refused by the check),
+	 * they are ours to tidy when the last connection closes. */
+	int absent = path && *path && nothing_beside(path);
+	conn_opened();
+	if (open_file(path, readonly, out, err, errlen) < 0) {
+		conn_closed(absent ? path : NULL);
+		return -1;
+	}
+	(*out)->beside_absent = absent;
+	return 0;
+}
+
 int ha_db_open_readonly(const char *path, struct ha_db **out, char *err, size_t errlen)
 {
 	return db_open_file(path, 1, out, err, errlen);
@@ -441,7 +566,16 @@ int ha_db_open_readonly(const char *path, struct ha_db **out, char *err, size_t 
 
 void ha_db_close(struct ha_db *db)
 {
+	char *path;
+	int beside;
+	if (!db)
+		return;
+	path = db->path;
+	beside = db->beside_absent;
+	db->path = NULL;
 	db_free(db);
+	conn_closed(beside ? path : NULL);
+	free(path);
 }
 
 struct sqlite3 *ha_db_handle(struct ha_db *db)

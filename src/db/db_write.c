@@ -6,7 +6,8 @@
  * new callstack is a cheap transaction of its own; a snapshot is one
  * transaction committed with synchronous=FULL, which also makes everything
  * committed before it durable.  A kill -9 at any moment loses at most the
- * transaction in progress.
+ * transaction in progress.  At close the file goes back to a rollback
+ * journal (leave_wal), so that a finished database is a single file.
  *
  * Interning: modules and frames by INSERT OR IGNORE on their UNIQUE keys and
  * a lookup; callstacks by a 64-bit content hash (stacks.hash, verified
@@ -279,10 +280,27 @@ static int step_int(struct ha_db *db, sqlite3_stmt *s, int64_t *v, char *err, si
 
 /* ------------------------------------------------------------ open, close */
 
+/* The session is over: the file goes back to a rollback journal, so that a
+ * finished database is one file a read-only reader leaves as it found it
+ * (a reader of a WAL file makes its -wal and -shm, and cannot remove them).
+ * The switch checkpoints the WAL into the file and removes -wal and -shm.
+ * Best effort: it needs the file to itself, and while another connection
+ * has it open (heapdiff reading, a second heapattach writing) it fails at
+ * once (no busy wait) and the file stays in WAL mode, harmlessly; the last
+ * writer to close switches it.  The next writer switches it back to WAL
+ * (db_open_file). */
+static void leave_wal(struct ha_db *db)
+{
+	sqlite3_busy_timeout(db->h, 0);
+	(void)sqlite3_exec(db->h, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+}
+
 static void close_writer(struct ha_db *db)
 {
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(db->st[i]);
+	rollback(db);
+	leave_wal(db);
 	module_cache_clear(db);
 	stack_cache_clear(db);
 	free(db->frame_ids);

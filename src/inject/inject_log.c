@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,7 +65,11 @@ int inj_test_die_at(struct injection *j, const char *point)
 		return 0;
 	if (j->stop_only) {
 		inj_log(j, "HEAPATTACH_TEST_STOP_AT=%s: stopping", point);
-		kill(getpid(), SIGSTOP);
+		/* To this thread: it takes the stop on its way out of the
+		 * call, here.  Sent to the process, the signal may go to the
+		 * main thread, and this one would run on (its ptrace requests
+		 * with it) until the main thread gets a CPU to stop them all. */
+		pthread_kill(pthread_self(), SIGSTOP);
 		inj_log(j, "HEAPATTACH_TEST_STOP_AT=%s: continued", point);
 		j->die_after = INT_MAX;     /* once */
 		return 0;

@@ -205,7 +205,7 @@ static const char *help_text[] = {
 	"g        sort by growth since the mark (attach at first)",
 	"l        sort by live bytes",
 	"r        sort by rate: growth per minute since the mark",
-	"k        next kind: heap+mmap, heap, mmap, resident (--rss)",
+	"c        next kind: heap+mmap, heap, mmap, resident (--rss)",
 	"m        mark: count growth from now on",
 	"f        functions, not call paths (f again: back): flat, what",
 	"         each allocated itself; cum, with it anywhere on the stack",
@@ -213,7 +213,7 @@ static const char *help_text[] = {
 	"/        filter: function, file or module contains the text",
 	"         (Enter applies, Escape clears)",
 	"Escape   clear the filter",
-	"Up Down  move the selection (also Ctrl-P Ctrl-N, and j down)",
+	"Up Down  move the selection (also k j, and Ctrl-P Ctrl-N)",
 	"PgUp PgDn Home End  by a page, to the first or last row",
 	"Enter    expand or fold the selected row (or space): a call path's",
 	"         whole stack, a function's callers",
@@ -238,10 +238,10 @@ static void draw_help(struct ha_view *v)
 
 /* The keys, for call paths and for functions: [funcs][room for all]. */
 static const char *const hints[2][2] = {
-	{ "q quit  g/l/r sort  k kind  f functions  m mark  / filter  Enter stack  ? help",
-	  "q quit  g/l/r sort  k kind  f functions  m mark  s snapshot  / filter  Enter stack  ? help" },
-	{ "q quit  g/l/r sort  k kind  f paths  m mark  / filter  Enter callers  ? help",
-	  "q quit  g/l/r sort  k kind  f paths  m mark  s snapshot  / filter  Enter callers  ? help" },
+	{ "q quit  g/l/r sort  c kind  f functions  m mark  / filter  Enter stack  ? help",
+	  "q quit  g/l/r sort  c kind  f functions  m mark  s snapshot  / filter  Enter stack  ? help" },
+	{ "q quit  g/l/r sort  c kind  f paths  m mark  / filter  Enter callers  ? help",
+	  "q quit  g/l/r sort  c kind  f paths  m mark  s snapshot  / filter  Enter callers  ? help" },
 };
 
 /* The bottom line: the prompt, a message, or the keys. */

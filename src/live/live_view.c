@@ -102,7 +102,7 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 		v->stale |= !v->prompt; /* applied or cleared */
 		return HA_VIEW_NONE;
 	}
-	if (k == K_UP || k == K_DOWN || k == 'j' || k == K_PGUP || k == K_PGDN || k == K_END ||
+	if (k == K_UP || k == K_DOWN || k == 'j' || k == 'k' || k == K_PGUP || k == K_PGDN || k == K_END ||
 	    k == K_ENTER || k == ' ')
 		lv_fresh_rows(v, l);
 	switch (k) {
@@ -111,7 +111,9 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 	case 'g': v->sort = HA_LIVE_BY_GROWTH; v->stale = 1; break;
 	case 'l': v->sort = HA_LIVE_BY_LIVE; v->stale = 1; break;
 	case 'r': v->sort = HA_LIVE_BY_RATE; v->stale = 1; break;
-	case 'k': next_kind(v, l); v->stale = 1; break;
+	/* The kind on c: j and k move, as in vi and less, and c is no motion
+	 * of theirs (nor h, l, g, G, w, b, e, t, f). */
+	case 'c': next_kind(v, l); v->stale = 1; break;
 	case 'f': /* functions or call paths: another list, from its top */
 		v->funcs = !v->funcs;
 		v->stale = 1;
@@ -138,7 +140,7 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 		v->stale = 1;
 		break;
 	case '?': v->help = 1; break;
-	case K_UP: move_sel(v, -1); break;
+	case K_UP: case 'k': move_sel(v, -1); break;
 	case K_DOWN: case 'j': move_sel(v, 1); break;
 	case K_PGUP: move_sel(v, -(v->body_h > 1 ? v->body_h - 1 : 1)); break;
 	case K_PGDN: move_sel(v, v->body_h > 1 ? v->body_h - 1 : 1); break;
