@@ -269,8 +269,8 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 's':
 			if (parse_double(optarg, &o->snapshot_every_s) ||
-			    (o->snapshot_every_s < 0.1 && o->snapshot_every_s != 0)) {
-				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.1, or 0 "
+			    (o->snapshot_every_s < 0.05 && o->snapshot_every_s != 0)) {
+				fprintf(stderr, "heapattach: --snapshot-every wants seconds (>= 0.05, or 0 "
 				        "for none), not '%s'\n", optarg);
 				return -1;
 			}

@@ -116,6 +116,7 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	writer.pid = t->pid;
 	writer.own_pid = t->own_pid;
 	writer.verbose = o->verbose;
+	writer.snapshot_period = o->snapshot_every_s;
 	/* The collector drains the ring from the moment the agent is ready;
 	 * what it sends the writer waits in the writer's inbox until the
 	 * database is open.  (The agent samples from READY on: a collector

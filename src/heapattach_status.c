@@ -119,6 +119,11 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	        (unsigned long long)st.unwind_failures, (unsigned long long)drops,
 	        (unsigned long long)w->snapshots_written, dbname,
 	        (long long)w->last_snapshot_id);
+	uint64_t thinned = __atomic_load_n(&w->snapshots_thinned, __ATOMIC_RELAXED);
+	if (thinned)
+		fprintf(stderr, "heapattach: %llu old periodic snapshots thinned out (the last 360 "
+		        "periods kept whole, then one in 6, older one in 60)\n",
+		        (unsigned long long)thinned);
 	if (st.callpaths_folded)
 		fprintf(stderr, "heapattach: %llu samples of call paths past the cap of %llu "
 		        "(--max-callpaths) booked under their leaf's module, as \"%s\"\n",

@@ -78,6 +78,15 @@ int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64
  * batch's ids is valid. */
 int ha_db_batch_begin(struct ha_db *db, char *err, size_t errlen);
 int ha_db_batch_commit(struct ha_db *db, char *err, size_t errlen);
+/* Thin the session's old periodic snapshots, taken every period seconds
+ * (db_thin.c: every one of the last 360 periods, one per 6 up to 2,160
+ * periods old, one per 60 older -- at 10 s: the last hour, one a minute up
+ * to six hours, one every ten minutes; never the baseline, the peak, those
+ * asked for, the end or the newest), losing no value of a snapshot kept;
+ * *removed: how many went.  One transaction; 0 or -1 with err. */
+int ha_db_thin(struct ha_db *db, int64_t session_id, double period, int *removed, char *err,
+               size_t errlen);
+
 /* Write one snapshot with the buckets that changed since the previous one,
  * in one transaction. */
 int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,

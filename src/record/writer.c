@@ -47,6 +47,24 @@ static void fail(struct ha_writer *w, const char *what, const char *err)
 	w->failed = 1;
 }
 
+/* Every THIN_EVERY periodic snapshots, the old ones thinned (db_thin.c):
+ * a day's session keeps some 770 snapshots, not 8,640. */
+#define THIN_EVERY 30
+
+static void thin(struct ha_writer *w, const char *reason)
+{
+	char err[200];
+	int removed;
+	if (!(w->snapshot_period > 0) || strcmp(reason, "periodic") != 0 ||
+	    ++w->since_thin < THIN_EVERY)
+		return;
+	w->since_thin = 0;
+	if (ha_db_thin(w->db, w->session_id, w->snapshot_period, &removed, err, sizeof err))
+		fail(w, "thinning old snapshots", err);
+	else
+		__atomic_fetch_add(&w->snapshots_thinned, (uint64_t)removed, __ATOMIC_RELAXED);
+}
+
 static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wmsg_snapshot *m)
 {
 	char err[200];
@@ -67,6 +85,7 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
 		if (w->on_snapshot)
 			w->on_snapshot(w->on_snapshot_arg, snap_id, m->info.reason);
+		thin(w, m->info.reason);
 	}
 }
 

@@ -85,6 +85,10 @@ struct ha_writer {
 	struct ha_queue inbox;
 	pthread_t thread;
 	uint64_t snapshots_written;   /* relaxed atomic, for status */
+	double snapshot_period;       /* --snapshot-every: old periodic snapshots are
+	                               * thinned by it (ha_db_thin); 0: never */
+	unsigned since_thin;          /* periodic snapshots since the last thinning */
+	uint64_t snapshots_thinned;   /* relaxed atomic: removed by thinning */
 	uint64_t jit_frames;          /* relaxed atomic: frames named by the perf map */
 	int64_t last_snapshot_id;
 	struct ha_wmsg_end end;       /* the last message: no allocation can fail it */
