@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 7.
+-- heapattach profile database, schema version 9.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,17 +8,18 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 8);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 9);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
 -- 'attach' and 'peak' and left the peak out of leak_trend, version 5 the
 -- kinds 'rss' and 'swap' (resident memory by first-touch call path,
 -- heapattach --rss) with their snapshot columns, version 6 the column
--- sessions.hostname, version 7 the columns snapshots.frames and fp_frames
--- (all at the end of this file); heapattach upgrades an older file in place
--- when it opens it for writing (it only adds those), and heapdiff reads all
--- seven versions.  The
+-- sessions.hostname, version 7 the columns snapshots.frames and fp_frames,
+-- version 8 the column sessions.python, version 9 the column
+-- snapshots.rss_read_time (all at the end of this file); heapattach
+-- upgrades an older file in place when it opens it for writing (it only
+-- adds those), and heapdiff reads all nine versions.  The
 -- writer keeps the file in WAL mode while it writes, so readers (heapdiff,
 -- sqlite3) can query it meanwhile, and a crash of the writer loses at most
 -- the snapshot in progress; when its session ends it puts the file back to a
@@ -79,12 +80,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '8'.
+-- Identification of the file: format = 'heapattach', schema_version = '9'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '8');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '9');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -166,7 +167,7 @@ CREATE TABLE snapshots (
 	id              INTEGER PRIMARY KEY,
 	session_id      INTEGER NOT NULL REFERENCES sessions (id),
 	time            REAL NOT NULL,
-	rss_bytes       INTEGER NOT NULL,           -- VmRSS of the target
+	rss_bytes       INTEGER NOT NULL,           -- VmRSS of the target (see rss_read_time)
 	samples         INTEGER NOT NULL DEFAULT 0,
 	drops           INTEGER NOT NULL DEFAULT 0,
 	unwind_failures INTEGER NOT NULL DEFAULT 0,
@@ -567,3 +568,35 @@ ALTER TABLE snapshots ADD COLUMN fp_frames INTEGER NOT NULL DEFAULT 0;
 -- small-object allocator, e.g. "Python 3.11 (/usr/bin/python3.11): 1200
 -- samples with Python frames, 0 left native; frames and small objects on".
 ALTER TABLE sessions ADD COLUMN python TEXT NOT NULL DEFAULT '';
+
+-- Schema version 9 additions.
+
+-- When the figures of the kernel's view in a snapshot (rss_bytes,
+-- rss_anon_bytes, swap_bytes) were read.  NULL: at the snapshot (every
+-- snapshot of a live target, and every one written before version 9).
+-- A time: the target could not be read at the snapshot, because it had
+-- exited or was exiting (the 'exit' snapshot, and any taken in its last
+-- moment): the figures are the last ones read before the exit, at this
+-- unix time (heapattach reads them at least every 0.1 s); a gone target's
+-- RSS is unknown, never 0.  rss_bytes 0 means unknown: nothing was read
+-- (and before version 9, the 'exit' snapshot recorded 0 for a target
+-- already gone).
+--     SELECT id, reason, rss_bytes, time - rss_read_time AS seconds_before
+--       FROM snapshots WHERE rss_read_time IS NOT NULL;
+ALTER TABLE snapshots ADD COLUMN rss_read_time REAL;
+
+-- snapshot_totals as in version 5, with rss_read_time.
+DROP VIEW IF EXISTS snapshot_totals;
+CREATE VIEW snapshot_totals AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap')) AS live_bytes,
+       (SELECT total(v.live_count) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap')) AS live_count,
+       s.samples, s.drops, s.unwind_failures,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind = 'rss') AS resident_bytes,
+       (SELECT total(v.live_bytes) FROM bucket_at v
+         WHERE v.snapshot_id = s.id AND v.kind = 'swap') AS swapped_bytes,
+       s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, s.rss_read_time
+  FROM snapshots s;

@@ -1,14 +1,15 @@
 #!/bin/bash
-# t_db_upgrade: schema-version-1 to -7 databases (without the views added
+# t_db_upgrade: schema-version-1 to -8 databases (without the views added
 # in version 2, without the column snapshots.sample_interval added in version
 # 3, with the leak views of before version 4, which counted every snapshot,
 # without the kinds rss and swap and their columns of version 5, without
 # the column sessions.hostname of version 6, without the columns
 # snapshots.frames and fp_frames of version 7, without the column
-# sessions.python of version 8)
+# sessions.python of version 8, without the column snapshots.rss_read_time
+# of version 9 and its snapshot_totals)
 # are read by heapdiff as they are (byte-identical afterwards, and --leaks
 # works on them: it does not need the views), and upgraded in place by the
-# writer: version 8, the new views, kinds and columns, the data untouched, the schema
+# writer: version 9, the new views, kinds and columns, the data untouched, the schema
 # then identical to that of a new file.
 . "$(dirname "$0")/lib.sh"
 
@@ -19,12 +20,19 @@ FILL=$HA_BUILDDIR/tests/db_fill
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
-new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db
+new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
-# What a version-7 writer left: no sessions.python; a version-6 writer: no
-# frame counters either; a version-5 writer: no sessions.hostname either.
-# Versions 1-4 are made from that.
-cp "$new" "$v7"
+# What a version-8 writer left: no snapshots.rss_read_time, the
+# snapshot_totals of version 5 (without it: its text as schema.sql's, the
+# column cut); a version-7 writer: no sessions.python either; a version-6
+# writer: no frame counters either; a version-5 writer: no
+# sessions.hostname either.  Versions 1-4 are made from that.
+totals5=$(q "$new" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
+grep -q rss_read_time <<<"$totals5" && fail "cannot make the version-5 snapshot_totals: $totals5"
+cp "$new" "$v8"
+q "$v8" "DROP VIEW snapshot_totals; ALTER TABLE snapshots DROP COLUMN rss_read_time; $totals5;
+         UPDATE meta SET value = '8' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+cp "$v8" "$v7"
 q "$v7" "ALTER TABLE sessions DROP COLUMN python;
          UPDATE meta SET value = '7' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 cp "$v7" "$v6"
@@ -55,17 +63,19 @@ q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
 # a version-1 writer: no leak views either.
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm"
+rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm" "$v8-wal" "$v8-shm"
 cp "$v1" "$W/before.db"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
-"$HD" --bytes "$new" first last >"$W/d8" 2>&1 || fail "heapdiff on a version-8 file"
+"$HD" --bytes "$new" first last >"$W/d9" 2>&1 || fail "heapdiff on a version-9 file"
+"$HD" --bytes "$v8" first last >"$W/d8" 2>&1 || fail "heapdiff on a version-8 file: $(cat "$W/d8")"
 "$HD" --bytes "$v7" first last >"$W/d7" 2>&1 || fail "heapdiff on a version-7 file: $(cat "$W/d7")"
 "$HD" --bytes "$v6" first last >"$W/d6" 2>&1 || fail "heapdiff on a version-6 file: $(cat "$W/d6")"
 "$HD" --bytes "$v5" first last >"$W/d5" 2>&1 || fail "heapdiff on a version-5 file: $(cat "$W/d5")"
 "$HD" --bytes "$v4" first last >"$W/d4" 2>&1 || fail "heapdiff on a version-4 file: $(cat "$W/d4")"
 "$HD" --bytes "$v3" first last >"$W/d3" 2>&1 || fail "heapdiff on a version-3 file: $(cat "$W/d3")"
 "$HD" --bytes "$v2" first last >"$W/d2" 2>&1 || fail "heapdiff on a version-2 file: $(cat "$W/d2")"
+cmp -s "$W/d8" "$W/d9" || fail "heapdiff reads version 8 and 9 differently"
 cmp -s "$W/d7" "$W/d8" || fail "heapdiff reads version 7 and 8 differently"
 cmp -s "$W/d6" "$W/d7" || fail "heapdiff reads version 6 and 7 differently"
 cmp -s "$W/d5" "$W/d6" || fail "heapdiff reads version 5 and 6 differently"
@@ -78,10 +88,10 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 8 ] || fail "version $v not upgraded to version 8"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 9 ] || fail "version $v not upgraded to version 9"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" "SELECT group_concat(name, ' ') FROM (SELECT name FROM kinds ORDER BY id)")" = "heap mmap rss swap" ] ||
 		fail "kinds after the upgrade from version $v: $(q "$f" 'SELECT * FROM kinds')"
@@ -90,6 +100,8 @@ for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7"; do
 		fail "the upgrade from version $v changed the data"
 	[ "$v" -ge 3 ] || [ "$(q "$f" 'SELECT count(*) FROM snapshots WHERE sample_interval = 0')" = "$(q "$f" 'SELECT count(*) FROM snapshots')" ] ||
 		fail "snapshots from before version 3 should have sample_interval 0"
+	[ "$(q "$f" 'SELECT count(*) FROM snapshot_totals WHERE rss_read_time IS NULL')" = "$(q "$f" 'SELECT count(*) FROM snapshots')" ] ||
+		fail "snapshots from before version 9 should have rss_read_time NULL (read at the snapshot)"
 	"$FILL" "$f" >/dev/null || fail "the writer cannot append a session to the file upgraded from version $v"
 	[ "$(q "$f" 'SELECT count(*) FROM sessions')" = 2 ] || fail "no second session in the file upgraded from version $v"
 	echo "ok: the writer upgrades version $v in place"

@@ -67,24 +67,37 @@ static uint64_t status_kb_bytes(const char *status, const char *name)
 	return strtoull(v, NULL, 10) * 1024;
 }
 
-void ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out)
+int ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out)
 {
 	char path[64], buf[256], *p, *end;
+	unsigned long long size, resident;
 	memset(out, 0, sizeof *out);
 	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
-	/* "size resident ...", in pages: past size, resident. */
-	if (ha_read_file(path, buf, sizeof buf) > 0 && !(strtoull(buf, &p, 10) == 0 && p == buf)) {
-		unsigned long long resident = strtoull(p, &end, 10);
-		if (end != p)
-			out->rss = resident * (uint64_t)sysconf(_SC_PAGESIZE);
-	}
+	/* "size resident ...", in pages.  A process without a memory map (a
+	 * zombie, or one in exit past exit_mm) reads all zeros: gone, not
+	 * empty. */
+	if (ha_read_file(path, buf, sizeof buf) <= 0)
+		return -1;
+	size = strtoull(buf, &p, 10);
+	if (p == buf || size == 0)
+		return -1;
+	resident = strtoull(p, &end, 10);
+	if (end == p)
+		return -1;
+	out->rss = resident * (uint64_t)sysconf(_SC_PAGESIZE);
 	if (!with_status)
-		return;
-	char status[HA_STATUS_MAX];
-	if (ha_proc_status(pid, 0, status, sizeof status) < 0)
-		return;
+		return 0;
+	/* The Vm and Rss lines are there only while it has a memory map: it
+	 * may have lost it since statm was read. */
+	char status[HA_STATUS_MAX], v[64];
+	if (ha_proc_status(pid, 0, status, sizeof status) < 0 ||
+	    ha_status_field(status, "VmRSS", v, sizeof v) != 0) {
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
 	out->rss_anon = status_kb_bytes(status, "RssAnon");
 	out->swap = status_kb_bytes(status, "VmSwap");
+	return 0;
 }
 
 int ha_parse_stat(const char *line, char *state, unsigned long *flags)

@@ -30,13 +30,15 @@ int ha_proc_status_field(pid_t pid, pid_t tid, const char *name, char *out, size
  * 0, -errno, or -EINVAL for a line that does not parse. */
 int ha_proc_stat(pid_t pid, pid_t tid, char *state, unsigned long *flags);
 
-/* The process's memory now, in bytes (0 for what could not be read). */
+/* The process's memory now, in bytes.  0, or -1 (*out all zero) when it
+ * could not be read whole: the process is gone, a zombie or exiting (it
+ * has no memory map any more), which is an unknown figure, not a zero. */
 struct ha_proc_mem {
 	uint64_t rss;           /* resident: /proc/PID/statm */
 	uint64_t rss_anon;      /* with_status: RssAnon of /proc/PID/status */
 	uint64_t swap;          /* with_status: VmSwap */
 };
-void ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out);
+int ha_proc_mem(pid_t pid, int with_status, struct ha_proc_mem *out);
 
 /* Does the process still exist, neither a zombie nor exiting? */
 int ha_proc_alive(pid_t pid);

@@ -1,14 +1,16 @@
 /* proc_test -- the /proc parsers (src/common/proc.c, and procmaps.c's
  * " (deleted)" suffix) on hostile input: a target chooses its comm (16
  * bytes, ')' ' ' and newlines included), and a status line can be cut off
- * anywhere.  Each case states what must come
- * out; the program prints every mismatch and exits 1 if there is one. */
+ * anywhere; and a process's memory, known only while it has a memory map.
+ * Each case states what must come out; the program prints every mismatch
+ * and exits 1 if there is one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -134,6 +136,30 @@ int main(void)
 	EXPECT(ha_proc_alive(getpid()), "this process is not alive?");
 	EXPECT(ha_proc_stat(0x7ffffff0, 0, &state, &flags) < 0, "a pid that cannot exist parses");
 	EXPECT(!ha_proc_alive(0x7ffffff0), "a pid that cannot exist is alive");
+
+	/* Memory: this process's is read whole; a zombie's (no memory map,
+	 * statm all zeros) and a missing process's are unknown, not 0. */
+	struct ha_proc_mem mem;
+	EXPECT(ha_proc_mem(getpid(), 1, &mem) == 0 && mem.rss > 0 && mem.rss_anon > 0,
+	       "own memory: rss %llu, RssAnon %llu", (unsigned long long)mem.rss,
+	       (unsigned long long)mem.rss_anon);
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	siginfo_t si;
+	/* WNOWAIT: returns once the child is a zombie, and leaves it one. */
+	EXPECT(child > 0 && waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0,
+	       "fork or waitid: %s", strerror(errno));
+	for (int with_status = 0; with_status <= 1 && child > 0; with_status++) {
+		memset(&mem, 0x55, sizeof mem);
+		EXPECT(ha_proc_mem(child, with_status, &mem) == -1 && mem.rss == 0 && mem.rss_anon == 0 &&
+		           mem.swap == 0,
+		       "a zombie's memory (with_status %d) reads as known: rss %llu", with_status,
+		       (unsigned long long)mem.rss);
+	}
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	EXPECT(ha_proc_mem(0x7ffffff0, 1, &mem) == -1, "a pid that cannot exist has memory");
 
 	return UNIT_RESULT("stat and status parsers on hostile lines; deleted paths in maps");
 }

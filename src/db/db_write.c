@@ -58,8 +58,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SESSION_PYTHON] = "UPDATE sessions SET python = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
 	                    " unwind_failures, reason, sample_interval, rss_anon_bytes, swap_bytes,"
-	                    " rss_samples, rss_lost, frames, fp_frames)"
-	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+	                    " rss_samples, rss_lost, frames, fp_frames, rss_read_time)"
+	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 	[ST_INS_BUCKET] = "INSERT INTO buckets (session_id, stack_id, kind, snapshot_id,"
 	                  " alloc_count, alloc_bytes, free_count, free_bytes, live_count, live_bytes)"
 	                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -618,6 +618,11 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	bind_u64(q, 12, s->rss_lost);
 	bind_u64(q, 13, s->frames);
 	bind_u64(q, 14, s->fp_frames);
+	/* NULL: the figures are of the snapshot's time (db_write.h). */
+	if (s->rss_last)
+		sqlite3_bind_double(q, 15, s->rss_time);
+	else
+		sqlite3_bind_null(q, 15);
 	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
 		return -1;
 	sid = sqlite3_last_insert_rowid(db->h);

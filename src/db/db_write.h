@@ -40,6 +40,12 @@ struct ha_db_bucket {
 struct ha_db_snapshot {
 	double time;              /* unix time, seconds */
 	uint64_t rss_bytes;
+	/* rss_last: the target's memory could not be read at time (it was
+	 * gone, or exiting): rss_bytes, rss_anon_bytes and swap_bytes are the
+	 * last figures read, at rss_time (0 and all 0: none was) --
+	 * snapshots.rss_read_time. */
+	int rss_last;
+	double rss_time;
 	uint64_t samples, drops, unwind_failures;
 	const char *reason;       /* "periodic", "signal", "detach", "exit" */
 	uint64_t sample_interval; /* largest interval in effect since the last one */

@@ -56,6 +56,7 @@ _Static_assert(HA_REC_KIND_HEAP == HA_KIND_HEAP && HA_REC_KIND_MMAP == HA_KIND_M
 #define NAP_FILL_DIV 8        /* a busy ring: wake up at about 1/8 full */
 #define CONSUME_DIV 16        /* hand space back every 1/16 of the ring, not per record */
 #define WCACHE 2048           /* sample weights by size (direct-mapped) */
+#define MEM_POLL_MS 100       /* the target's RSS read at least this often */
 
 /* The collector thread's state: each job a part of its own (the files
  * named), this file the loop that drives them. */
@@ -74,6 +75,9 @@ struct ctx {
 	double rate;                  /* recent input, bytes per ms (the naps) */
 	struct ha_rss_feed rss;       /* --rss (rss_feed.h) */
 	struct ha_peak peak;          /* the session's highest live total (peak.h) */
+	struct ha_proc_mem mem;       /* the target's memory as last read whole... */
+	double mem_unix;              /* ...at this unix time (0: never) */
+	double mem_ms;                /* ...and ha_now_ms then */
 	struct ha_collector_stats st; /* ours; published to c->stats per drain */
 	uint64_t rec_ns;              /* latest sample time booked (target's clock) */
 	uint64_t start_ns;            /* CLOCK_MONOTONIC when the collector started */
@@ -220,16 +224,35 @@ static uint32_t sample_bucket(struct ctx *x, const struct ha_rec_item *it, uint6
 	return ha_intern_bucket(&x->in, pcs, it->n, kind, ids, 0);
 }
 
+/* The target's memory, read now; remembered with its time when it could
+ * be read whole.  Once the target is gone (or exiting) it cannot: what is
+ * known then is the last reading, which the loop keeps fresh
+ * (MEM_POLL_MS), so that a target that grows and exits between two
+ * snapshots is not recorded as shrinking to 0.  Returns 1 when x->mem
+ * was read now, 0 when it is the last reading (or none: mem_unix 0). */
+static int read_mem(struct ctx *x)
+{
+	struct ha_proc_mem m;
+	x->mem_ms = ha_now_ms();
+	if (ha_proc_mem(x->c->pid, x->rss.pf != NULL, &m) < 0)
+		return 0;
+	x->mem = m;
+	x->mem_unix = ha_unix_now();
+	return 1;
+}
+
 /* The target's memory and the rings' drops, now: what a snapshot and a
  * live frame both record. */
 struct target_now {
 	struct ha_proc_mem mem;
+	int mem_now;               /* read now, or the last reading (read_mem) */
 	uint64_t drops;
 };
 
-static void read_target(const struct ctx *x, struct target_now *t)
+static void read_target(struct ctx *x, struct target_now *t)
 {
-	ha_proc_mem(x->c->pid, x->rss.pf != NULL, &t->mem);
+	t->mem_now = read_mem(x);
+	t->mem = x->mem;
 	t->drops = ha_rings_drops(x->c->ring, x->c->data_size, x->nrings);
 }
 
@@ -240,6 +263,8 @@ static void counters_now(struct ctx *x, struct ha_db_snapshot *s)
 	struct target_now t;
 	read_target(x, &t);
 	s->rss_bytes = t.mem.rss;
+	s->rss_last = !t.mem_now;
+	s->rss_time = x->mem_unix;
 	s->samples = x->st.samples;
 	s->drops = t.drops;
 	s->unwind_failures = x->st.unwind_failures;
@@ -676,6 +701,8 @@ static void *collector_main(void *arg)
 		double now = ha_now_ms();
 		uint64_t pos0 = consumed(x);
 		drain(x);
+		if (now - x->mem_ms >= MEM_POLL_MS)
+			read_mem(x);
 		adapt_interval(x, now);
 		int ms = nap_ms(x, consumed(x) - pos0, now - last);
 		last = now;

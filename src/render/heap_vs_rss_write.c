@@ -7,8 +7,8 @@
  *   { "heapdiff": 1, "mode": "heap-vs-rss", "diff": true | false,
  *     "from": SNAPSHOT | null, "to": SNAPSHOT,  (as report_json.c)
  *     "total": { "heap_mmap_bytes", "resident_bytes", "swapped_bytes",
- *                "rss_bytes", "rss_anon_bytes", "swap_bytes",
- *                "functions", "shown" },
+ *                "rss_bytes", "rss_anon_bytes", "swap_bytes" (null when
+ *                unknown, as report_json.c), "functions", "shown" },
  *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
  *                      "resident_bytes", "swapped_bytes",
  *                      "paths": [heap+mmap, resident, swapped] } ] } */
@@ -25,22 +25,13 @@ static size_t shown_of(const struct hd_report *r, const struct hd_vs *vs)
 	return r->top > 0 && (size_t)r->top < vs->n ? (size_t)r->top : vs->n;
 }
 
-/* The kernel's view from A to B (or at B): RssAnon, VmSwap, VmRSS. */
-enum { K_ANON, K_SWAP, K_RSS, K_N };
-static void kernel(const struct hd_report *r, double k[K_N])
-{
-	const struct hd_snap *a = r->a, *b = r->b;
-	k[K_ANON] = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
-	k[K_SWAP] = (double)b->swap - (a ? (double)a->swap : 0);
-	k[K_RSS] = (double)b->rss - (a ? (double)a->rss : 0);
-}
 
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
 {
 	size_t shown = shown_of(r, vs);
 	int sign = r->a != NULL;
-	char b[HD_VS_N][64], kb[K_N][64];
-	double k[K_N];
+	char b[HD_VS_N][64], kb[3][64], note[96];
+	struct hd_kernel k;
 
 	fprintf(f, "heap and mmap against resident and swapped memory by function (inclusive: every call "
 	        "path through it, once)\n");
@@ -68,11 +59,15 @@ void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs
 	for (int c = 0; c < HD_VS_N; c++)
 		fprintf(f, "%s %s %s", c ? "," : "", col_title[c],
 		        hd_fmt_bytes(b[c], sizeof b[c], vs->total[c], sign, r->exact_bytes));
-	kernel(r, k);
-	for (int c = 0; c < K_N; c++)
-		hd_fmt_bytes(kb[c], sizeof kb[c], k[c], sign, r->exact_bytes);
-	fprintf(f, " (estimated; %zu functions%s, %zu shown); RssAnon %s; VmSwap %s; RSS %s", vs->n,
-	        r->a ? " changed" : "", shown, kb[K_ANON], kb[K_SWAP], kb[K_RSS]);
+	/* The kernel's view from A to B (or at B); a gone target's is the
+	 * last read, or unknown (hd_kernel_change). */
+	hd_kernel_change(r->a, r->b, &k);
+	hd_fmt_kernel(kb[0], sizeof kb[0], &k, k.rss_anon, sign, r->exact_bytes);
+	hd_fmt_kernel(kb[1], sizeof kb[1], &k, k.swap, sign, r->exact_bytes);
+	hd_fmt_kernel(kb[2], sizeof kb[2], &k, k.rss, sign, r->exact_bytes);
+	fprintf(f, " (estimated; %zu functions%s, %zu shown); RssAnon %s; VmSwap %s; RSS %s%s", vs->n,
+	        r->a ? " changed" : "", shown, kb[0], kb[1], kb[2],
+	        hd_kernel_note(note, sizeof note, &k, sign));
 	if (r->a)
 		fprintf(f, "; %.1f s", r->b->time - r->a->time);
 	fputc('\n', f);
@@ -81,9 +76,9 @@ void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs)
 {
 	size_t shown = shown_of(r, vs);
-	double k[K_N];
+	struct hd_kernel k;
 
-	kernel(r, k);
+	hd_kernel_change(r->a, r->b, &k);
 	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"heap-vs-rss\", \"diff\": %s,\n \"from\": ",
 	        r->a ? "true" : "false");
 	hd_json_snap(f, r->a);
@@ -92,9 +87,8 @@ void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs
 	fputs(",\n \"total\": {", f);
 	for (int c = 0; c < HD_VS_N; c++)
 		fprintf(f, "\"%s\": %.0f, ", col_json[c], vs->total[c]);
-	fprintf(f, "\"rss_bytes\": %.0f, \"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, "
-	        "\"functions\": %zu, \"shown\": %zu},\n \"functions\": ",
-	        k[K_RSS], k[K_ANON], k[K_SWAP], vs->n, shown);
+	hd_json_kernel(f, &k);
+	fprintf(f, ", \"functions\": %zu, \"shown\": %zu},\n \"functions\": ", vs->n, shown);
 	hd_vs_json_rows(f, vs, shown, hd_json_str);
 	fputs("}\n", f);
 }

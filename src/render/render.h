@@ -37,6 +37,15 @@ int64_t hd_sub_i64(int64_t a, int64_t b);
 const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
 const char *hd_fmt_time(char *buf, size_t len, double t);
 
+/* The kernel's figure v of k (hd_kernel_change) as hd_fmt_bytes writes
+ * it, or "unknown (...)" when it is not known. */
+const char *hd_fmt_kernel(char *buf, size_t len, const struct hd_kernel *k, double v, int sign,
+                          int exact);
+/* What a text line adds after the figures of k: "" or, when a side's are
+ * the last read before its target exited, " (B: last read before the
+ * exit, 0.4 s earlier)" ("B: " or "A: " with diff). */
+const char *hd_kernel_note(char *buf, size_t len, const struct hd_kernel *k, int diff);
+
 /* A kind's name ("heap", "mmap", "rss", "swap"; HD_KIND_ALLOC
  * "heap+mmap"). */
 const char *hd_kind_name(int kind);
@@ -70,6 +79,9 @@ void hd_write_folded(FILE *f, const struct hd_report *r);
 void hd_write_json(FILE *f, const struct hd_report *r);
 /* A snapshot as a JSON object, or null (shared with --heap-vs-rss). */
 void hd_json_snap(FILE *f, const struct hd_snap *s);
+/* "rss_bytes": X, "rss_anon_bytes": Y, "swap_bytes": Z of k (null each
+ * when unknown): the members of a "total" (shared with --heap-vs-rss). */
+void hd_json_kernel(FILE *f, const struct hd_kernel *k);
 /* The frames of st as a JSON array. */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
 /* --leaks (struct hd_leak_report, report.h: leaks.c gathers it). */

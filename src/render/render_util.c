@@ -109,6 +109,30 @@ const char *hd_fmt_time(char *buf, size_t len, double t)
 	return buf;
 }
 
+/* ------------------------------------------------------------ the kernel's figures */
+
+const char *hd_fmt_kernel(char *buf, size_t len, const struct hd_kernel *k, double v, int sign,
+                          int exact)
+{
+	if (!k->known) {
+		snprintf(buf, len, "unknown (not read: the target was gone)");
+		return buf;
+	}
+	return hd_fmt_bytes(buf, len, v, sign, exact);
+}
+
+const char *hd_kernel_note(char *buf, size_t len, const struct hd_kernel *k, int diff)
+{
+	if (!k->known || !k->last) {
+		buf[0] = '\0';
+		return buf;
+	}
+	double age = k->last->time - k->last->rss_time;
+	snprintf(buf, len, " (%slast read before the exit, %.1f s earlier)",
+	         !diff ? "" : k->last_is_b ? "B: " : "A: ", age > 0 ? age : 0.0);
+	return buf;
+}
+
 /* ------------------------------------------------------------ kinds */
 
 const char *hd_kind_name(int kind)

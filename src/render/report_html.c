@@ -17,14 +17,21 @@
  *                  "rss_period" (0: no --rss), "rss": 1 when it has
  *                  resident memory (hd_session_rss), else 0 },
  *     "snaps": [ [id, time, reason, rss, heap, mmap, samples, drops,
- *                 interval, resident, swapped, rss_anon, vmswap], ... ]
+ *                 interval, resident, swapped, rss_anon, vmswap,
+ *                 rss_read_time], ... ]
  *                                       every snapshot of B's session, in
  *                                       id order, 'peak' included
  *                                       (resident, swapped: kinds rss and
  *                                       swap; rss_anon, vmswap: the
- *                                       kernel's, 0 when unknown)
+ *                                       kernel's, 0 when not recorded;
+ *                                       rss, rss_anon, vmswap null when
+ *                                       not read, the target gone;
+ *                                       rss_read_time null, or the time
+ *                                       of the last read before its exit
+ *                                       when they are that: report_json.c)
  *     "a", "b": { "id", "time", "live" (heap and mmap), "resident",
- *                 "rss", "rss_anon", "reason", "db" } (a: null),
+ *                 "rss", "rss_anon", "rss_read_time" (as in "snaps"),
+ *                 "reason", "db" } (a: null),
  *     "peak": { "id", "time", "live", "reason" }  (of --kind),
  *     "note": the session peaked far above B (heapdiff.c), or null,
  *     "frames": [ [function, file, line, module, inlined], ... ],
@@ -146,8 +153,15 @@ static void snap_json(FILE *f, const struct hd_snap *s, double live, double resi
 		return;
 	}
 	fprintf(f, "{\"id\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, \"live\": %.0f, "
-	        "\"resident\": %.0f, \"rss\": %" PRId64 ", \"rss_anon\": %" PRId64 ", \"reason\": ",
-	        s->id, s->session_id, s->time, live, resident, s->rss, s->rss_anon);
+	        "\"resident\": %.0f, ", s->id, s->session_id, s->time, live, resident);
+	if (s->rss_state == HD_RSS_UNKNOWN)
+		fputs("\"rss\": null, \"rss_anon\": null", f);
+	else
+		fprintf(f, "\"rss\": %" PRId64 ", \"rss_anon\": %" PRId64, s->rss, s->rss_anon);
+	if (s->rss_state == HD_RSS_LAST)
+		fprintf(f, ", \"rss_read_time\": %.3f, \"reason\": ", s->rss_time);
+	else
+		fputs(", \"rss_read_time\": null, \"reason\": ", f);
 	hd_json_html_str(f, s->reason);
 	fputs(", \"db\": ", f);
 	hd_json_html_str(f, s->src->path);
@@ -241,9 +255,21 @@ static void snaps_json(FILE *f, const struct page *pg)
 	for (size_t i = 0; i < pg->ntotals; i++) {
 		fprintf(f, "%s\n  [%" PRId64 ", %.3f, ", i ? "," : "", t[i].id, t[i].time);
 		hd_json_html_str(f, t[i].reason);
-		fprintf(f, ", %" PRId64 ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 ", %.0f, %.0f, %"
-		        PRId64 ", %" PRId64 "]", t[i].rss, t[i].heap, t[i].mmap, t[i].samples, t[i].drops,
-		        t[i].interval, t[i].resident, t[i].swapped, t[i].rss_anon, t[i].swap);
+		fputs(", ", f);
+		if (t[i].rss_state == HD_RSS_UNKNOWN)
+			fputs("null", f);
+		else
+			fprintf(f, "%" PRId64, t[i].rss);
+		fprintf(f, ", %.0f, %.0f, %" PRId64 ", %" PRId64 ", %" PRId64 ", %.0f, %.0f, ", t[i].heap,
+		        t[i].mmap, t[i].samples, t[i].drops, t[i].interval, t[i].resident, t[i].swapped);
+		if (t[i].rss_state == HD_RSS_UNKNOWN)
+			fputs("null, null", f);
+		else
+			fprintf(f, "%" PRId64 ", %" PRId64, t[i].rss_anon, t[i].swap);
+		if (t[i].rss_state == HD_RSS_LAST)
+			fprintf(f, ", %.3f]", t[i].rss_time);
+		else
+			fputs(", null]", f);
 	}
 	fputs("]", f);
 }

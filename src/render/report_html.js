@@ -6,7 +6,9 @@
  *   chart        the estimated live heap at every snapshot of the session
  *                (heap and mmap stacked) and the RSS as a line, in time
  *                order (the attacher's 'peak' snapshot has the time of the
- *                peak, not of its writing); with resident memory (--rss),
+ *                peak, not of its writing; a snapshot of a target gone by
+ *                then has the last RSS read before its exit, drawn when it
+ *                was read, or none); with resident memory (--rss),
  *                the attributed resident memory as a line against the
  *                kernel's RssAnon (dashed), and the swapped memory (dotted)
  *                when there is any: lines, never stacked onto the heap,
@@ -82,6 +84,15 @@
 		if (a < 7200) return sg + (a / 60).toFixed(1) + ' min';
 		return sg + (a / 3600).toFixed(1) + ' h';
 	}
+	/* The kernel's figures of a snapshot (RSS, RssAnon, VmSwap): null when
+	 * not read (the target was gone), never 0; when the snapshot's
+	 * rss_read_time is set, they are the last read before the exit. */
+	var UNREAD = 'unknown (not read: the target was gone)';
+	function fmtKernel(v, sign) { return v === null ? UNREAD : fmtBytes(v, sign); }
+	function lastRead(time, readTime, side) {
+		return readTime === null ? '' : ' (' + (side ? side + ': ' : '') + 'last read before the exit, ' +
+			Math.max(0, time - readTime).toFixed(1) + ' s earlier)';
+	}
 	function base(p) { var i = p.lastIndexOf('/'); return i >= 0 ? p.substring(i + 1) : p; }
 	function frameName(fi) { var f = F[fi]; return f[0] + (f[4] ? ' (inlined)' : ''); }
 	/* A frame in a flame graph, which merges frames by it: a Python one
@@ -143,8 +154,8 @@
 	function snapLine(s) {
 		if (!s) return '';
 		return (D.a && D.a.db !== D.b.db ? s.db + ': ' : '') + 'snapshot ' + s.id + ' (' + (s.reason || '?') + ') at ' + fmtTime(s.time) + ': ' +
-			fmtBytes(s.live) + ' live, ' + (RSS ? fmtBytes(s.resident) + ' resident (RssAnon ' + fmtBytes(s.rss_anon) + '), ' : '') +
-			'RSS ' + fmtBytes(s.rss);
+			fmtBytes(s.live) + ' live, ' + (RSS ? fmtBytes(s.resident) + ' resident (RssAnon ' + fmtKernel(s.rss_anon) + '), ' : '') +
+			'RSS ' + fmtKernel(s.rss) + lastRead(s.time, s.rss_read_time);
 	}
 
 	function header() {
@@ -165,10 +176,14 @@
 		if (D.a) fact(dl, 'A', snapLine(D.a));
 		fact(dl, D.a ? 'B' : 'Snapshot', snapLine(D.b));
 		if (D.a) {
-			var dl2 = D.b.live - D.a.live, dr = D.b.rss - D.a.rss;
+			/* A gone target's RSS is the last read (said so) or unknown:
+			 * never a drop to 0. */
+			var dl2 = D.b.live - D.a.live, dr = D.b.rss === null || D.a.rss === null ? null : D.b.rss - D.a.rss;
+			var last = dr === null ? '' : D.b.rss_read_time !== null ? lastRead(D.b.time, D.b.rss_read_time, 'B')
+				: lastRead(D.a.time, D.a.rss_read_time, 'A');
 			fact(dl, 'A \u2192 B', fmtBytes(dl2, 1) + ' live, ' +
-				(RSS ? fmtBytes(D.b.resident - D.a.resident, 1) + ' resident, ' : '') + 'RSS ' + fmtBytes(dr, 1) + ' in ' +
-				fmtDur(D.b.time - D.a.time), dl2 > 0 ? 'grew' : null);
+				(RSS ? fmtBytes(D.b.resident - D.a.resident, 1) + ' resident, ' : '') + 'RSS ' + fmtKernel(dr, 1) + last +
+				' in ' + fmtDur(D.b.time - D.a.time), dl2 > 0 ? 'grew' : null);
 		}
 		if (D.note) {
 			var nt = add(sec, el('div', 'warn', D.note.replace(/^note: /, '').replace(/heapdiff --peak shows the peak$/,
@@ -198,7 +213,7 @@
 		var P = D.snaps.map(function (s, i) {
 			return { id: s[0], t: s[1], reason: s[2], rss: s[3], heap: s[4], mmap: s[5],
 				samples: s[6], drops: s[7], interval: s[8], resident: s[9], swapped: s[10],
-				anon: s[11], vmswap: s[12], order: i };
+				anon: s[11], vmswap: s[12], rt: s[13], order: i };
 		});
 		if (!P.length) { add(box, el('div', 'empty', 'no snapshots')); return; }
 		var baseline = P[0];
@@ -215,7 +230,7 @@
 		var liveMax = 0, rssMax = 0, anySwap = false;
 		P.forEach(function (p) {
 			liveMax = Math.max(liveMax, p.heap + p.mmap, RSS ? p.resident : 0);
-			rssMax = Math.max(rssMax, p.rss, RSS ? p.anon : 0);
+			rssMax = Math.max(rssMax, p.rss || 0, RSS ? p.anon || 0 : 0);
 			if (p.swapped > 0) anySwap = true;
 		});
 		/* The RSS can dwarf the sampled heap: then the scale follows the
@@ -270,9 +285,19 @@
 			svg.appendChild(sv('polyline', { points: P.map(function (p) { return X(p.t).toFixed(1) + ',' + Y(get(p)).toFixed(1); }).join(' '),
 				'class': cls, 'data-series': name, 'clip-path': 'url(#hd-plot)' }));
 		}
-		line(function (p) { return p.rss; }, 'rss', 'rss');
+		/* The kernel's lines: a figure at the time it was read (the last
+		 * before an exit), none where it was not read. */
+		function kernelLine(get, cls, name) {
+			var Q = P.filter(function (p) { return get(p) !== null; }).map(function (p) {
+				return { t: p.rt !== null ? p.rt : p.t, v: get(p) };
+			});
+			Q.sort(function (a, b) { return a.t - b.t; });
+			svg.appendChild(sv('polyline', { points: Q.map(function (q) { return X(q.t).toFixed(1) + ',' + Y(q.v).toFixed(1); }).join(' '),
+				'class': cls, 'data-series': name, 'clip-path': 'url(#hd-plot)' }));
+		}
+		kernelLine(function (p) { return p.rss; }, 'rss', 'rss');
 		if (RSS) {
-			line(function (p) { return p.anon; }, 'anon', 'rss_anon');
+			kernelLine(function (p) { return p.anon; }, 'anon', 'rss_anon');
 			line(function (p) { return p.resident; }, 'resident', 'resident');
 			if (anySwap) line(function (p) { return p.swapped; }, 'swapped', 'swapped');
 		}
@@ -341,9 +366,9 @@
 			add(tip, el('div', 'muted', fmtTime(best.t) + ', +' + fmtDur(best.t - t0)));
 			var tb = add(tip, el('table'));
 			var rows = [['heap', fmtBytes(best.heap)], ['mmap', fmtBytes(best.mmap)], ['live', fmtBytes(best.heap + best.mmap)]];
-			if (RSS) rows.push(['resident', fmtBytes(best.resident)], ['RssAnon', fmtBytes(best.anon)],
-				['swapped', fmtBytes(best.swapped)], ['VmSwap', fmtBytes(best.vmswap)]);
-			rows.push(['RSS', fmtBytes(best.rss)], ['samples', fmtCount(best.samples)], ['drops', fmtCount(best.drops)],
+			if (RSS) rows.push(['resident', fmtBytes(best.resident)], ['RssAnon', fmtKernel(best.anon)],
+				['swapped', fmtBytes(best.swapped)], ['VmSwap', fmtKernel(best.vmswap)]);
+			rows.push(['RSS', fmtKernel(best.rss) + lastRead(best.t, best.rt)], ['samples', fmtCount(best.samples)], ['drops', fmtCount(best.drops)],
 				['interval', best.interval ? fmtBytes(best.interval) : '?']);
 			rows.forEach(function (kv) {
 				var tr = add(tb, el('tr'));
@@ -370,7 +395,8 @@
 		}
 		key('var(--heap)', 'heap (estimated live)');
 		key('var(--mmap)', 'mmap (estimated live)');
-		key('var(--rss)', 'RSS');
+		var nlast = P.filter(function (p) { return p.rt !== null && p.rss !== null; }).length;
+		key('var(--rss)', 'RSS' + (nlast ? ' (its last point: the last read before the exit)' : ''));
 		if (RSS) {
 			key('var(--resident)', 'resident (estimated, by first touch; not added to the heap)');
 			key('var(--anon)', 'RssAnon (the kernel\u2019s, dashed)');

@@ -15,8 +15,12 @@
  * "kind" is --kind: heap and mmap by default (rss and swap, where memory
  * is, are never added to them); with rss and swap the "objects" are 4 KiB
  * pages ("objects": "pages").  SNAPSHOT has the kernel's RSS, RssAnon and
- * VmSwap and the page-fault samples (0 where the file has none).  In a
- * diff every value is the change from A to B ("rss_bytes" too); frames are
+ * VmSwap and the page-fault samples (0 where the file has none).  Its
+ * "rss_read_time" is null when they were read at the snapshot; a time when
+ * its target was gone by then: they are the last read before the exit
+ * (schema version 9); "rss_bytes" is null when none was read (RSS 0: the
+ * 'exit' snapshot of an older file).  In a diff every value is the change
+ * from A to B ("rss_bytes" too: null when either side's is); frames are
  * leaf first; rel_pc is a hex string (JSON numbers lose 64-bit precision in
  * most readers).  --top limits the rows as in text.
  *
@@ -50,8 +54,17 @@ void hd_json_snap(FILE *f, const struct hd_snap *s)
 	fprintf(f, "{\"db\": ");
 	hd_json_str(f, s->src->path);
 	fprintf(f, ", \"snapshot\": %" PRId64 ", \"session\": %" PRId64 ", \"time\": %.3f, "
-	        "\"rss_bytes\": %" PRId64 ", \"pid\": %" PRId64 ", \"comm\": ",
-	        s->id, s->session_id, s->time, s->rss, s->pid);
+	        "\"rss_bytes\": ", s->id, s->session_id, s->time);
+	if (s->rss_state == HD_RSS_UNKNOWN)
+		fputs("null", f);
+	else
+		fprintf(f, "%" PRId64, s->rss);
+	fputs(", \"rss_read_time\": ", f);
+	if (s->rss_state == HD_RSS_LAST)
+		fprintf(f, "%.3f", s->rss_time);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"pid\": %" PRId64 ", \"comm\": ", s->pid);
 	hd_json_str(f, s->comm);
 	fputs(", \"reason\": ", f);
 	hd_json_str(f, s->reason);
@@ -87,15 +100,23 @@ void hd_json_frames(FILE *f, const struct hd_stack *st)
 	fputc(']', f);
 }
 
+void hd_json_kernel(FILE *f, const struct hd_kernel *k)
+{
+	if (k->known)
+		fprintf(f, "\"rss_bytes\": %.0f, \"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f", k->rss,
+		        k->rss_anon, k->swap);
+	else
+		fputs("\"rss_bytes\": null, \"rss_anon_bytes\": null, \"swap_bytes\": null", f);
+}
+
 void hd_write_json(FILE *f, const struct hd_report *r)
 {
 	int by_fn = r->by != HD_BY_STACK && r->funcs;
 	size_t n = by_fn ? r->funcs->n : r->n;
 	size_t shown = r->top > 0 && (size_t)r->top < n ? (size_t)r->top : n;
 	const struct hd_snap *a = r->a, *b = r->b;
-	double rss = (double)b->rss - (a ? (double)a->rss : 0);
-	double anon = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
-	double swap = (double)b->swap - (a ? (double)a->swap : 0);
+	struct hd_kernel k;
+	hd_kernel_change(a, b, &k);
 
 	fprintf(f, "{\"heapdiff\": 1, \"mode\": \"%s\", \"by\": \"%s\", \"kind\": \"%s\", "
 	        "\"objects\": \"%s\",\n \"from\": ", a ? "diff" : "live",
@@ -104,10 +125,11 @@ void hd_write_json(FILE *f, const struct hd_report *r)
 	hd_json_snap(f, a);
 	fputs(",\n \"to\": ", f);
 	hd_json_snap(f, b);
-	fprintf(f, ",\n \"total\": {\"live_bytes\": %.0f, \"live_objects\": %.0f, \"rss_bytes\": %.0f, "
-	        "\"rss_anon_bytes\": %.0f, \"swap_bytes\": %.0f, \"%s\": %zu, \"shown\": %zu},\n"
-	        " \"rows\": ", r->total_bytes, r->total_objects, rss, anon, swap,
-	        by_fn ? "functions" : "callstacks", n, shown);
+	fprintf(f, ",\n \"total\": {\"live_bytes\": %.0f, \"live_objects\": %.0f, ", r->total_bytes,
+	        r->total_objects);
+	hd_json_kernel(f, &k);
+	fprintf(f, ", \"%s\": %zu, \"shown\": %zu},\n \"rows\": ", by_fn ? "functions" : "callstacks", n,
+	        shown);
 	if (by_fn) {
 		hd_funcs_json_rows(f, r->funcs, shown, hd_json_str);
 		fputs("}\n", f);

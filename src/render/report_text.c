@@ -81,17 +81,15 @@ static void print_fault_line(FILE *f, const struct hd_snap *e, const struct hd_s
 
 /* The kernel's view next to the total of a physical kind: "; RssAnon +X"
  * (rss) or "; VmSwap +X" (swap); "" otherwise. */
-static const char *kernel_part(char *buf, size_t len, const struct hd_report *r)
+static const char *kernel_part(char *buf, size_t len, const struct hd_report *r,
+                               const struct hd_kernel *k)
 {
 	char v[64];
-	int64_t now, then = 0;
 	if (!hd_kind_physical(r->kind))
 		return "";
-	now = r->kind == HA_KIND_RSS ? r->b->rss_anon : r->b->swap;
-	if (r->a)
-		then = r->kind == HA_KIND_RSS ? r->a->rss_anon : r->a->swap;
 	snprintf(buf, len, "; %s %s", r->kind == HA_KIND_RSS ? "RssAnon" : "VmSwap",
-	         hd_fmt_bytes(v, sizeof v, (double)now - (double)then, !!r->a, r->exact_bytes));
+	         hd_fmt_kernel(v, sizeof v, k, r->kind == HA_KIND_RSS ? k->rss_anon : k->swap, !!r->a,
+	                       r->exact_bytes));
 	return buf;
 }
 
@@ -214,7 +212,8 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 	size_t shown = r->top > 0 && (size_t)r->top < n ? (size_t)r->top : n;
 	int physical = hd_kind_physical(r->kind);
 	const char *what = by_fn ? "function" : "callstack";
-	char b1[64], b2[64], k[96];
+	char b1[64], b2[64], k[128], note[96];
+	struct hd_kernel kc;
 
 	hd_text_header(f, r, hd_kind_title(r->kind), physical);
 	if (n == 0 && (a || !physical)) {
@@ -233,17 +232,19 @@ void hd_write_text(FILE *f, const struct hd_report *r)
 		print_paths(f, r, shown);
 	}
 	fputc('\n', f);
+	/* The RSS of a target gone at B is the last read (said so), or
+	 * unknown: never a drop to 0. */
+	hd_kernel_change(a, b, &kc);
+	hd_fmt_kernel(b2, sizeof b2, &kc, kc.rss, !!a, r->exact_bytes);
+	hd_kernel_note(note, sizeof note, &kc, !!a);
 	if (a) {
-		fprintf(f, "total: %s %s (estimated; %zu %ss changed, %zu shown)%s; RSS %s; %.1f s\n",
+		fprintf(f, "total: %s %s (estimated; %zu %ss changed, %zu shown)%s; RSS %s%s; %.1f s\n",
 		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 1, r->exact_bytes),
-		        n, what, shown, kernel_part(k, sizeof k, r),
-		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss - (double)a->rss, 1, r->exact_bytes),
-		        b->time - a->time);
+		        n, what, shown, kernel_part(k, sizeof k, r, &kc), b2, note, b->time - a->time);
 	} else {
-		fprintf(f, "total: %s %s (estimated; %zu %ss, %zu shown)%s; RSS %s\n",
+		fprintf(f, "total: %s %s (estimated; %zu %ss, %zu shown)%s; RSS %s%s\n",
 		        hd_kind_title(r->kind), hd_fmt_bytes(b1, sizeof b1, r->total_bytes, 0, r->exact_bytes),
-		        n, what, shown, kernel_part(k, sizeof k, r),
-		        hd_fmt_bytes(b2, sizeof b2, (double)b->rss, 0, r->exact_bytes));
+		        n, what, shown, kernel_part(k, sizeof k, r, &kc), b2, note);
 	}
 }
 

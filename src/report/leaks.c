@@ -77,16 +77,19 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 	rc = hd_scan_series(s, session, &ss, ANY_KIND, add_by_kind, &p);
 
 	/* snapshots.sample_interval came with schema version 3, RssAnon and
-	 * VmSwap with version 5. */
+	 * VmSwap with version 5, rss_read_time with 9. */
 #define TOTALS_SQL(cols) \
 	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
 	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
 	if (rc >= 0 && !s->has_rss)
 		rc = hd_has_column(s, "snapshots", "sample_interval", &has_interval);
+#define RSS_COLS "sample_interval, rss_anon_bytes, swap_bytes, "
 	if (rc >= 0)
-		rc = hd_prepare(s, s->has_rss ? TOTALS_SQL("sample_interval, rss_anon_bytes, swap_bytes")
-		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0")
-		                   : TOTALS_SQL("0, 0, 0"), &q);
+		rc = hd_prepare(s, s->has_rss && s->has_rss_time ? TOTALS_SQL(RSS_COLS "rss_read_time")
+		                   : s->has_rss ? TOTALS_SQL(RSS_COLS "NULL")
+		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0, NULL")
+		                   : TOTALS_SQL("0, 0, 0, NULL"), &q);
+#undef RSS_COLS
 #undef TOTALS_SQL
 	if (q)
 		sqlite3_bind_int64(q, 1, session);
@@ -109,6 +112,9 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 		t->interval = sqlite3_column_int64(q, 6);
 		t->rss_anon = sqlite3_column_int64(q, 7);
 		t->swap = sqlite3_column_int64(q, 8);
+		int null = sqlite3_column_type(q, 9) == SQLITE_NULL;
+		t->rss_time = null ? t->time : hd_col_real(s, q, 9);
+		t->rss_state = hd_rss_state_of(t->rss, null, t->rss_time);
 		t->heap = p.by_kind[HA_KIND_HEAP][i];
 		t->mmap = p.by_kind[HA_KIND_MMAP][i];
 		t->resident = p.by_kind[HA_KIND_RSS][i];

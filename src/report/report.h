@@ -44,15 +44,32 @@ struct hd_source {
 	int index;                 /* 0 or 1: which operand opened it */
 	int has_rss;               /* the --rss columns of schema version 5 */
 	int has_host;              /* sessions.hostname, schema version 6 */
+	int has_rss_time;          /* snapshots.rss_read_time, schema version 9 */
 	struct hd_late *late;      /* names for frames the session left unnamed
 	                            * (late_names.h); NULL: none sought */
 };
+
+/* How the kernel's figures of a snapshot (its RSS, RssAnon and VmSwap)
+ * are known (snapshots.rss_read_time, schema version 9). */
+enum hd_rss_state {
+	HD_RSS_READ,               /* read at the snapshot */
+	HD_RSS_LAST,               /* the target was gone: the last read before
+	                            * its exit, at rss_time */
+	HD_RSS_UNKNOWN             /* none read (RSS 0: the 'exit' snapshot of
+	                            * a file before version 9): no figure to
+	                            * subtract, never a drop to 0 */
+};
+/* The state of figures whose RSS is rss, read_null the type of
+ * rss_read_time (1: NULL or no such column), read_time its value. */
+enum hd_rss_state hd_rss_state_of(int64_t rss, int read_null, double read_time);
 
 struct hd_snap {
 	struct hd_source *src;
 	int64_t id, session_id;
 	double time;
 	int64_t rss, samples, drops, unwind_failures;
+	int rss_state;             /* enum hd_rss_state of rss, rss_anon, swap */
+	double rss_time;           /* when they were read (HD_RSS_LAST) */
 	int64_t interval;          /* the session's sampling interval, bytes */
 	int64_t rss_anon, swap;    /* the kernel's RssAnon and VmSwap (0: unknown) */
 	int64_t rss_samples, rss_lost; /* page-fault samples, cumulative */
@@ -433,6 +450,18 @@ void hd_leak_report_free(struct hd_leak_report *lr);
 int hd_peak(struct hd_source *s, int64_t session, int kind, int64_t *id, double *live,
             int64_t *nsnaps);
 
+/* The kernel's figures from a to b (a NULL: at b), as every view shows
+ * them: known only when both sides are (never a change to or from an
+ * unknown 0); last is the side whose figures are the last read before its
+ * target exited (b's first), or NULL (report_load.c). */
+struct hd_kernel {
+	int known;
+	double rss, rss_anon, swap;
+	const struct hd_snap *last;
+	int last_is_b;
+};
+void hd_kernel_change(const struct hd_snap *a, const struct hd_snap *b, struct hd_kernel *k);
+
 /* When b is the last snapshot of its session and holds less than half of
  * the session's peak, the one note line that says so, in buf (the text
  * report's header), in *note; else NULL. */
@@ -449,6 +478,8 @@ struct hd_snap_total {
 	int64_t rss, samples, drops;
 	int64_t interval;          /* snapshots.sample_interval, 0 if unknown */
 	int64_t rss_anon, swap;    /* the kernel's RssAnon and VmSwap, 0 if unknown */
+	int rss_state;             /* enum hd_rss_state of rss, rss_anon, swap */
+	double rss_time;           /* when they were read (HD_RSS_LAST) */
 	double heap, mmap;         /* kinds heap and mmap */
 	double objects;            /* of heap and mmap */
 	double resident, swapped;  /* kinds rss and swap (never part of the above) */

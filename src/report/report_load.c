@@ -46,7 +46,8 @@ int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_e
 		return hd_sql_fail(s);
 	if (hd_has_column(s, "snapshots", "rss_anon_bytes", &has_anon) < 0 ||
 	    (has_anon && hd_has_column(s, "sessions", "rss_period", &has_period) < 0) ||
-	    hd_has_column(s, "sessions", "hostname", &s->has_host) < 0)
+	    hd_has_column(s, "sessions", "hostname", &s->has_host) < 0 ||
+	    hd_has_column(s, "snapshots", "rss_read_time", &s->has_rss_time) < 0)
 		return HD_ERR;
 	s->has_rss = has_anon && has_period;
 	return HD_OK;
@@ -139,24 +140,51 @@ int hd_session(struct hd_source *s, int64_t session, int64_t *out)
 	return HD_OK;
 }
 
+enum hd_rss_state hd_rss_state_of(int64_t rss, int read_null, double read_time)
+{
+	/* A live process is never wholly out of RAM: an RSS of 0 is one that
+	 * was not read (before version 9, what a gone target read as). */
+	if (rss <= 0 || (!read_null && !(read_time > 0)))
+		return HD_RSS_UNKNOWN;
+	return read_null ? HD_RSS_READ : HD_RSS_LAST;
+}
+
+void hd_kernel_change(const struct hd_snap *a, const struct hd_snap *b, struct hd_kernel *k)
+{
+	memset(k, 0, sizeof *k);
+	k->known = b->rss_state != HD_RSS_UNKNOWN && (!a || a->rss_state != HD_RSS_UNKNOWN);
+	k->last = b->rss_state == HD_RSS_LAST ? b : a && a->rss_state == HD_RSS_LAST ? a : NULL;
+	k->last_is_b = k->last == b;
+	if (!k->known)
+		return;
+	k->rss = (double)b->rss - (a ? (double)a->rss : 0);
+	k->rss_anon = (double)b->rss_anon - (a ? (double)a->rss_anon : 0);
+	k->swap = (double)b->swap - (a ? (double)a->swap : 0);
+}
+
 /* Snapshot id of s into *out: 1, 0 (no such snapshot) or HD_ERR. */
 static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 {
-#define SNAP_SQL(rss, host)                                                                    \
+#define SNAP_SQL(rss, host, rt)                                                                \
 	"SELECT s.id, s.session_id, s.time, s.rss_bytes, s.samples, s.drops, s.unwind_failures," \
-	"       s.reason, e.pid, e.comm, e.sample_interval, " rss ", " host                       \
+	"       s.reason, e.pid, e.comm, e.sample_interval, " rss ", " host ", " rt                \
 	"  FROM snapshots s LEFT JOIN sessions e ON e.id = s.session_id WHERE s.id = ?1"
 #define RSS_COLS "s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, e.rss_period"
-	/* The --rss columns came with schema version 5, the host with 6. */
-	static const char *const sql[2][2] = {
-		{ SNAP_SQL("0, 0, 0, 0, 0", "''"), SNAP_SQL("0, 0, 0, 0, 0", "e.hostname") },
-		{ SNAP_SQL(RSS_COLS, "''"), SNAP_SQL(RSS_COLS, "e.hostname") },
+#define NO_RSS "0, 0, 0, 0, 0"
+	/* The --rss columns came with schema version 5, the host with 6, the
+	 * time of the RSS with 9 (every older file has the host). */
+	static const char *const sql[2][3] = {
+		{ SNAP_SQL(NO_RSS, "''", "NULL"), SNAP_SQL(NO_RSS, "e.hostname", "NULL"),
+		  SNAP_SQL(NO_RSS, "e.hostname", "s.rss_read_time") },
+		{ SNAP_SQL(RSS_COLS, "''", "NULL"), SNAP_SQL(RSS_COLS, "e.hostname", "NULL"),
+		  SNAP_SQL(RSS_COLS, "e.hostname", "s.rss_read_time") },
 	};
 	sqlite3_stmt *q;
+#undef NO_RSS
 #undef RSS_COLS
 #undef SNAP_SQL
 	int rc;
-	if (hd_prepare(s, sql[s->has_rss != 0][s->has_host != 0], &q) < 0)
+	if (hd_prepare(s, sql[s->has_rss != 0][s->has_host ? 1 + (s->has_rss_time != 0) : 0], &q) < 0)
 		return HD_ERR;
 	sqlite3_bind_int64(q, 1, id);
 	rc = hd_step(s, q);
@@ -180,6 +208,9 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 		out->rss_lost = sqlite3_column_int64(q, 14);
 		out->rss_period = sqlite3_column_int64(q, 15);
 		col_str(q, 16, out->host, sizeof out->host);
+		int null = sqlite3_column_type(q, 17) == SQLITE_NULL;
+		out->rss_time = null ? out->time : hd_col_real(s, q, 17);
+		out->rss_state = hd_rss_state_of(out->rss, null, out->rss_time);
 		if (s->err->set) /* a bad time (hd_col_real) */
 			rc = HD_ERR;
 	}
