@@ -39,10 +39,12 @@ static struct hd_frame frame(const char *fn, const char *file, int line, const c
 static void free_frames(struct hd_frame *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		free(f[i].function);
-		free(f[i].file);
-		free(f[i].module);
-		free(f[i].build_id);
+		/* (A source's frames point into its pool; these were made
+		 * here, one malloc each.) */
+		free((char *)f[i].function);
+		free((char *)f[i].file);
+		free((char *)f[i].module);
+		free((char *)f[i].build_id);
 	}
 }
 

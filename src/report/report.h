@@ -41,6 +41,9 @@ struct hd_source {
 	struct ha_db *db;
 	struct sqlite3 *h;
 	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
+	struct ha_strpool *names;  /* the frames' strings, each once (a day's
+	                            * profile repeats the same few hundred
+	                            * thousand times) */
 	int index;                 /* 0 or 1: which operand opened it */
 	int has_rss;               /* the --rss columns of schema version 5 */
 	int has_host;              /* sessions.hostname, schema version 6 */
@@ -82,7 +85,7 @@ struct hd_snap {
 
 struct hd_frame {
 	int64_t id;                /* frames.id in its database */
-	char *function, *file, *module, *build_id;
+	const char *function, *file, *module, *build_id; /* the source's names */
 	uint64_t rel_pc;
 	int line, inlined;
 };
@@ -167,6 +170,7 @@ struct hd_report {
 
 /* A string-keyed hash map (open addressing); keys are copied. */
 struct hd_map;
+struct ha_strpool;
 struct hd_map *hd_map_new(void);
 void *hd_map_get(struct hd_map *m, const char *key);
 void hd_map_put(struct hd_map *m, const char *key, void *val);

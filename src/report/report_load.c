@@ -11,6 +11,7 @@
 #include "alloc_frame.h"
 #include "db.h"
 #include "late_names.h"
+#include "strpool.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +42,8 @@ int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_e
 	}
 	s->h = ha_db_handle(s->db);
 	s->stacks = hd_map_new();
+	s->names = hd_xmalloc(sizeof *s->names);
+	memset(s->names, 0, sizeof *s->names);
 	/* One read transaction: a consistent view while heapattach writes. */
 	if (sqlite3_exec(s->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return hd_sql_fail(s);
@@ -72,14 +75,17 @@ int hd_has_column(struct hd_source *s, const char *table, const char *column, in
 static void free_stack(void *p)
 {
 	struct hd_stack *st = p;
-	for (int i = 0; i < st->n; i++) {
-		free(st->f[i].function);
-		free(st->f[i].file);
-		free(st->f[i].module);
-		free(st->f[i].build_id);
-	}
 	free(st->f);
 	free(st);
+}
+
+/* text cleaned (hd_clean_text) and interned in the source's names. */
+static const char *name_of(struct hd_source *s, const unsigned char *text)
+{
+	char *c = hd_clean_text(text);
+	const char *n = ha_strpool_intern(s->names, c);
+	free(c);
+	return n;
 }
 
 void hd_source_close(struct hd_source *s)
@@ -89,6 +95,9 @@ void hd_source_close(struct hd_source *s)
 	sqlite3_exec(s->h, "COMMIT", NULL, NULL, NULL);
 	ha_db_close(s->db);
 	hd_map_free(s->stacks, free_stack);
+	ha_strpool_free(s->names);
+	free(s->names);
+	s->names = NULL;
 	s->db = NULL;
 }
 
@@ -410,8 +419,9 @@ int hd_session_rss(struct hd_source *s, int64_t session, int64_t *out, char *why
  * leaf's pc was a return address is not recorded: all are taken as one
  * (the leaf is the allocator's caller's return address unless the agent's
  * frames were not skipped), the call before it named. */
-static void name_late(struct hd_late *l, struct hd_stack *st)
+static void name_late(struct hd_source *s, struct hd_stack *st)
 {
+	struct hd_late *l = s->late;
 	struct ha_sym_frame chain[32];
 	for (int i = 0; i < st->n; i++) {
 		struct hd_frame *f = &st->f[i];
@@ -429,17 +439,11 @@ static void name_late(struct hd_late *l, struct hd_stack *st)
 		for (int j = 0; j < k; j++) {
 			struct hd_frame *g = &st->f[i + j];
 			*g = was;
-			g->function = hd_xstrdup(chain[j].function);
-			g->file = hd_xstrdup(chain[j].file);
+			g->function = name_of(s, (const unsigned char *)chain[j].function);
+			g->file = name_of(s, (const unsigned char *)chain[j].file);
 			g->line = chain[j].line;
 			g->inlined = j < k - 1 ? 1 : was.inlined;
-			if (j > 0) {
-				g->module = hd_xstrdup(was.module);
-				g->build_id = hd_xstrdup(was.build_id);
-			}
 		}
-		free(was.function);
-		free(was.file);
 		i += k - 1;
 	}
 }
@@ -473,13 +477,13 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 		struct hd_frame *f = &st->f[st->n++];
 		int64_t line = sqlite3_column_int64(q, 3);
 		f->id = sqlite3_column_int64(q, 0);
-		f->function = hd_clean_text(sqlite3_column_text(q, 1));
-		f->file = hd_clean_text(sqlite3_column_text(q, 2));
+		f->function = name_of(s, sqlite3_column_text(q, 1));
+		f->file = name_of(s, sqlite3_column_text(q, 2));
 		f->line = line > 0 && line < INT32_MAX ? (int)line : 0;
 		f->inlined = sqlite3_column_int64(q, 4) != 0;
 		f->rel_pc = (uint64_t)sqlite3_column_int64(q, 5);
-		f->module = hd_clean_text(sqlite3_column_text(q, 6));
-		f->build_id = hd_clean_text(sqlite3_column_text(q, 7));
+		f->module = name_of(s, sqlite3_column_text(q, 6));
+		f->build_id = name_of(s, sqlite3_column_text(q, 7));
 	}
 	sqlite3_finalize(q);
 	if (rc < 0) {
@@ -487,7 +491,7 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 		return HD_ERR;
 	}
 	if (s->late)
-		name_late(s->late, st);
+		name_late(s, st);
 	hd_map_put(s->stacks, key, st);
 	*out = st;
 	return HD_OK;

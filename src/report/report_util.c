@@ -350,7 +350,9 @@ char *hd_clean_text(const unsigned char *s)
 		}
 	}
 	hd_buf_addc(&b, 0);
-	return (char *)b.p;
+	/* Exactly its size: a day's profile holds a million of these (a
+	 * buffer's first growth is far larger than most names). */
+	return hd_xrealloc(b.p, b.n);
 }
 
 /* ------------------------------------------------------------ numbers */
