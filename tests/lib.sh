@@ -92,6 +92,14 @@ _cleanup() {
 	for p in "${_PIDS[@]}" "${_HAPIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
+	# The socket directory of a heapattach SIGKILLed before its agent
+	# connected (tests that kill it mid-injection do that on purpose) stays
+	# in the target's /tmp: the targets are gone now, their pids free for
+	# another test's target to take (whose check of "nothing left" would
+	# find it).  Only those of this test's targets, on the host's /tmp.
+	for p in "${_PIDS[@]}"; do
+		[[ $p =~ ^[0-9]+$ ]] && rm -rf /tmp/heapattach-"$p"-* 2>/dev/null
+	done
 	# A test's own undo steps (at_exit), last registered first.
 	for ((p = ${#_AT_EXIT[@]} - 1; p >= 0; p--)); do
 		eval "${_AT_EXIT[p]}" 2>/dev/null

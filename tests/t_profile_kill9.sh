@@ -7,6 +7,10 @@
 require_all leak_cmd
 
 db=$W/k9.db
+# (Directories of a pid's earlier life -- a test that SIGKILLs heapattach
+# mid-injection leaves one, and pids are reused -- are not ours: only those
+# made after this mark count.)
+touch "$W/mark"
 start_profiled leak leak_cmd -q -i 4096 -s 0.2 -o "$db"
 send "$TFD" "churn 200000"
 wait_for 30 '[ "$(snapshots "$db")" -ge 3 ]' || fail "fewer than 3 snapshots after 30 s"
@@ -26,7 +30,7 @@ grep -q '^kept 10 blocks$' "$TOUT" || fail "leak_cmd's result is wrong: $(tail -
 
 # The socket's name was removed once the agent connected: nothing stale in
 # the target's /tmp.
-stale=$(ls -d /tmp/heapattach-"$pid"-* 2>/dev/null)
+stale=$(find /tmp -maxdepth 1 -name "heapattach-$pid-*" -newer "$W/mark" 2>/dev/null)
 [ -z "$stale" ] || fail "kill -9 left the socket directory behind: $stale"
 [ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check failed after kill -9"
 n=$(snapshots "$db")
