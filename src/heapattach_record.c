@@ -132,6 +132,7 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	coll.adaptive = !o->block;
 	coll.no_stack_refs = o->no_stack_refs;
 	coll.max_callpaths = o->max_callpaths;
+	coll.writer_done = &writer.snapshots_written;
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;
 	cmd_py_collector(py, &coll, t->pid);

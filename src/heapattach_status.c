@@ -124,6 +124,10 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: %llu old periodic snapshots thinned out (the last 360 "
 		        "periods kept whole, then one in 6, older one in 60)\n",
 		        (unsigned long long)thinned);
+	if (st.snapshots_skipped)
+		fprintf(stderr, "heapattach: %llu periodic snapshots skipped while the database writer "
+		        "was behind (their changes went with the next one)\n",
+		        (unsigned long long)st.snapshots_skipped);
 	if (st.callpaths_folded)
 		fprintf(stderr, "heapattach: %llu samples of call paths past the cap of %llu "
 		        "(--max-callpaths) booked under their leaf's module, as \"%s\"\n",

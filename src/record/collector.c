@@ -391,9 +391,22 @@ static size_t drain(struct ctx *x)
 	return n;
 }
 
+/* Periodic snapshots queued for the writer and not yet written, at most:
+ * past it the next periodic one is skipped (its changes go with the one
+ * after), so that a writer slower than --snapshot-every (a short period, a
+ * slow disk) cannot make the queue, and our memory, grow without end.
+ * Asked-for snapshots are never skipped. */
+#define SNAPSHOTS_IN_FLIGHT 2
+
 static void snapshot(struct ctx *x, const char *reason)
 {
 	struct ha_collector *c = x->c;
+	if (c->writer_done && strcmp(reason, "periodic") == 0 &&
+	    x->st.snapshots - __atomic_load_n(c->writer_done, __ATOMIC_RELAXED) >= SNAPSHOTS_IN_FLIGHT) {
+		x->st.snapshots_skipped++;
+		publish_stats(x);
+		return;
+	}
 	struct ha_wmsg_snapshot *m = calloc(1, sizeof *m);
 	if (!m)
 		return;

@@ -64,7 +64,8 @@ struct ha_cmd {
 	X(py_unmatched)     /* ...kept native: runs and eval frames disagreed */ \
 	X(py_frames_gone)   /* Python frames whose code object could not be read */ \
 	X(py_wrap)          /* the agent's wrap of pymalloc (enum ha_py_wrap), as last seen */ \
-	X(callpaths_folded) /* samples of call paths past --max-callpaths (intern.h) */
+	X(callpaths_folded) /* samples of call paths past --max-callpaths (intern.h) */ \
+	X(snapshots_skipped) /* periodic snapshots skipped: the writer was behind */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -93,6 +94,9 @@ struct ha_collector {
 	int verbose;                /* say every change of the interval */
 	int no_stack_refs;          /* publish no stack references (sref.h) */
 	uint64_t max_callpaths;     /* --max-callpaths (intern.h; 0: no cap) */
+	const uint64_t *writer_done; /* the writer's count of snapshots written
+	                              * (relaxed atomic): a periodic snapshot is
+	                              * skipped while it is behind; NULL: never */
 	struct ha_queue *to_writer;
 	struct ha_pf *pf;           /* --rss: the page-fault events (pf_events.h),
 	                             * owned and closed by the collector; NULL: none */

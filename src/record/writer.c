@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jitdump.h"
 #include "live_feed.h"
@@ -257,6 +258,8 @@ static void *writer_main(void *arg)
 	w->perfmap = NULL;
 	w->jitdump = NULL;
 	struct ha_qmsg *q = NULL;
+	const char *slow = getenv("HEAPATTACH_TEST_SLOW_WRITER_MS");
+	long slow_ms = slow ? strtol(slow, NULL, 10) : 0;
 	for (;;) {
 		if (!q)
 			q = ha_queue_get(&w->inbox, -1);
@@ -297,6 +300,10 @@ static void *writer_main(void *arg)
 			continue; /* q: the next message, if one was taken */
 		} else if (q->type == HA_WMSG_SNAPSHOT) {
 			struct ha_wmsg_snapshot *m = (struct ha_wmsg_snapshot *)q;
+			/* Tests only: a writer slower than the snapshots
+			 * (t_writer_behind; a slow disk in real life). */
+			if (slow_ms > 0)
+				usleep((useconds_t)slow_ms * 1000);
 			jit_poll(&jn);           /* what the JIT wrote meanwhile */
 			write_snapshot(w, &ids, m);
 			free(m->rows);
