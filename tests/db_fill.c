@@ -51,6 +51,7 @@
  * stack id), and a new stack "s2_leak" 1000/10 at snapshot 5 only. */
 #define _GNU_SOURCE
 #include "db_write.h"
+#include "db_rows.h"
 
 #include <getopt.h>
 #include <sqlite3.h>
@@ -119,24 +120,12 @@ static int64_t stack(struct ha_db *db, const struct ha_db_frame *tmpl, int n)
 	return id;
 }
 
-static struct ha_db_bucket bucket(int64_t stack_id, int kind, double alloc_b, double alloc_n,
-                                  double free_b, double free_n)
-{
-	struct ha_db_bucket b = {
-		.stack_id = stack_id, .kind = kind,
-		.alloc_count = alloc_n, .alloc_bytes = alloc_b,
-		.free_count = free_n, .free_bytes = free_b,
-		.live_count = alloc_n - free_n, .live_bytes = alloc_b - free_b,
-	};
-	return b;
-}
 
 static int64_t snapshot(struct ha_db *db, int64_t session, double t, uint64_t rss,
                         uint64_t samples, uint64_t drops, uint64_t unwf, const char *reason,
                         const struct ha_db_bucket *b, size_t n)
 {
-	struct ha_db_snapshot s = { .time = t, .rss_bytes = rss, .samples = samples, .drops = drops,
-	                            .unwind_failures = unwf, .reason = reason, .sample_interval = 512u << 10 };
+	struct ha_db_snapshot s = snap_info(t, rss, samples, drops, unwf, reason);
 	int64_t id;
 	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
 	printf("snapshot %lld session %lld buckets %zu\n", (long long)id, (long long)session, n);
@@ -146,7 +135,6 @@ static int64_t snapshot(struct ha_db *db, int64_t session, double t, uint64_t rs
 /* Snapshots and sessions as the tests spell them (no --rss columns). */
 #define SNAP(t, rss, sm, dr, uw, rs, iv) { .time = (t), .rss_bytes = (rss), .samples = (sm), \
 	.drops = (dr), .unwind_failures = (uw), .reason = (rs), .sample_interval = (iv) }
-#define SESSION(p, c, e, iv, t) { .pid = (p), .comm = (c), .exe = (e), .interval = (iv), .start_time = (t) }
 
 #define N(a) (sizeof(a) / sizeof(a)[0])
 

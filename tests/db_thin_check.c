@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "db_int.h"
 #include "db_write.h"
+#include "db_rows.h"
 #include "db.h"
 
 #include <math.h>
@@ -19,7 +20,6 @@
 
 #define T0 1700000000.0
 #define N(a) (sizeof(a) / sizeof(a)[0])
-#define SESSION(p, c, e, iv, t) { .pid = (p), .comm = (c), .exe = (e), .interval = (iv), .start_time = (t) }
 static char err[512];
 
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
@@ -39,24 +39,12 @@ __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt,
 			die("%s", err);                                      \
 	} while (0)
 
-static struct ha_db_bucket bucket(int64_t stack_id, int kind, double alloc_b, double alloc_n,
-                                  double free_b, double free_n)
-{
-	struct ha_db_bucket b = {
-		.stack_id = stack_id, .kind = kind,
-		.alloc_count = alloc_n, .alloc_bytes = alloc_b,
-		.free_count = free_n, .free_bytes = free_b,
-		.live_count = alloc_n - free_n, .live_bytes = alloc_b - free_b,
-	};
-	return b;
-}
 
 static void snapshot(struct ha_db *db, int64_t session, double t, uint64_t rss, uint64_t samples,
                      uint64_t drops, uint64_t unwf, const char *reason,
                      const struct ha_db_bucket *b, size_t n)
 {
-	struct ha_db_snapshot s = { .time = t, .rss_bytes = rss, .samples = samples, .drops = drops,
-	                            .unwind_failures = unwf, .reason = reason, .sample_interval = 512u << 10 };
+	struct ha_db_snapshot s = snap_info(t, rss, samples, drops, unwf, reason);
 	int64_t id;
 	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
 }

@@ -15,6 +15,34 @@ start_profiled() {
 	wait_ready "$pid" "$target"
 }
 
+# leak_paced SECS: leak_cmd (TFD, TOUT) keeps 10 blocks of 1000 bytes
+# about every 0.1 s for SECS seconds, each command answered before the next
+# (the sleep is the workload's own pace, not a wait for anything); the
+# commands sent in ROUNDS.
+leak_paced() {
+	local t0
+	t0=$(date +%s)
+	ROUNDS=0
+	while [ $(($(date +%s) - t0)) -lt "$1" ]; do
+		send "$TFD" "leak 10 1000"
+		ROUNDS=$((ROUNDS + 1))
+		wait_for 10 '[ "$(grep -c "^done leak 10 1000" "$TOUT")" -ge "$ROUNDS" ]' || fail "leak_cmd did not answer"
+		sleep 0.1
+	done
+}
+
+# leak_paced_kept DB WHAT: the last snapshot of DB holds under leak_here
+# every block leak_paced kept (-i 1: each one sampled), and leak_cmd's own
+# array of their pointers, which leak_here grows by realloc (a few blocks
+# more); fails saying WHAT otherwise.
+leak_paced_kept() {
+	local bytes count
+	read -r bytes count < <(live_under "$1" leak_here heap)
+	[ "$count" -ge $((ROUNDS * 10)) ] && [ "$count" -le $((ROUNDS * 10 + 4)) ] &&
+		[ "$bytes" -ge $((ROUNDS * 10000)) ] ||
+		fail "$2: leak_here holds $count blocks, $bytes bytes at the end; the program kept $((ROUNDS * 10)) of 1000 bytes and its array"
+}
+
 # snapshots DB: number of snapshots written so far.
 snapshots() {
 	sqlite3 "$1" 'SELECT count(*) FROM snapshots' 2>/dev/null || echo 0

@@ -53,16 +53,8 @@ wait_syscall "$pid" "$pid" "$NR_READ"
 live=$W/live.db
 start_ha -v -q -i 1 --block -s 0.05 -o "$live" "$pid"
 wait_ready "$pid" leak_cmd
-t0=$(date +%s)
-rounds=0
-# One leak command every ~0.1 s for 30 s: the workload's own pace, each
-# answered before the next.
-while [ $(($(date +%s) - t0)) -lt 30 ]; do
-	send "$TFD" "leak 10 1000"
-	rounds=$((rounds + 1))
-	wait_for 10 '[ "$(grep -c "^done leak 10 1000" "$TOUT")" -ge "$rounds" ]' || fail "leak_cmd did not answer"
-	sleep 0.1
-done
+leak_paced 30
+rounds=$ROUNDS
 detach_by_signal INT "$pid"
 check_alive "$pid"
 thinned=$(sed -n 's/^heapattach: \([0-9]*\) old periodic snapshots thinned out.*/\1/p' "$HA_ERR")
@@ -71,11 +63,7 @@ recent=$(sqlite3 "$live" "SELECT count(*) FROM snapshots WHERE reason = 'periodi
 log "live: $rounds leak commands; $n snapshots in the file, $thinned thinned out; $recent periodic ones in the last 360 periods"
 [ -n "$thinned" ] && [ "$thinned" -ge 50 ] || fail "live: the session did not thin its snapshots: $(grep -i thin "$HA_ERR")"
 [ "$recent" -ge 300 ] || fail "live: only $recent periodic snapshots kept in the last 360 periods"
-# Every block (-i 1: each sampled), and leak_cmd's own array of their
-# pointers, which leak_here grows by realloc (a few blocks more).
-read -r bytes count < <(live_under "$live" leak_here heap)
-[ "$count" -ge $((rounds * 10)) ] && [ "$count" -le $((rounds * 10 + 4)) ] && [ "$bytes" -ge $((rounds * 10000)) ] ||
-	fail "live: leak_here holds $count blocks, $bytes bytes at the end; the program kept $((rounds * 10)) of 1000 bytes and its array"
+leak_paced_kept "$live" live
 "$HD" --leaks "$live" >"$W/live_leaks.txt" 2>&1 || fail "heapdiff --leaks: $(cat "$W/live_leaks.txt")"
 grep -A1 -m1 -E ' stack [0-9]+$' "$W/live_leaks.txt" | tail -n 1 | grep -q leak_here ||
 	fail "live: --leaks does not rank leak_here first: $(head -n 12 "$W/live_leaks.txt")"
