@@ -63,13 +63,6 @@ void hd_late_free(struct hd_late *l)
 	free(l);
 }
 
-/* fd is an ELF file with build-id id[len]: a namer of it, else closed. */
-static struct ha_filesym *namer(int fd, const char *path)
-{
-	char err[256];
-	return ha_filesym_open(fd, path, err, sizeof err);
-}
-
 /* DIR/NAME.debug or DIR/NAME under each of dirs, checked by build-id
  * (a debug file kept beside its program, as objcopy --only-keep-debug
  * makes it). */
@@ -135,7 +128,8 @@ static void find_file(struct hd_late *l, struct late_mod *m)
 	}
 	if (fd < 0)
 		return;
-	m->fs = namer(fd, path);
+	char why[256];
+	m->fs = ha_filesym_open(fd, path, why, sizeof why);
 	if (m->fs)
 		m->from = path;
 	else

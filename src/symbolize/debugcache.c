@@ -2,6 +2,7 @@
  * build-id (see debugcache.h). */
 #define _GNU_SOURCE
 #include "debugcache.h"
+#include "debugfind.h"
 #include "util.h"
 
 #include <elf.h>
@@ -41,10 +42,8 @@ static int path_for(char *out, size_t size, const char *dir, const unsigned char
 {
 	char hex[2 * MAX_ID + 1];
 
-	if (n <= 0 || n > MAX_ID)
+	if (ha_build_id_hex(id, n, hex, sizeof hex) < 0)
 		return -1;
-	for (int i = 0; i < n; i++)
-		snprintf(hex + 2 * (size_t)i, 3, "%02x", id[i]);
 	int k = snprintf(out, size, "%s/debug/%s.debug", dir, hex);
 	return k > 0 && (size_t)k < size ? 0 : -1;
 }

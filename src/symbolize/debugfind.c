@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <libelf.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,25 @@ int ha_debugfind_file(const char *path, const unsigned char *id, int len, char *
 	return fd;
 }
 
+int ha_build_id_hex(const unsigned char *id, int len, char *hex, size_t size)
+{
+	if (len <= 0 || len > MAX_ID || 2 * (size_t)len + 1 > size)
+		return -1;
+	for (size_t i = 0; i < (size_t)len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	return 0;
+}
+
+int ha_build_id_path(char *out, size_t size, const char *dir, size_t dirlen,
+                     const unsigned char *id, int len)
+{
+	char hex[2 * MAX_ID + 1];
+	if (len < 2 || ha_build_id_hex(id, len, hex, sizeof hex) < 0 || dirlen > INT32_MAX)
+		return -1;
+	int k = snprintf(out, size, "%.*s/.build-id/%.2s/%s.debug", (int)dirlen, dir, hex, hex + 2);
+	return k > 0 && (size_t)k < size ? 0 : -1;
+}
+
 int ha_debugfind(const char *dirs, const unsigned char *id, int len, char **path)
 {
 	char p[PATH_MAX];
@@ -54,11 +74,7 @@ int ha_debugfind(const char *dirs, const unsigned char *id, int len, char **path
 		dirs = "/usr/lib/debug";
 	for (const char *d = dirs; *d;) {
 		size_t dl = strcspn(d, ":");
-		if (d[0] == '/' && dl < PATH_MAX - 2 * MAX_ID - 32) {
-			int k = snprintf(p, sizeof p, "%.*s/.build-id/%02x/", (int)dl, d, id[0]);
-			for (int i = 1; i < len; i++)
-				k += snprintf(p + k, sizeof p - (size_t)k, "%02x", id[i]);
-			snprintf(p + k, sizeof p - (size_t)k, ".debug");
+		if (d[0] == '/' && ha_build_id_path(p, sizeof p, d, dl, id, len) == 0) {
 			int fd = ha_debugfind_file(p, id, len, path);
 			if (fd >= 0)
 				return fd;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "debugcache.h"
+#include "debugfind.h"
 #include "util.h"
 
 #define MAX_ID 64
@@ -34,15 +35,6 @@ int ha_debuginfod_enabled(void)
 	return urls && urls[strspn(urls, " \t")] != '\0';
 }
 
-static int hex_of(const unsigned char *id, int len, char *hex, size_t size)
-{
-	if (len <= 0 || len > MAX_ID || 2 * (size_t)len + 1 > size)
-		return -1;
-	for (size_t i = 0; i < (size_t)len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	return 0;
-}
-
 int ha_debuginfod_cached(const unsigned char *id, int len, char **path)
 {
 	char hex[2 * MAX_ID + 1], p[PATH_MAX + 2 * MAX_ID + 32];
@@ -50,7 +42,7 @@ int ha_debuginfod_cached(const unsigned char *id, int len, char **path)
 	struct stat st;
 
 	*path = NULL;
-	if (!dir || !*dir || hex_of(id, len, hex, sizeof hex) < 0 ||
+	if (!dir || !*dir || ha_build_id_hex(id, len, hex, sizeof hex) < 0 ||
 	    snprintf(p, sizeof p, "%s/%s/debuginfo", dir, hex) >= (int)sizeof p)
 		return -1;
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);

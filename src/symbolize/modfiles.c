@@ -185,17 +185,15 @@ static int by_id_in_root(pid_t pid, const char *root, Dwfl_Module *mod,
 	const unsigned char *id;
 	GElf_Addr id_vaddr;
 	int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
-	char path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX];
 	int k;
 
 	if (!root[0] || id_len < 2 || id_len > 64)
 		return -1;
-	k = snprintf(path, sizeof path, "%s" SYSTEM_DEBUG_DIR "/.build-id/%02x/", root, id[0]);
-	for (int i = 1; i < id_len && k > 0 && k < (int)sizeof path; i++)
-		k += snprintf(path + k, sizeof path - (size_t)k, "%02x", id[i]);
-	if (k <= 0 || (size_t)k + sizeof ".debug" > sizeof path)
+	k = snprintf(dir, sizeof dir, "%s" SYSTEM_DEBUG_DIR, root);
+	if (k <= 0 || (size_t)k >= sizeof dir ||
+	    ha_build_id_path(path, sizeof path, dir, (size_t)k, id, id_len) < 0)
 		return -1;
-	memcpy(path + k, ".debug", sizeof ".debug");
 	return try_debug(pid, mod, main_st, path, 0, out);
 }
 

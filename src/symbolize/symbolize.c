@@ -24,6 +24,7 @@
 #include "symbolize.h"
 
 #include "debugcache.h"
+#include "debugfind.h"
 #include "dwarf_names.h"
 #include "modfiles.h"
 #include "strpool.h"
@@ -681,12 +682,9 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 	else
 		f[0].rel_pc = pc - start;
 	blen = dwfl_module_build_id(mod, &bid, &bid_vaddr);
-	if (blen > 0 && blen <= 64) {
-		char hex[129];
-		for (int i = 0; i < blen; i++)
-			snprintf(hex + 2 * (size_t)i, 3, "%02x", bid[i]);
+	char hex[129];
+	if (ha_build_id_hex(bid, blen, hex, sizeof hex) == 0)
 		f[0].build_id = ha_strpool_intern(&s->pool, hex);
-	}
 	return ha_sym_name_in(&s->pool, mod, addr, f, max);
 }
 
