@@ -2,7 +2,7 @@
  * build-id (see debugcache.h). */
 #define _GNU_SOURCE
 #include "debugcache.h"
-#include "debugfind.h"
+#include "build_id.h"
 #include "util.h"
 
 #include <elf.h>

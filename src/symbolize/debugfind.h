@@ -13,24 +13,13 @@
 
 #include <stddef.h>
 
+#include "build_id.h"
+
 /* An open fd and *path (malloc'd), or -1. */
 int ha_debugfind(const char *dirs, const unsigned char *id, int len, char **path);
 
 /* The file at path if it is a regular file with build-id id[len]: fd and
  * *out (malloc'd), or -1. */
 int ha_debugfind_file(const char *path, const unsigned char *id, int len, char **out);
-
-/* id[len] (1..64 bytes) as lowercase hex into hex[size]: 0, or -1 when it
- * does not fit. */
-int ha_build_id_hex(const unsigned char *id, int len, char *hex, size_t size);
-
-/* dir[dirlen]/.build-id/NN/REST.debug, where a .build-id tree keeps the
- * debug file of build-id id[len] (2..64 bytes): 0, or -1 when it does not
- * fit in out[size]. */
-int ha_build_id_path(char *out, size_t size, const char *dir, size_t dirlen,
-                     const unsigned char *id, int len);
-
-/* id[len] from hex (lowercase or not); the length, or -1. */
-int ha_build_id_from_hex(const char *hex, unsigned char *id, int max);
 
 #endif

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "debugcache.h"
-#include "debugfind.h"
+#include "build_id.h"
 #include "util.h"
 
 #define MAX_ID 64

@@ -24,7 +24,7 @@
 #include "symbolize.h"
 
 #include "debugcache.h"
-#include "debugfind.h"
+#include "build_id.h"
 #include "dwarf_names.h"
 #include "modfiles.h"
 #include "strpool.h"
