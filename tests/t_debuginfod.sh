@@ -165,6 +165,11 @@ named "$W/r2c.txt" "2, heapdiff --debug-dir"
 env -u DEBUGINFOD_URLS HEAPATTACH_CACHE="$W/cache3" "$HD" --bytes --debug-dir "$W/dir" --function dbg_static_leak "$W/s2.db" >"$W/r2f.txt" 2>"$W/r2f.err" ||
 	fail "heapdiff --function on a late name failed: $(cat "$W/r2f.err")"
 named "$W/r2f.txt" "2, heapdiff --function dbg_static_leak --debug-dir"
+# A typo is still refused in one line, though unnamed frames could be named.
+env -u DEBUGINFOD_URLS HEAPATTACH_CACHE="$W/cache3" "$HD" --bytes --debug-dir "$W/dir" --function dbg_statik_leak "$W/s2.db" >"$W/r2t.txt" 2>"$W/r2t.err" &&
+	fail "heapdiff --function with a typo succeeded: $(cat "$W/r2t.txt")"
+grep -q "no frame matches --function 'dbg_statik_leak'" "$W/r2t.err" ||
+	fail "heapdiff --function with a typo: not the one line: $(cat "$W/r2t.err")"
 for fmt in folded json html; do
 	env -u DEBUGINFOD_URLS HEAPATTACH_CACHE="$W/cache3" "$HD" -f "$fmt" --debug-dir "$W/dir" "$W/s2.db" >"$W/r2.$fmt" 2>/dev/null ||
 		fail "heapdiff -f $fmt --debug-dir failed"

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "alloc_frame.h"
+#include "late_names.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -65,6 +66,34 @@ static int count_matching(struct hd_source *s, const char *sql, const char *text
 	return rc < 0 ? HD_ERR : HD_OK;
 }
 
+/* *n: 1 when a frame the session left unnamed gets a name now (its
+ * inline chain's, late_names.h) holding function, else 0.  The names are
+ * the ones the rows will show (hd_late_name keeps them), so a --function
+ * that only a late name matches is not refused, and a typo still is. */
+static int late_names_match(struct hd_source *s, const char *function, int64_t *n)
+{
+	sqlite3_stmt *q;
+	struct ha_sym_frame chain[32];
+	int rc = 0;
+	*n = 0;
+	if (hd_prepare(s, "SELECT m.path, m.build_id, f.rel_pc FROM frames f "
+	                  "JOIN modules m ON m.id = f.module_id "
+	                  "WHERE f.function = '' AND m.build_id <> '' AND m.path <> '" HA_PY_MODULE "'",
+	               &q) < 0)
+		return HD_ERR;
+	while (!*n && (rc = hd_step(s, q)) > 0) {
+		const char *path = (const char *)sqlite3_column_text(q, 0);
+		const char *build_id = (const char *)sqlite3_column_text(q, 1);
+		int k = hd_late_name(s->late, path ? path : "", build_id ? build_id : "",
+		                     (uint64_t)sqlite3_column_int64(q, 2), 1, chain, 32);
+		for (int j = 0; j < k && !*n; j++)
+			if (chain[j].function && strstr(chain[j].function, function))
+				*n = 1;
+	}
+	sqlite3_finalize(q);
+	return rc < 0 ? HD_ERR : HD_OK;
+}
+
 int hd_filter_can_match(struct hd_source *s, const struct hd_filter *flt, const char **which,
                         int64_t *functions)
 {
@@ -78,10 +107,8 @@ int hd_filter_can_match(struct hd_source *s, const struct hd_filter *flt, const 
 	                   flt->function, &n) < 0)
 		return HD_ERR;
 	/* Frames the session left unnamed may be named now (late_names.h):
-	 * the filter is then tried on the rows, not refused here. */
-	if (n == 0 && s->late &&
-	    count_matching(s, "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id "
-	                      "WHERE f.function = ?1 AND m.build_id <> ''", "", &n) < 0)
+	 * the names they get count too. */
+	if (n == 0 && s->late && late_names_match(s, flt->function, &n) < 0)
 		return HD_ERR;
 	if (n == 0)
 		*which = "--function";
