@@ -25,23 +25,7 @@ PYBIN=/usr/bin/python3.9
 [ ! -e "$PYBIN" ] || log "note: the host has a $PYBIN too (the names must still come from the container's)"
 root_listing "$ROOT" >"$W/before" || fail "cannot list $ROOT"
 
-read -r -d '' GROW <<'PYSRC'
-import os, sys
-print(f"ready pid={os.getpid()}", flush=True)
-keep = []
-def grow_list(n, size):
-    for i in range(n):
-        keep.append(b"x" * size)
-for line in sys.stdin:
-    cmd = line.split()
-    if cmd and cmd[0] == "grow":
-        grow_list(int(cmd[1]), int(cmd[2]))
-        ok = all(len(b) == int(cmd[2]) for b in keep)
-        print(f"done grow {cmd[1]} {cmd[2]} total {len(keep)} ok {ok}", flush=True)
-    elif cmd and cmd[0] == "quit":
-        print("done quit", flush=True)
-        break
-PYSRC
+GROW=$(cat "$HA_SRCDIR/tests/targets/grow.py") || fail "no tests/targets/grow.py"
 
 # The root read-only (a bind mount of it, in the new mount namespace only),
 # a tmpfs on its /tmp (as a Kubernetes pod with a read-only root gets an

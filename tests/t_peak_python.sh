@@ -13,33 +13,17 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip "/usr/bin/python3 is not installed (Debian package python3; build-aux/setup installs it)"
 HD=$HA_BUILDDIR/src/heapdiff
 
-cat >"$W/grow.py" <<'PYSRC'
-import os, sys
-print(f"ready pid={os.getpid()}", flush=True)
-keep = []
-def grow_list(n, size):
-    for i in range(n):
-        keep.append(b"x" * size)
-for line in sys.stdin:
-    cmd = line.split()
-    if cmd and cmd[0] == "grow":
-        grow_list(int(cmd[1]), int(cmd[2]))
-        print(f"done grow {len(keep)}", flush=True)
-    elif cmd and cmd[0] == "exit":
-        print("done exit", flush=True)
-        sys.exit(0)
-PYSRC
 
 db=$W/py.db
-start_cmd py "$PY" -u "$W/grow.py"
+start_cmd py "$PY" -u "$HA_SRCDIR/tests/targets/grow.py"
 wait_target_ready
 pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha -q -o "$db" "$pid"
 wait_ready "$pid" python3
 send "$TFD" "grow 2000 100000"
-wait_line "$TOUT" '^done grow 2000$' 60
-send "$TFD" exit
+wait_line "$TOUT" '^done grow 2000 100000 total 2000 ok True$' 60
+send "$TFD" quit
 wait_exit "$pid" 30
 [ "$RC" = 0 ] || fail "python exited $RC"
 wait_for 20 '! is_alive "$HAPID"' || fail "heapattach still runs 20 s after python exited"

@@ -12,35 +12,6 @@ require_all
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip "/usr/bin/python3 is not installed (Debian package python3; build-aux/setup installs it)"
 
-cat >"$W/grow.py" <<'PYSRC'
-import os, sys, time
-print(f"ready pid={os.getpid()}", flush=True)
-keep = []
-def grow_list(n, size):
-    for i in range(n):
-        keep.append(b"x" * size)
-def work():
-    t = time.perf_counter()
-    for r in range(15):
-        small = [str(i) * 3 for i in range(100000)]
-        big = [b"y" * 50000 for i in range(300)]
-        d = {i: str(i) for i in range(50000)}
-        del small, big, d
-    return time.perf_counter() - t
-for line in sys.stdin:
-    cmd = line.split()
-    if not cmd:
-        continue
-    if cmd[0] == "grow":
-        grow_list(int(cmd[1]), int(cmd[2]))
-        ok = all(len(b) == int(cmd[2]) and b[-1:] == b"x" for b in keep)
-        print(f"done grow {cmd[1]} {cmd[2]} total {len(keep)} ok {ok}", flush=True)
-    elif cmd[0] == "work":
-        print(f"work {work():.3f}", flush=True)
-    elif cmd[0] == "quit":
-        print("done quit", flush=True)
-        break
-PYSRC
 
 # best_work FD OUT LABEL: run the workload 3 times, print the best time.
 best_work() {
@@ -53,14 +24,14 @@ best_work() {
 	grep '^work ' "$out" | tail -n 3 | awk '{ print $2 }' | sort -n | head -n 1
 }
 
-start_cmd plain "$PY" -u "$W/grow.py"
+start_cmd plain "$PY" -u "$HA_SRCDIR/tests/targets/grow.py"
 wait_target_ready
 t_plain=$(best_work "$TFD" "$TOUT")
 send "$TFD" quit
 wait_exit "$TPID" 10
 
 db=$W/py.db
-start_cmd py "$PY" -u "$W/grow.py"
+start_cmd py "$PY" -u "$HA_SRCDIR/tests/targets/grow.py"
 wait_target_ready
 pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"

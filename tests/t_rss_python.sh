@@ -15,31 +15,10 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip "/usr/bin/python3 is not installed (Debian package python3; build-aux/setup installs it)"
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 
-cat >"$W/rss.py" <<'PYSRC'
-import mmap, os, sys
-print(f"ready pid={os.getpid()}", flush=True)
-keep = []
-def grow_list(n, size):
-    for i in range(n):
-        keep.append(b"x" * size)
-def reserve(mib):
-    keep.append(mmap.mmap(-1, mib << 20))
-for line in sys.stdin:
-    cmd = line.split()
-    if cmd and cmd[0] == "grow":
-        grow_list(int(cmd[1]), int(cmd[2]))
-        print(f"done grow {len(keep)}", flush=True)
-    elif cmd and cmd[0] == "reserve":
-        reserve(int(cmd[1]))
-        print(f"done reserve {len(keep)}", flush=True)
-    elif cmd and cmd[0] == "quit":
-        print("done quit", flush=True)
-        break
-PYSRC
 
 anon() { awk '/^RssAnon:/ { print $2 * 1024 }' "/proc/$1/status"; }
 db=$W/py.db
-start_cmd py "$PY" -u "$W/rss.py"
+start_cmd py "$PY" -u "$HA_SRCDIR/tests/targets/grow.py"
 wait_target_ready
 pid=$TPID
 wait_syscall "$pid" "$pid" "$NR_READ"
@@ -48,7 +27,7 @@ wait_ready "$pid" python3
 snapshot_now "$db"
 a1=$(anon "$pid")
 send "$TFD" "grow 1000 100000"
-wait_line "$TOUT" '^done grow 1000$' 60
+wait_line "$TOUT" '^done grow 1000 100000 total 1000 ok True$' 60
 send "$TFD" "reserve 128"
 wait_line "$TOUT" '^done reserve 1001$' 60
 a2=$(anon "$pid")
