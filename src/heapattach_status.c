@@ -137,6 +137,10 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 		fprintf(stderr, "heapattach: %llu of %llu frames found by frame pointer (code without "
 		        "unwind tables)\n", (unsigned long long)st.fp_frames,
 		        (unsigned long long)st.frames);
+	if (st.scan_frames)
+		fprintf(stderr, "heapattach: %llu of %llu frames found by a call-site scan (code without "
+		        "unwind tables or frame pointers: musl's libc)\n", (unsigned long long)st.scan_frames,
+		        (unsigned long long)st.frames);
 	uint64_t jit = __atomic_load_n(&w->jit_frames, __ATOMIC_RELAXED);
 	if (jit)
 		fprintf(stderr, "heapattach: %llu frames of new callstacks named by the perf map "

@@ -9,7 +9,11 @@
 # posix_memalign aligned_alloc through its own GOT, which the agent patches),
 # and musl's own allocations for the program (strdup, through its GOT) seen
 # once each too; and in a thread started before the attach and one after
-# (TLS through descriptors in both).
+# (TLS through descriptors in both).  musl's libc has neither unwind
+# tables nor frame pointers: strdup's blocks are found under the program's
+# caller too, through the call-site scan (src/unwind/unwind_scan.c).  Then
+# the same program run on the host, where Debian's musl is mapped as
+# .../x86_64-linux-musl/libc.so: attached, the same sites.
 # Issue 36, step 2, musl.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cover_lib.sh"
@@ -150,10 +154,13 @@ snapshot_now "$DB"
 detach_by_signal INT "$pid"
 check_session "$HA_ERR" "$pid" mleak
 check_alive "$pid"
-# musl's libc has no unwind tables (nor frame pointers): a stack through
-# one of its own functions ends there, so strdup's blocks are found under
-# strdup, not under musl_strdup_here (but found, and once each).
-for f in musl_leak_here musl_calloc_here musl_memalign_here strdup musl_old_thread_here musl_new_thread_here; do
+grep -Eq '^heapattach: [1-9][0-9]* of [0-9]+ frames found by a call-site scan' "$HA_ERR" ||
+	fail "no frames found by the call-site scan: $(grep frames "$HA_ERR")"
+# musl's libc has no unwind tables (nor frame pointers): the walk steps
+# over strdup by the return address of the call that reached it
+# (src/unwind/unwind_scan.c), so strdup's blocks are found under
+# musl_strdup_here too, once each.
+for f in musl_leak_here musl_calloc_here musl_memalign_here strdup musl_strdup_here musl_old_thread_here musl_new_thread_here; do
 	read -r bytes count < <(live_under "$DB" "$f" heap)
 	log "$f: $count blocks, $bytes bytes live"
 	[ "$count" = "$N" ] && [ "$bytes" = $((N * SIZE)) ] ||
@@ -164,4 +171,28 @@ send "$TFD" quit
 wait_line "$TOUT" '^done quit$' 10
 wait_exit "$TPID" 10 || fail "unshare did not exit after mleak's quit"
 [ "$RC" = 0 ] || fail "mleak (under unshare) exited $RC"
-echo "ok: a musl program in a root holding only musl: the musl agent through a memfd; malloc, calloc, posix_memalign and strdup exact, each block once, in old and new threads too"
+# The same program on the host, as Debian's musl runs it: its loader
+# /lib/ld-musl-x86_64.so.1 is a link to /usr/lib/x86_64-linux-musl/libc.so,
+# the name its maps show (it was refused as "no C library" once).
+start_cmd hostmleak "$W/mleak"
+wait_target_ready
+hpid=$TPID
+grep -q 'x86_64-linux-musl/libc.so' "/proc/$hpid/maps" ||
+	log "note: this musl's maps do not name .../x86_64-linux-musl/libc.so: $(grep -m1 musl "/proc/$hpid/maps")"
+wait_syscall "$hpid" "$hpid" "$NR_READ"
+DB2=$W/host.db
+start_ha -q -s 3600 -i 1 --block -o "$DB2" "$hpid"
+wait_ready "$hpid" mleak
+send "$TFD" "leak 500 100"
+wait_line "$TOUT" "^done leak 500 100" 60
+snapshot_now "$DB2"
+detach_by_signal INT "$hpid"
+check_session "$HA_ERR" "$hpid" mleak
+for f in musl_leak_here musl_strdup_here; do
+	read -r bytes count < <(live_under "$DB2" "$f" heap)
+	[ "$count" = 500 ] && [ "$bytes" = 50000 ] ||
+		fail "on the host, $f holds $count blocks, $bytes bytes; expected 500, 50000"
+done
+send "$TFD" quit
+wait_line "$TOUT" '^done quit$' 10
+echo "ok: a musl program in a root holding only musl: the musl agent through a memfd; malloc, calloc, posix_memalign and strdup exact (strdup under its caller), each block once, in old and new threads too; and on the host through Debian's musl path"

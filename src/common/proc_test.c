@@ -106,6 +106,8 @@ int main(void)
 	char mmusl[] = "1000-2000 r--p 00000000 08:01 7 /lib/ld-musl-x86_64.so.1\n"
 	               "2000-3000 r-xp 00001000 08:01 7 /lib/ld-musl-x86_64.so.1\n";
 	char malpine[] = "1000-2000 r-xp 00000000 08:01 7 /lib/libc.musl-x86_64.so.1\n";
+	char mdebian[] = "1000-2000 r-xp 00000000 08:01 7 /usr/lib/x86_64-linux-musl/libc.so\n";
+	char mnotmusl[] = "1000-2000 r-xp 00000000 08:01 7 /opt/x/libc.so\n";
 	char mstatic[] = "1000-2000 r-xp 00000000 08:01 7 /bin/prog\n";
 	int musl = -1;
 	EXPECT(ha_maps_parse(mglibc, sizeof mglibc - 1, &mm) == 0 &&
@@ -119,6 +121,15 @@ int main(void)
 	EXPECT(ha_maps_parse(malpine, sizeof malpine - 1, &mm) == 0 &&
 	           ha_maps_find_libc(&mm, &musl) == &mm.v[0] && musl == 1,
 	       "Alpine's libc.musl name is musl (musl %d)", musl);
+	ha_maps_free(&mm);
+	EXPECT(ha_maps_parse(mdebian, sizeof mdebian - 1, &mm) == 0 &&
+	           ha_maps_find_libc(&mm, &musl) == &mm.v[0] && musl == 1,
+	       "Debian's musl (the loader's link resolved: .../x86_64-linux-musl/libc.so) is musl (musl %d)",
+	       musl);
+	ha_maps_free(&mm);
+	EXPECT(ha_maps_parse(mnotmusl, sizeof mnotmusl - 1, &mm) == 0 &&
+	           !ha_maps_find_libc(&mm, &musl) && musl == 0,
+	       "a libc.so outside a -musl directory is no libc (musl %d)", musl);
 	ha_maps_free(&mm);
 	EXPECT(ha_maps_parse(mstatic, sizeof mstatic - 1, &mm) == 0 &&
 	           !ha_maps_find_libc(&mm, &musl) && musl == 0,

@@ -342,16 +342,27 @@ const struct ha_map *ha_maps_find_libc(const struct ha_maps *m, int *musl)
 		e = ha_maps_find_module(m, "libc-");
 	if (!e && (e = ha_maps_find_module(m, "ld-musl-")) == NULL)
 		e = ha_maps_find_module(m, "libc.musl-");
+	/* Debian's musl: /lib/ld-musl-x86_64.so.1 is a link to
+	 * /usr/lib/x86_64-linux-musl/libc.so, the name the maps show. */
+	for (size_t i = 0; !e && i < m->n; i++)
+		if (m->v[i].offset == 0 && ha_maps_is_musl_path(m->v[i].path))
+			e = &m->v[i];
 	if (e)
-		is_musl = ha_maps_is_musl_name(ha_maps_module_name(e->path));
+		is_musl = ha_maps_is_musl_path(e->path);
 	if (musl)
 		*musl = is_musl;
 	return e;
 }
 
-int ha_maps_is_musl_name(const char *b)
+int ha_maps_is_musl_path(const char *path)
 {
-	return strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0;
+	const char *b = ha_maps_module_name(path);
+	if (strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0)
+		return 1;
+	/* .../x86_64-linux-musl/libc.so (Debian's musl package) */
+	if (strcmp(b, "libc.so") != 0 || b - path < 6)
+		return 0;
+	return memcmp(b - 6, "-musl/", 6) == 0;
 }
 
 const struct ha_map *ha_maps_find_addr(const struct ha_maps *m, uint64_t addr)

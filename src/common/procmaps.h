@@ -45,13 +45,15 @@ const char *ha_maps_module_name(const char *path);
 const struct ha_map *ha_maps_find_module(const struct ha_maps *m, const char *prefix);
 
 /* The process's C library: glibc's libc.so.6 (libc-2.NN.so before 2.34),
- * else musl's, which is also its dynamic loader (ld-musl-ARCH.so.1;
+ * else musl's, which is also its dynamic loader (ld-musl-ARCH.so.1, on Debian
+ * a link to .../ARCH-linux-musl/libc.so;
  * Alpine's libc.musl-ARCH.so.1 is the same file); *musl says which (may
  * be NULL).  NULL if none (a static program). */
 const struct ha_map *ha_maps_find_libc(const struct ha_maps *m, int *musl);
 
-/* Is the module named by base name b musl's libc (see above)? */
-int ha_maps_is_musl_name(const char *b);
+/* Is the module at path musl's libc (ld-musl-*, libc.musl-*, or Debian's
+ * .../ARCH-linux-musl/libc.so)? */
+int ha_maps_is_musl_path(const char *path);
 
 /* The length of a path as the maps write it without its " (deleted)"
  * suffix, if it has one (the path ha_map.path holds). */

@@ -151,7 +151,7 @@ static int addr_is_safe(pid_t pid, const struct ha_maps *maps, uint64_t addr,
 			snprintf(why, whylen, "in %s", name);
 			return 0;
 		}
-	} else if (mod && ha_maps_is_musl_name(ha_maps_module_name(mod->path)) && frame == 0 &&
+	} else if (mod && ha_maps_is_musl_path(mod->path) && frame == 0 &&
 	           !(cur_tid > 0 && in_musl_wait(cur_tid))) {
 		snprintf(why, whylen, "in musl's libc, in a function it does not name");
 		return 0;

@@ -675,6 +675,7 @@ static void final_stats(struct ctx *x)
 	ha_unwinder_cache_stats(x->unw, &hits, &misses);
 	x->st.unwind_cached += hits;
 	ha_unwinder_fp_stats(x->unw, &x->st.fp_frames, &x->st.frames);
+	x->st.scan_frames = ha_unwinder_scan_frames(x->unw);
 	struct ha_srefs_stats rs;
 	ha_srefs_stats(x->srefs, &rs);
 	x->st.sref_published = rs.published;

@@ -39,6 +39,7 @@ struct ha_cmd {
 	X(unwind_cached)    /* unwinds answered by the whole-stack cache (at the end) */ \
 	X(frames)           /* pcs unwound (at the end)... */ \
 	X(fp_frames)        /* ...of which by frame pointer */ \
+	X(scan_frames)      /* ...of which by a call-site scan (unwind_scan.c) */ \
 	X(ring_bytes)       /* bytes of records consumed */ \
 	X(cpu_ns)           /* CPU time of the collector thread (set when it stops) */ \
 	X(interval)         /* sampling interval in effect (adaptive) */ \

@@ -72,5 +72,8 @@ void ha_unwinder_fast_stats(const struct ha_unwinder *u, uint64_t *fast, uint64_
  * found by following the frame pointer through code without CFI
  * (unwind_fp.c). */
 void ha_unwinder_fp_stats(const struct ha_unwinder *u, uint64_t *fp_frames, uint64_t *frames);
+/* Frames found by the call-site scan (unwind_scan.c: code without unwind
+ * tables or frame pointer, musl's libc), not among fp_frames. */
+uint64_t ha_unwinder_scan_frames(const struct ha_unwinder *u);
 
 #endif

@@ -144,6 +144,10 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 		/* 0 (this ip is in no segment): ask again with the next one. */
 		if ((mi->table_state = uw_image_bias(im, m, ip, &bias)) != 1)
 			return -UNW_ENOINFO;
+		if (!uw_image_table(im)) {
+			mi->table_state = -1;   /* no .eh_frame_hdr */
+			return -UNW_ENOINFO;
+		}
 		mi->segbase = im->hdr_vaddr + bias;
 		mi->table_addr = mi->segbase + im->table_rel;
 		mi->fde_count = im->fde_count;

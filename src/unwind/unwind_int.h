@@ -49,7 +49,8 @@ struct image {
 	int mmapped;             /* else malloc'ed */
 	unsigned used_gen;       /* maps generation that last referenced it */
 	/* parsed on first use for unwinding */
-	int elf_state;           /* 0 not parsed, 1 ok, -1 not usable */
+	int hdr_state;           /* ELF header: 0 not checked, 1 ok, -1 not usable */
+	int elf_state;           /* .eh_frame_hdr: 0 not parsed, 1 ok, -1 none */
 	uint64_t hdr_vaddr;      /* PT_GNU_EH_FRAME p_vaddr */
 	uint64_t table_rel;      /* table start - hdr start */
 	uint64_t fde_count;
@@ -57,6 +58,9 @@ struct image {
 	int cfi_state;           /* 0 not opened, 1 ok, -1 none */
 	Elf *elf;
 	Dwarf_CFI *cfi;
+	/* its symbols, for the call-site scan (unwind_elfsym.h) */
+	int syms_state;          /* 0 not parsed, 1 ok, -1 out of memory */
+	struct uw_syms *syms;
 };
 
 enum { MI_UNKNOWN = 0, MI_IMAGE, MI_LIVE, MI_NONE };
@@ -107,6 +111,7 @@ struct ha_unwinder {
 	int verify;              /* HA_UNWIND_VERIFY: check every fast walk */
 	uint64_t verified, verify_bad;
 	uint64_t frames, fp_frames; /* pcs returned, of which found by frame pointer */
+	uint64_t scan_frames;    /* ...and by a call-site scan */
 	struct copy_end cend[CEND_N]; /* see uw_copy_len */
 };
 
@@ -120,6 +125,8 @@ struct uctx {
 	int smap_known;          /* smap_lo/hi looked up */
 	const struct ha_map *last; /* last mapping hit */
 	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
+	int scan_at;             /* the fast walk's first pc found by a call-site
+	                          * scan (unwind_scan.c), -1: none */
 };
 
 /* A context for unwinding the stack copy of one sample. */
@@ -132,6 +139,7 @@ static inline void uctx_init(struct uctx *c, struct ha_unwinder *u, const struct
 	c->stack = stack;
 	c->lo = regs->rsp;
 	c->hi = regs->rsp + stack_len;
+	c->scan_at = -1;
 }
 
 /* The mapping holding addr (the last one hit first). */
@@ -171,6 +179,8 @@ struct mapinfo *uw_mapinfo_of(struct ha_unwinder *u, const struct ha_map *m);
  * page: it says nothing about the rest of the mapping, so nothing may be
  * concluded for the mapping from it); -1 if im is not usable at all. */
 int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_t *bias);
+/* Has the image an .eh_frame_hdr (libunwind's table)? */
+int uw_image_table(struct image *im);
 /* libdw's CFI of an image (.eh_frame), opened once; NULL if none. */
 Dwarf_CFI *uw_image_cfi(struct image *im);
 void uw_images_free(struct ha_unwinder *u);
@@ -221,6 +231,19 @@ void uw_verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, 
 /* ------------------------------------------------------------------ unwind_fp.c */
 
 /* The frame-pointer rule (CFA = rbp + 16), for a return address without CFI. */
+/* unwind_scan.c: the step over a frame without CFI or frame pointer by the
+ * return address of a call proven to reach its function. */
+struct uw_saved {
+	int reg;                 /* CFI_* */
+	uint64_t at;             /* where its caller's value was pushed */
+};
+struct uw_scan {
+	uint64_t slot, ra;       /* the return address's slot, and it */
+	int npush;
+	struct uw_saved saved[16];
+};
+int uw_scan_frame(struct uctx *c, uint64_t pc, uint64_t sp, struct uw_scan *out);
+
 extern const struct ha_cfi_rule uw_fp_rule;
 /* May the walk follow rbp from a frame whose sp is sp: aligned, moving up,
  * both words inside the copy. */

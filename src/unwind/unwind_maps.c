@@ -10,6 +10,7 @@
 #include "unwind_int.h"
 #include "agent_file.h"
 #include "target_fs.h"
+#include "unwind_elfsym.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -38,6 +39,7 @@ static void image_free(struct image *im)
 		dwarf_cfi_end(im->cfi);
 	if (im->elf)
 		elf_end(im->elf);
+	uw_syms_free(im->syms);
 	if (im->mmapped)
 		munmap((void *)im->data, im->size);
 	else
@@ -179,7 +181,27 @@ static size_t enc_size(uint8_t enc, const uint8_t *p, const uint8_t *end)
 	}
 }
 
-/* Parse the ELF header and .eh_frame_hdr of an image once. */
+/* Is the image an x86-64 ELF64 file whose program headers are in it?
+ * Checked once. */
+static int image_header_ok(struct image *im)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
+	if (im->hdr_state)
+		return im->hdr_state == 1;
+	im->hdr_state = -1;
+	if (im->size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh->e_machine != EM_X86_64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh->e_phoff > im->size ||
+	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > im->size - eh->e_phoff)
+		return 0;
+	im->hdr_state = 1;
+	return 1;
+}
+
+/* Parse the .eh_frame_hdr of an image once (libunwind's table; a file
+ * linked without --eh-frame-hdr, as musl-gcc links, has none: its
+ * .eh_frame still serves the fast walk through libdw). */
 static int image_parse(struct image *im)
 {
 	const Elf64_Ehdr *eh;
@@ -191,14 +213,9 @@ static int image_parse(struct image *im)
 	if (im->elf_state)
 		return im->elf_state;
 	im->elf_state = -1;
-	if (im->size < sizeof *eh)
+	if (!image_header_ok(im))
 		return -1;
 	eh = (const Elf64_Ehdr *)im->data;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
-	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > im->size ||
-	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > im->size - eh->e_phoff)
-		return -1;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
 		if (q->p_type == PT_GNU_EH_FRAME)
@@ -253,7 +270,7 @@ int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_
 	uint64_t fofs = (im->is_vdso ? 0 : m->offset) + (ip - m->start);
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)im->data;
 
-	if (image_parse(im) != 1)
+	if (!image_header_ok(im))
 		return -1;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *q = (const Elf64_Phdr *)(im->data + eh->e_phoff) + i;
@@ -266,6 +283,11 @@ int uw_image_bias(struct image *im, const struct ha_map *m, uint64_t ip, uint64_
 		return 1;
 	}
 	return 0;
+}
+
+int uw_image_table(struct image *im)
+{
+	return image_parse(im) == 1;
 }
 
 /* libdw's CFI of an image (.eh_frame), opened once; NULL if none. */

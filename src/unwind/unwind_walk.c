@@ -110,9 +110,30 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 	prev_sp = c->regs->rsp;
 	while (n < max) {
 		const struct ha_cfi_rule *ru = rule_of(u, c, addr);
+		struct uw_scan sc;
 		uint64_t cfa, ip, ra;
 		int st, fp = 0;
 
+		if (ru->kind == CFI_NONE && n > 1 && uw_scan_frame(c, addr, r[CFI_RSP].v, &sc)) {
+			/* A module's code without CFI or frame pointer (musl's
+			 * libc): the return address of a call proven to reach
+			 * this function, its pushes (unwind_scan.c). */
+			for (int k = 0; k < sc.npush; k++) {
+				struct fw_reg *sr = &r[sc.saved[k].reg];
+				sr->st = fw_read(c, sc.saved[k].at, &sr->v);
+				sr->src = (int64_t)(sc.saved[k].at - c->lo);
+			}
+			if (rec)
+				rec->bad = 1;   /* the scanned words are not checked by a hit */
+			if (c->scan_at < 0)
+				c->scan_at = n;
+			r[CFI_RSP] = (struct fw_reg){ .v = sc.slot + 8, .st = FW_KNOWN, .src = SRC_FREE };
+			u->scan_frames++;
+			pcs[n++] = prev_ip = sc.ra;
+			prev_sp = sc.slot + 8;
+			addr = sc.ra - 1;
+			continue;
+		}
 		if (ru->kind == CFI_NONE) {
 			/* No CFI: follow rbp (unwind_fp.c), but not from the
 			 * exact pc of the first frame (maybe in its prologue). */
@@ -207,6 +228,9 @@ void uw_verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, 
 		return;
 	int m = uw_unwind_once(u, c, again, max);
 	u->verified++;
+	/* libunwind has no call-site scan: up to the first scanned frame */
+	if (c->scan_at >= 0 && n > c->scan_at && m >= c->scan_at)
+		n = m = c->scan_at;
 	if (m != n || memcmp(pcs, again, (size_t)n * sizeof *pcs) != 0) {
 		if (u->verify_bad++ < 10) {
 			fprintf(stderr, "heapattach: unwind verify: fast walk %d pcs, libunwind %d:", n, m);
@@ -228,6 +252,7 @@ int uw_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max,
 
 	c->last = NULL;
 	c->unknown_ip = 0;
+	c->scan_at = -1;
 	/* The rule cache also counts libunwind's frame-pointer frames
 	 * (count_fp), with the fast walk off too. */
 	if (!u->rc)

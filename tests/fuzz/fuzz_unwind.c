@@ -55,6 +55,7 @@
  * fuzz-sources: src/unwind/unwind.c src/unwind/unwind_scache.c src/unwind/unwind_walk.c
  * fuzz-sources: src/unwind/unwind_cfi.c src/unwind/unwind_access.c src/unwind/unwind_maps.c
  * fuzz-sources: src/unwind/unwind_fp.c src/common/target_fs.c src/common/proc.c
+ * fuzz-sources: src/unwind/unwind_scan.c src/unwind/unwind_elfsym.c
  * fuzz-sources: src/common/procmaps.c src/common/util.c src/common/agent_file.c
  * fuzz-libs: -lunwind-ptrace -lunwind-generic -lunwind -ldw -lelf
  * fuzz-cov-ignore: acc_access_mem read_other read_live find_map uw_mapinfo_of
