@@ -31,7 +31,7 @@ cat >"$W/mleak.c" <<'C'
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-static void *kept[6][100000];
+static void *kept[7][100000];
 __attribute__((noinline)) void musl_leak_here(int n, int size)
 {
 	for (int i = 0; i < n && i < 100000; i++)
@@ -55,6 +55,25 @@ __attribute__((noinline)) void musl_strdup_here(int n, int size)
 	s[size > 0 && size < (int)sizeof s ? size - 1 : 0] = '\0';
 	for (int i = 0; i < n && i < 100000; i++)
 		kept[3][i] = strdup(s);
+}
+/* getline is musl's tail call to getdelim (two moves and a jmp): the
+ * scan follows the PLT call to getline into getdelim. */
+__attribute__((noinline)) void musl_getline_here(int n, int size)
+{
+	static char text[4096];
+	memset(text, 'y', sizeof text - 1);
+	text[size > 1 && size < (int)sizeof text ? size - 1 : 1] = '\n';
+	for (int i = 0; i < n && i < 100000; i++) {
+		FILE *f = fmemopen(text, sizeof text, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		if (f && getline(&line, &cap, f) > 0)
+			kept[6][i] = line;
+		else
+			free(line);
+		if (f)
+			fclose(f);
+	}
 }
 /* Threads: one started before the attach (its TLS block is made by musl's
  * dlopen of the agent), one started after (made by pthread_create). */
@@ -98,6 +117,7 @@ int main(void)
 			musl_calloc_here(n, size);
 			musl_memalign_here(n, size);
 			musl_strdup_here(n, size);
+			musl_getline_here(n, size);
 			printf("done leak %d %d\n", n, size);
 		} else if (sscanf(line, "threads %d %d", &n, &size) == 2) {
 			tn = n, tsize = size;
@@ -154,6 +174,8 @@ snapshot_now "$DB"
 detach_by_signal INT "$pid"
 check_session "$HA_ERR" "$pid" mleak
 check_alive "$pid"
+read -r bytes count < <(live_under "$DB" musl_getline_here heap)
+[ "$count" = "$N" ] || fail "musl_getline_here holds $count blocks, expected $N (getline's lines, through getdelim)"
 grep -Eq '^heapattach: [1-9][0-9]* of [0-9]+ frames found by a call-site scan' "$HA_ERR" ||
 	fail "no frames found by the call-site scan: $(grep frames "$HA_ERR")"
 # musl's libc has no unwind tables (nor frame pointers): the walk steps

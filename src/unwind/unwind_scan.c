@@ -125,13 +125,61 @@ static uint64_t slot_target(struct image *cim, uint64_t cbias, uint64_t slot, st
 	return start + bias;
 }
 
+/* Is pc inside the function starting at f of image im: at most
+ * CALLEE_SPAN above it, no function of the module starting in between? */
+static int holds(struct image *im, uint64_t bias, uint64_t f, uint64_t pc)
+{
+	uint64_t start;
+	if (f > pc || pc - f >= CALLEE_SPAN)
+		return 0;
+	return !uw_syms_func_le(image_syms(im), pc - bias, &start) || start <= f - bias;
+}
+
+/* Instructions that only move values between registers or load constants
+ * and addresses (as compilers put between a prologue's pushes, or before a
+ * tail call): their length at b (8 bytes read), 0 for anything else. */
+static unsigned move_length(const uint8_t *b)
+{
+	unsigned rex = (b[0] & 0xf0) == 0x40 ? b[0] : 0;
+	const uint8_t *o = rex ? b + 1 : b;
+	if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		return 4;                       /* endbr64 */
+	if ((o[0] == 0x89 || o[0] == 0x31 || o[0] == 0x85) && (o[1] >> 6) == 3 &&
+	    ((o[1] & 7) != 4 || (rex & 1)))
+		return rex ? 3 : 2;             /* mov, xor, test between registers, not to rsp */
+	if ((rex & 0xfb) == 0x48 && o[0] == 0x8d && (o[1] & 0xc7) == 0x05)
+		return 7;                       /* lea disp32(%rip), reg */
+	if ((rex == 0 || rex == 0x41) && o[0] >= 0xb8 && o[0] <= 0xbf)
+		return rex ? 6 : 5;             /* mov $imm32, reg32 */
+	return 0;
+}
+
+/* Where the code at f jumps after moves only (jmp rel32 or rel8): a tail
+ * call's target; 0 if it does not. */
+static uint64_t tail_jump(struct uctx *c, uint64_t f)
+{
+	const struct ha_map *m;
+	uint64_t bias, a = f;
+	uint8_t b[8];
+	struct image *im = code_image(c, f, &bias, &m);
+	for (unsigned len; im && a - f < 32 && code_bytes(im, m, a, b, sizeof b) == 0; a += len) {
+		if (b[0] == 0xe9)
+			return a + 5 + (uint64_t)(int64_t)le32(b + 1);
+		if (b[0] == 0xeb)
+			return a + 2 + (uint64_t)(int64_t)(int8_t)b[1];
+		if (!(len = move_length(b)))
+			return 0;
+	}
+	return 0;
+}
+
 /* Is the instruction before ra a call to the function holding pc (in
  * image im, bias, mapping m)?  Its start in *fn if so. */
 static int call_reaches(struct uctx *c, uint64_t ra, uint64_t pc, struct image *im,
                         uint64_t bias, uint64_t *fn)
 {
 	const struct ha_map *rm, *tm;
-	uint64_t rbias, tbias, f = 0, t, start;
+	uint64_t rbias, tbias, f = 0, t;
 	uint8_t b[6];
 	struct image *rim = code_image(c, ra - 1, &rbias, &rm), *tim;
 
@@ -150,11 +198,15 @@ static int call_reaches(struct uctx *c, uint64_t ra, uint64_t pc, struct image *
 	} else if (b[0] == 0xff && b[1] == 0x15) { /* call *disp32(%rip) */
 		f = slot_target(rim, rbias, ra + (uint64_t)(int64_t)le32(b + 2), im, bias);
 	}
-	if (!f || f > pc || pc - f >= CALLEE_SPAN)
+	if (!f)
 		return 0;
-	/* no function of the module starts between f and pc */
-	if (uw_syms_func_le(image_syms(im), pc - bias, &start) && start > f - bias)
-		return 0;
+	if (!holds(im, bias, f, pc)) {
+		/* f may be a tail call's stub (musl's getline: two moves and
+		 * jmp getdelim): the function it jumps to */
+		f = tail_jump(c, f);
+		if (!f || !holds(im, bias, f, pc))
+			return 0;
+	}
 	*fn = f;
 	return 1;
 }
@@ -187,6 +239,7 @@ static void decode_prologue(const struct image *im, const struct ha_map *m, uint
                             uint64_t pc, struct prologue *p)
 {
 	uint8_t b[8];
+	unsigned len;
 	uint64_t a = fn, end = pc < fn + PROLOGUE_BYTES ? pc : fn + PROLOGUE_BYTES;
 	memset(p, 0, sizeof *p);
 	while (a < end) {
@@ -194,9 +247,7 @@ static void decode_prologue(const struct image *im, const struct ha_map *m, uint
 			return;
 		unsigned rex = (b[0] & 0xf0) == 0x40 ? b[0] : 0;
 		const uint8_t *o = rex ? b + 1 : b;
-		if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) {
-			a += 4;                 /* endbr64 */
-		} else if ((rex == 0 || rex == 0x41) && o[0] >= 0x50 && o[0] <= 0x57) {
+		if ((rex == 0 || rex == 0x41) && o[0] >= 0x50 && o[0] <= 0x57) {
 			if (p->npush == (int)sizeof p->push)
 				return;
 			p->push[p->npush++] = cfi_reg_of((o[0] - 0x50u) + (rex ? 8u : 0u));
@@ -212,13 +263,8 @@ static void decode_prologue(const struct image *im, const struct ha_map *m, uint
 			p->sub = (uint64_t)v;   /* sub $imm32, %rsp */
 			p->ends = 1;
 			return;
-		} else if ((o[0] == 0x89 || o[0] == 0x31 || o[0] == 0x85) && (o[1] >> 6) == 3 &&
-		           ((o[1] & 7) != 4 || (rex & 1))) {
-			a += rex ? 3 : 2;       /* mov, xor, test between registers, not to rsp */
-		} else if ((rex & 0xfb) == 0x48 && o[0] == 0x8d && (o[1] & 0xc7) == 0x05) {
-			a += 7;                 /* lea disp32(%rip), reg */
-		} else if ((rex == 0 || rex == 0x41) && o[0] >= 0xb8 && o[0] <= 0xbf) {
-			a += rex ? 6 : 5;       /* mov $imm32, reg32 */
+		} else if ((len = move_length(b)) != 0) {
+			a += len;
 		} else {
 			return;
 		}
