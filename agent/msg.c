@@ -121,6 +121,7 @@ ssize_t ha_msg_recv(int fd, struct ha_msg *m, int *fd_slot, int timeout_ms)
 	while (n < 0 && errno == EINTR);
 	int err = errno;
 	if (n >= 0) {
+		/* NOLINTNEXTLINE(clang-diagnostic-sign-compare): musl's CMSG_NXTHDR compares size_t with ptrdiff_t */
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
 			    c->cmsg_len < CMSG_LEN(0))
