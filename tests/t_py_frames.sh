@@ -60,13 +60,14 @@ while read -r label py prefix; do
 	py_attach_app "$label" "$py" "$db" -i 64K --python all
 	grep -q "^heapattach: Python 3\.[0-9]* (.*): Python frames in every stack$" "$HA_ERR" ||
 		fail "$label: heapattach did not find its CPython: $(grep -i python "$HA_ERR")"
-	snapshot_now "$db"
+	# (the signals' snapshots by id: periodic ones come between them)
+	py_snap "$db"; s1=$SNAP
 	target_cmd "grow 300 100000"
 	big=$(sed -n 's/^done grow kept [0-9]* added \([0-9]*\)$/\1/p' "$TOUT" | tail -n 1)
-	snapshot_now "$db"
+	py_snap "$db"; s2=$SNAP
 	target_cmd "small 60000"
 	small=$(sed -n 's/^done small kept [0-9]* added \([0-9]*\)$/\1/p' "$TOUT" | tail -n 1)
-	snapshot_now "$db"
+	py_snap "$db"; s3=$SNAP
 	detach_by_signal INT "$pid"
 	target_cmd "grow 1 10"
 	send "$TFD" quit
@@ -82,7 +83,7 @@ while read -r label py prefix; do
 		fail "$label: samples with Python frames were left native: $(grep '^heapattach: Python: ' "$HA_ERR")"
 
 	# The large objects: the top row, its Python frames in order.
-	"$HA_BUILDDIR/src/heapdiff" --bytes "$db" 2 3 >"$W/$label.grow" || fail "heapdiff failed"
+	"$HA_BUILDDIR/src/heapdiff" --bytes "$db" "$s1" "$s2" >"$W/$label.grow" || fail "heapdiff failed"
 	py_frames_of_top "$W/$label.grow" >"$W/$label.top"
 	sed 's/^/    /' "$W/$label.top" | head -n 6
 	want=$(printf '%s\n' "make_blob $APP/cache.py:$L_BLOB" "remember $APP/cache.py:$L_REMEMBER" \
@@ -94,7 +95,7 @@ while read -r label py prefix; do
 	within 25 "$got" "$big" || fail "$label: the top row holds $got bytes, the program kept $big (more than 25% apart)"
 
 	# The small objects: every row under remember_small.
-	"$HA_BUILDDIR/src/heapdiff" --bytes -n 0 "$db" 3 4 >"$W/$label.small" || fail "heapdiff failed"
+	"$HA_BUILDDIR/src/heapdiff" --bytes -n 0 "$db" "$s2" "$s3" >"$W/$label.small" || fail "heapdiff failed"
 	py_rows "$W/$label.small" >"$W/$label.rows"
 	sed 's/^/    /' "$W/$label.rows" | head -n 6
 	sum=$(awk -v f="remember_small $APP/cache.py:" 'index($0, " " f) { s += $1 } END { print s + 0 }' "$W/$label.rows")

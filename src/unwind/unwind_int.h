@@ -243,6 +243,9 @@ struct uw_scan {
 	struct uw_saved saved[16];
 };
 int uw_scan_frame(struct uctx *c, uint64_t pc, uint64_t sp, struct uw_scan *out);
+/* Is the instruction before ra a call (1 too where its bytes are not at
+ * hand: JIT code)? */
+int uw_call_before(struct uctx *c, uint64_t ra);
 
 extern const struct ha_cfi_rule uw_fp_rule;
 /* May the walk follow rbp from a frame whose sp is sp: aligned, moving up,

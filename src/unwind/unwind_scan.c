@@ -272,6 +272,33 @@ static void decode_prologue(const struct image *im, const struct ha_map *m, uint
 	p->ends = 1;                    /* reached pc: what ran of it is known */
 }
 
+/* Is the instruction before ra a call of any form (rel32, through memory
+ * or a register, with a REX prefix or not)?  1 too when ra is not in a
+ * module's code (JIT code: its bytes are not at hand). */
+int uw_call_before(struct uctx *c, uint64_t ra)
+{
+	const struct ha_map *m;
+	uint64_t bias;
+	uint8_t b[7];
+	struct image *im = code_image(c, ra - 1, &bias, &m);
+	if (!im)
+		return 1;
+	if (ra - m->start < sizeof b || code_bytes(im, m, ra - sizeof b, b, sizeof b) < 0)
+		return 0;
+	/* b[6] is the byte just before ra; an instruction of k bytes starts at b[7 - k] */
+	if (b[2] == 0xe8 || (b[1] == 0xff && (b[2] == 0x15 || (b[2] & 0xf8) == 0x90)))
+		return 1;       /* call rel32; call *disp32(%rip); call *disp32(%reg) */
+	if (b[0] == 0xff && b[1] == 0x94)
+		return 1;       /* call *disp32(%reg,%reg,s) */
+	if (b[4] == 0xff && (b[5] & 0xf8) == 0x50 && b[5] != 0x54)
+		return 1;       /* call *disp8(%reg) */
+	if (b[3] == 0xff && b[4] == 0x54)
+		return 1;       /* call *disp8(%reg,%reg,s) */
+	if (b[5] == 0xff && ((b[6] & 0xf8) == 0xd0 || ((b[6] & 0xf8) == 0x10 && b[6] != 0x14 && b[6] != 0x15)))
+		return 1;       /* call *%reg; call *(%reg) */
+	return 0;
+}
+
 int uw_scan_frame(struct uctx *c, uint64_t pc, uint64_t sp, struct uw_scan *out)
 {
 	const struct ha_map *m;

@@ -87,6 +87,19 @@ static inline int fw_read(struct uctx *c, uint64_t addr, uint64_t *v)
 	return FW_UNKNOWN;
 }
 
+/* Would the frame-pointer rule give a return address after a call?  (Code
+ * without CFI that keeps frame pointers -- node's builtins, JIT code --
+ * takes it before the call-site scan; an rbp that is no frame pointer
+ * mostly leads to a word that is no return address.) */
+static int fp_plausible(struct uctx *c, const struct fw_reg *r)
+{
+	uint64_t ra;
+	if (r[CFI_RBP].st != FW_KNOWN || !uw_fp_chain_ok(c, r[CFI_RBP].v, r[CFI_RSP].v) ||
+	    fw_read(c, r[CFI_RBP].v + 8, &ra) != FW_KNOWN)
+		return 0;
+	return uw_fp_ra_ok(c, ra) && uw_call_before(c, ra);
+}
+
 /* The walk uw_unwind_once does with libunwind, with the cached rules: the same
  * pcs, or 0 if this stack needs libunwind.  Every step: CFA from the rule's
  * register, the return address from its slot, the callee-saved registers
@@ -114,10 +127,12 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 		uint64_t cfa, ip, ra;
 		int st, fp = 0;
 
-		if (ru->kind == CFI_NONE && n > 1 && uw_scan_frame(c, addr, r[CFI_RSP].v, &sc)) {
-			/* A module's code without CFI or frame pointer (musl's
-			 * libc): the return address of a call proven to reach
-			 * this function, its pushes (unwind_scan.c). */
+		if (ru->kind == CFI_NONE && n > 1 && !fp_plausible(c, r) &&
+		    uw_scan_frame(c, addr, r[CFI_RSP].v, &sc)) {
+			/* A module's code without CFI, whose rbp is no frame
+			 * pointer (musl's libc): the return address of a call
+			 * proven to reach this function, its pushes
+			 * (unwind_scan.c). */
 			for (int k = 0; k < sc.npush; k++) {
 				struct fw_reg *sr = &r[sc.saved[k].reg];
 				sr->st = fw_read(c, sc.saved[k].at, &sr->v);
