@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all-timeout: 420
 # t_fuzz: the short run of every libFuzzer harness of tests/fuzz (make fuzz
 # is the long one): each built with clang by tests/fuzz/run, replays its
 # seed corpus (the crash-* inputs there are the crashes found before: the
