@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all-timeout: 420
 # t_heapdiff_hostile: the real heapdiff on a hostile database and on corrupt
 # ones (what tests/fuzz/fuzz_db does in-process, here through the binary
 # and real consumers).  The hostile file is a valid profile (tests/db_fill:
