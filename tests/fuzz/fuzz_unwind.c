@@ -43,8 +43,10 @@
  *    allows it on damaged copies: the fast walk followed rbp where
  *    libunwind stopped), but only from there: they agree on at least the
  *    first two pcs, and one of those they agree on is a return address
- *    without CFI (the one that sees it counts a frame-pointer frame among
- *    its first k + 1, ha_unwinder_fp_stats, k the pcs they agree on);
+ *    without CFI (the one that sees it counts a frame-pointer frame, or
+ *    the fast walk a call-site scan's, among its first k + 1,
+ *    ha_unwinder_fp_stats and ha_unwinder_scan_frames, k the pcs they
+ *    agree on);
  *  - the collector's unwinder gives the same pcs as the fast walk, and the
  *    same again on a second call (then answered by its whole-stack cache).
  *
@@ -164,15 +166,17 @@ static void same(const char *what, const struct ha_regs *regs, int na, const uin
 }
 
 /* How many of the first max frames u finds were stepped over a return
- * address without CFI (its frame-pointer count). */
+ * address without CFI: its frame-pointer count, and the fast walk's
+ * call-site scan (unwind_scan.c), which libunwind does not have. */
 static uint64_t fp_frames_of(struct ha_unwinder *u, const struct ha_regs *regs,
                              const uint8_t *stack, size_t len, int max)
 {
 	uint64_t pcs[MAX_PCS], fp0, fp1, frames;
+	uint64_t scan0 = ha_unwinder_scan_frames(u);
 	ha_unwinder_fp_stats(u, &fp0, &frames);
 	ha_unwind(u, regs, stack, len, pcs, max);
 	ha_unwinder_fp_stats(u, &fp1, &frames);
-	return fp1 - fp0;
+	return fp1 - fp0 + ha_unwinder_scan_frames(u) - scan0;
 }
 
 /* The fast walk (a, nf pcs) and libunwind (b, ns) differ: is it after a
