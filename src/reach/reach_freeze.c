@@ -1,0 +1,426 @@
+/* reach_freeze.c -- the target frozen for as short as possible, and a
+ * copy of it that never runs.
+ *
+ * 1. Every thread is seized and interrupted (PTRACE_SEIZE, INTERRUPT; the
+ *    task list read again until no new thread shows).  A thread inside
+ *    the allocator or the loader (inject_safe.h) is let run on for 200 us
+ *    and stopped again, the others staying stopped (they hold none of its
+ *    locks), up to safe_tries rounds: the copy's heap is then whole.
+ * 2. One thread stopped by the interrupt (not by a signal) runs a raw
+ *    clone syscall: flags 0 and exit signal 0 (no SIGCHLD: a waitpid(-1)
+ *    without __WALL or __WCLONE never sees the copy; no atfork handler
+ *    runs, no lock is taken), at a `syscall` instruction of its own (the
+ *    one it is stopped after) or of libc's code.  PTRACE_O_TRACECLONE and
+ *    PTRACE_O_EXITKILL are set on that thread just before, so the copy is
+ *    born ptrace-stopped under us and inherits EXITKILL: should the
+ *    attacher die at any moment, the kernel SIGKILLs the copy before it
+ *    runs one instruction.  EXITKILL is taken off the thread at the clone
+ *    event (the window where the attacher's death would kill the target
+ *    too is the clone syscall itself, microseconds).  The thread is driven
+ *    syscall stop to syscall stop (never let run past the syscall), then
+ *    its registers are put back (an interrupted system call restarts, as
+ *    the kernel would have done it: rip - 2, rax = orig_rax) and every
+ *    thread is detached, with any signal it had stopped for.
+ * 3. reach_copy_end: SIGKILL to the copy, reaped as its tracer; it stays a
+ *    zombie child of the target (exit signal 0 makes no autoreap), so one
+ *    target thread is stopped again and made to run wait4(copy, __WALL |
+ *    WNOHANG), then restored.  If the attacher dies between the two, the
+ *    zombie stays until the target exits (ps shows it <defunct>). */
+#define _GNU_SOURCE
+#include "reach_int.h"
+#include "inject_safe.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_ON_US 200
+
+static uint64_t sys_insn;  /* a syscall instruction in the target (for threads not in one) */
+
+static int known(const struct reach_frozen *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->nth; i++)
+		if (f->th[i].tid == tid)
+			return 1;
+	return 0;
+}
+
+/* Wait for tid's next stop: 0 with *st, -1 if it is gone. */
+static int wait_stop(pid_t tid, int *st)
+{
+	for (;;) {
+		pid_t w = waitpid(tid, st, __WALL);
+		if (w == tid)
+			return WIFSTOPPED(*st) ? 0 : -1;
+		if (w < 0 && errno == EINTR)
+			continue;
+		return -1;
+	}
+}
+
+/* The signal a stop status stands for (0: an interrupt, group or event stop). */
+static int stop_signal(int st)
+{
+	int sig = WSTOPSIG(st);
+	if ((st >> 16) != 0 || sig == (SIGTRAP | 0x80))
+		return 0;
+	return sig;
+}
+
+/* After PTRACE_INTERRUPT: wait for the stop, read the registers. */
+static int settle(struct reach_thread *t)
+{
+	int st;
+	if (wait_stop(t->tid, &st) != 0)
+		return -1;
+	int sig = stop_signal(st);
+	if (sig)
+		t->sig = sig;
+	return ptrace(PTRACE_GETREGS, t->tid, NULL, &t->regs) == 0 ? 0 : -1;
+}
+
+static void drop(struct reach_frozen *f, size_t i)
+{
+	f->th[i] = f->th[--f->nth];
+}
+
+/* Seize and stop every thread not stopped yet. 0, -1 (err) */
+static int stop_new(struct reach_frozen *f, char *err, size_t errlen)
+{
+	for (int pass = 0; pass < 100; pass++) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/task", (int)f->pid);
+		DIR *d = opendir(path);
+		if (!d) {
+			ha_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			return -1;
+		}
+		size_t before = f->nth;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			pid_t tid = (pid_t)atoi(de->d_name);
+			if (tid <= 0 || known(f, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0) {
+				if (errno == ESRCH)
+					continue;
+				ha_err(err, errlen, "cannot ptrace thread %d: %s", (int)tid, strerror(errno));
+				closedir(d);
+				return -1;
+			}
+			struct reach_thread *v = realloc(f->th, (f->nth + 1) * sizeof *v);
+			if (!v) {
+				ptrace(PTRACE_DETACH, tid, NULL, NULL);
+				closedir(d);
+				ha_err(err, errlen, "out of memory");
+				return -1;
+			}
+			f->th = v;
+			memset(&f->th[f->nth], 0, sizeof f->th[0]);
+			f->th[f->nth++].tid = tid;
+			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+		}
+		closedir(d);
+		if (f->nth == before)
+			return 0;
+		for (size_t i = before; i < f->nth;)
+			if (settle(&f->th[i]) != 0)
+				drop(f, i);
+			else
+				i++;
+	}
+	return 0;
+}
+
+static void detach_all(struct reach_frozen *f)
+{
+	for (size_t i = 0; i < f->nth; i++)
+		ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
+}
+
+/* Let the unsafe threads run on until all are safe.  1 safe, 0 not. */
+static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tries, int verbose)
+{
+	for (int round = 0; round < tries; round++) {
+		int unsafe = 0;
+		char why[128];
+		for (size_t i = 0; i < f->nth; i++) {
+			struct reach_thread *t = &f->th[i];
+			if (ha_thread_is_safe_ex(f->pid, t->tid, maps, NULL, why, sizeof why) == 1)
+				continue;
+			if (verbose && round == tries - 1)
+				fprintf(stderr, "heapattach: reach: thread %d %s\n", (int)t->tid, why);
+			unsafe++;
+			ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)t->sig);
+			t->sig = 0;
+			t->regs.rip = 0; /* marks it running */
+		}
+		if (!unsafe)
+			return 1;
+		struct timespec ts = { 0, RUN_ON_US * 1000 };
+		nanosleep(&ts, NULL);
+		for (size_t i = 0; i < f->nth;) {
+			struct reach_thread *t = &f->th[i];
+			if (t->regs.rip == 0) {
+				ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+				if (settle(t) != 0) {
+					drop(f, i);
+					continue;
+				}
+			}
+			i++;
+		}
+	}
+	return 0;
+}
+
+static void restart_fixup(struct user_regs_struct *r)
+{
+	if ((long long)r->orig_rax < 0)
+		return;
+	switch ((long long)r->rax) {
+	case -512: /* ERESTARTSYS */
+	case -513: /* ERESTARTNOINTR */
+	case -514: /* ERESTARTNOHAND */
+		r->rax = r->orig_rax;
+		r->rip -= 2;
+		break;
+	case -516: /* ERESTART_RESTARTBLOCK */
+		r->rax = SYS_restart_syscall;
+		r->rip -= 2;
+		break;
+	}
+}
+
+/* Is there a syscall instruction just before rip? */
+static int after_syscall(pid_t pid, uint64_t rip)
+{
+	uint8_t b[2];
+	struct iovec l = { b, 2 }, r = { (void *)(uintptr_t)(rip - 2), 2 };
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == 2 && b[0] == 0x0f && b[1] == 0x05;
+}
+
+/* A syscall instruction in libc's code (found before anything stops). */
+static uint64_t find_syscall_insn(pid_t pid, const struct ha_maps *maps)
+{
+	const struct ha_map *libc = ha_maps_find_libc(maps, NULL);
+	if (!libc)
+		return 0;
+	static uint8_t buf[1 << 16];
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ha_map *e = &maps->v[i];
+		if (!(e->prot & 4) || strcmp(e->path, libc->path) != 0)
+			continue;
+		for (uint64_t a = e->start; a < e->end; a += sizeof buf - 1) {
+			size_t len = e->end - a < sizeof buf ? e->end - a : sizeof buf;
+			struct iovec l = { buf, len }, r = { (void *)(uintptr_t)a, len };
+			ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+			for (ssize_t j = 0; j + 1 < n; j++)
+				if (buf[j] == 0x0f && buf[j + 1] == 0x05)
+					return a + (uint64_t)j;
+		}
+	}
+	return 0;
+}
+
+/* Make stopped thread t run syscall nr with args at insn, syscall stop to
+ * syscall stop, and put it back as it was.  0 with *ret (and *child for a
+ * clone), -1 if the thread is gone. */
+static int run_syscall(struct reach_thread *t, uint64_t insn, long nr, const uint64_t a[5],
+                       int clone, long *ret, pid_t *child)
+{
+	struct user_regs_struct r = t->regs;
+	r.rip = insn;
+	r.rax = (unsigned long long)nr;
+	r.orig_rax = (unsigned long long)-1;
+	r.rdi = a[0];
+	r.rsi = a[1];
+	r.rdx = a[2];
+	r.r10 = a[3];
+	r.r8 = a[4];
+	long opts = PTRACE_O_TRACESYSGOOD;
+	if (clone && ptrace(PTRACE_SETOPTIONS, t->tid, NULL,
+	                    (void *)(opts | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+	                             PTRACE_O_TRACEVFORK | PTRACE_O_EXITKILL)) != 0)
+		return -1;
+	if (ptrace(PTRACE_SETREGS, t->tid, NULL, &r) != 0)
+		return -1;
+	int st, entered = 0, late_sig = 0;
+	*ret = -ENOSYS;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL) != 0 || wait_stop(t->tid, &st) != 0)
+			return -1;
+		int ev = st >> 16;
+		if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
+			unsigned long msg = 0;
+			ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+			*child = (pid_t)msg;
+			ptrace(PTRACE_SETOPTIONS, t->tid, NULL, (void *)opts);
+			continue;
+		}
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			if (!entered) {
+				entered = 1;
+				continue;
+			}
+			struct user_regs_struct out;
+			if (ptrace(PTRACE_GETREGS, t->tid, NULL, &out) == 0)
+				*ret = (long)out.rax;
+			break;
+		}
+		if (stop_signal(st))
+			late_sig = stop_signal(st); /* given back below */
+	}
+	if (clone)
+		ptrace(PTRACE_SETOPTIONS, t->tid, NULL, (void *)opts);
+	struct user_regs_struct back = t->regs;
+	restart_fixup(&back);
+	ptrace(PTRACE_SETREGS, t->tid, NULL, &back);
+	if (late_sig && !t->sig)
+		t->sig = late_sig;
+	return 0;
+}
+
+/* A thread to run a syscall on, and where: one stopped right after a
+ * syscall instruction if any, else any not stopped by a signal. */
+static struct reach_thread *pick(struct reach_frozen *f, uint64_t *insn)
+{
+	for (size_t i = 0; i < f->nth; i++)
+		if (!f->th[i].sig && (long long)f->th[i].regs.orig_rax >= 0 &&
+		    after_syscall(f->pid, f->th[i].regs.rip)) {
+			*insn = f->th[i].regs.rip - 2;
+			return &f->th[i];
+		}
+	for (size_t i = 0; i < f->nth; i++)
+		if (!f->th[i].sig && sys_insn) {
+			*insn = sys_insn;
+			return &f->th[i];
+		}
+	return NULL;
+}
+
+int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
+                 struct reach_frozen *f, char *err, size_t errlen)
+{
+	memset(f, 0, sizeof *f);
+	f->pid = pid;
+	sys_insn = find_syscall_insn(pid, maps);
+	static const char *const mods[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
+	ha_thread_safe_reset();
+	ha_thread_safe_warm(pid, maps, mods, 2);
+
+	double t0 = ha_now_ms();
+	if (stop_new(f, err, errlen) != 0) {
+		detach_all(f);
+		return -1;
+	}
+	int safe = 0;
+	for (int again = 0; again < 3 && !safe; again++) {
+		safe = make_safe(f, maps, safe_tries, verbose);
+		size_t before = f->nth;
+		if (stop_new(f, err, errlen) != 0) {
+			detach_all(f);
+			return -1;
+		}
+		if (f->nth != before)
+			safe = 0; /* new threads: look at them too */
+	}
+	if (!safe) {
+		detach_all(f);
+		f->pause_ms = ha_now_ms() - t0;
+		ha_err(err, errlen, "no safe point: a thread stayed inside the allocator or the loader");
+		return -1;
+	}
+	uint64_t insn = 0;
+	struct reach_thread *h = pick(f, &insn);
+	long ret = -ENOSYS;
+	pid_t child = 0;
+	const uint64_t args[5] = { 0, 0, 0, 0, 0 }; /* flags 0, exit signal 0; same stack */
+	if (!h || run_syscall(h, insn, SYS_clone, args, 1, &ret, &child) != 0) {
+		detach_all(f);
+		f->pause_ms = ha_now_ms() - t0;
+		ha_err(err, errlen, "no thread could run the clone");
+		return -1;
+	}
+	f->reaper = h->tid;
+	detach_all(f);
+	f->pause_ms = ha_now_ms() - t0;
+	if (ret < 0 || child <= 0) {
+		ha_err(err, errlen, "the target's clone failed: %s", strerror((int)(ret < 0 ? -ret : EIO)));
+		return -1;
+	}
+	f->copy = child;
+	int st;
+	if (wait_stop(child, &st) != 0) {
+		ha_err(err, errlen, "the copy %d did not stop", (int)child);
+		reach_copy_end(f);
+		return -1;
+	}
+	return 0;
+}
+
+/* Have one of the target's threads reap the copy's zombie. */
+static void reap_in_target(struct reach_frozen *f, pid_t copy)
+{
+	pid_t order[2] = { f->reaper, 0 };
+	for (size_t k = 0; k < f->nth + 1; k++) {
+		pid_t tid = k == 0 ? order[0] : f->th[k - 1].tid;
+		if (tid <= 0 || (k > 0 && tid == f->reaper))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0)
+			continue;
+		struct reach_thread t = { .tid = tid };
+		ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+		if (settle(&t) != 0)
+			continue;
+		uint64_t insn = 0;
+		if ((long long)t.regs.orig_rax >= 0 && after_syscall(f->pid, t.regs.rip))
+			insn = t.regs.rip - 2;
+		else
+			insn = sys_insn;
+		long ret = 0;
+		pid_t none = 0;
+		const uint64_t args[5] = { (uint64_t)copy, 0, (uint64_t)(__WALL | WNOHANG), 0, 0 };
+		int ok = insn && !t.sig && run_syscall(&t, insn, SYS_wait4, args, 0, &ret, &none) == 0;
+		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)t.sig);
+		if (ok)
+			return;
+	}
+}
+
+void reach_copy_end(struct reach_frozen *f)
+{
+	if (f->copy <= 0)
+		return;
+	pid_t copy = f->copy;
+	f->copy = 0;
+	kill(copy, SIGKILL);
+	int st;
+	for (;;) {
+		pid_t w = waitpid(copy, &st, __WALL);
+		if (w == copy && (WIFEXITED(st) || WIFSIGNALED(st)))
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	reap_in_target(f, copy);
+}
+
+void reach_frozen_free(struct reach_frozen *f)
+{
+	reach_copy_end(f);
+	free(f->th);
+	f->th = NULL;
+	f->nth = 0;
+}

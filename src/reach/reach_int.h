@@ -1,0 +1,151 @@
+/* reach_int.h -- what the scan's files share: the frozen target and its
+ * copy (reach_freeze.c), the copy's memory read through a window cache
+ * (reach_mem.c), glibc's chunks (reach_heap.c), the roots and the mark
+ * (reach_roots.c, reach_mark.c), the names of globals (reach_sym.c).
+ * reach_scan.c drives them in that order; none calls back into it. */
+#ifndef HA_REACH_INT_H
+#define HA_REACH_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include "procmaps.h"
+#include "reach.h"
+
+/* ---- the frozen target and its copy (reach_freeze.c) ---- */
+struct reach_thread {
+	pid_t tid;
+	struct user_regs_struct regs; /* as it was stopped */
+	int sig;                      /* a signal it stopped with, given back at detach */
+};
+
+struct reach_frozen {
+	pid_t pid;        /* the target */
+	pid_t copy;       /* the frozen copy (0: none) */
+	pid_t reaper;     /* the target's thread that ran the clone */
+	struct reach_thread *th;
+	size_t nth;
+	double pause_ms;
+};
+
+/* Stop every thread of pid at a safe point, read their registers, make
+ * one of them clone the process (the copy, stopped, EXITKILL), restore it
+ * and resume them all.  0, or -1 with err (nothing left stopped, no copy). */
+int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
+                 struct reach_frozen *f, char *err, size_t errlen);
+/* Kill the copy, reap it as its tracer, and have one of the target's
+ * threads reap its zombie (a raw wait4 on it, the thread restored). */
+void reach_copy_end(struct reach_frozen *f);
+void reach_frozen_free(struct reach_frozen *f);
+
+/* ---- memory read through windows (reach_mem.c) ---- */
+struct reach_range {
+	uint64_t lo, hi;
+};
+
+#define REACH_WIN_BITS 20
+#define REACH_NWIN     64
+
+struct reach_win {
+	uint64_t lo, hi;   /* bytes [lo, hi) are in buf (hi == lo: empty) */
+	int bad;           /* [lo, hi) could not be read */
+	uint8_t *buf;
+};
+
+struct reach_mem {
+	/* Read len bytes at addr into buf: bytes read, -1 on error. */
+	long (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	void *ctx;
+	const struct reach_range *ranges; /* readable ranges, sorted, disjoint */
+	size_t nranges;
+	struct reach_win win[REACH_NWIN];
+	uint64_t bytes_read;
+};
+
+/* The bytes from addr on, as many as one window holds (*len, at most
+ * want); NULL if addr is in no range or cannot be read (then *len is how
+ * far to skip, at least 1). */
+const uint8_t *reach_mem_get(struct reach_mem *m, uint64_t addr, size_t want, size_t *len);
+/* One aligned word at addr; 0 if unreadable. */
+int reach_mem_word(struct reach_mem *m, uint64_t addr, uint64_t *v);
+void reach_mem_free(struct reach_mem *m);
+/* A reader of another process's memory (process_vm_readv); ctx is a pid_t *. */
+long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len);
+/* A reader of /proc/PID/mem, the pages its pagemap says are there. */
+struct reach_fds {
+	int mem, pagemap;
+};
+long reach_mem_read_fd(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* ---- glibc's chunks (reach_heap.c) ---- */
+struct reach_chunk {
+	uint64_t lo, hi;   /* the user bytes [lo, hi) */
+	uint32_t origin;   /* index + 1 into the marker's origins (0: not reached) */
+	uint16_t hops;
+	uint8_t noscan;    /* the allocator's own (a tcache): never scanned */
+	uint8_t pad;
+};
+
+struct reach_heap {
+	struct reach_chunk *v;
+	size_t n, cap;
+	struct reach_range *areas; /* the heaps' mappings: never roots */
+	size_t nareas, capareas;
+};
+
+/* Walk the main heap ([heap]), the thread arenas (64 MiB-aligned
+ * mappings with a heap_info) and the mmapped chunks of the anonymous
+ * mappings in maps; the chunks in use go into h, sorted. 0, -1 on no
+ * memory. */
+int reach_heap_walk(struct reach_mem *m, const struct ha_maps *maps, struct reach_heap *h);
+/* Walk one contiguous heap's chunks from its first chunk at first up to
+ * end (exported for the unit test). */
+void reach_heap_walk_one(struct reach_mem *m, uint64_t first, uint64_t end, struct reach_heap *h);
+int reach_heap_add(struct reach_heap *h, uint64_t lo, uint64_t hi, int noscan);
+void reach_heap_sort(struct reach_heap *h);
+/* The chunk whose user bytes hold addr, or NULL. */
+struct reach_chunk *reach_heap_find(const struct reach_heap *h, uint64_t addr);
+void reach_heap_free(struct reach_heap *h);
+
+/* ---- the mark (reach_mark.c) ---- */
+struct reach_origin {
+	uint8_t kind;      /* enum reach_root_kind */
+	uint8_t reg;       /* REGISTER: the register's index in user_regs_struct */
+	pid_t tid;         /* STACK, TLS, REGISTER */
+	uint64_t at;       /* the root word's address (GLOBAL, ANON, STACK, TLS) */
+};
+
+struct reach_marker {
+	struct reach_heap *h;
+	struct reach_mem *m;
+	struct reach_origin *orig;
+	size_t norig, caporig;
+	uint32_t *queue;
+	size_t qhead, qtail, qcap;
+	uint64_t bytes_scanned;
+	int oom;
+};
+
+/* Each word of [lo, hi) (aligned) that points into a chunk not reached
+ * yet reaches it from a root of that kind. */
+void reach_mark_range(struct reach_marker *k, uint64_t lo, uint64_t hi, int kind, pid_t tid);
+void reach_mark_value(struct reach_marker *k, uint64_t v, int kind, pid_t tid, int reg);
+/* Follow the chunks reached so far to everything they reach (breadth
+ * first: a chunk's hops are the fewest from its root). */
+void reach_mark_drain(struct reach_marker *k);
+void reach_marker_free(struct reach_marker *k);
+
+/* ---- the roots (reach_roots.c) ---- */
+/* Mark from every root of the copy: globals, TLS, stacks, registers,
+ * other anonymous writable mappings; never the heaps, the shared
+ * mappings, or skip's ranges. */
+void reach_roots_mark(struct reach_marker *k, const struct ha_maps *maps,
+                      const struct reach_frozen *f, const uint64_t *skip, size_t nskip);
+
+/* ---- names of globals (reach_sym.c) ---- */
+/* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from
+ * the module's ELF symbols as pid's root sees them. */
+void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen);
+
+#endif

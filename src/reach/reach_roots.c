@@ -1,0 +1,155 @@
+/* reach_roots.c -- the roots of the copy, marked class by class, each
+ * followed through the heap before the next (so a block's holder is the
+ * first class that reaches it, in this order):
+ *  1. globals: the private writable mappings of files (a module's .data)
+ *     and the anonymous mapping right after one (its .bss);
+ *  2. TLS: around each thread's thread pointer (fs_base), its static TLS
+ *     below it (16 KiB) and its thread block above (2304 bytes);
+ *  3. stacks: the mapping holding each thread's SP, from SP - 128 (the
+ *     red zone) to its end; nothing below SP (dead frames);
+ *  4. registers: each thread's general registers;
+ *  5. every other private anonymous writable mapping.
+ * Never roots: the heaps (reach_heap.c's areas), shared mappings (the
+ * rings are memfds), mappings that are not readable and writable, and the
+ * ranges the caller gives (the agent's own memory: its live set holds the
+ * address of every sampled block). */
+#include "reach_int.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RED_ZONE   128
+#define TLS_BELOW  16384
+#define TLS_ABOVE  2304
+
+static int overlaps(uint64_t lo, uint64_t hi, const uint64_t *skip, size_t nskip)
+{
+	for (size_t i = 0; i < nskip; i++)
+		if (lo < skip[2 * i + 1] && skip[2 * i] < hi)
+			return 1;
+	return 0;
+}
+
+static int is_rw_private(const struct ha_map *e)
+{
+	return !e->shared && (e->prot & 3) == 3;
+}
+
+static const struct ha_map *map_of(const struct ha_maps *maps, uint64_t a)
+{
+	return ha_maps_find_addr(maps, a);
+}
+
+static int holds_sp(const struct ha_map *e, const struct reach_frozen *f)
+{
+	for (size_t t = 0; t < f->nth; t++) {
+		uint64_t sp = f->th[t].regs.rsp;
+		if (sp >= e->start && sp < e->end)
+			return 1;
+	}
+	return strcmp(e->path, "[stack]") == 0;
+}
+
+/* Scan [lo, hi) less the heaps' areas. */
+static void scan_outside_heaps(struct reach_marker *k, uint64_t lo, uint64_t hi, int kind,
+                               pid_t tid)
+{
+	const struct reach_heap *h = k->h;
+	while (lo < hi) {
+		int inside = 0;
+		for (size_t i = 0; i < h->nareas; i++)
+			if (h->areas[i].lo <= lo && lo < h->areas[i].hi) {
+				lo = h->areas[i].hi;
+				inside = 1;
+			}
+		if (inside)
+			continue;
+		uint64_t cut = hi;
+		for (size_t i = 0; i < h->nareas; i++)
+			if (h->areas[i].lo > lo && h->areas[i].lo < cut)
+				cut = h->areas[i].lo;
+		reach_mark_range(k, lo, cut, kind, tid);
+		lo = cut;
+	}
+}
+
+static void mark_globals(struct reach_marker *k, const struct ha_maps *maps, const uint64_t *skip,
+                         size_t nskip)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ha_map *e = &maps->v[i];
+		if (!is_rw_private(e) || overlaps(e->start, e->end, skip, nskip))
+			continue;
+		int file = e->path[0] == '/';
+		int bss = e->path[0] == '\0' && i > 0 && maps->v[i - 1].path[0] == '/' &&
+		          maps->v[i - 1].end == e->start;
+		if (file || bss)
+			scan_outside_heaps(k, e->start, e->end, REACH_ROOT_GLOBAL, 0);
+	}
+}
+
+static void mark_threads(struct reach_marker *k, const struct ha_maps *maps,
+                         const struct reach_frozen *f, int kind, const uint64_t *skip,
+                         size_t nskip)
+{
+	for (size_t t = 0; t < f->nth; t++) {
+		const struct reach_thread *th = &f->th[t];
+		if (kind == REACH_ROOT_TLS) {
+			uint64_t tp = th->regs.fs_base;
+			const struct ha_map *e = map_of(maps, tp);
+			if (!e || !is_rw_private(e) || overlaps(e->start, e->end, skip, nskip))
+				continue;
+			uint64_t lo = tp - e->start > TLS_BELOW ? tp - TLS_BELOW : e->start;
+			uint64_t hi = e->end - tp > TLS_ABOVE ? tp + TLS_ABOVE : e->end;
+			scan_outside_heaps(k, lo, hi, kind, th->tid);
+		} else if (kind == REACH_ROOT_STACK) {
+			uint64_t sp = th->regs.rsp;
+			const struct ha_map *e = map_of(maps, sp);
+			if (!e || !is_rw_private(e))
+				continue;
+			uint64_t lo = sp - e->start > RED_ZONE ? sp - RED_ZONE : e->start;
+			scan_outside_heaps(k, lo, e->end, kind, th->tid);
+		} else {
+			const unsigned long long *r = (const unsigned long long *)&th->regs;
+			size_t nregs = sizeof th->regs / sizeof *r;
+			for (size_t j = 0; j < nregs; j++) {
+				size_t off = j * sizeof *r;
+				if (off == offsetof(struct user_regs_struct, rip) ||
+				    off == offsetof(struct user_regs_struct, eflags) ||
+				    off == offsetof(struct user_regs_struct, cs) ||
+				    off == offsetof(struct user_regs_struct, ss) ||
+				    off >= offsetof(struct user_regs_struct, ds))
+					continue;
+				reach_mark_value(k, r[j], kind, th->tid, (int)j);
+			}
+		}
+	}
+}
+
+static void mark_anon(struct reach_marker *k, const struct ha_maps *maps,
+                      const struct reach_frozen *f, const uint64_t *skip, size_t nskip)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ha_map *e = &maps->v[i];
+		if (!is_rw_private(e) || e->path[0] != '\0' || holds_sp(e, f) ||
+		    overlaps(e->start, e->end, skip, nskip))
+			continue;
+		scan_outside_heaps(k, e->start, e->end, REACH_ROOT_ANON, 0);
+	}
+}
+
+void reach_roots_mark(struct reach_marker *k, const struct ha_maps *maps,
+                      const struct reach_frozen *f, const uint64_t *skip, size_t nskip)
+{
+	mark_globals(k, maps, skip, nskip);
+	reach_mark_drain(k);
+	mark_threads(k, maps, f, REACH_ROOT_TLS, skip, nskip);
+	reach_mark_drain(k);
+	mark_threads(k, maps, f, REACH_ROOT_STACK, skip, nskip);
+	reach_mark_drain(k);
+	mark_threads(k, maps, f, REACH_ROOT_REGISTER, skip, nskip);
+	reach_mark_drain(k);
+	mark_anon(k, maps, f, skip, nskip);
+	reach_mark_drain(k);
+}

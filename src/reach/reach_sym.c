@@ -1,0 +1,95 @@
+/* reach_sym.c -- a global's name from its address: the module whose
+ * writable segment (or the .bss mapping right after it) holds it, and the
+ * object symbol (.symtab, else .dynsym) whose [value, value + size) holds
+ * it, read from the module's file as the target's root sees it
+ * (/proc/PID/root).  "g_cache [prog]" (the symbol, whatever element of
+ * it holds the address); "prog+0x4a10" when no symbol has it.  What the file says is untrusted: names are cut and cleaned. */
+#define _GNU_SOURCE
+#include "reach_int.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int find_symbol(Elf *elf, uint64_t off, char *out, size_t outlen)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) ||
+			    sh.sh_type != (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM) || sh.sh_entsize == 0)
+				continue;
+			Elf_Data *data = elf_getdata(scn, NULL);
+			if (!data)
+				continue;
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 0; i < n; i++) {
+				GElf_Sym s;
+				if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
+				    s.st_shndx == SHN_UNDEF)
+					continue;
+				uint64_t size = s.st_size ? s.st_size : 1;
+				if (off < s.st_value || off - s.st_value >= size)
+					continue;
+				const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+				if (!name || !*name)
+					continue;
+				snprintf(out, outlen, "%.100s", name);
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+static uint64_t first_load_vaddr(Elf *elf)
+{
+	size_t n;
+	if (elf_getphdrnum(elf, &n) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			return ph.p_vaddr & ~0xfffull;
+	}
+	return 0;
+}
+
+void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
+	const struct ha_map *e = ha_maps_find_addr(maps, addr);
+	if (!e)
+		return;
+	if (e->path[0] == '\0' && e > maps->v && e[-1].path[0] == '/' && e[-1].end == e->start)
+		e--; /* a .bss: the module before it */
+	const struct ha_map *mod = ha_maps_module_of(maps, e);
+	if (!mod)
+		return;
+	const char *base = ha_maps_module_name(mod->path);
+	char modname[64];
+	snprintf(modname, sizeof modname, "%.60s", base);
+	ha_clean_line(modname);
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	uint64_t off = addr - mod->start + (elf ? first_load_vaddr(elf) : 0);
+	char sym[112];
+	if (elf && find_symbol(elf, off, sym, sizeof sym) == 0) {
+		ha_clean_line(sym);
+		snprintf(out, outlen, "%s [%s]", sym, modname);
+	} else {
+		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
