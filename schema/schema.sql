@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 9);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 10);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -80,12 +80,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '9'.
+-- Identification of the file: format = 'heapattach', schema_version = '10'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '9');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '10');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -600,3 +600,57 @@ SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
          WHERE v.snapshot_id = s.id AND v.kind = 'swap') AS swapped_bytes,
        s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, s.rss_read_time
   FROM snapshots s;
+
+-- Schema version 10 additions.
+
+-- Where the target's RssAnon goes (issue 41), read by the attacher at each
+-- snapshot: RssAnon from /proc/PID/smaps_rollup (memory_rss_anon_bytes,
+-- NULL when not read: snapshots written before version 10, or a target
+-- gone) and the allocator read (memory_allocator: 'glibc' when its arenas
+-- were walked, else 'unknown (why)'; NULL when not read).
+ALTER TABLE snapshots ADD COLUMN memory_rss_anon_bytes INTEGER;
+ALTER TABLE snapshots ADD COLUMN memory_allocator TEXT;
+
+-- RssAnon in terms that add up to it, one row per term and snapshot read
+-- (src/common/mem_terms.c names them):
+--   live_heap_sampled        blocks in use in the allocator's heaps, sampled
+--                            since attach (the estimate, up to what is resident)
+--   live_heap_before_attach  the other blocks in use there, resident
+--   allocator_free_trimmable free and resident whole pages, and the main
+--                            arena's top: what malloc_trim(0) gives back
+--   allocator_free_pinned    free bytes on resident pages that also hold
+--                            blocks in use
+--   allocator_overhead       chunk headers, arena structures, thread arenas' tops
+--   mmap_chunks              blocks malloc took with mmap, resident
+--   thread_stacks            [stack] and the threads' stacks
+--   profiler                 heapattach's agent (its rings are shared memory)
+--   other_anon               every other anonymous page
+--   unexplained              RssAnon minus the others (may be negative)
+--     SELECT term, bytes FROM memory_terms WHERE snapshot_id = 3;
+CREATE TABLE memory_terms (
+	snapshot_id INTEGER NOT NULL REFERENCES snapshots (id),
+	term        TEXT NOT NULL,
+	bytes       INTEGER NOT NULL,
+	PRIMARY KEY (snapshot_id, term)
+) WITHOUT ROWID;
+
+-- glibc's arenas at that snapshot, the main arena as arena 0: its
+-- malloc_state address (0: not found), heaps, bytes of the heaps (system),
+-- in chunks in use, free in bins, the top, resident, trimmable and pinned
+-- as above; complete 0 when the walk stopped early (it races the target).
+CREATE TABLE memory_arenas (
+	snapshot_id     INTEGER NOT NULL REFERENCES snapshots (id),
+	arena           INTEGER NOT NULL,
+	is_main         INTEGER NOT NULL,
+	address         INTEGER NOT NULL,
+	heaps           INTEGER NOT NULL,
+	system_bytes    INTEGER NOT NULL,
+	in_use_bytes    INTEGER NOT NULL,
+	free_bytes      INTEGER NOT NULL,
+	top_bytes       INTEGER NOT NULL,
+	resident_bytes  INTEGER NOT NULL,
+	trimmable_bytes INTEGER NOT NULL,
+	pinned_bytes    INTEGER NOT NULL,
+	complete        INTEGER NOT NULL,
+	PRIMARY KEY (snapshot_id, arena)
+) WITHOUT ROWID;

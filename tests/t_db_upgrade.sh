@@ -1,15 +1,17 @@
 #!/bin/bash
-# t_db_upgrade: schema-version-1 to -8 databases (without the views added
+# t_db_upgrade: schema-version-1 to -9 databases (without the views added
 # in version 2, without the column snapshots.sample_interval added in version
 # 3, with the leak views of before version 4, which counted every snapshot,
 # without the kinds rss and swap and their columns of version 5, without
 # the column sessions.hostname of version 6, without the columns
 # snapshots.frames and fp_frames of version 7, without the column
 # sessions.python of version 8, without the column snapshots.rss_read_time
-# of version 9 and its snapshot_totals)
+# of version 9 and its snapshot_totals, without the memory breakdown of
+# version 10: snapshots.memory_rss_anon_bytes and memory_allocator, the
+# tables memory_terms and memory_arenas)
 # are read by heapdiff as they are (byte-identical afterwards, and --leaks
 # works on them: it does not need the views), and upgraded in place by the
-# writer: version 9, the new views, kinds and columns, the data untouched, the schema
+# writer: version 10, the new views, kinds and columns, the data untouched, the schema
 # then identical to that of a new file.
 . "$(dirname "$0")/lib.sh"
 
@@ -20,7 +22,7 @@ FILL=$HA_BUILDDIR/tests/db_fill
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
-new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db
+new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db v9=$W/v9.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
 # What a version-8 writer left: no snapshots.rss_read_time, the
 # snapshot_totals of version 5 (without it: its text as schema.sql's, the
@@ -29,7 +31,12 @@ new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/
 # sessions.hostname either.  Versions 1-4 are made from that.
 totals5=$(q "$new" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
 grep -q rss_read_time <<<"$totals5" && fail "cannot make the version-5 snapshot_totals: $totals5"
-cp "$new" "$v8"
+# A version-9 writer: no memory breakdown.
+cp "$new" "$v9"
+q "$v9" "DROP TABLE memory_terms; DROP TABLE memory_arenas;
+         ALTER TABLE snapshots DROP COLUMN memory_rss_anon_bytes; ALTER TABLE snapshots DROP COLUMN memory_allocator;
+         UPDATE meta SET value = '9' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+cp "$v9" "$v8"
 q "$v8" "DROP VIEW snapshot_totals; ALTER TABLE snapshots DROP COLUMN rss_read_time; $totals5;
          UPDATE meta SET value = '8' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 cp "$v8" "$v7"
@@ -88,10 +95,10 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 9 ] || fail "version $v not upgraded to version 9"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 10 ] || fail "version $v not upgraded to version 10"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" "SELECT group_concat(name, ' ') FROM (SELECT name FROM kinds ORDER BY id)")" = "heap mmap rss swap" ] ||
 		fail "kinds after the upgrade from version $v: $(q "$f" 'SELECT * FROM kinds')"

@@ -77,6 +77,8 @@ static int merge_into(struct ha_db *db, int64_t session, int64_t s, int64_t n, c
 		"free_bytes, live_count, live_bytes FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
 		"DELETE FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
 		"UPDATE session_stacks SET first_snapshot_id = ?3 WHERE session_id = ?1 AND first_snapshot_id = ?2",
+		"DELETE FROM memory_terms WHERE snapshot_id = ?2",
+		"DELETE FROM memory_arenas WHERE snapshot_id = ?2",
 		"DELETE FROM snapshots WHERE session_id = ?1 AND id = ?2",
 	};
 	for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {

@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "db_write.h"
 #include "db_int.h"
+#include "db_memory.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -626,6 +627,8 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
 		return -1;
 	sid = sqlite3_last_insert_rowid(db->h);
+	if (s->memory && db_write_memory(db, sid, s->memory, err, errlen) < 0)
+		return -1;
 	for (size_t i = 0; i < n; i++) {
 		const struct ha_db_bucket *x = &b[i];
 		double v[6] = { x->alloc_count, x->alloc_bytes, x->free_count,

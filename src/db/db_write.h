@@ -6,6 +6,7 @@
 #define HA_DB_WRITE_H
 
 #include "db.h"
+#include "mem_terms.h"
 
 struct ha_db_session {
 	pid_t pid;
@@ -37,6 +38,21 @@ struct ha_db_bucket {
 	double live_count, live_bytes;
 };
 
+/* Where RssAnon goes at a snapshot (schema version 10: memory_terms,
+ * memory_arenas; src/rss/mem_view.h measures it). */
+struct ha_db_arena {
+	int is_main, complete;
+	uint32_t heaps;
+	uint64_t address, system, in_use, free, top, resident, trimmable, pinned;
+};
+struct ha_db_memory {
+	char allocator[64];
+	uint64_t rss_anon;
+	int64_t terms[HA_MT_COUNT];   /* enum ha_mem_term */
+	size_t narenas;
+	struct ha_db_arena *arenas;
+};
+
 struct ha_db_snapshot {
 	double time;              /* unix time, seconds */
 	uint64_t rss_bytes;
@@ -52,6 +68,7 @@ struct ha_db_snapshot {
 	uint64_t rss_anon_bytes, swap_bytes; /* RssAnon and VmSwap of the target */
 	uint64_t rss_samples, rss_lost;      /* page-fault samples booked, lost */
 	uint64_t frames, fp_frames;          /* pcs unwound, of which by frame pointer */
+	const struct ha_db_memory *memory;   /* NULL: not read */
 };
 
 /* Open or create for writing.  A file that is not a heapattach database, or

@@ -39,6 +39,7 @@
 #include "intern.h"
 #include "interval.h"
 #include "live_feed.h"
+#include "mem_feed.h"
 #include "modules_gate.h"
 #include "peak.h"
 #include "proc.h"
@@ -419,6 +420,7 @@ static void snapshot(struct ctx *x, const char *reason)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
 	counters_now(x, &m->info);
+	m->info.memory = m->mem = ha_mem_feed_read(c->pid, x->book, NULL); /* issue 41 */
 	m->info.time = ha_unix_now();
 	m->info.reason = reason;
 	m->info.sample_interval = x->period_interval;

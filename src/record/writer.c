@@ -9,6 +9,7 @@
 
 #include "jitdump.h"
 #include "live_feed.h"
+#include "mem_feed.h"
 #include "perfmap.h"
 #include "pymerge.h"
 #include "symbolize.h"
@@ -307,6 +308,7 @@ static void *writer_main(void *arg)
 			jit_poll(&jn);           /* what the JIT wrote meanwhile */
 			write_snapshot(w, &ids, m);
 			free(m->rows);
+			ha_mem_feed_free(m->mem);
 		} else if (q->type == HA_WMSG_MAPS) {
 			ha_symbolizer_maps_changed(sym);
 		} else if (q->type == HA_WMSG_END) {
@@ -371,8 +373,10 @@ void ha_writer_discard(struct ha_writer *w)
 {
 	struct ha_qmsg *q;
 	while ((q = ha_queue_get(&w->inbox, 0)) != NULL) {
-		if (q->type == HA_WMSG_SNAPSHOT)
+		if (q->type == HA_WMSG_SNAPSHOT) {
 			free(((struct ha_wmsg_snapshot *)q)->rows);
+			ha_mem_feed_free(((struct ha_wmsg_snapshot *)q)->mem);
+		}
 		if (q != &w->end.q)
 			free(q);
 	}

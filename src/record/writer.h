@@ -50,6 +50,7 @@ struct ha_wmsg_snapshot {
 	struct ha_db_snapshot info;   /* reason is a static string */
 	size_t n;
 	struct ha_db_bucket *rows;    /* owned by the message; stack_id = local id */
+	struct ha_db_memory *mem;     /* info.memory, owned by the message (mem_feed.h) */
 };
 
 struct ha_wmsg_end {

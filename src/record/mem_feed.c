@@ -1,0 +1,53 @@
+/* mem_feed.c -- a snapshot's memory breakdown (mem_feed.h). */
+#include "mem_feed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem_view.h"
+
+static void live_heap(void *arg, ha_mem_each_fn each, void *ctx)
+{
+	const struct ha_book *b = arg;
+	if (b)
+		ha_book_each_live(b, HA_KIND_HEAP, each, ctx);
+}
+
+struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns)
+{
+	struct ha_mem_view v;
+	if (ha_mem_view_read(pid, live_heap, (void *)book, &v) != 0)
+		return NULL;
+	struct ha_db_memory *m = calloc(1, sizeof *m);
+	if (m && v.narenas)
+		m->arenas = calloc(v.narenas, sizeof *m->arenas);
+	if (!m || (v.narenas && !m->arenas)) {
+		free(m);
+		ha_mem_view_free(&v);
+		return NULL;
+	}
+	snprintf(m->allocator, sizeof m->allocator, "%s", v.allocator);
+	m->rss_anon = v.rss_anon;
+	memcpy(m->terms, v.terms, sizeof m->terms);
+	m->narenas = v.narenas;
+	for (size_t i = 0; i < v.narenas; i++) {
+		const struct ha_mem_arena *a = &v.arenas[i];
+		m->arenas[i] = (struct ha_db_arena){
+			.is_main = a->is_main, .complete = a->complete, .heaps = a->heaps,
+			.address = a->addr, .system = a->system, .in_use = a->in_use,
+			.free = a->free_bins, .top = a->top, .resident = a->resident,
+			.trimmable = a->trimmable, .pinned = a->pinned };
+	}
+	if (cost_ns)
+		*cost_ns = v.cost_ns;
+	ha_mem_view_free(&v);
+	return m;
+}
+
+void ha_mem_feed_free(struct ha_db_memory *m)
+{
+	if (m)
+		free(m->arenas);
+	free(m);
+}

@@ -1,0 +1,19 @@
+/* mem_feed.h -- the memory breakdown of a snapshot (issue 41): RssAnon's
+ * terms and glibc's arenas read (src/rss/mem_view.h) with the book's live
+ * sampled blocks, as the database row the writer stores
+ * (struct ha_db_memory).  On the collector thread. */
+#ifndef HA_MEM_FEED_H
+#define HA_MEM_FEED_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "book.h"
+#include "db_write.h"
+
+/* Read it now: malloc'ed, NULL when the target cannot be read.  *cost_ns
+ * (may be NULL) gets the time it took. */
+struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns);
+void ha_mem_feed_free(struct ha_db_memory *m);
+
+#endif

@@ -1,0 +1,299 @@
+/* mem_view.c -- RssAnon broken down into terms (mem_view.h).
+ *
+ * Each mapping with anonymous pages (smaps' Anonymous, which counts the
+ * private copies of file pages too, as RssAnon does) goes to one place:
+ *   - a glibc heap ([heap], a thread arena's heap): its pages are split by
+ *     the arena walk (mem_glibc.c) into blocks in use (sampled since
+ *     attach, up to what is resident; the rest from before attach), free
+ *     trimmable, free pinned, and overhead (headers, arena structures,
+ *     a thread arena's top);
+ *   - the agent's own mappings: profiler (the rings are shared memory, not
+ *     RssAnon);
+ *   - [stack], and private anonymous mappings right above a PROT_NONE
+ *     guard (how glibc's pthread_create maps a stack): thread_stacks;
+ *   - private anonymous mappings made of malloc's mmapped chunks (each
+ *     starting with a header: prev_size 0, size a whole number of pages
+ *     with IS_MMAPPED): mmap_chunks for their resident part;
+ *   - anything else: other_anon.
+ * RssAnon is read first from smaps_rollup; unexplained is RssAnon minus
+ * the sum, which holds what changed between the two readings and what a
+ * walk that stopped early (a race with the target's allocator) left. */
+#define _GNU_SOURCE
+#include "mem_view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define PG 4096ULL
+#define SMAPS_MAX (256u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* A whole /proc file, NUL-terminated, malloc'ed; NULL on failure. */
+static char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			char *b = cap < SMAPS_MAX ? realloc(buf, cap * 2) : NULL;
+			if (!b) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+struct vma {
+	struct ha_map m;
+	uint64_t anon;
+};
+
+/* smaps: each mapping and its Anonymous; paths point into text. */
+static size_t parse_smaps(char *text, struct vma **out)
+{
+	size_t n = 0, cap = 0;
+	struct vma *v = NULL;
+	for (char *line = text, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		unsigned long long s, e, off, ino;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &s, &e, perms, &off, &ino,
+		           &pos) >= 5 && pos > 0 && e > s) {
+			if (n == cap) {
+				struct vma *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *w);
+				if (!w)
+					break;
+				v = w;
+			}
+			char *path = line + pos;
+			size_t pl = strlen(path);
+			while (pl && path[pl - 1] == ' ')
+				path[--pl] = '\0';
+			v[n++] = (struct vma){ .m = { .start = s, .end = e, .offset = off, .inode = ino,
+			                              .prot = (perms[0] == 'r' ? PROT_READ : 0) |
+			                                      (perms[1] == 'w' ? PROT_WRITE : 0) |
+			                                      (perms[2] == 'x' ? PROT_EXEC : 0),
+			                              .shared = perms[3] == 's', .path = path } };
+			continue;
+		}
+		unsigned long long kb;
+		if (n && sscanf(line, "Anonymous: %llu kB", &kb) == 1)
+			v[n - 1].anon = kb * 1024;
+	}
+	*out = v;
+	return n;
+}
+
+static uint64_t rollup_anon(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+	if (ha_read_file(path, buf, sizeof buf) <= 0)
+		return UINT64_MAX;
+	const char *p = strstr(buf, "\nAnonymous:");
+	unsigned long long kb;
+	if (!p || sscanf(p + 1, "Anonymous: %llu kB", &kb) != 1)
+		return UINT64_MAX;
+	return kb * 1024;
+}
+
+/* The resident bytes of malloc's mmapped chunks in a private anonymous
+ * mapping (the kernel merges neighbours: chunks may sit anywhere in it,
+ * beside other memory).  A chunk starts on a page with its header: prev_size
+ * 0, size a whole number of pages with only IS_MMAPPED set.  The first 16
+ * bytes of every resident page are read, up to IOV_BATCH pages a call. */
+#define IOV_BATCH 512
+static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m)
+{
+	uint64_t *pm, r = 0;
+	if (ha_mem_pagemap(pmfd, m->start, m->end, &pm) != 0)
+		return 0;
+	size_t np = (size_t)((m->end - m->start) / PG);
+	uint64_t (*hdr)[2] = calloc(np, sizeof *hdr);
+	struct iovec *lv = malloc(IOV_BATCH * sizeof *lv), *rv = malloc(IOV_BATCH * sizeof *rv);
+	if (!hdr || !lv || !rv)
+		goto out;
+	for (size_t i = 0; i < np;) {
+		int k = 0;
+		for (; i < np && k < IOV_BATCH; i++) {
+			if (!ha_mem_present(pm[i]))
+				continue;
+			lv[k] = (struct iovec){ hdr[i], 16 };
+			rv[k++] = (struct iovec){ (void *)(uintptr_t)(m->start + i * PG), 16 };
+		}
+		if (k && process_vm_readv(pid, lv, (unsigned long)k, rv, (unsigned long)k, 0) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < np;) {
+		uint64_t sz = hdr[i][1] & ~7ULL;
+		if (!ha_mem_present(pm[i]) || hdr[i][0] != 0 || (hdr[i][1] & 7) != 2 || sz == 0 ||
+		    sz % PG || sz / PG > np - i) {
+			i++;
+			continue;
+		}
+		for (size_t j = i; j < i + sz / PG; j++)
+			if (ha_mem_present(pm[j]))
+				r += PG;
+		i += sz / PG;
+	}
+out:
+	free(lv);
+	free(rv);
+	free(hdr);
+	free(pm);
+	return r;
+}
+
+struct sampled {
+	const struct ha_mem_glibc *g;
+	double in_heaps;
+};
+
+static void each_live(void *ctx, uint64_t addr, double bytes)
+{
+	struct sampled *s = ctx;
+	if (ha_mem_glibc_in_heap(s->g, addr))
+		s->in_heaps += bytes;
+}
+
+int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_mem_view *out)
+{
+	memset(out, 0, sizeof *out);
+	uint64_t t0 = now_ns();
+	uint64_t rss_anon = rollup_anon(pid);
+	if (rss_anon == UINT64_MAX)
+		return -1;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+	size_t len;
+	char *text = slurp(path, &len);
+	if (!text)
+		return -1;
+	struct vma *v = NULL;
+	size_t n = parse_smaps(text, &v);
+	struct ha_map *maps = malloc((n ? n : 1) * sizeof *maps);
+	if (!maps) {
+		free(v);
+		free(text);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		maps[i] = v[i].m;
+	struct ha_maps hm = { maps, n };
+	struct ha_mem_glibc g;
+	int have_glibc = ha_mem_glibc_read(pid, &hm, &g) == 0;
+	out->rss_anon = rss_anon;
+	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
+	int pmfd = open(path, O_RDONLY | O_CLOEXEC);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ha_map *m = &v[i].m;
+		uint64_t anon = v[i].anon;
+		if (anon == 0)
+			continue;
+		if (have_glibc && (ha_mem_glibc_in_heap(&g, m->start) || strcmp(m->path, "[heap]") == 0))
+			continue; /* the walk's */
+		if (strstr(m->path, "heapattach_agent")) {
+			out->terms[HA_MT_PROFILER] += (int64_t)anon;
+			continue;
+		}
+		int private_anon = !m->path[0] && !m->shared && (m->prot & PROT_WRITE);
+		int guarded = i > 0 && v[i - 1].m.end == m->start && v[i - 1].m.prot == 0 &&
+		              !v[i - 1].m.path[0];
+		if (strcmp(m->path, "[stack]") == 0 || (private_anon && guarded)) {
+			out->terms[HA_MT_THREAD_STACKS] += (int64_t)anon;
+			continue;
+		}
+		uint64_t chunks = private_anon && pmfd >= 0 ? mmap_chunks_resident(pid, pmfd, m) : 0;
+		if (chunks > anon)
+			chunks = anon;
+		out->terms[HA_MT_MMAP_CHUNKS] += (int64_t)chunks;
+		out->terms[HA_MT_OTHER_ANON] += (int64_t)(anon - chunks);
+	}
+	if (pmfd >= 0)
+		close(pmfd);
+
+	if (have_glibc) {
+		snprintf(out->allocator, sizeof out->allocator, "glibc");
+		uint64_t in_use = 0;
+		for (size_t k = 0; k < g.n; k++) {
+			const struct ha_mem_arena *a = &g.arenas[k];
+			in_use += a->in_use_resident;
+			out->terms[HA_MT_FREE_TRIMMABLE] += (int64_t)a->trimmable;
+			out->terms[HA_MT_FREE_PINNED] += (int64_t)a->pinned;
+			out->terms[HA_MT_OVERHEAD] += (int64_t)(a->overhead_resident + a->top_kept);
+		}
+		struct sampled s = { &g, 0 };
+		if (live)
+			live(live_arg, each_live, &s);
+		uint64_t sampled = s.in_heaps <= 0 ? 0 : s.in_heaps >= (double)in_use ? in_use
+		                   : (uint64_t)s.in_heaps;
+		out->terms[HA_MT_LIVE_SAMPLED] = (int64_t)sampled;
+		out->terms[HA_MT_LIVE_BEFORE] = (int64_t)(in_use - sampled);
+		out->arenas = g.arenas;
+		out->narenas = g.n;
+		g.arenas = NULL;
+		out->walk_ns = g.walk_ns;
+		ha_mem_glibc_free(&g);
+	} else {
+		snprintf(out->allocator, sizeof out->allocator, "unknown (no glibc heap found)");
+	}
+	int64_t sum = 0;
+	for (int t = 0; t < HA_MT_UNEXPLAINED; t++)
+		sum += out->terms[t];
+	out->terms[HA_MT_UNEXPLAINED] = (int64_t)rss_anon - sum;
+	free(maps);
+	free(v);
+	free(text);
+	out->cost_ns = now_ns() - t0;
+	return 0;
+}
+
+void ha_mem_view_free(struct ha_mem_view *v)
+{
+	free(v->arenas);
+	memset(v, 0, sizeof *v);
+}

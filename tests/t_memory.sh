@@ -1,0 +1,83 @@
+#!/bin/bash
+# t_memory: where RssAnon goes (issue 41), on tests/targets/mem_truth, which
+# makes memory of known kinds: before the attach, 4 threads holding 8 MiB
+# each in arenas of their own, 16 MiB of 2 KiB blocks with every other one
+# freed (8 MiB of holes pinned beside live blocks), a written anonymous
+# mapping of 32 MiB, 4 blocks of 8 MiB from malloc (mmapped chunks); after
+# it, 16 MiB of 8 KiB blocks (sampled) and 32 MiB in blocks freed so that
+# their pages empty entirely.  At the snapshot that follows, the terms of
+# memory_terms add up to RssAnon with unexplained within 5% + 4 MiB; each
+# term within 25% of what the target made; the arenas one main and four
+# thread arenas of 8 MiB in use each; and the target's own malloc_trim(0)
+# gives back what allocator_free_trimmable predicted, within 25%, and
+# leaves the pinned holes (the next snapshot still shows them).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/profile_lib.sh"
+require_all mem_truth
+command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
+q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
+MiB=1048576
+db=$W/mem.db
+
+start_target mt mem_truth
+pid=$TPID
+for c in "threads 4 8" "holes 16" "anon 32" "big 4 8"; do
+	target_cmd "$c"
+done
+wait_syscall "$pid" "$pid" "$NR_READ"
+start_ha -q -s 0 -i 65536 -o "$db" "$pid"
+wait_ready "$pid" mem_truth
+target_cmd "grow 16"
+target_cmd "empty 32"
+truth() { sed -n "s/^truth.* $1=\\([0-9]*\\).*/\\1/p; s/^truth $1=\\([0-9]*\\).*/\\1/p" "$TOUT" | head -1; }
+pinned_truth=$(truth pinned)
+freed_truth=$(truth freed)
+snapshot_now "$db"
+sid=$(q "$db" "SELECT max(id) FROM snapshots WHERE memory_rss_anon_bytes IS NOT NULL")
+[ -n "$sid" ] || fail "no snapshot has a memory breakdown"
+q -header -column "$db" "SELECT term, bytes FROM memory_terms WHERE snapshot_id = $sid" | sed 's/^/    /'
+q -header -column "$db" "SELECT * FROM memory_arenas WHERE snapshot_id = $sid" | sed 's/^/    /'
+term() { q "$db" "SELECT bytes FROM memory_terms WHERE snapshot_id = ${2:-$sid} AND term = '$1'"; }
+near() { # near NAME GOT WANT PCT
+	awk -v g="$2" -v w="$3" -v p="$4" 'BEGIN { exit !(g >= w * (1 - p / 100) && g <= w * (1 + p / 100)) }' ||
+		fail "$1: $2 bytes, not within $4% of $3"
+	log "$1: $2 bytes (truth $3)"
+}
+[ "$(q "$db" "SELECT memory_allocator FROM snapshots WHERE id = $sid")" = glibc ] || fail "glibc not read"
+rss_anon=$(q "$db" "SELECT memory_rss_anon_bytes FROM snapshots WHERE id = $sid")
+[ "$(q "$db" "SELECT sum(bytes) FROM memory_terms WHERE snapshot_id = $sid")" = "$rss_anon" ] ||
+	fail "the terms do not add up to RssAnon $rss_anon"
+[ "$(q "$db" "SELECT count(*) FROM memory_terms WHERE snapshot_id = $sid")" = 10 ] || fail "not 10 terms"
+u=$(term unexplained)
+awk -v u="$u" -v r="$rss_anon" -v m=$MiB 'BEGIN { exit !((u < 0 ? -u : u) <= r * 0.05 + 4 * m) }' ||
+	fail "unexplained $u is more than 5% of RssAnon $rss_anon + 4 MiB"
+near allocator_free_pinned "$(term allocator_free_pinned)" "$pinned_truth" 25
+near allocator_free_trimmable "$(term allocator_free_trimmable)" "$freed_truth" 25
+near mmap_chunks "$(term mmap_chunks)" $((32 * MiB)) 25
+near other_anon "$(term other_anon)" $((32 * MiB)) 25
+# 16 MiB of 8 KiB blocks and the 136 4 KiB blocks of `empty`, sampled at 64 KiB
+near live_heap_sampled "$(term live_heap_sampled)" $((16 * MiB + 136 * 4096)) 25
+# the threads' 32 MiB and the 8 MiB of live 2 KiB blocks of `holes`
+near live_heap_before_attach "$(term live_heap_before_attach)" $((40 * MiB)) 25
+[ "$(q "$db" "SELECT count(*) FROM memory_arenas WHERE snapshot_id = $sid AND is_main = 1")" = 1 ] ||
+	fail "not one main arena"
+[ "$(q "$db" "SELECT count(*) FROM memory_arenas WHERE snapshot_id = $sid AND is_main = 0
+	AND in_use_bytes BETWEEN 8 * $MiB AND 9 * $MiB AND complete = 1")" = 4 ] ||
+	fail "not 4 thread arenas of 8 MiB in use, walked whole"
+echo "ok: the terms add up and each is within 25% of the truth"
+
+# ---- malloc_trim(0) in the target: the drop predicted, the holes kept
+before=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$pid/smaps_rollup")
+target_cmd trim
+after=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$pid/smaps_rollup")
+near "RssAnon given back by malloc_trim(0)" $(((before - after) * 1024)) "$(term allocator_free_trimmable)" 25
+snapshot_now "$db"
+sid2=$(q "$db" "SELECT max(id) FROM snapshots WHERE memory_rss_anon_bytes IS NOT NULL")
+near "allocator_free_pinned after the trim" "$(term allocator_free_pinned "$sid2")" "$pinned_truth" 25
+[ "$(term allocator_free_trimmable "$sid2")" -lt $MiB ] || fail "trimmable after the trim: $(term allocator_free_trimmable "$sid2")"
+echo "ok: malloc_trim gave back what was predicted, the pinned holes stayed"
+
+kill -INT "$HAPID"
+wait "$HAPID" || fail "heapattach exited $? on SIGINT"
+check_alive "$pid"
+echo ok
