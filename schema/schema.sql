@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 10);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 11);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -80,12 +80,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '10'.
+-- Identification of the file: format = 'heapattach', schema_version = '11'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '10');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '11');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -653,4 +653,63 @@ CREATE TABLE memory_arenas (
 	pinned_bytes    INTEGER NOT NULL,
 	complete        INTEGER NOT NULL,
 	PRIMARY KEY (snapshot_id, arena)
+) WITHOUT ROWID;
+
+-- Schema version 11 additions.
+
+-- Reachability scans (heapattach --reach): one row per snapshot that has
+-- one.  The target's threads were stopped at a safe point and copied by a
+-- raw clone; the copy was read, its heap marked from its roots, and each
+-- sampled live block found reachable or not.  pause_ms: how long the
+-- target's threads were stopped; duration_ms: the whole scan; bytes_scanned:
+-- roots and heap blocks read; cow_bytes: what the copy cost the machine at
+-- its end (its own pages, copied when the target wrote them, and its page
+-- tables); chunks: the allocator's blocks in use found; blocks: the
+-- sampled blocks classified.  error: '' for a scan that ran, else why none
+-- did (then the other figures are 0 and the snapshot has no reach rows).
+CREATE TABLE reach_scans (
+	snapshot_id   INTEGER PRIMARY KEY REFERENCES snapshots (id),
+	pause_ms      REAL NOT NULL,
+	duration_ms   REAL NOT NULL,
+	bytes_scanned INTEGER NOT NULL,
+	cow_bytes     INTEGER NOT NULL,
+	chunks        INTEGER NOT NULL,
+	blocks        INTEGER NOT NULL,
+	error         TEXT NOT NULL DEFAULT ''
+);
+
+-- Per callstack and kind at a scan: the live estimate split into what no
+-- root reaches any more (unreachable: leaked; a block reachable only from
+-- unreachable blocks is unreachable too), what a root reaches, and what the
+-- scan could not tell (a block that was no chunk of the allocator's when
+-- the copy was made: freed meanwhile).  Estimates like live_bytes.
+CREATE TABLE reach_rows (
+	snapshot_id       INTEGER NOT NULL REFERENCES snapshots (id),
+	stack_id          INTEGER NOT NULL REFERENCES stacks (id),
+	kind              INTEGER NOT NULL REFERENCES kinds (id),
+	unreachable_bytes REAL NOT NULL,
+	unreachable_count REAL NOT NULL,
+	reachable_bytes   REAL NOT NULL,
+	reachable_count   REAL NOT NULL,
+	unknown_bytes     REAL NOT NULL,
+	unknown_count     REAL NOT NULL,
+	PRIMARY KEY (snapshot_id, stack_id, kind)
+) WITHOUT ROWID;
+
+-- Who holds the reachable blocks of a callstack: the root through which
+-- each was first reached.  root: 'global' (name: the symbol and its
+-- module, "g_cache [prog]", or module+offset), 'tls' and 'stack' (name:
+-- "tid N"), 'register' ("tid N rbx"), 'anon' (another anonymous mapping:
+-- "mapping 0x7f..."); hops: the fewest heap blocks between the root and a
+-- block it holds (0: the root points at the block).
+CREATE TABLE reach_holders (
+	snapshot_id INTEGER NOT NULL REFERENCES snapshots (id),
+	stack_id    INTEGER NOT NULL REFERENCES stacks (id),
+	kind        INTEGER NOT NULL REFERENCES kinds (id),
+	root        TEXT NOT NULL,
+	name        TEXT NOT NULL,
+	bytes       REAL NOT NULL,
+	count       REAL NOT NULL,
+	hops        INTEGER NOT NULL,
+	PRIMARY KEY (snapshot_id, stack_id, kind, root, name)
 ) WITHOUT ROWID;

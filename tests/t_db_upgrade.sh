@@ -1,5 +1,5 @@
 #!/bin/bash
-# t_db_upgrade: schema-version-1 to -9 databases (without the views added
+# t_db_upgrade: schema-version-1 to -10 databases (without the views added
 # in version 2, without the column snapshots.sample_interval added in version
 # 3, with the leak views of before version 4, which counted every snapshot,
 # without the kinds rss and swap and their columns of version 5, without
@@ -8,10 +8,11 @@
 # sessions.python of version 8, without the column snapshots.rss_read_time
 # of version 9 and its snapshot_totals, without the memory breakdown of
 # version 10: snapshots.memory_rss_anon_bytes and memory_allocator, the
-# tables memory_terms and memory_arenas)
+# tables memory_terms and memory_arenas, without the reachability tables
+# of version 11)
 # are read by heapdiff as they are (byte-identical afterwards, and --leaks
 # works on them: it does not need the views), and upgraded in place by the
-# writer: version 10, the new views, kinds and columns, the data untouched, the schema
+# writer: version 11, the new views, kinds and columns, the data untouched, the schema
 # then identical to that of a new file.
 . "$(dirname "$0")/lib.sh"
 
@@ -22,7 +23,7 @@ FILL=$HA_BUILDDIR/tests/db_fill
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
-new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db v9=$W/v9.db
+new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db v9=$W/v9.db v10=$W/v10.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
 # What a version-8 writer left: no snapshots.rss_read_time, the
 # snapshot_totals of version 5 (without it: its text as schema.sql's, the
@@ -31,8 +32,12 @@ new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/
 # sessions.hostname either.  Versions 1-4 are made from that.
 totals5=$(q "$new" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
 grep -q rss_read_time <<<"$totals5" && fail "cannot make the version-5 snapshot_totals: $totals5"
+# A version-10 writer: no reachability tables.
+cp "$new" "$v10"
+q "$v10" "DROP TABLE reach_holders; DROP TABLE reach_rows; DROP TABLE reach_scans;
+         UPDATE meta SET value = '10' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 # A version-9 writer: no memory breakdown.
-cp "$new" "$v9"
+cp "$v10" "$v9"
 q "$v9" "DROP TABLE memory_terms; DROP TABLE memory_arenas;
          ALTER TABLE snapshots DROP COLUMN memory_rss_anon_bytes; ALTER TABLE snapshots DROP COLUMN memory_allocator;
          UPDATE meta SET value = '9' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
@@ -70,11 +75,13 @@ q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
 # a version-1 writer: no leak views either.
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-rm -f "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm" "$v8-wal" "$v8-shm"
+rm -f "$v10-wal" "$v10-shm" "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm" "$v8-wal" "$v8-shm"
 cp "$v1" "$W/before.db"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
-"$HD" --bytes "$new" first last >"$W/d9" 2>&1 || fail "heapdiff on a version-9 file"
+"$HD" --bytes "$new" first last >"$W/d9" 2>&1 || fail "heapdiff on a version-11 file"
+"$HD" --bytes "$v10" first last >"$W/d10" 2>&1 || fail "heapdiff on a version-10 file: $(cat "$W/d10")"
+cmp -s "$W/d9" "$W/d10" || fail "heapdiff reads version 10 and 11 differently"
 "$HD" --bytes "$v8" first last >"$W/d8" 2>&1 || fail "heapdiff on a version-8 file: $(cat "$W/d8")"
 "$HD" --bytes "$v7" first last >"$W/d7" 2>&1 || fail "heapdiff on a version-7 file: $(cat "$W/d7")"
 "$HD" --bytes "$v6" first last >"$W/d6" 2>&1 || fail "heapdiff on a version-6 file: $(cat "$W/d6")"
@@ -95,10 +102,10 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9" "$v10"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 10 ] || fail "version $v not upgraded to version 10"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 11 ] || fail "version $v not upgraded to version 11"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" "SELECT group_concat(name, ' ') FROM (SELECT name FROM kinds ORDER BY id)")" = "heap mmap rss swap" ] ||
 		fail "kinds after the upgrade from version $v: $(q "$f" 'SELECT * FROM kinds')"

@@ -9,7 +9,8 @@
  * older; in periods, so that a run at --snapshot-every 0.05 thins as a day
  * at 10 s would (bench/soak).  The baseline, the peak, the snapshots a person asked for
  * (SIGUSR1, the live view's s), the end (detach, exit, exec) and the
- * newest are never removed: only reason 'periodic' is.
+ * newest are never removed: only reason 'periodic' is (and never one
+ * with a reachability scan).
  *
  * Removing snapshot S loses no value of any snapshot kept.  Bucket rows are
  * cumulative and written only when they change (schema.sql), so a row at S
@@ -107,7 +108,8 @@ int ha_db_thin(struct ha_db *db, int64_t session_id, double period, int *removed
 	*removed = 0;
 	if (!(period > 0))
 		return 0;
-	if (sqlite3_prepare_v2(db->h, "SELECT id, time, reason = 'periodic' FROM snapshots "
+	if (sqlite3_prepare_v2(db->h, "SELECT id, time, reason = 'periodic' AND id NOT IN "
+	                       "(SELECT snapshot_id FROM reach_scans) FROM snapshots "
 	                       "WHERE session_id = ?1 ORDER BY id", -1, &q, NULL) != SQLITE_OK)
 		return sql_fail(db, err, errlen, "thinning");
 	sqlite3_bind_int64(q, 1, session_id);

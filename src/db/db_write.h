@@ -110,6 +110,37 @@ int ha_db_batch_commit(struct ha_db *db, char *err, size_t errlen);
 int ha_db_thin(struct ha_db *db, int64_t session_id, double period, int *removed, char *err,
                size_t errlen);
 
+/* A reachability scan at a snapshot (schema version 10: reach_scans,
+ * reach_rows, reach_holders; db_reach.c).  stack_id: a database stack id
+ * when written. */
+struct ha_db_reach_row {
+	int64_t stack_id;
+	int kind;
+	double unreachable_bytes, unreachable_count;
+	double reachable_bytes, reachable_count;
+	double unknown_bytes, unknown_count;
+};
+struct ha_db_reach_holder {
+	int64_t stack_id;
+	int kind;
+	const char *root;         /* "global", "tls", "stack", "register", "anon" */
+	char name[128];
+	double bytes, count;
+	int hops;                 /* the fewest */
+};
+struct ha_db_reach {
+	double pause_ms, duration_ms;
+	uint64_t bytes_scanned, cow_bytes, chunks, blocks;
+	char error[200];          /* "": the scan ran */
+	struct ha_db_reach_row *rows;
+	size_t nrows;
+	struct ha_db_reach_holder *holders;
+	size_t nholders;
+};
+/* Write the scan of snapshot_id, one transaction.  0 or -1 with err. */
+int ha_db_reach(struct ha_db *db, int64_t snapshot_id, const struct ha_db_reach *r, char *err,
+                size_t errlen);
+
 /* Write one snapshot with the buckets that changed since the previous one,
  * in one transaction. */
 int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
