@@ -39,6 +39,7 @@
 #include "late_names.h"
 #include "push.h"
 #include "render.h"
+#include "memory.h"
 
 /* A debug file fetched for heapdiff: at most this long each, unless
  * DEBUGINFOD_MAXTIME says otherwise. */
@@ -87,7 +88,7 @@ struct options {
 	int exact_bytes;
 	enum hd_format format;
 	const char *output;
-	int leaks, peak, vs;
+	int leaks, peak, vs, memory;
 	struct hd_filter flt;
 	struct ha_push_conf push;  /* --push and its options; nurls 0: none */
 	int push_options;          /* one of its options was given */
@@ -115,6 +116,7 @@ static void usage(FILE *f)
 	        "       heapdiff --leaks [options] DB\n"
 	        "       heapdiff --peak [options] DB\n"
 	        "       heapdiff --heap-vs-rss [options] DB [[A] B]\n"
+	        "       heapdiff --memory [options] DB [S]\n"
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
 	        "the RSS change.  With only B, the live heap at B.  With neither, A = first\n"
@@ -139,6 +141,12 @@ static void usage(FILE *f)
 	        "                        swapped memory side by side (heapattach --rss):\n"
 	        "                        allocated but untouched, touched and kept, or\n"
 	        "                        resident but freed; text or json\n"
+	        "      --memory          where the target's RssAnon went at snapshot S (default\n"
+	        "                        last): live heap (sampled, from before attach), the\n"
+	        "                        allocator's free memory (trimmable, pinned), its\n"
+	        "                        overhead, mmapped chunks, thread stacks, the\n"
+	        "                        profiler, other anonymous memory and what is\n"
+	        "                        unexplained; glibc's arenas; text or json\n"
 	        "  -n, --top N           show the N first callstacks (default 10; 0 = all)\n"
 	        "      --by WHAT[,WHAT]  what a row is: stack (a call path, the default),\n"
 	        "                        function (ranked by flat: what it allocated itself)\n"
@@ -302,9 +310,10 @@ static void check_push(struct options *o)
 			            "options of --push, which is not given");
 		return;
 	}
-	if (o->report_opt || o->leaks || o->vs)
+	if (o->report_opt || o->leaks || o->vs || o->memory)
 		usage_error("--push sends each snapshot's whole profile: it writes no report (%s)",
-		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->report_opt);
+		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->memory ? "--memory"
+		            : o->report_opt);
 	if (ha_push_check_conf(c, err, sizeof err) < 0)
 		usage_error("%s", err);
 }
@@ -313,7 +322,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
 	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES, O_PUSH, O_APP, O_LABEL, O_PUSH_HEADER,
-	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD };
+	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD, O_MEMORY };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "format", required_argument, NULL, 'f' },
@@ -321,6 +330,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "leaks", no_argument, NULL, O_LEAKS },
 		{ "peak", no_argument, NULL, O_PEAK },
 		{ "heap-vs-rss", no_argument, NULL, O_VS },
+		{ "memory", no_argument, NULL, O_MEMORY },
 		{ "top", required_argument, NULL, 'n' },
 		{ "by", required_argument, NULL, O_BY },
 		{ "session", required_argument, NULL, O_SESSION },
@@ -386,6 +396,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_LEAKS: o->leaks = 1; break;
 		case O_PEAK: o->peak = 1; break;
 		case O_VS: o->vs = 1; break;
+		case O_MEMORY: o->memory = 1; break;
 		case 'n': o->top = parse_long(optarg, "--top", 0); break;
 		case O_BY: parse_by(o, optarg); break;
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
@@ -438,6 +449,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 			usage_error("--heap-vs-rss ranks by bytes: objects and pages do not compare");
 	}
 
+	if (o->memory && (o->leaks || o->peak || o->vs || o->by_view))
+		usage_error("--memory and %s exclude each other", o->leaks ? "--leaks" : o->peak ? "--peak"
+		            : o->vs ? "--heap-vs-rss" : "--by");
+	if (o->memory && o->format != HD_TEXT && o->format != HD_JSON)
+		usage_error("--memory writes text or json");
+
 	/* The database operand, unless --db or the first operand is FILE:SPEC. */
 	if (!o->db && optind < argc) {
 		struct operand tmp;
@@ -449,6 +466,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 	nops = argc - optind;
 	if (nops > 2)
 		usage_error("too many operands (a database and at most two snapshots)");
+	if (o->memory && nops > 1)
+		usage_error("--memory reads one snapshot: DB [S]");
 	if ((o->leaks || o->peak) && nops > 0)
 		usage_error("%s takes a database and no snapshot operands", o->leaks ? "--leaks" : "--peak");
 	for (int i = 0; i < nops; i++) {
@@ -548,6 +567,25 @@ static int heap_vs_rss(const struct options *o, struct hd_report *r, const struc
 		hd_write_vs_text(out, r, &vs);
 	rc = close_output(out, o);
 	hd_vs_free(&vs);
+	for (int i = 0; i < nsrc; i++)
+		hd_source_close(&src[i]);
+	return rc;
+}
+
+/* --memory: where RssAnon went at b (or the latest snapshot before it that
+ * has a breakdown). */
+static int memory_report(const struct options *o, const struct hd_snap *b, struct hd_source *src,
+                         int nsrc)
+{
+	struct hd_memory m;
+	check(hd_memory_load(b, o->exact_bytes, &m));
+	FILE *out = open_output(o);
+	if (o->format == HD_JSON)
+		hd_write_memory_json(out, b, &m);
+	else
+		hd_write_memory_text(out, b, &m, o->exact_bytes);
+	int rc = close_output(out, o);
+	hd_memory_free(&m);
 	for (int i = 0; i < nsrc; i++)
 		hd_source_close(&src[i]);
 	return rc;
@@ -687,6 +725,8 @@ int main(int argc, char **argv)
 		return push_snapshots(&o, r.a, &b, src, nsrc);
 	if (o.vs)
 		return heap_vs_rss(&o, &r, &b, src, nsrc);
+	if (o.memory)
+		return memory_report(&o, &b, src, nsrc);
 	/* Only the formats that print it: it costs a scan of the session. */
 	if (!o.peak && (o.format == HD_TEXT || o.format == HD_HTML))
 		check(hd_fallen_note(&b, o.flt.kind, o.exact_bytes, note, sizeof note, &r.fallen_note));

@@ -10,7 +10,9 @@
 # term within 25% of what the target made; the arenas one main and four
 # thread arenas of 8 MiB in use each; and the target's own malloc_trim(0)
 # gives back what allocator_free_trimmable predicted, within 25%, and
-# leaves the pinned holes (the next snapshot still shows them).
+# leaves the pinned holes (the next snapshot still shows them).  heapdiff
+# --memory shows the same terms (text, json), and refuses a version-9 file
+# in one line.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all mem_truth
@@ -65,6 +67,33 @@ near live_heap_before_attach "$(term live_heap_before_attach)" $((40 * MiB)) 25
 	AND in_use_bytes BETWEEN 8 * $MiB AND 9 * $MiB AND complete = 1")" = 4 ] ||
 	fail "not 4 thread arenas of 8 MiB in use, walked whole"
 echo "ok: the terms add up and each is within 25% of the truth"
+
+# ---- heapdiff --memory: the same figures, text and json
+HD=$HA_BUILDDIR/src/heapdiff
+"$HD" --memory --bytes "$db" "$sid" >"$W/mem.txt" 2>&1 || fail "heapdiff --memory: $(cat "$W/mem.txt")"
+sed 's/^/    /' "$W/mem.txt"
+for t in live_heap_sampled live_heap_before_attach allocator_free_trimmable allocator_free_pinned \
+	allocator_overhead mmap_chunks thread_stacks profiler other_anon unexplained; do
+	grep -Eq "^  $t +$(term "$t") " "$W/mem.txt" || fail "heapdiff --memory: no line '$t $(term "$t")'"
+done
+grep -q "RssAnon $rss_anon, allocator glibc" "$W/mem.txt" || fail "heapdiff --memory: no RssAnon $rss_anon in the header"
+[ "$(grep -cE '^  [0-9]+ +(yes)? +1 ' "$W/mem.txt")" = 5 ] || fail "heapdiff --memory: not 5 arena lines"
+"$HD" --memory -f json "$db" "$sid" >"$W/mem.json" || fail "heapdiff --memory -f json failed"
+python3 - "$W/mem.json" "$rss_anon" <<'PY' || fail "heapdiff --memory -f json: $(cat "$W/mem.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert m["rss_anon_bytes"] == int(sys.argv[2]), m["rss_anon_bytes"]
+assert len(m["terms"]) == 10 and sum(m["terms"].values()) == m["rss_anon_bytes"], m["terms"]
+assert len(m["arenas"]) == 5 and sum(a["main"] for a in m["arenas"]) == 1, m["arenas"]
+assert m["hint"] is None, m["hint"]  # 32 MiB trimmable: below what a hint needs (64 MiB)
+PY
+q "$db" ".backup $W/v9.db"
+q "$W/v9.db" "DROP TABLE memory_terms; DROP TABLE memory_arenas; ALTER TABLE snapshots DROP COLUMN memory_allocator;
+	ALTER TABLE snapshots DROP COLUMN memory_rss_anon_bytes; UPDATE meta SET value = '9' WHERE key = 'schema_version'"
+"$HD" --memory "$W/v9.db" >"$W/v9.out" 2>&1 && fail "heapdiff --memory on a version-9 file succeeded"
+grep -qx "heapdiff: $W/v9.db: no memory breakdown: the file was written before schema version 10" "$W/v9.out" ||
+	fail "heapdiff --memory on a version-9 file: $(cat "$W/v9.out")"
+echo "ok: heapdiff --memory, text and json; a version-9 file refused in one line"
 
 # ---- malloc_trim(0) in the target: the drop predicted, the holes kept
 before=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$pid/smaps_rollup")

@@ -116,6 +116,10 @@ void hd_func_text_name(FILE *f, const struct hd_frame *fr);
  * (heap_vs_rss_write.c). */
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
+/* heapdiff --memory (memory_write.c): the breakdown of m, read at b. */
+struct hd_memory;
+void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int exact);
+void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m);
 /* The first n rows as a JSON array of objects, names through str
  * (hd_json_str, or hd_json_html_str for a page). */
 void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *));

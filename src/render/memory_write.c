@@ -1,0 +1,80 @@
+/* memory_write.c -- heapdiff --memory written: text (the terms, their
+ * share of RssAnon, the arenas, the hint) and json ({"memory": {...}}). */
+#include "render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "memory.h"
+
+static const char *when(char *buf, size_t len, double t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int exact)
+{
+	char t[64], v[64], w[8][32];
+	fprintf(f, "memory at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s): RssAnon %s, "
+	        "allocator %s\n", m->snapshot_id, m->reason, when(t, sizeof t, m->time), b->pid,
+	        b->comm, hd_fmt_bytes(v, sizeof v, m->rss_anon, 0, exact), m->allocator);
+	if (m->snapshot_id != m->asked_id)
+		fprintf(f, "(snapshot %" PRId64 " has none: the target could not be read then; the "
+		        "latest one before it)\n", m->asked_id);
+	fprintf(f, "\n  %-26s %14s %7s\n", "TERM", "BYTES", "SHARE");
+	for (int i = 0; i < HA_MT_COUNT; i++)
+		fprintf(f, "  %-26s %14s %6.1f%%\n", ha_mem_term_name(i),
+		        hd_fmt_bytes(v, sizeof v, m->terms[i], 0, exact),
+		        m->rss_anon > 0 ? 100.0 * m->terms[i] / m->rss_anon : 0.0);
+	if (m->narenas) {
+		fprintf(f, "\n  %-5s %-4s %5s %12s %12s %12s %12s %12s %12s %12s\n", "ARENA", "MAIN",
+		        "HEAPS", "SYSTEM", "IN USE", "FREE", "TOP", "RESIDENT", "TRIMMABLE", "PINNED");
+		for (size_t i = 0; i < m->narenas; i++) {
+			const struct hd_arena *a = &m->arenas[i];
+			double x[] = { a->system, a->in_use, a->free, a->top, a->resident, a->trimmable,
+			               a->pinned };
+			for (int k = 0; k < 7; k++)
+				hd_fmt_bytes(w[k], sizeof w[k], x[k], 0, exact);
+			fprintf(f, "  %-5" PRId64 " %-4s %5" PRId64 " %12s %12s %12s %12s %12s %12s %12s%s\n",
+			        a->arena, a->is_main ? "yes" : "", a->heaps, w[0], w[1], w[2], w[3], w[4],
+			        w[5], w[6], a->complete ? "" : "  (walk stopped early)");
+		}
+	}
+	if (m->hint[0])
+		fprintf(f, "\nhint: %s\n", m->hint);
+}
+
+void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m)
+{
+	fprintf(f, "{\"memory\": {\"snapshot\": %" PRId64 ", \"asked\": %" PRId64
+	        ", \"time\": %.3f, \"reason\": ", m->snapshot_id, m->asked_id, m->time);
+	hd_json_str(f, m->reason);
+	fprintf(f, ", \"pid\": %" PRId64 ", \"comm\": ", b->pid);
+	hd_json_str(f, b->comm);
+	fputs(", \"allocator\": ", f);
+	hd_json_str(f, m->allocator);
+	fprintf(f, ", \"rss_anon_bytes\": %.0f, \"terms\": {", m->rss_anon);
+	for (int i = 0; i < HA_MT_COUNT; i++)
+		fprintf(f, "%s\"%s\": %.0f", i ? ", " : "", ha_mem_term_name(i), m->terms[i]);
+	fputs("}, \"arenas\": [", f);
+	for (size_t i = 0; i < m->narenas; i++) {
+		const struct hd_arena *a = &m->arenas[i];
+		fprintf(f, "%s{\"arena\": %" PRId64 ", \"main\": %s, \"heaps\": %" PRId64
+		        ", \"system_bytes\": %.0f, \"in_use_bytes\": %.0f, \"free_bytes\": %.0f"
+		        ", \"top_bytes\": %.0f, \"resident_bytes\": %.0f, \"trimmable_bytes\": %.0f"
+		        ", \"pinned_bytes\": %.0f, \"complete\": %s}", i ? ", " : "", a->arena,
+		        a->is_main ? "true" : "false", a->heaps, a->system, a->in_use, a->free, a->top,
+		        a->resident, a->trimmable, a->pinned, a->complete ? "true" : "false");
+	}
+	fputs("], \"hint\": ", f);
+	if (m->hint[0])
+		hd_json_str(f, m->hint);
+	else
+		fputs("null", f);
+	fputs("}}\n", f);
+}

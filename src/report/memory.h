@@ -1,0 +1,37 @@
+/* memory.h -- where RssAnon went at a snapshot (heapdiff --memory, issue
+ * 41): the terms and glibc's arenas the attacher recorded (schema version
+ * 10: memory_terms, memory_arenas), and a hint when the numbers support one. */
+#ifndef HD_MEMORY_H
+#define HD_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem_terms.h"
+#include "report.h"
+
+struct hd_arena {
+	int64_t arena, is_main, heaps, complete;
+	double address, system, in_use, free, top, resident, trimmable, pinned;
+};
+
+struct hd_memory {
+	int64_t snapshot_id, asked_id; /* the snapshot read; the one asked for */
+	double time;
+	char reason[32];
+	char *allocator;              /* cleaned text */
+	double rss_anon;
+	double terms[HA_MT_COUNT];    /* enum ha_mem_term */
+	size_t narenas;
+	struct hd_arena *arenas;
+	char hint[512];               /* "" when the numbers support none */
+};
+
+/* The breakdown of snapshot b, or of the latest one of its session before
+ * it that has one (the last snapshot of a target that exited has none).
+ * HD_OK, or HD_ERR with the reason (a file before version 10, a session
+ * without any). */
+int hd_memory_load(const struct hd_snap *b, int exact, struct hd_memory *m);
+void hd_memory_free(struct hd_memory *m);
+
+#endif
