@@ -67,6 +67,11 @@ static void usage(FILE *f)
 	        "                        why and the heap profile goes on without\n"
 	        "      --rss-period N    with --rss, sample every Nth page fault of each thread\n"
 	        "                        (default 251; 1 = every fault; implies --rss)\n"
+	        "      --reach[=SECS]    tell leaked from held: a reachability scan of the\n"
+	        "                        target at the last snapshot, and every SECS if given\n"
+	        "                        (SIGUSR2 to heapattach scans at once, with or\n"
+	        "                        without it): its threads stopped a few ms, a frozen\n"
+	        "                        copy marked from its roots (glibc's malloc only)\n"
 	        "      --stack-bytes BYTES  cap of the stack copied per sample (default 64K)\n"
 	        "      --block           when the ring is full, make the target wait instead of\n"
 	        "                        dropping samples (drops are counted either way)\n"
@@ -186,7 +191,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_MAX_CALLPATHS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
-	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS };
+	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS, OPT_REACH };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -209,6 +214,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "rss", no_argument, NULL, OPT_RSS },
 		{ "live", no_argument, NULL, OPT_LIVE },
 		{ "rss-period", required_argument, NULL, OPT_RSS_PERIOD },
+		{ "reach", optional_argument, NULL, OPT_REACH },
 		{ "push", required_argument, NULL, OPT_PUSH },
 		{ "app", required_argument, NULL, OPT_APP },
 		{ "label", required_argument, NULL, OPT_LABEL },
@@ -258,6 +264,14 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'o':
 			o->db = optarg;
+			break;
+		case OPT_REACH:
+			o->reach = 1;
+			if (optarg && (parse_double(optarg, &o->reach_every_s) || o->reach_every_s < 0.05)) {
+				fprintf(stderr, "heapattach: --reach wants seconds (>= 0.05) between scans, "
+				        "or nothing, not '%s'\n", optarg);
+				return -1;
+			}
 			break;
 		case 'i':
 			if (parse_u64(optarg, &o->interval) || o->interval == 0 ||

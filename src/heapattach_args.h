@@ -40,6 +40,8 @@ struct options {
 	int rss;                /* --rss: page-fault sampling too */
 	int live;               /* --live: the full-screen view */
 	uint64_t rss_period;    /* --rss-period: faults per sample */
+	int reach;              /* --reach: a reachability scan at the end... */
+	double reach_every_s;   /* ...and every SECS (--reach=SECS; 0: none) */
 	struct ha_push_conf push; /* --push and its options; nurls 0: none */
 };
 

@@ -91,6 +91,21 @@ void cmd_py_end(struct cmd_python *py);
 /* At the end: what became of the frames and the wrap, for sessions.python. */
 void cmd_py_note(const struct cmd_python *py, struct ha_collector *c, struct ha_writer *w);
 
+/* ---- heapattach_reach.c: the reachability scan (--reach, SIGUSR2) ---- */
+
+struct cmd_reach {
+	pid_t pid;
+	int at_end;                 /* --reach: a scan at the final snapshot */
+	int verbose;
+	int scans;                  /* scans that ran */
+	char last_err[200];         /* the last reason none could ("": none) */
+};
+
+struct ha_book;
+struct ha_wmsg_snapshot;
+/* The collector's hook (collector.h: reach), ctx a struct cmd_reach. */
+void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m);
+
 /* ---- heapattach_session.c: the agent -------------------------------- */
 
 int cmd_find_agent(const struct options *o, char *out, size_t outlen);

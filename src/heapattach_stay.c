@@ -101,8 +101,8 @@ static void arm_snapshot_timer(int fd, double t0_ms, double period, double durat
 	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
-/* The signals read from the signalfd: those that end heapattach, and
- * SIGUSR1 (a snapshot). */
+/* The signals read from the signalfd: those that end heapattach, SIGUSR1
+ * (a snapshot) and SIGUSR2 (a snapshot with a reachability scan). */
 static void read_signals(sigset_t *mask)
 {
 	sigemptyset(mask);
@@ -110,6 +110,7 @@ static void read_signals(sigset_t *mask)
 	sigaddset(mask, SIGTERM);
 	sigaddset(mask, SIGHUP);
 	sigaddset(mask, SIGUSR1);
+	sigaddset(mask, SIGUSR2);
 }
 
 /* Blocked from before main: run from .preinit_array, once the dynamic
@@ -176,6 +177,7 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 	int snap_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
 	int status_fd = make_timer(status || view ? 1.0 : 0);
+	int reach_fd = o->reach_every_s > 0 ? make_timer(o->reach_every_s) : -1;
 	if (view) {
 		ha_collector_live(coll);
 		ha_view_draw(view, live);
@@ -192,12 +194,13 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 			}
 			timeout = (int)ceil(left);
 		}
-		struct pollfd p[5] = { { .fd = sigfd, .events = POLLIN },
+		struct pollfd p[6] = { { .fd = sigfd, .events = POLLIN },
 		                       { .fd = s->conn_fd, .events = POLLIN },
 		                       { .fd = snap_fd, .events = POLLIN },
 		                       { .fd = status_fd, .events = POLLIN },
-		                       { .fd = view ? ha_view_fd(view) : -1, .events = POLLIN } };
-		int n = poll(p, view ? 5 : 4, timeout), view_woken = 0;
+		                       { .fd = view ? ha_view_fd(view) : -1, .events = POLLIN },
+		                       { .fd = reach_fd, .events = POLLIN } };
+		int n = poll(p, 6, timeout), view_woken = 0;
 		if (n < 0 && errno == EINTR) {
 			if (!view)
 				continue;
@@ -205,7 +208,7 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 			 * resize as a key. */
 			view_woken = 1;
 			n = 0;
-			for (int i = 0; i < 5; i++)
+			for (int i = 0; i < 6; i++)
 				p[i].revents = 0;
 		}
 		if (n < 0) {
@@ -217,6 +220,8 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 				if (si.ssi_signo == SIGUSR1) {
 					ha_collector_snapshot(coll, "signal");
+				} else if (si.ssi_signo == SIGUSR2) {
+					ha_collector_snapshot(coll, "reach");
 				} else {
 					*signo = (int)si.ssi_signo;
 					why = STOP_SIGNAL;
@@ -236,6 +241,8 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 			                               : STOP_TARGET_EXEC;
 			break;
 		}
+		if ((p[5].revents & POLLIN) && read(reach_fd, &ticks, sizeof ticks) > 0)
+			ha_collector_snapshot(coll, "reach");
 		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0) {
 			ha_collector_snapshot(coll, "periodic");
 			arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);
@@ -276,5 +283,7 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 		fputc('\n', stderr);
 	close(snap_fd);
 	close(status_fd);
+	if (reach_fd >= 0)
+		close(reach_fd);
 	return why;
 }

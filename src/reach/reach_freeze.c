@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -310,6 +311,9 @@ static struct reach_thread *pick(struct reach_frozen *f, uint64_t *insn)
 	return NULL;
 }
 
+static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
+                       struct reach_frozen *f, char *err, size_t errlen, double t0);
+
 int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
                  struct reach_frozen *f, char *err, size_t errlen)
 {
@@ -320,7 +324,23 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 	ha_thread_safe_reset();
 	ha_thread_safe_warm(pid, maps, mods, 2);
 
+	/* The collector's thread runs niced (--nice); while the target waits
+	 * for it, it runs at heapattach's own priority. */
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	errno = 0;
+	int nice_was = getpriority(PRIO_PROCESS, (id_t)self);
+	int renice = errno == 0 && ha_background_nice > 0 &&
+	             setpriority(PRIO_PROCESS, (id_t)self, nice_was - ha_background_nice) == 0;
 	double t0 = ha_now_ms();
+	int rc = freeze_copy(maps, safe_tries, verbose, f, err, errlen, t0);
+	if (renice)
+		setpriority(PRIO_PROCESS, (id_t)self, nice_was);
+	return rc;
+}
+
+static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
+                       struct reach_frozen *f, char *err, size_t errlen, double t0)
+{
 	if (stop_new(f, err, errlen) != 0) {
 		detach_all(f);
 		return -1;
@@ -347,6 +367,7 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 	long ret = -ENOSYS;
 	pid_t child = 0;
 	const uint64_t args[5] = { 0, 0, 0, 0, 0 }; /* flags 0, exit signal 0; same stack */
+	double t_safe = ha_now_ms();
 	if (!h || run_syscall(h, insn, SYS_clone, args, 1, &ret, &child) != 0) {
 		detach_all(f);
 		f->pause_ms = ha_now_ms() - t0;
@@ -354,8 +375,12 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 		return -1;
 	}
 	f->reaper = h->tid;
+	double t_clone = ha_now_ms();
 	detach_all(f);
 	f->pause_ms = ha_now_ms() - t0;
+	if (verbose > 1)
+		fprintf(stderr, "heapattach: reach: safe point %.2f ms, clone %.2f ms, resumed "
+		        "in %.2f ms\n", t_safe - t0, t_clone - t_safe, ha_now_ms() - t_clone);
 	if (ret < 0 || child <= 0) {
 		ha_err(err, errlen, "the target's clone failed: %s", strerror((int)(ret < 0 ? -ret : EIO)));
 		return -1;

@@ -55,7 +55,7 @@ static int add_area(struct reach_heap *h, uint64_t lo, uint64_t hi)
 		h->areas = v;
 		h->capareas = cap;
 	}
-	h->areas[h->nareas++] = (struct reach_range){ lo, hi };
+	h->areas[h->nareas++] = (struct reach_range){ lo, hi, 0 };
 	return 0;
 }
 

@@ -42,6 +42,7 @@ void reach_frozen_free(struct reach_frozen *f);
 /* ---- memory read through windows (reach_mem.c) ---- */
 struct reach_range {
 	uint64_t lo, hi;
+	int file;          /* a file's mapping: its pages read whether present or not */
 };
 
 #define REACH_WIN_BITS 20
@@ -54,8 +55,9 @@ struct reach_win {
 };
 
 struct reach_mem {
-	/* Read len bytes at addr into buf: bytes read, -1 on error. */
-	long (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	/* Read len bytes at addr into buf: bytes read, -1 on error; whole:
+	 * every page (a file's), else those present (see reach_mem_read_fd). */
+	long (*read)(void *ctx, uint64_t addr, void *buf, size_t len, int whole);
 	void *ctx;
 	const struct reach_range *ranges; /* readable ranges, sorted, disjoint */
 	size_t nranges;
@@ -71,12 +73,12 @@ const uint8_t *reach_mem_get(struct reach_mem *m, uint64_t addr, size_t want, si
 int reach_mem_word(struct reach_mem *m, uint64_t addr, uint64_t *v);
 void reach_mem_free(struct reach_mem *m);
 /* A reader of another process's memory (process_vm_readv); ctx is a pid_t *. */
-long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len);
+long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len, int whole);
 /* A reader of /proc/PID/mem, the pages its pagemap says are there. */
 struct reach_fds {
 	int mem, pagemap;
 };
-long reach_mem_read_fd(void *ctx, uint64_t addr, void *buf, size_t len);
+long reach_mem_read_fd(void *ctx, uint64_t addr, void *buf, size_t len, int whole);
 
 /* ---- glibc's chunks (reach_heap.c) ---- */
 struct reach_chunk {

@@ -15,9 +15,10 @@ static uint8_t heap[1 << 16] __attribute__((aligned(64)));
 static uint64_t globals[16];
 static size_t used;
 
-static long read_local(void *ctx, uint64_t addr, void *buf, size_t len)
+static long read_local(void *ctx, uint64_t addr, void *buf, size_t len, int whole)
 {
 	(void)ctx;
+	(void)whole;
 	memcpy(buf, (const void *)(uintptr_t)addr, len);
 	return (long)len;
 }
@@ -70,8 +71,8 @@ int main(void)
 	globals[4] = after_bin - 16; /* a bin's pointer: the chunk's header */
 
 	struct reach_range ranges[2] = {
-		{ (uint64_t)(uintptr_t)heap, (uint64_t)(uintptr_t)heap + sizeof heap },
-		{ (uint64_t)(uintptr_t)globals, (uint64_t)(uintptr_t)globals + sizeof globals },
+		{ (uint64_t)(uintptr_t)heap, (uint64_t)(uintptr_t)heap + sizeof heap, 0 },
+		{ (uint64_t)(uintptr_t)globals, (uint64_t)(uintptr_t)globals + sizeof globals, 0 },
 	};
 	if (ranges[0].lo > ranges[1].lo) {
 		struct reach_range t = ranges[0];

@@ -13,8 +13,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len)
+long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len, int whole)
 {
+	(void)whole;
 	pid_t pid = *(const pid_t *)ctx;
 	struct iovec local = { buf, len };
 	struct iovec remote = { (void *)(uintptr_t)addr, len };
@@ -24,10 +25,16 @@ long reach_mem_read_pid(void *ctx, uint64_t addr, void *buf, size_t len)
 
 /* Only the pages present or swapped (the copy's pagemap says which) are
  * read; the others read as zeros.  A read of a page never touched would
- * give the copy a page of its own. */
-long reach_mem_read_fd(void *ctx, uint64_t addr, void *buf, size_t len)
+ * give the copy a page of its own.  A file's mapping (whole) is read as it
+ * is: its pages not in the copy's page tables (fork does not copy those of
+ * clean file pages) come from the page cache. */
+long reach_mem_read_fd(void *ctx, uint64_t addr, void *buf, size_t len, int whole)
 {
 	const struct reach_fds *fds = ctx;
+	if (whole) {
+		ssize_t n = pread(fds->mem, buf, len, (off_t)addr);
+		return n > 0 ? (long)n : -1;
+	}
 	uint64_t pm[256];
 	size_t done = 0;
 	memset(buf, 0, len);
@@ -101,7 +108,7 @@ const uint8_t *reach_mem_get(struct reach_mem *m, uint64_t addr, size_t want, si
 			*len = 1;
 			return NULL;
 		}
-		long n = m->read(m->ctx, lo, w->buf, hi - lo);
+		long n = m->read(m->ctx, lo, w->buf, hi - lo, r->file);
 		w->lo = lo;
 		w->hi = hi;
 		w->bad = n != (long)(hi - lo);

@@ -4,7 +4,9 @@
  *  1. globals: the private writable mappings of files (a module's .data)
  *     and the anonymous mapping right after one (its .bss);
  *  2. TLS: around each thread's thread pointer (fs_base), its static TLS
- *     below it (16 KiB) and its thread block above (2304 bytes);
+ *     below it (the PT_TLS segments of the modules, read from their
+ *     program headers in memory, plus glibc's 1,664-byte surplus, rounded
+ *     up) and its thread block above (2304 bytes);
  *  3. stacks: the mapping holding each thread's SP, from SP - 128 (the
  *     red zone) to its end; nothing below SP (dead frames);
  *  4. registers: each thread's general registers;
@@ -20,7 +22,8 @@
 #include <string.h>
 
 #define RED_ZONE   128
-#define TLS_BELOW  16384
+#define TLS_SLACK  4096
+#define TLS_MAX    (1u << 20)
 #define TLS_ABOVE  2304
 
 static int overlaps(uint64_t lo, uint64_t hi, const uint64_t *skip, size_t nskip)
@@ -74,6 +77,37 @@ static void scan_outside_heaps(struct reach_marker *k, uint64_t lo, uint64_t hi,
 	}
 }
 
+/* The static TLS of the modules: the sum of their PT_TLS segments, read
+ * from the program headers each module's first mapping holds. */
+static uint64_t static_tls(struct reach_mem *m, const struct ha_maps *maps)
+{
+	uint64_t sum = TLS_SLACK;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ha_map *e = &maps->v[i];
+		if (e->offset != 0 || e->path[0] != '/' || !(e->prot & 1))
+			continue;
+		uint64_t w0, phoff, w7;
+		if (reach_mem_word(m, e->start, &w0) != 0 || (uint32_t)w0 != 0x464c457fu ||
+		    reach_mem_word(m, e->start + 32, &phoff) != 0 ||
+		    reach_mem_word(m, e->start + 56, &w7) != 0)
+			continue;
+		uint64_t phnum = w7 & 0xffff; /* e_phnum, at 56 */
+		for (uint64_t k = 0; k < phnum && k < 64 && phoff < e->end - e->start; k++) {
+			uint64_t at = e->start + phoff + k * 56, type, memsz, align;
+			if (reach_mem_word(m, at, &type) != 0 || (uint32_t)type != 7 /* PT_TLS */)
+				continue;
+			if (reach_mem_word(m, at + 40, &memsz) != 0 || reach_mem_word(m, at + 48, &align))
+				continue;
+			if (align == 0 || align > 4096)
+				align = 64;
+			sum += (memsz + align - 1) / align * align;
+		}
+		if (sum > TLS_MAX)
+			return TLS_MAX;
+	}
+	return sum;
+}
+
 static void mark_globals(struct reach_marker *k, const struct ha_maps *maps, const uint64_t *skip,
                          size_t nskip)
 {
@@ -93,6 +127,7 @@ static void mark_threads(struct reach_marker *k, const struct ha_maps *maps,
                          const struct reach_frozen *f, int kind, const uint64_t *skip,
                          size_t nskip)
 {
+	uint64_t below = kind == REACH_ROOT_TLS ? static_tls(k->m, maps) : 0;
 	for (size_t t = 0; t < f->nth; t++) {
 		const struct reach_thread *th = &f->th[t];
 		if (kind == REACH_ROOT_TLS) {
@@ -100,7 +135,7 @@ static void mark_threads(struct reach_marker *k, const struct ha_maps *maps,
 			const struct ha_map *e = map_of(maps, tp);
 			if (!e || !is_rw_private(e) || overlaps(e->start, e->end, skip, nskip))
 				continue;
-			uint64_t lo = tp - e->start > TLS_BELOW ? tp - TLS_BELOW : e->start;
+			uint64_t lo = tp - e->start > below ? tp - below : e->start;
 			uint64_t hi = e->end - tp > TLS_ABOVE ? tp + TLS_ABOVE : e->end;
 			scan_outside_heaps(k, lo, hi, kind, th->tid);
 		} else if (kind == REACH_ROOT_STACK) {

@@ -86,7 +86,7 @@ static void agent_memory(pid_t pid, const struct ha_maps *maps, struct skips *s)
 		skip_add(s, e->start, e->end);
 		if ((e->prot & 3) != 3)
 			continue;
-		struct reach_range rg = { e->start, e->end };
+		struct reach_range rg = { e->start, e->end, 0 };
 		struct reach_mem m = { .read = reach_mem_read_pid, .ctx = &pid, .ranges = &rg,
 		                       .nranges = 1 };
 		for (uint64_t a = e->start; a + 8 <= e->end; a += 8) {
@@ -133,7 +133,8 @@ static int build_ranges(const struct ha_maps *maps, struct reach_range **out, si
 	*n = 0;
 	for (size_t i = 0; i < maps->n; i++)
 		if ((maps->v[i].prot & 1) && strcmp(maps->v[i].path, "[vvar]") != 0)
-			(*out)[(*n)++] = (struct reach_range){ maps->v[i].start, maps->v[i].end };
+			(*out)[(*n)++] = (struct reach_range){ maps->v[i].start, maps->v[i].end,
+			                                       maps->v[i].path[0] == '/' };
 	return 0;
 }
 

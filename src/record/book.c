@@ -409,3 +409,15 @@ void ha_book_each_live(const struct ha_book *b, int kind,
 			each(ctx, l->addr, l->weight * (double)l->size);
 	}
 }
+
+void ha_book_each_block(const struct ha_book *b,
+                        void (*each)(void *ctx, uint64_t addr, uint64_t size, double weight,
+                                     uint32_t bucket, int kind),
+                        void *ctx)
+{
+	for (size_t i = 0; i < b->live.cap; i++) {
+		const struct live *l = ha_ht_slot(&b->live, &live_type, i);
+		if (l->addr && l->bucket && l->bucket <= b->nbuckets)
+			each(ctx, l->addr, l->size, l->weight, l->bucket, b->buckets[l->bucket - 1].kind);
+	}
+}

@@ -91,4 +91,11 @@ void ha_book_keep_peak(struct ha_book *b);
 size_t ha_book_peak_dirty(const struct ha_book *b);
 size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows);
 
+/* Every live sampled block: its address, size, sample weight, bucket and
+ * the bucket's kind (the reachability scan's input). */
+void ha_book_each_block(const struct ha_book *b,
+                        void (*each)(void *ctx, uint64_t addr, uint64_t size, double weight,
+                                     uint32_t bucket, int kind),
+                        void *ctx);
+
 #endif

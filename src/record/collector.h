@@ -83,6 +83,9 @@ enum { HA_COLLECTOR_NSTATS = sizeof(struct ha_collector_stats_count) };
 _Static_assert(sizeof(struct ha_collector_stats) == HA_COLLECTOR_NSTATS * sizeof(uint64_t),
                "the stats are copied as an array of uint64_t");
 
+struct ha_book;
+struct ha_wmsg_snapshot;
+
 struct ha_collector {
 	/* configuration, set before start */
 	pid_t pid;
@@ -111,6 +114,11 @@ struct ha_collector {
 	int (*py_resolve)(void *ctx, const struct ha_py_frame *f, const char **func,
 	                  const char **file, int *line);
 	void *py_resolve_ctx;
+	/* The reachability scan (heapattach --reach): called on the collector
+	 * thread at each snapshot once its rows are taken; it may scan the
+	 * target and hang the result on m (m->reach).  NULL: none. */
+	void (*reach)(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m);
+	void *reach_ctx;
 	/* owned by the collector thread */
 	struct ha_queue inbox;
 	pthread_t thread;

@@ -67,6 +67,43 @@ static void thin(struct ha_writer *w, const char *reason)
 		__atomic_fetch_add(&w->snapshots_thinned, (uint64_t)removed, __ATOMIC_RELAXED);
 }
 
+static void reach_free(struct ha_db_reach *r)
+{
+	if (r) {
+		free(r->rows);
+		free(r->holders);
+		free(r);
+	}
+}
+
+/* The scan of snapshot snap_id, its local ids made database ids (rows of
+ * stacks not interned are left out). */
+static void write_reach(struct ha_writer *w, struct idmap *ids, struct ha_db_reach *r,
+                        int64_t snap_id)
+{
+	char err[200];
+	size_t k = 0;
+	for (size_t i = 0; i < r->nrows; i++) {
+		uint64_t local = (uint64_t)r->rows[i].stack_id;
+		if (local < ids->cap && ids->v[local] > 0) {
+			r->rows[k] = r->rows[i];
+			r->rows[k++].stack_id = ids->v[local];
+		}
+	}
+	r->nrows = k;
+	k = 0;
+	for (size_t i = 0; i < r->nholders; i++) {
+		uint64_t local = (uint64_t)r->holders[i].stack_id;
+		if (local < ids->cap && ids->v[local] > 0) {
+			r->holders[k] = r->holders[i];
+			r->holders[k++].stack_id = ids->v[local];
+		}
+	}
+	r->nholders = k;
+	if (ha_db_reach(w->db, snap_id, r, err, sizeof err))
+		fail(w, "writing a reachability scan", err);
+}
+
 static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wmsg_snapshot *m)
 {
 	char err[200];
@@ -85,10 +122,14 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 	else {
 		__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
+		if (m->reach)
+			write_reach(w, ids, m->reach, snap_id);
 		if (w->on_snapshot)
 			w->on_snapshot(w->on_snapshot_arg, snap_id, m->info.reason);
 		thin(w, m->info.reason);
 	}
+	reach_free(m->reach);
+	m->reach = NULL;
 }
 
 /* Symbolize a new stack and store it. */

@@ -51,6 +51,9 @@ struct ha_wmsg_snapshot {
 	size_t n;
 	struct ha_db_bucket *rows;    /* owned by the message; stack_id = local id */
 	struct ha_db_memory *mem;     /* info.memory, owned by the message (mem_feed.h) */
+	struct ha_db_reach *reach;    /* a reachability scan, or NULL; owned by the
+	                               * message, malloc'ed with its rows and holders
+	                               * (stack_id = local id) */
 };
 
 struct ha_wmsg_end {

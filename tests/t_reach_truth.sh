@@ -1,0 +1,80 @@
+#!/bin/bash
+# t_reach_truth: heapattach --reach on a target of known truth
+# (tests/targets/reach_truth: 400 blocks of 4 KiB at each of its sites).
+# After a scan on SIGUSR2 and the one at detach, per call path: the sites
+# that dropped their blocks (drop_site, and parent_site's parents with
+# child_site's children) are unreachable, the others reachable, each within
+# 25% of the truth, with their holders: the globals g_held, g_table (one
+# heap hop: through the heap array it holds) and g_mid (pointers into the
+# middle of the blocks) named with their module, the blocked thread's stack
+# and its TLS.  The target is unharmed (its own check of the held blocks
+# answers as before), no child of it is left (the copies are reaped), and
+# each scan's figures are stored.  (--block: a ring that overflows on a
+# loaded machine drops samples, and the truth is then not what was sampled.)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/profile_lib.sh"
+require_all reach_truth
+command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
+
+N=400 SIZE=4096
+db=$W/reach.db
+start_profiled truth reach_truth --reach -i 4096 --block -q -s 3600 -o "$db"
+target_cmd "build $N $SIZE"
+target_cmd check
+before=$(grep '^check ' "$TOUT" | tail -n 1)
+[ "$before" = "check $((13 * N))" ] || fail "the target's check before the scans: '$before'"
+
+kill -USR2 "$HAPID" || fail "heapattach is gone"
+wait_for 30 '[ "$(sqlite3 "$db" "SELECT count(*) FROM reach_scans" 2>/dev/null)" = 1 ]' ||
+	fail "no scan stored within 30 s of SIGUSR2"
+[ -z "$(ps -o pid= --ppid "$pid")" ] || fail "the target has a child after the scan: $(ps -o pid,stat,comm --ppid "$pid")"
+detach_by_signal INT "$pid"
+target_cmd check
+after=$(grep '^check ' "$TOUT" | tail -n 1)
+[ "$after" = "$before" ] || fail "the target's check changed: '$before' then '$after'"
+[ -z "$(ps -o pid= --ppid "$pid")" ] || fail "the target has a child after detach: $(ps -o pid,stat,comm --ppid "$pid")"
+grep -q 'reachability scan' "$HA_ERR" && fail "heapattach said a scan failed: $(grep 'reachability scan' "$HA_ERR")"
+
+q() { sqlite3 -batch -separator ' ' "$db" "$1" || fail "sqlite3 failed on: $1"; }
+scans=$(q "SELECT s.reason, r.error FROM reach_scans r JOIN snapshots s ON s.id = r.snapshot_id ORDER BY s.id")
+log "scans: $(q "SELECT pause_ms, duration_ms, bytes_scanned, cow_bytes, chunks, blocks FROM reach_scans" | tr '\n' ';')"
+[ "$scans" = "reach 
+detach " ] || fail "scans stored: '$scans' (expected one of reason reach, one at detach, no error)"
+
+# per site at the last scan: unreachable, reachable bytes; the top holder.
+last=$(q "SELECT max(snapshot_id) FROM reach_scans")
+site() {
+	q "SELECT round(total(r.unreachable_bytes)), round(total(r.reachable_bytes)),
+	          (SELECT h.root || '|' || h.name || '|' || h.hops FROM reach_holders h
+	            WHERE h.snapshot_id = $last AND h.stack_id IN
+	                  (SELECT stack_id FROM stack_text WHERE leaf_function = '$1')
+	            ORDER BY h.bytes DESC LIMIT 1)
+	     FROM reach_rows r JOIN stack_text st ON st.stack_id = r.stack_id
+	    WHERE r.snapshot_id = $last AND st.leaf_function = '$1'"
+}
+truth=$((N * SIZE))
+check_site() { # SITE unreachable|reachable [ROOT|NAME|HOPS]
+	local s=$1 want=$2 holder=${3:-} u r h
+	read -r u r h < <(site "$s")
+	log "$s: unreachable $u, reachable $r, held by $h"
+	if [ "$want" = unreachable ]; then
+		within 25 "$u" "$truth" || fail "$s: unreachable $u is not within 25% of $truth"
+		[ "${r%.0}" = 0 ] || within 5 "$r" 0 2>/dev/null || [ "$(awk -v r="$r" -v t="$truth" 'BEGIN { print (r < t / 20) }')" = 1 ] ||
+			fail "$s: $r bytes found reachable, nothing should be"
+	else
+		within 25 "$r" "$truth" || fail "$s: reachable $r is not within 25% of $truth"
+		[ "$(awk -v u="$u" -v t="$truth" 'BEGIN { print (u < t / 20) }')" = 1 ] ||
+			fail "$s: $u bytes found unreachable"
+		[ "$h" = "$holder" ] || fail "$s: held by '$h', expected '$holder'"
+	fi
+}
+check_site drop_site unreachable
+check_site parent_site unreachable
+check_site child_site unreachable
+check_site global_site reachable 'global|g_held [reach_truth]|0'
+check_site table_site reachable 'global|g_table [reach_truth]|1'
+check_site middle_site reachable 'global|g_mid [reach_truth]|0'
+tid=$(ls "/proc/$pid/task" | sort -n | sed -n 2p)
+check_site thread_site reachable "stack|tid $tid|0"
+check_site tls_site reachable "tls|tid $tid|0"
+echo "ok: every site within 25% of the truth, the holders named"
