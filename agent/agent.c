@@ -65,6 +65,7 @@
 #include "pywalk.h"
 #include "resolve.h"
 #include "slices.h"
+#include "trim.h"
 #include "sampler.h"
 #include "tls.h"
 
@@ -524,6 +525,9 @@ static enum end_reason serve(void)
 			switch (m.type) {
 			case HA_MSG_DETACH:
 				return END_DETACH;
+			case HA_MSG_TRIM:
+				ha_trim_reply(g_sock);
+				break;
 			default:
 				ha_msg_send_error(g_sock, EPROTO, "unexpected message", NULL);
 				break;

@@ -16,6 +16,7 @@
  *  <- resolve           the real functions behind the hooks
  *  <- got               patching and restoring GOT slots, module passes
  *  <- msg, slices       messages on the attacher's socket; short time slices
+ *  <- trim              malloc_trim(0) on the agent's thread (heapattach --trim)
  *  <- agent             the entry: handshake, session, detach, fork
  * A call upward goes through a pointer the higher module registers (the one
  * there is: hooks' dlopen wrapper -> got's patch pass, see stubs.h).

@@ -96,6 +96,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapattach: target %d (%s) checked in %.1f ms%s%s\n", (int)t.pid,
 		        t.comm, t_checked - t_start, t.agent_loaded ? "; agent already loaded" : "",
 		        t.seccomp_filter ? "; a seccomp filter is active" : "");
+	if (o.trim) { /* no profile: heapattach_trim.c */
+		ha_session_init(&s);
+		s.own_pid = t.own_pid;
+		if (o.trim == HA_TRIM_DO &&
+		    ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes / rings, rings, err,
+		                    sizeof err)) {
+			fprintf(stderr, "heapattach: %s\n", err);
+			ha_session_close(&s);
+			return EXIT_REFUSED;
+		}
+		status = cmd_trim(&o, &t, &s, t_start, t_checked);
+		ha_session_close(&s);
+		return status;
+	}
 	if (o.db)
 		snprintf(dbname, sizeof dbname, "%s", o.db);
 	else

@@ -59,6 +59,11 @@ static void usage(FILE *f)
 	        "                        shorter than SECS, then every SECS; SIGUSR1 to\n"
 	        "                        heapattach takes one at once; the last one at detach,\n"
 	        "                        and the peak of the live heap if no snapshot holds it\n"
+	        "      --trim[=predict]  no profile: predict what malloc_trim(0) would give back\n"
+	        "                        (the free whole pages glibc holds), ask the agent to\n"
+	        "                        call it on its own thread, print the RssAnon drop\n"
+	        "                        predicted and measured, detach; =predict only reads\n"
+	        "                        (each arena is locked while malloc_trim walks it)\n"
 	        "      --live            a full-screen view of what is growing, refreshed every\n"
 	        "                        second (keys: ? in the view); needs a terminal\n"
 	        "      --rss             also resident memory by first-touch call path: sample\n"
@@ -191,7 +196,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_MAX_CALLPATHS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
-	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS, OPT_REACH };
+	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS, OPT_REACH, OPT_TRIM };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -213,6 +218,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "nice", required_argument, NULL, OPT_NICE },
 		{ "rss", no_argument, NULL, OPT_RSS },
 		{ "live", no_argument, NULL, OPT_LIVE },
+		{ "trim", optional_argument, NULL, OPT_TRIM },
 		{ "rss-period", required_argument, NULL, OPT_RSS_PERIOD },
 		{ "reach", optional_argument, NULL, OPT_REACH },
 		{ "push", required_argument, NULL, OPT_PUSH },
@@ -379,6 +385,14 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_LIVE:
 			o->live = 1;
+			break;
+		case OPT_TRIM:
+			if (optarg && strcmp(optarg, "predict") != 0) {
+				fprintf(stderr, "heapattach: --trim takes no value but 'predict' (--trim=predict), "
+				        "not '%s'\n", optarg);
+				return -1;
+			}
+			o->trim = optarg ? HA_TRIM_PREDICT : HA_TRIM_DO;
 			break;
 		case OPT_RSS_PERIOD:
 			if (parse_u64(optarg, &o->rss_period) || o->rss_period < 1 ||

@@ -18,6 +18,9 @@ enum ha_python_mode {
 	HA_PYTHON_OFF = 2,      /* native stacks only (--no-python) */
 };
 
+/* --trim: none, predict and ask glibc (--trim), only predict (--trim=predict) */
+enum ha_trim_mode { HA_TRIM_NONE = 0, HA_TRIM_DO = 1, HA_TRIM_PREDICT = 2 };
+
 struct options {
 	pid_t pid;
 	double duration_s;      /* 0 = until a signal or the target's exit */
@@ -39,6 +42,7 @@ struct options {
 	uint64_t nice;          /* --nice: the background threads' nice offset */
 	int rss;                /* --rss: page-fault sampling too */
 	int live;               /* --live: the full-screen view */
+	int trim;               /* --trim: enum ha_trim_mode */
 	uint64_t rss_period;    /* --rss-period: faults per sample */
 	int reach;              /* --reach: a reachability scan at the end... */
 	double reach_every_s;   /* ...and every SECS (--reach=SECS; 0: none) */

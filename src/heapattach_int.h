@@ -9,6 +9,8 @@
  *     -> heapattach_db.c       the database's name, checks and open (a leaf)
  *     -> heapattach_session.c  the agent: inject, handshake, detach
  *     -> heapattach_stay.c     cmd_setup_signals, cmd_stop_pending only
+ *     -> heapattach_trim.c     --trim: predict, malloc_trim(0), measure
+ *          -> heapattach_session.c (attach, detach)
  *     -> heapattach_record.c   one recording session, start to summary
  *          -> heapattach_session.c (detach), heapattach_db.c,
  *             heapattach_live.c, heapattach_status.c (the summary)
@@ -114,6 +116,13 @@ int cmd_attach(const struct options *o, const struct ha_target *t, struct ha_ses
                double t_checked);
 int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_session *s,
                enum stop_reason why, int signo);
+
+/* ---- heapattach_trim.c: --trim and --trim=predict -------------------- */
+
+/* Predict, then (unless --trim=predict) attach, malloc_trim(0) on the
+ * agent's thread, the drop measured, detach.  Returns the exit status. */
+int cmd_trim(const struct options *o, const struct ha_target *t, struct ha_session *s,
+             double t_start, double t_checked);
 
 /* ---- heapattach_stay.c: signals, timers, the loop while attached ---- */
 

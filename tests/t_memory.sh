@@ -8,9 +8,10 @@
 # their pages empty entirely.  At the snapshot that follows, the terms of
 # memory_terms add up to RssAnon with unexplained within 5% + 4 MiB; each
 # term within 25% of what the target made; the arenas one main and four
-# thread arenas of 8 MiB in use each; and the target's own malloc_trim(0)
-# gives back what allocator_free_trimmable predicted, within 25%, and
-# leaves the pinned holes (the next snapshot still shows them).  heapdiff
+# thread arenas of 8 MiB in use each; and
+# heapattach --trim (malloc_trim(0) on the agent's thread) gives back what
+# it predicted, within 25%, and leaves the pinned holes; --trim=predict
+# changes nothing.  heapdiff
 # --memory shows the same terms (text, json), and refuses a version-9 file
 # in one line.
 . "$(dirname "$0")/lib.sh"
@@ -95,18 +96,30 @@ grep -qx "heapdiff: $W/v9.db: no memory breakdown: the file was written before s
 	fail "heapdiff --memory on a version-9 file: $(cat "$W/v9.out")"
 echo "ok: heapdiff --memory, text and json; a version-9 file refused in one line"
 
-# ---- malloc_trim(0) in the target: the drop predicted, the holes kept
-before=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$pid/smaps_rollup")
-target_cmd trim
-after=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$pid/smaps_rollup")
-near "RssAnon given back by malloc_trim(0)" $(((before - after) * 1024)) "$(term allocator_free_trimmable)" 25
-snapshot_now "$db"
-sid2=$(q "$db" "SELECT max(id) FROM snapshots WHERE memory_rss_anon_bytes IS NOT NULL")
-near "allocator_free_pinned after the trim" "$(term allocator_free_pinned "$sid2")" "$pinned_truth" 25
-[ "$(term allocator_free_trimmable "$sid2")" -lt $MiB ] || fail "trimmable after the trim: $(term allocator_free_trimmable "$sid2")"
-echo "ok: malloc_trim gave back what was predicted, the pinned holes stayed"
-
 kill -INT "$HAPID"
 wait "$HAPID" || fail "heapattach exited $? on SIGINT"
+
+# ---- heapattach --trim: predicted, then given back; the holes kept
+mib() { awk -v m="$1" 'BEGIN { printf "%.0f", m * 1048576 }'; }
+predicted=$(term allocator_free_trimmable)
+maps_before=$(cat "/proc/$pid/maps")
+run_ha --trim=predict "$pid"
+[ "$HA_RC" = 0 ] || fail "--trim=predict exited $HA_RC"
+[ "$(cat "/proc/$pid/maps")" = "$maps_before" ] || fail "--trim=predict changed the target's mappings"
+p=$(sed -n 's/.*malloc_trim(0) would give back \([0-9.]*\) MiB.*/\1/p' "$HA_ERR")
+[ -n "$p" ] || fail "--trim=predict: no prediction line"
+near "--trim=predict" "$(mib "$p")" "$predicted" 5
+run_ha --trim "$pid"
+[ "$HA_RC" = 0 ] || fail "--trim exited $HA_RC"
+read -r gave pred <<<"$(sed -n 's/.*gave back \(-*[0-9.]*\) MiB (predicted \([0-9.]*\) MiB.*/\1 \2/p' "$HA_ERR")"
+[ -n "$pred" ] || fail "--trim: no 'gave back ... (predicted ...)' line"
+near "RssAnon given back by --trim" "$(mib "$gave")" "$(mib "$pred")" 25
+grep -Eq "$(re_detached "$pid")" "$HA_ERR" || fail "--trim did not detach"
+run_ha --trim=predict "$pid"
+p=$(sed -n 's/.*would give back \([0-9.]*\) MiB.*/\1/p' "$HA_ERR")
+pinned=$(sed -n 's/.* \([0-9.]*\) MiB free beside live blocks stays.*/\1/p' "$HA_ERR")
+awk -v p="$p" 'BEGIN { exit !(p < 1) }' || fail "trimmable after --trim: $p MiB"
+near "pinned after --trim" "$(mib "$pinned")" "$pinned_truth" 25
+echo "ok: --trim gave back what it predicted, the pinned holes stayed"
 check_alive "$pid"
 echo ok

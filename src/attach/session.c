@@ -551,6 +551,24 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 	return 0;
 }
 
+int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, char *err,
+                    size_t errlen)
+{
+	struct ha_msg m;
+	double deadline = ha_now_ms() + timeout_ms;
+	if (s->conn_fd < 0) {
+		ha_err(err, errlen, "no agent connected");
+		return -1;
+	}
+	ha_msg_init(&m, HA_MSG_TRIM);
+	if (send_msg(s, &m, -1, err, errlen) || recv_msg(s, &m, HA_MSG_TRIMMED, deadline, err, errlen))
+		return -1;
+	/* From the target: only its two values are used, each bounded. */
+	*result = m.u.trimmed.result < -1 ? -1 : m.u.trimmed.result > 1 ? 1 : m.u.trimmed.result;
+	*ns = m.u.trimmed.ns;
+	return 0;
+}
+
 int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
 {
 	struct ha_msg m;

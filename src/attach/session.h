@@ -68,6 +68,12 @@ int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
                       char *err, size_t errlen);
 
+/* heapattach --trim: ask the agent for malloc_trim(0) on its thread and
+ * wait for TRIMMED: *result is what it returned (-1: no malloc_trim in the
+ * target), *ns how long it took there.  0, or -1 with err. */
+int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, char *err,
+                    size_t errlen);
+
 /* The agent's socket became readable while it was not asked anything: it
  * is hanging up, maybe after an ERROR saying why (the program unmapped the
  * ring).  1 with that ERROR's text (cleaned) in err, else 0. */

@@ -22,7 +22,7 @@
 #include "ha_py.h"
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 13u
+#define HA_PROTO_VERSION 14u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -111,6 +111,8 @@ struct ha_agent_state {
  *   agent    -> attacher  HA_MSG_HELLO
  *   attacher -> agent     HA_MSG_CONFIG   (+ ring memfd via SCM_RIGHTS)
  *   agent    -> attacher  HA_MSG_READY    (hooks installed) or HA_MSG_ERROR
+ *   attacher -> agent     HA_MSG_TRIM     (heapattach --trim, any number)
+ *   agent    -> attacher  HA_MSG_TRIMMED  (malloc_trim(0) done on its thread)
  *   attacher -> agent     HA_MSG_DETACH
  *   agent    -> attacher  HA_MSG_DETACHED (hooks restored, ring unmapped)
  * A hang-up at any point makes the agent restore everything by itself.
@@ -126,6 +128,8 @@ enum ha_msg_type {
 	/* 5, 6: retired (see above) */
 	HA_MSG_DETACH = 7,
 	HA_MSG_DETACHED = 8,
+	HA_MSG_TRIM = 9,
+	HA_MSG_TRIMMED = 10,
 };
 
 #define HA_CFG_BLOCK 0x1u /* ring full: wait instead of dropping */
@@ -166,6 +170,15 @@ struct ha_counters {
 	uint64_t modules_patched;
 };
 
+/* TRIMMED: what malloc_trim(0) returned on the agent's thread (1 memory
+ * given back, 0 none, -1 the target's libc has no malloc_trim) and how
+ * long it took (it holds each arena's lock while it walks it). */
+struct ha_msg_trimmed {
+	int32_t result;
+	uint32_t pad;
+	uint64_t ns;
+};
+
 struct ha_msg_error {
 	int32_t code;            /* errno-style */
 	char    text[120];       /* NUL-terminated inside the array */
@@ -180,6 +193,7 @@ struct ha_msg {
 		struct ha_msg_config config;
 		struct ha_counters counters;   /* READY, DETACHED */
 		struct ha_msg_error error;
+		struct ha_msg_trimmed trimmed;
 		uint8_t pad[128];
 	} u;
 };

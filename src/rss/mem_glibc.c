@@ -234,13 +234,13 @@ static int cmp_range(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static int add_range(struct ha_mem_glibc *g, uint64_t s, uint64_t e)
+static int add_range(struct ha_mem_glibc *g, uint64_t s, uint64_t e, uint64_t resident)
 {
 	struct ha_mem_range *v = realloc(g->heaps, (g->nheaps + 1) * sizeof *v);
 	if (!v)
 		return -1;
 	g->heaps = v;
-	v[g->nheaps++] = (struct ha_mem_range){ s, e };
+	v[g->nheaps++] = (struct ha_mem_range){ s, e, resident };
 	return 0;
 }
 
@@ -259,8 +259,9 @@ static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
 	return ha_remote_read(pid, addr, v, 8);
 }
 
-/* The heaps of thread arenas: 64 MiB-aligned private anonymous mappings
- * starting with a plausible heap_info.  *hdr: sizeof heap_info, as the
+/* The heaps of thread arenas: 64 MiB-aligned addresses of private
+ * anonymous mappings (the kernel may merge a heap with the mapping below
+ * it, a thread's stack) holding a plausible heap_info.  *hdr: sizeof heap_info, as the
  * first heaps of arenas tell (32 if none does). */
 static size_t find_thread_heaps(pid_t pid, const struct ha_maps *m, struct heap_found **out,
                                 uint64_t *hdr)
@@ -270,22 +271,24 @@ static size_t find_thread_heaps(pid_t pid, const struct ha_maps *m, struct heap_
 	*hdr = 32;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct ha_map *e = &m->v[i];
-		if (e->path[0] || e->shared || (e->start % HEAP_MAX) ||
-		    (e->prot & 3) != 3)
+		if (e->path[0] || e->shared || (e->prot & 3) != 3)
 			continue;
-		uint64_t hi[4];
-		if (ha_remote_read(pid, e->start, hi, sizeof hi) != 0)
-			continue;
-		if (hi[0] == 0 || hi[2] < PG || hi[2] > HEAP_MAX || hi[2] > e->end - e->start ||
-		    hi[3] < hi[2] || hi[3] > HEAP_MAX || (hi[0] & 15))
-			continue;
-		if (hi[0] == e->start + 32 || hi[0] == e->start + 48)
-			*hdr = hi[0] - e->start;
-		struct heap_found *v = realloc(*out, (n + 1) * sizeof *v);
-		if (!v)
-			break;
-		*out = v;
-		v[n++] = (struct heap_found){ e->start, hi[2], hi[0] };
+		for (uint64_t at = (e->start + HEAP_MAX - 1) & ~(HEAP_MAX - 1); at < e->end;
+		     at += HEAP_MAX) {
+			uint64_t hi[4];
+			if (ha_remote_read(pid, at, hi, sizeof hi) != 0)
+				continue;
+			if (hi[0] == 0 || hi[2] < PG || hi[2] > HEAP_MAX || hi[2] > e->end - at ||
+			    hi[3] < hi[2] || hi[3] > HEAP_MAX || (hi[0] & 15))
+				continue;
+			if (hi[0] == at + 32 || hi[0] == at + 48)
+				*hdr = hi[0] - at;
+			struct heap_found *v = realloc(*out, (n + 1) * sizeof *v);
+			if (!v)
+				return n;
+			*out = v;
+			v[n++] = (struct heap_found){ at, hi[2], hi[0] };
+		}
 	}
 	return n;
 }
@@ -329,8 +332,9 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 	if (brk) {
 		struct ha_mem_arena *a = add_arena(g, main_addr, 1);
 		if (a) {
+			uint64_t r0 = a->resident;
 			walk_heap(pid, pmfd, a, brk->start, brk->start, brk->end, &budget, &g->bytes_read);
-			add_range(g, brk->start, brk->end);
+			add_range(g, brk->start, brk->end, a->resident - r0);
 		}
 	}
 	for (size_t i = 0; i < nth; i++) {
@@ -344,8 +348,9 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 			continue;
 		uint64_t s = th[i].start, e = s + th[i].size;
 		uint64_t first = th[i].ar_ptr == s + hdr ? (s + hdr + MSTATE_SIZE + 15) & ~15ULL : s + hdr;
+		uint64_t r0 = a->resident;
 		walk_heap(pid, pmfd, a, s, first, e, &budget, &g->bytes_read);
-		add_range(g, s, e);
+		add_range(g, s, e, a->resident - r0);
 	}
 	free(th);
 	close(pmfd);
@@ -379,4 +384,13 @@ int ha_mem_glibc_in_heap(const struct ha_mem_glibc *g, uint64_t addr)
 			return 1;
 	}
 	return 0;
+}
+
+uint64_t ha_mem_glibc_resident_in(const struct ha_mem_glibc *g, uint64_t start, uint64_t end)
+{
+	uint64_t r = 0;
+	for (size_t i = 0; i < g->nheaps; i++)
+		if (g->heaps[i].start >= start && g->heaps[i].end <= end)
+			r += g->heaps[i].resident;
+	return r;
 }

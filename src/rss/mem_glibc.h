@@ -17,6 +17,7 @@
 
 struct ha_mem_range {
 	uint64_t start, end;
+	uint64_t resident;      /* its resident bytes (pagemap) */
 };
 
 struct ha_mem_arena {
@@ -54,6 +55,8 @@ void ha_mem_glibc_free(struct ha_mem_glibc *g);
 
 /* Is addr inside a heap walked? */
 int ha_mem_glibc_in_heap(const struct ha_mem_glibc *g, uint64_t addr);
+/* The resident bytes of the heaps inside [start, end). */
+uint64_t ha_mem_glibc_resident_in(const struct ha_mem_glibc *g, uint64_t start, uint64_t end);
 
 /* The pagemap of [start, end) (page aligned): one entry per page, read
  * into a malloc'ed array (*out).  0 or -errno. */

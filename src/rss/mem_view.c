@@ -146,7 +146,8 @@ static uint64_t rollup_anon(pid_t pid)
  * 0, size a whole number of pages with only IS_MMAPPED set.  The first 16
  * bytes of every resident page are read, up to IOV_BATCH pages a call. */
 #define IOV_BATCH 512
-static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m)
+static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m,
+                                     const struct ha_mem_glibc *g)
 {
 	uint64_t *pm, r = 0;
 	if (ha_mem_pagemap(pmfd, m->start, m->end, &pm) != 0)
@@ -159,7 +160,7 @@ static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m
 	for (size_t i = 0; i < np;) {
 		int k = 0;
 		for (; i < np && k < IOV_BATCH; i++) {
-			if (!ha_mem_present(pm[i]))
+			if (!ha_mem_present(pm[i]) || (g && ha_mem_glibc_in_heap(g, m->start + i * PG)))
 				continue;
 			lv[k] = (struct iovec){ hdr[i], 16 };
 			rv[k++] = (struct iovec){ (void *)(uintptr_t)(m->start + i * PG), 16 };
@@ -169,7 +170,8 @@ static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m
 	}
 	for (size_t i = 0; i < np;) {
 		uint64_t sz = hdr[i][1] & ~7ULL;
-		if (!ha_mem_present(pm[i]) || hdr[i][0] != 0 || (hdr[i][1] & 7) != 2 || sz == 0 ||
+		if (!ha_mem_present(pm[i]) || (g && ha_mem_glibc_in_heap(g, m->start + i * PG)) ||
+		    hdr[i][0] != 0 || (hdr[i][1] & 7) != 2 || sz == 0 ||
 		    sz % PG || sz / PG > np - i) {
 			i++;
 			continue;
@@ -234,8 +236,16 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		uint64_t anon = v[i].anon;
 		if (anon == 0)
 			continue;
-		if (have_glibc && (ha_mem_glibc_in_heap(&g, m->start) || strcmp(m->path, "[heap]") == 0))
+		if (have_glibc && strcmp(m->path, "[heap]") == 0)
 			continue; /* the walk's */
+		/* A thread arena's heap, or a mapping merged with some: the
+		 * heaps' pages are the walk's, the rest is the mapping's. */
+		if (have_glibc) {
+			uint64_t h = ha_mem_glibc_resident_in(&g, m->start, m->end);
+			if (h >= anon)
+				continue;
+			anon -= h;
+		}
 		if (strstr(m->path, "heapattach_agent")) {
 			out->terms[HA_MT_PROFILER] += (int64_t)anon;
 			continue;
@@ -247,7 +257,8 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 			out->terms[HA_MT_THREAD_STACKS] += (int64_t)anon;
 			continue;
 		}
-		uint64_t chunks = private_anon && pmfd >= 0 ? mmap_chunks_resident(pid, pmfd, m) : 0;
+		uint64_t chunks = private_anon && pmfd >= 0
+		                  ? mmap_chunks_resident(pid, pmfd, m, have_glibc ? &g : NULL) : 0;
 		if (chunks > anon)
 			chunks = anon;
 		out->terms[HA_MT_MMAP_CHUNKS] += (int64_t)chunks;
