@@ -10,6 +10,7 @@
  *   heapdiff --peak DB                the live heap at its highest point
  *   heapdiff --heap-vs-rss DB [[A] B] per function: heap and mmap against
  *                                     resident and swapped memory
+ *   heapdiff --reach DB [S]           leaked or held, by call path (reach.c)
  *   heapdiff -f html -o FILE DB [A] B one page: chart, flame graphs, leaks
  *   heapdiff --push URL DB [[A] B]    the snapshots A..B sent to a profile
  *                                     store (src/push/push_batch.c)
@@ -40,10 +41,12 @@
 #include "push.h"
 #include "render.h"
 #include "memory.h"
+#include "reach.h"
 
 /* A debug file fetched for heapdiff: at most this long each, unless
  * DEBUGINFOD_MAXTIME says otherwise. */
 #define LATE_TIMEOUT_S 30.0
+#define MEM_OPT(o) ((o)->memory == 2 ? "--reach" : "--memory")
 
 #ifndef HA_VERSION
 #define HA_VERSION "0"
@@ -88,7 +91,7 @@ struct options {
 	int exact_bytes;
 	enum hd_format format;
 	const char *output;
-	int leaks, peak, vs, memory;
+	int leaks, peak, vs, memory; /* memory: 1 --memory, 2 --reach (one snapshot's table) */
 	struct hd_filter flt;
 	struct ha_push_conf push;  /* --push and its options; nurls 0: none */
 	int push_options;          /* one of its options was given */
@@ -117,6 +120,7 @@ static void usage(FILE *f)
 	        "       heapdiff --peak [options] DB\n"
 	        "       heapdiff --heap-vs-rss [options] DB [[A] B]\n"
 	        "       heapdiff --memory [options] DB [S]\n"
+	        "       heapdiff --reach [options] DB [S]\n"
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
 	        "the RSS change.  With only B, the live heap at B.  With neither, A = first\n"
@@ -147,6 +151,10 @@ static void usage(FILE *f)
 	        "                        overhead, mmapped chunks, thread stacks, the\n"
 	        "                        profiler, other anonymous memory and what is\n"
 	        "                        unexplained; glibc's arenas; text or json\n"
+	        "      --reach           leaked or held at snapshot S (default last; its scan by\n"
+	        "                        heapattach --reach): per call path the live heap that\n"
+	        "                        nothing points to any more, what is reachable and\n"
+	        "                        who holds it; text or json\n"
 	        "  -n, --top N           show the N first callstacks (default 10; 0 = all)\n"
 	        "      --by WHAT[,WHAT]  what a row is: stack (a call path, the default),\n"
 	        "                        function (ranked by flat: what it allocated itself)\n"
@@ -312,7 +320,7 @@ static void check_push(struct options *o)
 	}
 	if (o->report_opt || o->leaks || o->vs || o->memory)
 		usage_error("--push sends each snapshot's whole profile: it writes no report (%s)",
-		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->memory ? "--memory"
+		            o->leaks ? "--leaks" : o->vs ? "--heap-vs-rss" : o->memory ? MEM_OPT(o)
 		            : o->report_opt);
 	if (ha_push_check_conf(c, err, sizeof err) < 0)
 		usage_error("%s", err);
@@ -322,7 +330,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
 	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES, O_PUSH, O_APP, O_LABEL, O_PUSH_HEADER,
-	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD, O_MEMORY };
+	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD, O_MEMORY, O_REACH };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "format", required_argument, NULL, 'f' },
@@ -331,6 +339,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "peak", no_argument, NULL, O_PEAK },
 		{ "heap-vs-rss", no_argument, NULL, O_VS },
 		{ "memory", no_argument, NULL, O_MEMORY },
+		{ "reach", no_argument, NULL, O_REACH },
 		{ "top", required_argument, NULL, 'n' },
 		{ "by", required_argument, NULL, O_BY },
 		{ "session", required_argument, NULL, O_SESSION },
@@ -397,6 +406,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_PEAK: o->peak = 1; break;
 		case O_VS: o->vs = 1; break;
 		case O_MEMORY: o->memory = 1; break;
+		case O_REACH: o->memory = 2; break;
 		case 'n': o->top = parse_long(optarg, "--top", 0); break;
 		case O_BY: parse_by(o, optarg); break;
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
@@ -450,10 +460,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 	}
 
 	if (o->memory && (o->leaks || o->peak || o->vs || o->by_view))
-		usage_error("--memory and %s exclude each other", o->leaks ? "--leaks" : o->peak ? "--peak"
-		            : o->vs ? "--heap-vs-rss" : "--by");
+		usage_error("%s and %s exclude each other", MEM_OPT(o), o->leaks ? "--leaks" : o->peak
+		            ? "--peak" : o->vs ? "--heap-vs-rss" : "--by");
 	if (o->memory && o->format != HD_TEXT && o->format != HD_JSON)
-		usage_error("--memory writes text or json");
+		usage_error("%s writes text or json", MEM_OPT(o));
 
 	/* The database operand, unless --db or the first operand is FILE:SPEC. */
 	if (!o->db && optind < argc) {
@@ -467,7 +477,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	if (nops > 2)
 		usage_error("too many operands (a database and at most two snapshots)");
 	if (o->memory && nops > 1)
-		usage_error("--memory reads one snapshot: DB [S]");
+		usage_error("%s reads one snapshot: DB [S]", MEM_OPT(o));
 	if ((o->leaks || o->peak) && nops > 0)
 		usage_error("%s takes a database and no snapshot operands", o->leaks ? "--leaks" : "--peak");
 	for (int i = 0; i < nops; i++) {
@@ -573,19 +583,27 @@ static int heap_vs_rss(const struct options *o, struct hd_report *r, const struc
 }
 
 /* --memory: where RssAnon went at b (or the latest snapshot before it that
- * has a breakdown). */
+ * has a breakdown); --reach: its latest reachability scan. */
 static int memory_report(const struct options *o, const struct hd_snap *b, struct hd_source *src,
                          int nsrc)
 {
 	struct hd_memory m;
-	check(hd_memory_load(b, o->exact_bytes, &m));
+	struct hd_reach rm;
+	check(o->memory == 2 ? hd_reach_load(b, &rm) : hd_memory_load(b, o->exact_bytes, &m));
 	FILE *out = open_output(o);
-	if (o->format == HD_JSON)
+	if (o->memory == 2 && o->format == HD_JSON)
+		hd_write_reach_json(out, b, &rm, o->top);
+	else if (o->memory == 2)
+		hd_write_reach_text(out, b, &rm, o->top, o->exact_bytes);
+	else if (o->format == HD_JSON)
 		hd_write_memory_json(out, b, &m);
 	else
 		hd_write_memory_text(out, b, &m, o->exact_bytes);
 	int rc = close_output(out, o);
-	hd_memory_free(&m);
+	if (o->memory == 2)
+		hd_reach_free(&rm);
+	else
+		hd_memory_free(&m);
 	for (int i = 0; i < nsrc; i++)
 		hd_source_close(&src[i]);
 	return rc;

@@ -9,7 +9,8 @@
 # middle of the blocks) named with their module, the blocked thread's stack
 # and its TLS.  The target is unharmed (its own check of the held blocks
 # answers as before), no child of it is left (the copies are reaped), and
-# each scan's figures are stored.  (--block: a ring that overflows on a
+# each scan's figures are stored; heapdiff --reach shows them as text and JSON.
+# (--block: a ring that overflows on a
 # loaded machine drops samples, and the truth is then not what was sampled.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
@@ -78,3 +79,24 @@ tid=$(ls "/proc/$pid/task" | sort -n | sed -n 2p)
 check_site thread_site reachable "stack|tid $tid|0"
 check_site tls_site reachable "tls|tid $tid|0"
 echo "ok: every site within 25% of the truth, the holders named"
+
+# heapdiff --reach: the same, as text and as JSON.
+HD=$HA_BUILDDIR/src/heapdiff
+"$HD" --reach -n 0 "$db" >"$W/reach.txt" 2>&1 || fail "heapdiff --reach failed: $(cat "$W/reach.txt")"
+sed 's/^/    /' "$W/reach.txt" | head -n 20
+grep -Eq '^ +LIVE +UNREACHABLE +REACHABLE +HELD BY$' "$W/reach.txt" || fail "heapdiff --reach: no header"
+grep -q 'global g_held \[reach_truth\]' "$W/reach.txt" || fail "heapdiff --reach names no g_held"
+"$HD" --reach -f json "$db" >"$W/reach.json" 2>&1 || fail "heapdiff --reach -f json failed: $(cat "$W/reach.json")"
+python3 - "$W/reach.json" <<'PY' || fail "heapdiff --reach -f json: $(head -c 600 "$W/reach.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["reach"]
+rows = {r["frames"][0]["function"]: r for r in d["rows"] if r["frames"]}
+for k in ("unreachable_bytes", "unreachable_objects", "reachable_bytes", "reachable_objects", "held_by"):
+    assert all(k in r for r in d["rows"]), k
+assert rows["drop_site"]["unreachable_bytes"] > 0 and rows["drop_site"]["held_by"] == []
+h = rows["global_site"]["held_by"][0]
+assert (h["root"], h["name"], h["hops"]) == ("global", "g_held [reach_truth]", 0), h
+assert rows["table_site"]["held_by"][0]["hops"] == 1
+assert d["scan"]["pause_ms"] > 0 and d["scan"]["blocks"] > 0
+PY
+echo "ok: heapdiff --reach as text and JSON"

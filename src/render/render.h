@@ -114,6 +114,14 @@ void hd_func_text_name(FILE *f, const struct hd_frame *fr);
 
 /* --heap-vs-rss's rows (struct hd_vs, hd_vs_build) as text or JSON
  * (heap_vs_rss_write.c). */
+struct hd_reach;
+struct hd_reach_row;
+/* heapdiff --reach (reach_write.c); top 0: every row. */
+void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top,
+                         int exact);
+void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top);
+/* A row's reach fields, "unreachable_bytes": ... "held_by": [...] (--leaks too). */
+void hd_json_reach_row(FILE *f, const struct hd_reach_row *r);
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 /* heapdiff --memory (memory_write.c): the breakdown of m, read at b. */

@@ -1,0 +1,136 @@
+/* reach_write.c -- heapdiff --reach written: text (per call path LIVE,
+ * UNREACHABLE, REACHABLE, HELD BY, its frames) and json ({"reach":
+ * {...}}, rows with unreachable_bytes, unreachable_objects,
+ * reachable_bytes, reachable_objects, held_by: [{root, name, bytes,
+ * objects, hops}]).  Every name is printed cleaned (report side) and
+ * escaped for JSON here. */
+#include "render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "reach.h"
+
+#define INDENT 14
+
+static const char *when(char *buf, size_t len, double t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+static void text_frame(FILE *f, const struct hd_frame *fr)
+{
+	char pc[32];
+	fprintf(f, "%*s%s", INDENT, "", hd_frame_name(fr, pc, sizeof pc));
+	if (fr->file[0]) {
+		fprintf(f, "  %s", fr->file);
+		if (fr->line > 0)
+			fprintf(f, ":%d", fr->line);
+	}
+	if (fr->module[0])
+		fprintf(f, "  [%s]", ha_base_name(fr->module));
+	fputc('\n', f);
+}
+
+static void text_holders(FILE *f, const struct hd_reach_row *r, int exact)
+{
+	char v[64];
+	if (!r->nholders) {
+		fputs(r->reachable_bytes > 0 ? "?" : "-", f);
+		return;
+	}
+	for (size_t k = 0; k < r->nholders && k < 3; k++) {
+		const struct hd_reach_holder *h = &r->holders[k];
+		fprintf(f, "%s%s %s (%s", k ? "; " : "", h->root, h->name,
+		        hd_fmt_bytes(v, sizeof v, h->bytes, 0, exact));
+		if (h->hops > 0)
+			fprintf(f, ", %" PRId64 " hop%s", h->hops, h->hops == 1 ? "" : "s");
+		fputc(')', f);
+	}
+	if (r->nholders > 3)
+		fprintf(f, "; %zu more", r->nholders - 3);
+}
+
+void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top,
+                         int exact)
+{
+	char t[64], v[4][64];
+	fprintf(f, "reachability at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s)\n",
+	        m->snapshot_id, m->reason, when(t, sizeof t, m->time), b->pid, b->comm);
+	if (m->snapshot_id != m->asked_id)
+		fprintf(f, "(snapshot %" PRId64 " has no scan: the latest one before it)\n", m->asked_id);
+	fprintf(f, "scan: %" PRId64 " sampled blocks, %" PRId64 " allocator blocks; the target paused "
+	        "%.2f ms; %.0f ms, %s read; the copy cost %s\n\n", m->blocks, m->chunks, m->pause_ms,
+	        m->duration_ms, hd_fmt_bytes(v[0], sizeof v[0], (double)m->bytes_scanned, 0, exact),
+	        hd_fmt_bytes(v[1], sizeof v[1], (double)m->cow_bytes, 0, exact));
+	fprintf(f, "%14s %14s %14s  %s\n", "LIVE", "UNREACHABLE", "REACHABLE", "HELD BY");
+	size_t n = top > 0 && (size_t)top < m->nrows ? (size_t)top : m->nrows;
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_reach_row *r = &m->rows[i];
+		double live = r->unreachable_bytes + r->reachable_bytes + r->unknown_bytes;
+		fprintf(f, "%14s %14s %14s  ", hd_fmt_bytes(v[0], sizeof v[0], live, 0, exact),
+		        hd_fmt_bytes(v[1], sizeof v[1], r->unreachable_bytes, 0, exact),
+		        hd_fmt_bytes(v[2], sizeof v[2], r->reachable_bytes, 0, exact));
+		text_holders(f, r, exact);
+		fprintf(f, "\n%*sstack %" PRId64 "%s\n", INDENT, "", r->stack_id,
+		        r->unreachable_bytes > 0 && r->reachable_bytes <= 0 ? "  (leaked: nothing points "
+		                                                              "to it)" : "");
+		for (int k = 0; k < r->st.n; k++)
+			text_frame(f, &r->st.f[k]);
+	}
+	double all = m->unreachable + m->reachable + m->unknown;
+	fprintf(f, "total: unreachable %s (%.0f%% of the sampled live heap), reachable %s, unknown %s;"
+	        " %zu call paths, %zu shown\n", hd_fmt_bytes(v[0], sizeof v[0], m->unreachable, 0, exact),
+	        all > 0 ? 100 * m->unreachable / all : 0.0,
+	        hd_fmt_bytes(v[1], sizeof v[1], m->reachable, 0, exact),
+	        hd_fmt_bytes(v[2], sizeof v[2], m->unknown, 0, exact), m->nrows, n);
+}
+
+void hd_json_reach_row(FILE *f, const struct hd_reach_row *r)
+{
+	fprintf(f, "\"unreachable_bytes\": %.0f, \"unreachable_objects\": %.0f, \"reachable_bytes\": "
+	        "%.0f, \"reachable_objects\": %.0f, \"unknown_bytes\": %.0f, \"unknown_objects\": %.0f"
+	        ", \"held_by\": [", r->unreachable_bytes, r->unreachable_count, r->reachable_bytes,
+	        r->reachable_count, r->unknown_bytes, r->unknown_count);
+	for (size_t k = 0; k < r->nholders; k++) {
+		const struct hd_reach_holder *h = &r->holders[k];
+		fputs(k ? ", {\"root\": " : "{\"root\": ", f);
+		hd_json_str(f, h->root);
+		fputs(", \"name\": ", f);
+		hd_json_str(f, h->name);
+		fprintf(f, ", \"bytes\": %.0f, \"objects\": %.0f, \"hops\": %" PRId64 "}", h->bytes,
+		        h->count, h->hops);
+	}
+	fputc(']', f);
+}
+
+void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top)
+{
+	fprintf(f, "{\"reach\": {\"snapshot\": %" PRId64 ", \"asked\": %" PRId64 ", \"time\": %.3f"
+	        ", \"reason\": ", m->snapshot_id, m->asked_id, m->time);
+	hd_json_str(f, m->reason);
+	fprintf(f, ", \"pid\": %" PRId64 ", \"comm\": ", b->pid);
+	hd_json_str(f, b->comm);
+	fprintf(f, ", \"scan\": {\"pause_ms\": %.3f, \"duration_ms\": %.3f, \"bytes_scanned\": %" PRId64
+	        ", \"cow_bytes\": %" PRId64 ", \"chunks\": %" PRId64 ", \"blocks\": %" PRId64 "}"
+	        ", \"unreachable_bytes\": %.0f, \"reachable_bytes\": %.0f, \"unknown_bytes\": %.0f"
+	        ", \"rows\": [", m->pause_ms, m->duration_ms, m->bytes_scanned, m->cow_bytes, m->chunks,
+	        m->blocks, m->unreachable, m->reachable, m->unknown);
+	size_t n = top > 0 && (size_t)top < m->nrows ? (size_t)top : m->nrows;
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_reach_row *r = &m->rows[i];
+		fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"live_bytes\": %.0f, ",
+		        i ? "," : "", r->stack_id, hd_kind_name(r->kind),
+		        r->unreachable_bytes + r->reachable_bytes + r->unknown_bytes);
+		hd_json_reach_row(f, r);
+		fputs(", \"frames\": ", f);
+		hd_json_frames(f, &r->st);
+		fputc('}', f);
+	}
+	fputs("]}}\n", f);
+}

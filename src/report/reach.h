@@ -1,0 +1,54 @@
+/* reach.h -- a reachability scan read back (heapdiff --reach, issue 40):
+ * the scan's figures (schema version 11: reach_scans) and, per call path,
+ * its live estimate split into unreachable, reachable and unknown
+ * (reach_rows) with the holders of the reachable part (reach_holders). */
+#ifndef HD_REACH_H
+#define HD_REACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report.h"
+
+struct hd_reach_holder {
+	char *root, *name;          /* cleaned text */
+	double bytes, count;
+	int64_t hops;
+};
+
+struct hd_reach_row {
+	int64_t stack_id;
+	int kind;
+	double unreachable_bytes, unreachable_count;
+	double reachable_bytes, reachable_count;
+	double unknown_bytes, unknown_count;
+	struct hd_stack st;         /* the displayed frames (a view, hd_fold) */
+	int folded;
+	struct hd_reach_holder *holders; /* most bytes first */
+	size_t nholders;
+};
+
+struct hd_reach {
+	int64_t snapshot_id, asked_id; /* the scan's snapshot; the one asked for */
+	double time;
+	char reason[32];
+	double pause_ms, duration_ms;
+	int64_t bytes_scanned, cow_bytes, chunks, blocks;
+	struct hd_reach_row *rows;  /* most unreachable bytes first, then reachable */
+	size_t nrows;
+	double unreachable, reachable, unknown; /* totals, bytes */
+};
+
+/* The latest scan that ran at or before snapshot b in its session.
+ * HD_OK, or HD_ERR with the reason (a file before version 11, a session
+ * without a scan). */
+int hd_reach_load(const struct hd_snap *b, struct hd_reach *m);
+void hd_reach_free(struct hd_reach *m);
+
+/* For --leaks: the latest scan of session (0 if none, or a file before
+ * version 11), then per stack its row of that scan (NULL if none). */
+int hd_reach_latest(struct hd_source *s, int64_t session, int64_t *scan_id);
+int hd_reach_row_of(struct hd_source *s, int64_t scan_id, int64_t stack_id, int kind,
+                    struct hd_reach_row *row);
+
+#endif
