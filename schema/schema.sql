@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 9.
+-- heapattach profile database, schema version 12.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 11);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 12);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -17,9 +17,11 @@
 -- heapattach --rss) with their snapshot columns, version 6 the column
 -- sessions.hostname, version 7 the columns snapshots.frames and fp_frames,
 -- version 8 the column sessions.python, version 9 the column
--- snapshots.rss_read_time (all at the end of this file); heapattach
--- upgrades an older file in place when it opens it for writing (it only
--- adds those), and heapdiff reads all nine versions.  The
+-- snapshots.rss_read_time, version 10 the memory breakdown, version 11
+-- the reachability tables, version 12 the buckets laid out by snapshot with
+-- keyframes (snapshots.base_id; all at the end of this file); heapattach
+-- upgrades an older file in place when it opens it for writing, and
+-- heapdiff reads all twelve versions.  The
 -- writer keeps the file in WAL mode while it writes, so readers (heapdiff,
 -- sqlite3) can query it meanwhile, and a crash of the writer loses at most
 -- the snapshot in progress; when its session ends it puts the file back to a
@@ -34,8 +36,10 @@
 --     the value of a bucket at snapshot S is its latest row at or before S
 --     in the session of S (and it does not exist before its first row).
 --
--- The view bucket_at does this lookup; use it (or the views built on it)
--- rather than reading the buckets table directly.
+-- Since version 12 some snapshots are keyframes that hold a row for every
+-- bucket, and that latest row is found in the snapshots base_id .. S (see
+-- the version 12 additions).  The view bucket_at does this lookup; use it
+-- (or the views built on it) rather than reading the buckets table directly.
 --
 -- Bucket values of 1024 and more are written rounded to whole numbers
 -- (SQLite then stores them as integers of 1 to 6 bytes; the error is below
@@ -71,21 +75,21 @@
 -- (but for the peak snapshot).
 --
 -- Growing.  A new kind of memory is a row of kinds, not a schema change.
--- The history of one callstack is one range of the buckets primary key
--- (session, stack, kind, snapshot), which is what trend measures over all
--- snapshots of a session (leak suspects) read.  Any change to the tables or
+-- The rows of one snapshot are one range of the buckets primary key
+-- (session, snapshot, stack, kind) since version 12 (before, the history of
+-- one callstack was).  Any change to the tables or
 -- views bumps schema_version; readers refuse a version they do not know.
 -- Additions of a new version go at the end, after a line
 -- "-- Schema version N additions.", which is what the upgrade runs.
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '11'.
+-- Identification of the file: format = 'heapattach', schema_version = '12'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '11');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '12');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -713,3 +717,155 @@ CREATE TABLE reach_holders (
 	hops        INTEGER NOT NULL,
 	PRIMARY KEY (snapshot_id, stack_id, kind, root, name)
 ) WITHOUT ROWID;
+
+-- Schema version 12 additions.
+
+-- The buckets laid out by snapshot, with keyframes (man heapattach-db(5),
+-- "Storage").  Before version 12 the buckets table was keyed (session,
+-- stack, kind, snapshot): one snapshot's rows landed one in each stack's
+-- range, all over the tree, and every snapshot rewrote most of its pages
+-- (bench/soak: the attacher wrote ~300 times the file's final size).  Now
+-- it is keyed (session, snapshot, stack, kind): a snapshot's rows are
+-- appended together.  Rows are still written only when they changed, and
+-- a snapshot now and then is a keyframe that holds a row for every bucket
+-- of the session at it, so that
+--
+--     the value of a bucket at snapshot S is its latest row in the
+--     snapshots snapshots.base_id .. S of the session of S, by id (it does
+--     not exist at S if none of them has a row for it).
+--
+-- base_id is the keyframe S is read from (S itself when S is one).  The
+-- writer makes a snapshot a keyframe when its rows hold every bucket of
+-- the session, or when the rows written since the keyframe would reach
+-- twice the session's buckets (it then copies the missing ones in), so
+-- that reading any snapshot reads at most about three times the session's
+-- buckets.  A session's first snapshot is a keyframe.  Thinning keeps this
+-- true: a removed keyframe's rows go to the next snapshot, which becomes
+-- the keyframe of those that were read from it.  Files upgraded from an
+-- older version read every snapshot from its session's first one.
+ALTER TABLE snapshots ADD COLUMN base_id INTEGER REFERENCES snapshots (id);
+UPDATE snapshots SET base_id = (SELECT min(x.id) FROM snapshots x
+                                 WHERE x.session_id = snapshots.session_id);
+
+CREATE TEMP TABLE buckets_v11 AS SELECT session_id, stack_id, kind, snapshot_id, alloc_count,
+       alloc_bytes, free_count, free_bytes, live_count, live_bytes FROM buckets;
+DROP TABLE buckets;
+CREATE TABLE buckets (
+	session_id  INTEGER NOT NULL REFERENCES sessions (id),
+	snapshot_id INTEGER NOT NULL REFERENCES snapshots (id),
+	stack_id    INTEGER NOT NULL REFERENCES stacks (id),
+	kind        INTEGER NOT NULL REFERENCES kinds (id),
+	alloc_count REAL NOT NULL,
+	alloc_bytes REAL NOT NULL,
+	free_count  REAL NOT NULL,
+	free_bytes  REAL NOT NULL,
+	live_count  REAL NOT NULL,
+	live_bytes  REAL NOT NULL,
+	PRIMARY KEY (session_id, snapshot_id, stack_id, kind)
+) WITHOUT ROWID;
+INSERT INTO buckets (session_id, snapshot_id, stack_id, kind, alloc_count, alloc_bytes,
+                     free_count, free_bytes, live_count, live_bytes)
+SELECT session_id, snapshot_id, stack_id, kind, alloc_count, alloc_bytes, free_count,
+       free_bytes, live_count, live_bytes FROM buckets_v11 ORDER BY session_id, snapshot_id,
+       stack_id, kind;
+DROP TABLE temp.buckets_v11;
+
+-- bucket_at as before, read from the keyframe on (max() picks the row of
+-- the latest snapshot for the other columns: SQLite's rule for a bare
+-- column beside a single max()).
+DROP VIEW IF EXISTS bucket_at;
+CREATE VIEW bucket_at AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, b.stack_id, kn.name AS kind,
+       max(b.snapshot_id) AS written_at,
+       b.alloc_count, b.alloc_bytes, b.free_count, b.free_bytes,
+       b.live_count, b.live_bytes
+  FROM snapshots s
+  JOIN buckets b ON b.session_id = s.session_id
+                AND b.snapshot_id BETWEEN s.base_id AND s.id
+  JOIN kinds kn ON kn.id = b.kind
+ GROUP BY s.id, b.stack_id, b.kind;
+
+-- growth as before: the buckets of the two snapshots side by side (a
+-- bucket missing at one counts as 0 there).
+DROP VIEW IF EXISTS growth;
+CREATE VIEW growth AS
+SELECT a.id AS from_snapshot, b.id AS to_snapshot, k.stack_id, k.kind,
+       coalesce(vb.live_bytes, 0.0) - coalesce(va.live_bytes, 0.0) AS live_bytes_delta,
+       coalesce(vb.live_count, 0.0) - coalesce(va.live_count, 0.0) AS live_count_delta,
+       coalesce(vb.alloc_bytes, 0.0) - coalesce(va.alloc_bytes, 0.0) AS alloc_bytes_delta,
+       coalesce(vb.alloc_count, 0.0) - coalesce(va.alloc_count, 0.0) AS alloc_count_delta,
+       coalesce(vb.free_bytes, 0.0) - coalesce(va.free_bytes, 0.0) AS free_bytes_delta,
+       coalesce(vb.free_count, 0.0) - coalesce(va.free_count, 0.0) AS free_count_delta,
+       coalesce(va.live_bytes, 0.0) AS from_live_bytes,
+       coalesce(vb.live_bytes, 0.0) AS to_live_bytes
+  FROM snapshots a
+  JOIN snapshots b
+  JOIN (SELECT snapshot_id, stack_id, kind FROM bucket_at) k
+    ON k.snapshot_id = a.id OR k.snapshot_id = b.id
+  LEFT JOIN bucket_at va ON va.snapshot_id = a.id AND va.stack_id = k.stack_id
+                        AND va.kind = k.kind
+  LEFT JOIN bucket_at vb ON vb.snapshot_id = b.id AND vb.stack_id = k.stack_id
+                        AND vb.kind = k.kind
+ WHERE k.snapshot_id = b.id OR vb.stack_id IS NULL;
+
+-- leak_trend as in version 4, each snapshot's value carried on from the
+-- row at or before it (grp: the rows so far of the bucket).
+DROP VIEW IF EXISTS leak_suspects;
+DROP VIEW IF EXISTS leak_trend;
+CREATE VIEW leak_trend AS
+WITH cells AS (
+	SELECT k.session_id, k.stack_id, k.kind, s.id AS snapshot_id,
+	       s.time - (SELECT s0.time FROM snapshots s0 WHERE s0.session_id = s.session_id
+	                  ORDER BY s0.id LIMIT 1) AS t,
+	       b.live_bytes AS row_bytes, b.live_count AS row_count
+	  FROM session_stacks k JOIN snapshots s ON s.session_id = k.session_id
+	  LEFT JOIN buckets b ON b.session_id = k.session_id AND b.snapshot_id = s.id
+	                     AND b.stack_id = k.stack_id AND b.kind = k.kind
+	 WHERE s.reason <> 'peak' OR b.snapshot_id IS NOT NULL),
+grouped AS (
+	SELECT cells.*, count(row_bytes) OVER (PARTITION BY session_id, stack_id, kind
+	                                       ORDER BY snapshot_id) AS grp
+	  FROM cells),
+filled AS (
+	SELECT session_id, stack_id, kind, snapshot_id, t,
+	       coalesce(max(row_bytes) OVER (PARTITION BY session_id, stack_id, kind, grp), 0.0) AS y,
+	       coalesce(max(row_count) OVER (PARTITION BY session_id, stack_id, kind, grp), 0.0) AS c
+	  FROM grouped),
+series AS (
+	SELECT f.* FROM filled f JOIN snapshots s ON s.id = f.snapshot_id WHERE s.reason <> 'peak'),
+steps AS (
+	SELECT series.*,
+	       y - lag(y) OVER (PARTITION BY session_id, stack_id, kind ORDER BY snapshot_id) AS dy,
+	       row_number() OVER (PARTITION BY session_id, stack_id, kind
+	                          ORDER BY snapshot_id DESC) AS from_end
+	  FROM series),
+means AS (
+	SELECT session_id, stack_id, kind, count(*) AS n, avg(t) AS mt, avg(y) AS my,
+	       max(y) AS ymax, max(t) - min(t) AS duration,
+	       total(max(dy, 0.0)) AS up, total(abs(dy)) AS moved,
+	       max(CASE WHEN dy IS NULL THEN y END) AS first_bytes,
+	       max(CASE WHEN from_end = 1 THEN y END) AS last_bytes,
+	       max(CASE WHEN from_end = 1 THEN c END) AS last_count
+	  FROM steps GROUP BY session_id, stack_id, kind),
+fit AS (
+	SELECT m.*, total((s.t - m.mt) * (s.t - m.mt)) AS sxx,
+	       total((s.t - m.mt) * (s.y - m.my)) AS sxy, total((s.y - m.my) * (s.y - m.my)) AS syy
+	  FROM means m JOIN steps s ON s.session_id = m.session_id AND s.stack_id = m.stack_id
+	                           AND s.kind = m.kind
+	 GROUP BY m.session_id, m.stack_id, m.kind)
+SELECT f.session_id, f.stack_id, kn.name AS kind, f.n AS snapshots,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * 60 ELSE 0.0 END AS bytes_per_minute,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * f.duration ELSE 0.0 END AS trend_bytes,
+       CASE WHEN f.sxx > 0 AND f.syy > 0 THEN f.sxy * f.sxy / (f.sxx * f.syy) ELSE 0.0 END AS fit,
+       CASE WHEN f.moved > 0 THEN f.up / f.moved ELSE 0.0 END AS steady,
+       CASE WHEN f.ymax > 0 THEN f.last_bytes / f.ymax ELSE 0.0 END AS retained,
+       f.first_bytes, f.last_bytes, f.ymax AS max_bytes, f.last_count AS live_count
+  FROM fit f JOIN kinds kn ON kn.id = f.kind;
+
+CREATE VIEW leak_suspects AS
+SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.trend_bytes,
+       t.fit, t.steady, t.retained, t.first_bytes, t.last_bytes, t.max_bytes, t.live_count,
+       st.text AS stack
+  FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
+ WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
+   AND t.retained >= 0.9 AND t.trend_bytes >= 1;

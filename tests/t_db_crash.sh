@@ -84,22 +84,33 @@ for round in 1 2 3 4 5 6; do
 	[ "$ic" = ok ] || fail "round $round: integrity_check: $ic"
 	fk=$(sqlite3 -batch -readonly "$db" 'PRAGMA foreign_key_check') || fail "round $round: sqlite3 failed"
 	[ -z "$fk" ] || fail "round $round: foreign_key_check: $fk"
-	# 3. every reported snapshot is there with all its buckets.
+	# 3. every reported snapshot is there with all its buckets (a
+	#    keyframe, base_id its own id, with a row for every bucket of the
+	#    session that exists at it: schema version 12).
 	values=$(awk '{ printf "%s(%s, %s)", (NR > 1 ? ", " : ""), $1, $2 }' "$committed")
-	missing=$(sqlite3 -batch -readonly "$db" "WITH e (id, n) AS (VALUES $values)
-		SELECT e.id || ' (' || e.n || ' buckets, ' || (SELECT count(*) FROM buckets b WHERE b.snapshot_id = e.id) || ' found)'
-		  FROM e WHERE (SELECT count(*) FROM buckets b WHERE b.snapshot_id = e.id) <> e.n
-		            OR NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.id = e.id)") ||
+	missing=$(sqlite3 -batch -readonly "$db" "WITH e (id, n) AS (VALUES $values),
+		f (id, n, found) AS (SELECT e.id, CASE WHEN s.base_id = s.id THEN
+		        (SELECT count(*) FROM session_stacks k WHERE k.session_id = s.session_id
+		            AND k.first_snapshot_id <= s.id) ELSE e.n END,
+		        (SELECT count(*) FROM buckets b WHERE b.snapshot_id = e.id)
+		   FROM e LEFT JOIN snapshots s ON s.id = e.id)
+		SELECT f.id || ' (' || f.n || ' buckets, ' || f.found || ' found)'
+		  FROM f WHERE f.found <> f.n
+		            OR NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.id = f.id)") ||
 		fail "round $round: sqlite3 failed"
 	[ -z "$missing" ] || fail "round $round: committed snapshots missing or incomplete: $missing"
 	# 4. no partial snapshot at all (also those committed just before the
 	#    kill but not reported): the k-th snapshot of a loop session has
 	#    2 + (37 k mod STACKS) buckets.
+	#    (A keyframe has a row for every bucket of the session at it.)
 	partial=$(sqlite3 -batch -readonly "$db" "SELECT id FROM (
-		SELECT s.id,
+		SELECT s.id, s.base_id = s.id AS key,
 		       (SELECT count(*) FROM snapshots x WHERE x.session_id = s.session_id AND x.id <= s.id) AS k,
+		       (SELECT count(*) FROM session_stacks x WHERE x.session_id = s.session_id
+		           AND x.first_snapshot_id <= s.id) AS keys,
 		       (SELECT count(*) FROM buckets b WHERE b.snapshot_id = s.id) AS n
-		  FROM snapshots s) WHERE n <> 2 + (37 * k) % $STACKS") || fail "round $round: sqlite3 failed"
+		  FROM snapshots s) WHERE n <> CASE WHEN key THEN keys ELSE 2 + (37 * k) % $STACKS END") ||
+		fail "round $round: sqlite3 failed"
 	[ -z "$partial" ] || fail "round $round: partial snapshots: $partial"
 	# 5. the bucket keys are consistent with the buckets.
 	bad=$(sqlite3 -batch -readonly "$db" "SELECT count(*) FROM buckets b WHERE NOT EXISTS (SELECT 1 FROM session_stacks k

@@ -14,6 +14,9 @@
 # works on them: it does not need the views), and upgraded in place by the
 # writer: version 11, the new views, kinds and columns, the data untouched, the schema
 # then identical to that of a new file.
+# Version 11 (made from the schema before the version 12 additions and
+# the new file's rows) had the buckets keyed by stack and no snapshots.base_id;
+# upgraded, every file reads the same in heapdiff (diff, --leaks) as the new one.
 . "$(dirname "$0")/lib.sh"
 
 HD=$HA_BUILDDIR/src/heapdiff
@@ -25,6 +28,19 @@ q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
 
 new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/v6.db v7=$W/v7.db v8=$W/v8.db v9=$W/v9.db v10=$W/v10.db
 "$FILL" --series "$new" >/dev/null || fail "db_fill failed"
+# What a version-11 writer left: the schema before the version 12
+# additions (buckets keyed by stack, no snapshots.base_id, the views that
+# read that), with the new file's rows, every column but base_id.
+v11=$W/v11.db
+sed '/^-- Schema version 12 additions\./,$d' "$HA_SRCDIR/schema/schema.sql" | sqlite3 -batch "$v11" ||
+	fail "sqlite3 cannot load the version-11 schema"
+q "$v11" "UPDATE meta SET value = '11' WHERE key = 'schema_version'" >/dev/null
+for t in $(q "$v11" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('meta', 'kinds')"); do
+	cols=$(q "$v11" "SELECT group_concat(name, ', ') FROM pragma_table_info('$t')")
+	q "$v11" "ATTACH '$new' AS n; INSERT INTO main.$t ($cols) SELECT $cols FROM n.$t;" >/dev/null
+done
+[ "$(q "$v11" 'SELECT count(*), total(live_bytes) FROM buckets')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM buckets')" ] ||
+	fail "the version-11 file lacks rows"
 # What a version-8 writer left: no snapshots.rss_read_time, the
 # snapshot_totals of version 5 (without it: its text as schema.sql's, the
 # column cut); a version-7 writer: no sessions.python either; a version-6
@@ -33,7 +49,7 @@ new=$W/new.db v1=$W/v1.db v2=$W/v2.db v3=$W/v3.db v4=$W/v4.db v5=$W/v5.db v6=$W/
 totals5=$(q "$new" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
 grep -q rss_read_time <<<"$totals5" && fail "cannot make the version-5 snapshot_totals: $totals5"
 # A version-10 writer: no reachability tables.
-cp "$new" "$v10"
+cp "$v11" "$v10"
 q "$v10" "DROP TABLE reach_holders; DROP TABLE reach_rows; DROP TABLE reach_scans;
          UPDATE meta SET value = '10' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 # A version-9 writer: no memory breakdown.
@@ -76,7 +92,11 @@ q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 rm -f "$v10-wal" "$v10-shm" "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm" "$v8-wal" "$v8-shm"
+rm -f "$v11-wal" "$v11-shm"
 cp "$v1" "$W/before.db"
+"$HD" --bytes "$new" first last >"$W/dnew" 2>&1 || fail "heapdiff on a version-12 file"
+"$HD" --bytes "$v11" first last >"$W/d11" 2>&1 || fail "heapdiff on a version-11 file: $(cat "$W/d11")"
+cmp -s "$W/d11" "$W/dnew" || fail "heapdiff reads version 11 and 12 differently"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
 "$HD" --bytes "$new" first last >"$W/d9" 2>&1 || fail "heapdiff on a version-11 file"
@@ -102,10 +122,19 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9" "$v10"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9" "$v10" "$v11"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 11 ] || fail "version $v not upgraded to version 11"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 12 ] || fail "version $v not upgraded to version 12"
+	# Read the same by heapdiff (the diff, --leaks) as the new file.
+	"$HD" --bytes "$f" first last >"$W/u$v" 2>&1 || fail "heapdiff on the file upgraded from version $v: $(cat "$W/u$v")"
+	cmp -s "$W/u$v" "$W/dnew" || fail "heapdiff reads the file upgraded from version $v differently: $(diff "$W/u$v" "$W/dnew")"
+	"$HD" --leaks --bytes "$f" >"$W/ul$v" 2>&1 || fail "heapdiff --leaks on the file upgraded from version $v"
+	"$HD" --leaks --bytes "$new" >"$W/ul" 2>&1 || fail "heapdiff --leaks on the new file"
+	cmp -s "$W/ul$v" "$W/ul" || fail "--leaks reads the file upgraded from version $v differently"
+	[ "$(q "$f" 'SELECT count(*) FROM snapshots WHERE base_id IS NULL')" = 0 ] || fail "snapshots without base_id after the upgrade from version $v"
+	[ "$(q "$f" 'SELECT count(*), total(live_bytes) FROM bucket_at')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM bucket_at')" ] ||
+		fail "bucket_at differs after the upgrade from version $v"
 	[ "$(q "$f" .schema)" = "$(q "$new" .schema)" ] || fail "the schema upgraded from version $v differs from a new file's"
 	[ "$(q "$f" "SELECT group_concat(name, ' ') FROM (SELECT name FROM kinds ORDER BY id)")" = "heap mmap rss swap" ] ||
 		fail "kinds after the upgrade from version $v: $(q "$f" 'SELECT * FROM kinds')"

@@ -32,10 +32,22 @@ struct ha_db {
 	struct ha_hashtab modules; /* module ids by path and build id */
 	int64_t *frame_ids;       /* scratch for ha_db_stack */
 	size_t frame_ids_cap;
+	/* The keyframe the next snapshot of kf_session is read from
+	 * (db_write.c, write_keyframe); kf_session 0: to be read again from
+	 * the file (ha_db_thin may have moved it). */
+	int64_t kf_session, kf_base;
+	uint64_t kf_rows;          /* rows written after the keyframe */
+	uint64_t kf_keys;          /* buckets of the session (session_stacks) */
 };
 
 /* Open (readonly 0: create, upgrade) with every check; db_open.c. */
 int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen);
+
+/* After a snapshot's rows went in (its transaction still open): is it a
+ * keyframe, made one, or read from the one before (db_keyframe.c);
+ * new_keys: the buckets it was the first row of.  Sets its base_id. */
+int ha_db_keyframe(struct ha_db *db, int64_t session, int64_t sid, uint64_t new_keys, char *err,
+                   size_t errlen);
 
 static inline int sql_fail(struct ha_db *db, char *err, size_t errlen, const char *what)
 {

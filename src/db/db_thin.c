@@ -18,8 +18,10 @@
  * unless N has a row of its own (a later value, kept), and the buckets
  * first seen at S are first seen at N.  Done oldest first, each removal
  * into the snapshot right after it (which may go later, taking the row on
- * again), all in one transaction.  A day at the default 10 s keeps about
- * 360 + 300 + 108 snapshots instead of 8,640. */
+ * again), all in one transaction.  A removed keyframe's successor becomes
+ * the keyframe of the snapshots read from it (db_keyframe.c).  A day at
+ * the default 10 s keeps about 360 + 300 + 108 snapshots instead of
+ * 8,640. */
 #define _GNU_SOURCE
 #include "db_int.h"
 #include "db_write.h"
@@ -78,6 +80,8 @@ static int merge_into(struct ha_db *db, int64_t session, int64_t s, int64_t n, c
 		"free_bytes, live_count, live_bytes FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
 		"DELETE FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
 		"UPDATE session_stacks SET first_snapshot_id = ?3 WHERE session_id = ?1 AND first_snapshot_id = ?2",
+		/* S a keyframe: N now holds every bucket, the keyframe of those read from S. */
+		"UPDATE snapshots SET base_id = ?3 WHERE session_id = ?1 AND base_id = ?2",
 		"DELETE FROM memory_terms WHERE snapshot_id = ?2",
 		"DELETE FROM memory_arenas WHERE snapshot_id = ?2",
 		"DELETE FROM snapshots WHERE session_id = ?1 AND id = ?2",
@@ -140,6 +144,7 @@ int ha_db_thin(struct ha_db *db, int64_t session_id, double period, int *removed
 		return -1;
 	}
 	choose(v, n, period, keep);
+	db->kf_session = 0; /* the keyframe the writer kept may go (db_keyframe.c) */
 	size_t gone = 0;
 	for (size_t i = 0; i < n; i++)
 		gone += !keep[i];

@@ -629,6 +629,7 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	sid = sqlite3_last_insert_rowid(db->h);
 	if (s->memory && db_write_memory(db, sid, s->memory, err, errlen) < 0)
 		return -1;
+	uint64_t new_keys = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ha_db_bucket *x = &b[i];
 		double v[6] = { x->alloc_count, x->alloc_bytes, x->free_count,
@@ -662,7 +663,10 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 		sqlite3_bind_int64(q, 4, sid);
 		if (step_done(db, q, err, errlen, "writing a bucket key") < 0)
 			return -1;
+		new_keys += sqlite3_changes(db->h) > 0;
 	}
+	if (ha_db_keyframe(db, session_id, sid, new_keys, err, errlen) < 0)
+		return -1;
 	*snapshot_id = sid;
 	return 0;
 }
@@ -697,6 +701,7 @@ int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snap
 	return 0;
 fail:
 	rollback(db);
+	db->kf_session = 0; /* what it kept of the keyframe went with it */
 	sqlite3_exec(db->h, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
 	return -1;
 }

@@ -50,7 +50,8 @@ int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_e
 	if (hd_has_column(s, "snapshots", "rss_anon_bytes", &has_anon) < 0 ||
 	    (has_anon && hd_has_column(s, "sessions", "rss_period", &has_period) < 0) ||
 	    hd_has_column(s, "sessions", "hostname", &s->has_host) < 0 ||
-	    hd_has_column(s, "snapshots", "rss_read_time", &s->has_rss_time) < 0)
+	    hd_has_column(s, "snapshots", "rss_read_time", &s->has_rss_time) < 0 ||
+	    hd_has_column(s, "snapshots", "base_id", &s->has_base) < 0)
 		return HD_ERR;
 	s->has_rss = has_anon && has_period;
 	return HD_OK;
@@ -327,7 +328,15 @@ int hd_values_at(const struct hd_snap *snap, struct hd_value **out, size_t *nout
 
 	*out = NULL;
 	*nout = 0;
-	if (hd_prepare(s,
+	/* Version 12: the latest row of each bucket from the snapshot's
+	 * keyframe on (max(): SQLite takes the other columns from its row);
+	 * before, one seek per bucket in its own range of the key. */
+	if (hd_prepare(s, s->has_base ?
+		"SELECT stack_id, kind, alloc_count, alloc_bytes, live_count, live_bytes,"
+		"       max(snapshot_id)"
+		"  FROM buckets WHERE session_id = ?1 AND snapshot_id <= ?2"
+		"   AND snapshot_id >= (SELECT base_id FROM snapshots WHERE id = ?2)"
+		" GROUP BY stack_id, kind" :
 		"SELECT k.stack_id, k.kind, b.alloc_count, b.alloc_bytes, b.live_count, b.live_bytes"
 		"  FROM session_stacks k"
 		"  JOIN buckets b ON b.session_id = ?1 AND b.stack_id = k.stack_id AND b.kind = k.kind"

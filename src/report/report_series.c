@@ -4,10 +4,13 @@
  * kind) series to a callback, the fit that makes a series a leak suspect,
  * and the peak.
  *
- * The history of one callstack is one range of the buckets primary key
- * (session, stack, kind, snapshot), so one ordered scan of a session's
- * buckets gives every series in turn; each is handed on and dropped before
- * the next (memory: one series, not the whole matrix).
+ * One scan of a session's buckets ordered by (stack, kind, snapshot) gives
+ * every series in turn; each is handed on and dropped before the next
+ * (memory: one series, not the whole matrix).  Before schema version 12
+ * that order was the primary key's; since, the buckets are laid out by
+ * snapshot and SQLite sorts them (its sorter spills to a temporary file
+ * past its cache, so memory stays bounded); a keyframe's rows repeat
+ * values already known, which the series takes as they are.
  *
  * It calls only report_util.c: report_load.c (hd_resolve's "peak"),
  * leaks.c and leak_funcs.c call it, never the reverse. */
