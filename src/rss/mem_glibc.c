@@ -200,7 +200,7 @@ static void walk_heap(pid_t pid, int pmfd, struct ha_mem_arena *a, uint64_t star
 		if (prev)
 			book_chunk(h, a, prev, prev_sz, (int)(raw & 1));
 		prev = 0;
-		if (sz == 16 || sz == 0) { /* a fencepost: the end of an older heap */
+		if ((sz == 16 || sz == 0) && p != first) { /* a fencepost: the end of an older heap */
 			a->overhead_resident += resident_in(h, p, end);
 			done = 1;
 			break;
@@ -334,7 +334,12 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 		if (a) {
 			uint64_t r0 = a->resident;
 			walk_heap(pid, pmfd, a, brk->start, brk->start, brk->end, &budget, &g->bytes_read);
-			add_range(g, brk->start, brk->end, a->resident - r0);
+			/* Not a chunk of glibc's in it: brk is another allocator's
+			 * (tcmalloc's), or the program's own. */
+			if (a->in_use_chunks + a->free_chunks == 0 && a->top == 0)
+				g->n--;
+			else
+				add_range(g, brk->start, brk->end, a->resident - r0);
 		}
 	}
 	for (size_t i = 0; i < nth; i++) {

@@ -189,6 +189,25 @@ out:
 	return r;
 }
 
+/* An allocator other than glibc's that the program maps (a library of its
+ * own: Debian's redis-server on libjemalloc, LD_PRELOAD'ed tcmalloc or
+ * mimalloc): its name, or NULL.  Its memory is not read: it falls in
+ * other_anon, and the allocator's name says so. */
+static const char *other_allocator(const struct vma *v, size_t n)
+{
+	static const struct { const char *lib, *name; } known[] = {
+		{ "libjemalloc", "jemalloc" }, { "libtcmalloc", "tcmalloc" },
+		{ "libmimalloc", "mimalloc" },
+	};
+	for (size_t i = 0; i < n; i++) {
+		const char *base = strrchr(v[i].m.path, '/');
+		for (size_t k = 0; base && k < sizeof known / sizeof known[0]; k++)
+			if (strncmp(base + 1, known[k].lib, strlen(known[k].lib)) == 0)
+				return known[k].name;
+	}
+	return NULL;
+}
+
 struct sampled {
 	const struct ha_mem_glibc *g;
 	double in_heaps;
@@ -236,8 +255,6 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		uint64_t anon = v[i].anon;
 		if (anon == 0)
 			continue;
-		if (have_glibc && strcmp(m->path, "[heap]") == 0)
-			continue; /* the walk's */
 		/* A thread arena's heap, or a mapping merged with some: the
 		 * heaps' pages are the walk's, the rest is the mapping's. */
 		if (have_glibc) {
@@ -267,8 +284,13 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	if (pmfd >= 0)
 		close(pmfd);
 
+	const char *other = other_allocator(v, n);
+	if (other)
+		snprintf(out->allocator, sizeof out->allocator, "%s (not read: in other_anon)%s", other,
+		         have_glibc ? "; glibc" : "");
 	if (have_glibc) {
-		snprintf(out->allocator, sizeof out->allocator, "glibc");
+		if (!other)
+			snprintf(out->allocator, sizeof out->allocator, "glibc");
 		uint64_t in_use = 0;
 		for (size_t k = 0; k < g.n; k++) {
 			const struct ha_mem_arena *a = &g.arenas[k];
@@ -289,7 +311,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		g.arenas = NULL;
 		out->walk_ns = g.walk_ns;
 		ha_mem_glibc_free(&g);
-	} else {
+	} else if (!other) {
 		snprintf(out->allocator, sizeof out->allocator, "unknown (no glibc heap found)");
 	}
 	int64_t sum = 0;
