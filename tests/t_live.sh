@@ -2,7 +2,8 @@
 # t_live: heapattach --live on a real target (tests/targets/leaky, which
 # leaks 4 KiB a request in remember_request) in a real terminal (tmux,
 # send-keys, capture-pane):
-#   - the view shows the leak site within a few seconds;
+#   - the view shows the leak site within a few seconds, and the line of
+#     where RssAnon went at the last snapshot (issue 41);
 #   - / filters (a filter that matches nothing empties the list, Escape
 #     brings the rows back), m marks, c cycles the kind, l sorts by live
 #     bytes, s takes a snapshot that lands in the database (reason 'live');
@@ -54,6 +55,10 @@ key() { "${T[@]}" send-keys -t live "$@"; }
 
 see 10 'remember_request'
 log "the leak site is on the screen"
+# Where RssAnon went at the last snapshot (issue 41; the first periodic one
+# comes 1 s after the attach).
+see 10 '^RssAnon [0-9.]+ [KMG]?i?B: live heap [0-9.]+ [KMG]?i?B  free trimmable .*  pinned .*  unexplained '
+log "the memory line is on the screen"
 pane | sed 's/^/    | /'
 # No control character reaches the terminal from the view.
 pane | grep -q $'[\x01-\x08\x0b-\x1f]' && fail "control characters on the screen"

@@ -41,6 +41,21 @@ static int draw_gauge(struct ha_view *v, int y, int x, int w, const char *label,
 	return c;
 }
 
+/* One line: the last snapshot's breakdown of RssAnon (heapdiff --memory). */
+static int draw_memory(struct ha_view *v, int y, const struct ha_live_summary *s)
+{
+	char t[5][24];
+	const double *m = s->mem_terms;
+	double x[5] = { s->mem_rss_anon, m[HA_MT_LIVE_SAMPLED] + m[HA_MT_LIVE_BEFORE],
+	                m[HA_MT_FREE_TRIMMABLE], m[HA_MT_FREE_PINNED],
+	                m[HA_MT_UNEXPLAINED] };
+	for (int i = 0; i < 5; i++)
+		ha_fmt_bytes(t[i], sizeof t[i], x[i], 0);
+	lv_putf(v, y, 0, v->w, S_NORMAL, "RssAnon %s: live heap %s  free trimmable %s  pinned %s  "
+	        "unexplained %s", t[0], t[1], t[2], t[3], t[4]);
+	return y + 1;
+}
+
 /* The header's lines; returns the first row below them. */
 static int draw_header(struct ha_view *v, const struct ha_live_summary *s, size_t nrows)
 {
@@ -82,6 +97,8 @@ static int draw_header(struct ha_view *v, const struct ha_live_summary *s, size_
 	ha_fmt_count(a, sizeof a, (double)s->samples, 0);
 	lv_putf(v, y, x, v->w - x, S_DIM, "  (%s samples, %zu frames)", a, s->frames);
 	y++;
+	if (s->mem_rss_anon > 0) /* where RssAnon went at the last snapshot */
+		y = draw_memory(v, y, s);
 
 	ha_fmt_age(a, sizeof a, s->since_mark_s);
 	x = lv_putf(v, y, 0, v->w, S_NORMAL, "sort ");

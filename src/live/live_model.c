@@ -121,6 +121,8 @@ static void take_frame(struct ha_live *l, const struct ha_lmsg_frame *f)
 	s->resident = f->kind_bytes[HA_KIND_RSS];
 	s->rss_bytes = f->rss_bytes;
 	s->rss_anon_bytes = f->rss_anon_bytes;
+	s->mem_rss_anon = f->mem_rss_anon;
+	memcpy(s->mem_terms, f->mem_terms, sizeof s->mem_terms);
 	s->samples = f->samples;
 	s->drops = f->drops;
 	s->interval = f->interval;

@@ -52,6 +52,8 @@ struct ha_live_summary {
 	int rss_on;
 	double heap, mmap, resident;         /* estimated live bytes by kind now */
 	uint64_t rss_bytes, rss_anon_bytes;  /* the kernel's */
+	double mem_rss_anon;                 /* the last snapshot's breakdown (0: none) */
+	double mem_terms[HA_MT_COUNT];
 	double samples_per_s;                /* over the last frame interval */
 	uint64_t samples, drops, interval;
 	size_t frames;                       /* frames taken so far */

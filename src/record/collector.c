@@ -76,6 +76,7 @@ struct ctx {
 	double rate;                  /* recent input, bytes per ms (the naps) */
 	struct ha_rss_feed rss;       /* --rss (rss_feed.h) */
 	struct ha_peak peak;          /* the session's highest live total (peak.h) */
+	double mem_rss_anon, mem_terms[HA_MT_COUNT]; /* the last breakdown (mem_feed.h) */
 	struct ha_proc_mem mem;       /* the target's memory as last read whole... */
 	double mem_unix;              /* ...at this unix time (0: never) */
 	double mem_ms;                /* ...and ha_now_ms then */
@@ -421,6 +422,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
 	counters_now(x, &m->info);
 	m->info.memory = m->mem = ha_mem_feed_read(c->pid, x->book, NULL); /* issue 41 */
+	ha_mem_feed_keep(m->mem, &x->mem_rss_anon, x->mem_terms);
 	m->info.time = ha_unix_now();
 	m->info.reason = reason;
 	m->info.sample_interval = x->period_interval;
@@ -459,6 +461,7 @@ static void live_frame(struct ctx *x)
 	}
 	for (int k = 0; k < HA_KIND_COUNT && x->book; k++)
 		m->kind_bytes[k] = ha_book_live_bytes(x->book, k);
+	ha_mem_feed_keep_copy(x->mem_rss_anon, x->mem_terms, &m->mem_rss_anon, m->mem_terms);
 	for (size_t i = 0; i < n; i++) {
 		const struct ha_db_bucket *v = ha_book_value(x->book, (uint32_t)(i + 1));
 		m->rows[m->n++] = (struct ha_live_bucket){ .id = (uint32_t)(i + 1), .kind = v->kind,

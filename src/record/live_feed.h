@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "db.h"
+#include "mem_terms.h"
 #include "queue.h"
 
 enum { HA_LMSG_FRAME = 1, HA_LMSG_STACK = 2 };
@@ -36,6 +37,8 @@ struct ha_lmsg_frame {
 	uint64_t rss_samples;       /* page-fault samples (--rss) */
 	int rss_on;                 /* the session samples page faults */
 	double kind_bytes[HA_KIND_COUNT]; /* live bytes per kind */
+	double mem_rss_anon;        /* the last snapshot's breakdown of RssAnon */
+	double mem_terms[HA_MT_COUNT]; /* (mem_feed.h; mem_rss_anon 0: none yet) */
 	size_t n;
 	struct ha_live_bucket rows[];
 };

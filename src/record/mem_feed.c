@@ -51,3 +51,19 @@ void ha_mem_feed_free(struct ha_db_memory *m)
 		free(m->arenas);
 	free(m);
 }
+
+void ha_mem_feed_keep(const struct ha_db_memory *m, double *rss_anon, double *terms)
+{
+	if (!m)
+		return;
+	*rss_anon = (double)m->rss_anon;
+	for (int i = 0; i < HA_MT_COUNT; i++)
+		terms[i] = (double)m->terms[i];
+}
+
+void ha_mem_feed_keep_copy(double rss_anon, const double *terms, double *to_rss_anon,
+                           double *to_terms)
+{
+	*to_rss_anon = rss_anon;
+	memcpy(to_terms, terms, HA_MT_COUNT * sizeof *terms);
+}

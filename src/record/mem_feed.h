@@ -16,4 +16,9 @@
 struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns);
 void ha_mem_feed_free(struct ha_db_memory *m);
 
+/* The figures a live view shows of m (NULL: keeps what is there). */
+void ha_mem_feed_keep(const struct ha_db_memory *m, double *rss_anon, double *terms);
+void ha_mem_feed_keep_copy(double rss_anon, const double *terms, double *to_rss_anon,
+                           double *to_terms);
+
 #endif
