@@ -13,9 +13,11 @@
 # it predicted, within 25%, and leaves the pinned holes; --trim=predict
 # changes nothing.  heapdiff
 # --memory shows the same terms (text, json), and refuses a version-9 file
-# in one line.
+# in one line; the HTML report has them over time (drawn, in Chromium when
+# installed, as ten stacked areas).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
+. "$(dirname "$0")/report_lib.sh"
 require_all mem_truth
 command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not installed"
 q() { sqlite3 -batch "$@" || fail "sqlite3 failed: $*"; }
@@ -95,6 +97,28 @@ q "$W/v9.db" "DROP TABLE memory_terms; DROP TABLE memory_arenas; ALTER TABLE sna
 grep -qx "heapdiff: $W/v9.db: no memory breakdown: the file was written before schema version 10" "$W/v9.out" ||
 	fail "heapdiff --memory on a version-9 file: $(cat "$W/v9.out")"
 echo "ok: heapdiff --memory, text and json; a version-9 file refused in one line"
+
+# ---- the HTML report: the terms over time, stacked under the heap chart
+"$HD" -f html -o "$W/mem.html" "$db" || fail "heapdiff -f html failed"
+page_json "$W/mem.html" >"$W/mem.page.json" || fail "no data in the page"
+python3 - "$W/mem.page.json" "$sid" "$rss_anon" <<'PY' || fail "the page's memory data: $(head -c 600 "$W/mem.page.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert len(m["terms"]) == 10 and m["terms"][-1] == "unexplained", m["terms"]
+assert len(m["rows"]) >= 2, m["rows"]
+assert any(r[1] == int(sys.argv[3]) and sum(r[2:]) == r[1] for r in m["rows"]), m["rows"]
+PY
+if command -v chromium >/dev/null; then
+	( require_chromium ) && {
+		CHROMIUM=$(command -v chromium)
+		dom "$W/mem.html" "$W/mem.dom"
+		check_dom "$W/mem.dom" >/dev/null
+		[ "$(grep -o '<polygon[^>]*data-term=' "$W/mem.dom" | wc -l)" = 10 ] ||
+			fail "the page does not draw the 10 terms"
+		echo "ok: the page draws the terms (Chromium)"
+	}
+fi
+echo "ok: the HTML report has the terms over time"
 
 kill -INT "$HAPID"
 wait "$HAPID" || fail "heapattach exited $? on SIGINT"

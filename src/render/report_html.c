@@ -48,6 +48,11 @@
  *                                "via": [frame, ...] (the functions whose
  *                                cumulative growth a function's is),
  *                                "series": [...] } ] },
+ *     "memory": { "terms": [name, ...], "rows": [ [time, rss_anon,
+ *                 term, ...], ... ] }  where RssAnon went at each
+ *                                       snapshot of B's session that has
+ *                                       a breakdown (memory.h; rows []
+ *                                       before schema version 10)
  *     "functions": [ { "function", "file", "module", "heap_mmap_bytes",
  *                      "resident_bytes", "swapped_bytes", "paths" }, ... ]
  *                                       heap_vs_rss.c's rows of A -> B (or
@@ -74,6 +79,7 @@
  * page): an error (a corrupt file) returns before any of it is written. */
 #define _GNU_SOURCE
 #include "render.h"
+#include "memory.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -144,6 +150,8 @@ struct page {
 	int folded[LEAKS_SHOWN];
 	int has_vs;                /* --heap-vs-rss's rows in vs */
 	struct hd_vs vs;
+	double *mem;               /* the session's breakdowns of RssAnon (memory.h) */
+	size_t nmem;
 };
 
 static void snap_json(FILE *f, const struct hd_snap *s, double live, double resident)
@@ -390,6 +398,7 @@ static void page_free(struct page *pg)
 	free(pg->comm);
 	free(pg->exe);
 	free(pg->totals);
+	free(pg->mem);
 	hd_leak_free(&pg->ls);
 	if (pg->has_vs)
 		hd_vs_free(&pg->vs);
@@ -426,7 +435,7 @@ static int page_read(struct page *pg, const struct hd_report *r, const struct hd
 		if (side[i] && (hd_live_total(side[i], HD_KIND_ALLOC, &pg->live[i]) < 0 ||
 		                hd_live_total(side[i], HA_KIND_RSS, &pg->resident[i]) < 0))
 			return HD_ERR;
-	if (leaks_read(pg, s, session, flt) < 0)
+	if (leaks_read(pg, s, session, flt) < 0 || hd_memory_series(s, session, &pg->mem, &pg->nmem) < 0)
 		return HD_ERR;
 	return functions_read(pg, r, flt);
 }
@@ -507,6 +516,18 @@ int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *fl
 	view_json(f, &fs, "b", title, r->a ? &pg->rb : r, nviews++ == 0);
 	fputs("]", f);
 	leaks_json(f, &fs, pg);
+	fputs(",\n \"memory\": {\"terms\": [", f);
+	for (int t = 0; t < HA_MT_COUNT; t++)
+		fprintf(f, t ? ", \"%s\"" : "\"%s\"", ha_mem_term_name(t));
+	fputs("], \"rows\": [", f);
+	for (size_t i = 0; i < pg->nmem; i++) {
+		const double *row = pg->mem + i * HD_MEM_COLS;
+		fprintf(f, "%s[%.3f", i ? "," : "", row[0]);
+		for (int k = 1; k < HD_MEM_COLS; k++)
+			fprintf(f, ",%.0f", row[k]);
+		fputc(']', f);
+	}
+	fputs("]}", f);
 	functions_json(f, pg);
 	top_functions_json(f, r);
 	frames_json(f, &fs);

@@ -202,6 +202,65 @@
 		src.style.marginTop = '6px';
 	}
 
+	/* ----------------------------------------------------- memory chart */
+
+	/* Where RssAnon went at each snapshot (heapattach's breakdown, schema
+	 * version 10): the terms stacked in their order, unexplained on top when
+	 * it is positive (a negative one is said in the tooltip), under the
+	 * heap chart.  Nothing when the session has none. */
+	function memoryChart() {
+		var M = D.memory;
+		if (!M || !M.rows || !M.rows.length) return;
+		add(app, el('h2', null, 'Where RssAnon went'));
+		var sec = add(app, el('section'));
+		var box = add(sec, el('div'));
+		box.id = 'hd-memory';
+		var colors = ['#3b7dd8', '#8fb3e8', '#e0a030', '#d0603a', '#a0a0a0', '#7a5cc0',
+			'#4aa58a', '#c04a90', '#707070', '#e8d44d'];
+		var W = Math.max(box.clientWidth || 1000, 400), H = 220, L = 70, R = 16, T = 12, B = 26;
+		var rows = M.rows, t0 = rows[0][0], t1 = rows[rows.length - 1][0], ymax = 1;
+		rows.forEach(function (r) { ymax = Math.max(ymax, r[1]); });
+		ymax *= 1.08;
+		function X(t) { return L + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (W - L - R); }
+		function Y(v) { return T + (1 - v / ymax) * (H - T - B); }
+		var svg = sv('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img',
+			'aria-label': 'RssAnon broken down into terms over the session' });
+		svg.id = 'hd-memory-svg';
+		var step = Math.pow(2, Math.ceil(Math.log(ymax / 5) / Math.LN2));
+		for (var v = 0; v <= ymax; v += step) {
+			svg.appendChild(sv('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), 'class': 'axis' }));
+			var tx = sv('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', 'class': 'tick' });
+			tx.textContent = fmtBytes(v);
+			svg.appendChild(tx);
+		}
+		var below = rows.map(function () { return 0; });
+		M.terms.forEach(function (name, k) {
+			var top = rows.map(function (r, i) { return below[i] + Math.max(0, r[2 + k]); });
+			var pts = rows.map(function (r, i) { return X(r[0]).toFixed(1) + ',' + Y(top[i]).toFixed(1); });
+			for (var j = rows.length - 1; j >= 0; j--) pts.push(X(rows[j][0]).toFixed(1) + ',' + Y(below[j]).toFixed(1));
+			var pg = sv('polygon', { points: pts.join(' '), 'data-term': name });
+			pg.setAttribute('style', 'fill:' + colors[k % colors.length] + ';fill-opacity:0.8;stroke:none');
+			var last = rows[rows.length - 1];
+			var tip = sv('title', {});
+			tip.textContent = name + ': ' + fmtBytes(last[2 + k]) + ' at the last breakdown';
+			pg.appendChild(tip);
+			svg.appendChild(pg);
+			below = top;
+		});
+		svg.appendChild(sv('polyline', { points: rows.map(function (r) { return X(r[0]).toFixed(1) + ',' + Y(r[1]).toFixed(1); }).join(' '),
+			'class': 'anon', 'data-series': 'rss_anon' }));
+		box.appendChild(svg);
+		var lg = add(sec, el('div', 'legend')), last = rows[rows.length - 1];
+		M.terms.forEach(function (name, k) {
+			var s = add(lg, el('span'));
+			var i = add(s, el('i'));
+			i.style.background = colors[k % colors.length];
+			s.appendChild(document.createTextNode(name + ' ' + fmtBytes(last[2 + k])));
+		});
+		var s2 = add(lg, el('span'));
+		s2.appendChild(document.createTextNode('line: RssAnon ' + fmtBytes(last[1]) + ' (the last breakdown; heapdiff --memory has the arenas)'));
+	}
+
 	/* ------------------------------------------------------------ chart */
 
 	function chart() {
@@ -905,6 +964,7 @@
 
 	header();
 	chart();
+	memoryChart();
 	flame();
 	var h2r = add(app, el('h2'));
 	h2r.id = 'hd-rows-title';

@@ -144,3 +144,41 @@ void hd_memory_free(struct hd_memory *m)
 	free(m->arenas);
 	memset(m, 0, sizeof *m);
 }
+
+int hd_memory_series(struct hd_source *s, int64_t session, double **rows, size_t *n)
+{
+	int has, rc;
+	sqlite3_stmt *q;
+	size_t cap = 0;
+	*rows = NULL;
+	*n = 0;
+	if (hd_has_column(s, "snapshots", "memory_rss_anon_bytes", &has) < 0)
+		return HD_ERR;
+	if (!has)
+		return HD_OK;
+	if (hd_prepare(s, "SELECT s.id, s.time, s.memory_rss_anon_bytes, m.term, m.bytes"
+	               " FROM snapshots s JOIN memory_terms m ON m.snapshot_id = s.id"
+	               " WHERE s.session_id = ?1 AND s.memory_rss_anon_bytes IS NOT NULL"
+	               " ORDER BY s.time, s.id", &q) < 0)
+		return HD_ERR;
+	sqlite3_bind_int64(q, 1, session);
+	int64_t last = -1;
+	while ((rc = hd_step(s, q)) == 1 && *n < 100000) {
+		int64_t id = sqlite3_column_int64(q, 0);
+		if (id != last) {
+			if (*n == cap)
+				*rows = hd_xrealloc(*rows, (cap = cap ? cap * 2 : 64) * HD_MEM_COLS * sizeof **rows);
+			double *r = *rows + *n * HD_MEM_COLS;
+			memset(r, 0, HD_MEM_COLS * sizeof *r);
+			r[0] = hd_col_real(s, q, 1);
+			r[1] = hd_col_real(s, q, 2);
+			(*n)++;
+			last = id;
+		}
+		int t = ha_mem_term_of((const char *)sqlite3_column_text(q, 3));
+		if (t >= 0)
+			(*rows)[(*n - 1) * HD_MEM_COLS + 2 + t] = hd_col_real(s, q, 4);
+	}
+	sqlite3_finalize(q);
+	return rc < 0 ? HD_ERR : HD_OK;
+}

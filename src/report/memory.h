@@ -34,4 +34,11 @@ struct hd_memory {
 int hd_memory_load(const struct hd_snap *b, int exact, struct hd_memory *m);
 void hd_memory_free(struct hd_memory *m);
 
+/* The breakdowns of a whole session, in time order, for the page's chart:
+ * *rows gets n rows of HD_MEM_COLS values: time, RssAnon, then the terms
+ * (enum ha_mem_term).  None (n 0) in a file before version 10.  HD_OK or
+ * HD_ERR.  *rows is malloc'ed. */
+#define HD_MEM_COLS (2 + HA_MT_COUNT)
+int hd_memory_series(struct hd_source *s, int64_t session, double **rows, size_t *n);
+
 #endif
