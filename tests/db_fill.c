@@ -24,9 +24,10 @@
  *       A session written as the attacher writes one now: an 'attach'
  *       baseline without rows, periodic snapshots, a 'peak' snapshot
  *       before the final 'detach' one (see attacher() below).
- *   db_fill --many N DB
+ *   db_fill --many N [--snapshots K] DB
  *       A profile with N distinct call paths over 5 snapshots, a few of
- *       them growing (see many() below), for the HTML report's speed.
+ *       them growing (see many() below), for the HTML report's speed; with
+ *       --snapshots, K snapshots at each of which every path changes.
  *   db_fill --rss DB
  *       A session recorded with heapattach --rss: heap and mmap, resident
  *       and swapped memory by first-touch call path, the kernel's RssAnon
@@ -439,8 +440,9 @@ static void attacher(const char *path)
  * every level; an 'attach' baseline and 4 periodic snapshots 60 s apart
  * and a 'detach' one.  Path j holds 1000 + 100 (j % 97) bytes from the
  * first periodic snapshot on; every 512th path (j % 512 == 7) leaks
- * 50000 B more at each snapshot, its leaf named many_leak_<j>. */
-static void many(const char *path, int npaths)
+ * 50000 B more at each snapshot, its leaf named many_leak_<j>.  busy > 0:
+ * busy snapshots instead of 5, every path changing at each (+-8 B). */
+static void many(const char *path, int npaths, int busy)
 {
 	static const char *BIN = "/opt/many/bin/many", *BID = "0f0e0d0c0b0a09080706050403020100ffeeddcc";
 	enum { DEPTH = 10 };
@@ -478,18 +480,19 @@ static void many(const char *path, int npaths)
 	CHECK(ha_db_batch_commit(db, err, sizeof err));
 	struct ha_db_snapshot s0 = SNAP(T0, 8000000, 0, 0, 0, "attach", 524288);
 	CHECK(ha_db_snapshot(db, sid, &s0, NULL, 0, &id, err, sizeof err));
-	for (int i = 1; i <= 5; i++) {
+	int last = busy > 0 ? busy : 5;
+	for (int i = 1; i <= last; i++) {
 		size_t n = 0;
 		for (int j = 0; j < npaths; j++) {
-			double live = 1000 + 100 * (j % 97);
+			double live = 1000 + 100 * (j % 97) + (busy > 0 ? 8 * (i % 2) : 0);
 			if (j % 512 == 7)
 				live += 50000.0 * i;
-			else if (i > 1)
+			else if (i > 1 && busy <= 0)
 				continue; /* unchanged */
 			v[n++] = bucket(ids[j], HA_KIND_HEAP, live, live / 100, 0, 0);
 		}
 		struct ha_db_snapshot sn = SNAP(T0 + 60 * i, 9000000 + 500000 * (uint64_t)i, 1000 * (uint64_t)i,
-		                             0, 0, i == 5 ? "detach" : "periodic", 524288);
+		                             0, 0, i == last ? "detach" : "periodic", 524288);
 		CHECK(ha_db_snapshot(db, sid, &sn, v, n, &id, err, sizeof err));
 	}
 	printf("session %lld paths %d\n", (long long)sid, npaths);
@@ -699,7 +702,7 @@ static void usage(void)
 	        "       %s --series DB\n"
 	        "       %s --spread DB\n"
 	        "       %s --attacher DB\n"
-	        "       %s --many N DB\n"
+	        "       %s --many N [--snapshots K] DB\n"
 	        "       %s --rss DB\n", prog, prog, prog, prog, prog, prog, prog, prog);
 	exit(2);
 }
@@ -717,11 +720,12 @@ int main(int argc, char **argv)
 		{ "offset-ids", no_argument, NULL, 'O' },
 		{ "attacher", no_argument, NULL, 'A' },
 		{ "many", required_argument, NULL, 'M' },
+		{ "snapshots", required_argument, NULL, 'K' },
 		{ "rss", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int sessions = 1, nstacks = 500, do_open = 0, step = 0, do_series = 0, offset = 0, c;
-	int do_attacher = 0, do_rss = 0, npaths = 0, do_spread = 0;
+	int do_attacher = 0, do_rss = 0, npaths = 0, do_spread = 0, busy = 0;
 	long count = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -736,6 +740,7 @@ int main(int argc, char **argv)
 		case 'O': offset = 1; break;
 		case 'A': do_attacher = 1; break;
 		case 'R': do_rss = 1; break;
+		case 'K': busy = atoi(optarg); break;
 		case 'M':
 			npaths = atoi(optarg);
 			if (npaths < 1)
@@ -767,7 +772,7 @@ int main(int argc, char **argv)
 	else if (do_rss)
 		rss(argv[optind]);
 	else if (npaths > 0)
-		many(argv[optind], npaths);
+		many(argv[optind], npaths, busy);
 	else if (do_series)
 		series(argv[optind]);
 	else if (do_spread)

@@ -48,6 +48,8 @@ struct hd_source {
 	int has_rss;               /* the --rss columns of schema version 5 */
 	int has_host;              /* sessions.hostname, schema version 6 */
 	int has_rss_time;          /* snapshots.rss_read_time, schema version 9 */
+	struct sqlite3_stmt *stack_q; /* hd_stack_get's query, prepared once
+	                            * (a day's profile reads 100,000 stacks) */
 	int has_base;              /* snapshots.base_id: buckets by snapshot with
 	                            * keyframes, schema version 12 */
 	struct hd_late *late;      /* names for frames the session left unnamed

@@ -93,6 +93,8 @@ void hd_source_close(struct hd_source *s)
 {
 	if (!s->db)
 		return;
+	sqlite3_finalize(s->stack_q);
+	s->stack_q = NULL;
 	sqlite3_exec(s->h, "COMMIT", NULL, NULL, NULL);
 	ha_db_close(s->db);
 	hd_map_free(s->stacks, free_stack);
@@ -467,12 +469,13 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 	snprintf(key, sizeof key, "%" PRId64, id);
 	if ((*out = hd_map_get(s->stacks, key)))
 		return HD_OK;
-	if (hd_prepare(s,
+	if (!s->stack_q && hd_prepare(s,
 		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
 		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
 		"  LEFT JOIN modules m ON m.id = f.module_id"
-		" WHERE sf.stack_id = ?1 ORDER BY sf.pos", &q) < 0)
+		" WHERE sf.stack_id = ?1 ORDER BY sf.pos", &s->stack_q) < 0)
 		return HD_ERR;
+	q = s->stack_q;
 	st = hd_xmalloc(sizeof *st);
 	st->id = id;
 	st->n = 0;
@@ -494,7 +497,7 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 		f->module = name_of(s, sqlite3_column_text(q, 6));
 		f->build_id = name_of(s, sqlite3_column_text(q, 7));
 	}
-	sqlite3_finalize(q);
+	sqlite3_reset(q);
 	if (rc < 0) {
 		free_stack(st);
 		return HD_ERR;
