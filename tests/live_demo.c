@@ -4,10 +4,11 @@
  * would, and the view drawn from it and driven by the keys.
  * tests/t_live_view.sh runs it under tmux.
  *
- *   live_demo [-n ROWS] [-r] [-i MS] [-w] [-v]
+ *   live_demo [-n ROWS] [-r] [-i MS] [-g FRAME] [-w] [-v]
  *     -n ROWS  call paths (2000; at least 20)
  *     -r       a session with --rss: resident rows and memory
  *     -i MS    the refresh period (1000)
+ *     -g FRAME the target gone from frame FRAME on: its RSS the last read
  *     -w       SIGWINCH blocked and read from a signalfd, as heapattach
  *              reads its signals: a resize is a draw (else ncurses' handler
  *              and the poll's EINTR)
@@ -166,6 +167,10 @@ static struct ha_qmsg *stack_msg(uint32_t id)
 	return &m->q;
 }
 
+/* -g N: the target is gone from frame N on (its RSS the last read). */
+static int gone_from;
+static uint64_t last_rss;
+
 static struct ha_qmsg *frame_msg(size_t rows, int f)
 {
 	struct ha_lmsg_frame *m = calloc(1, sizeof *m + rows * sizeof m->rows[0]);
@@ -192,6 +197,12 @@ static struct ha_qmsg *frame_msg(size_t rows, int f)
 	m->rss_bytes = (uint64_t)(m->kind_bytes[HA_KIND_HEAP] + m->kind_bytes[HA_KIND_MMAP] + 30 * MIB + wobble);
 	m->rss_anon_bytes = rss_on ? (uint64_t)(m->kind_bytes[HA_KIND_RSS] + 20 * MIB) : 0;
 	m->rss_samples = rss_on ? (uint64_t)f * 100 : 0;
+	if (gone_from > 0 && f >= gone_from) {
+		m->rss_last = 1;
+		m->rss_bytes = last_rss;
+		m->rss_time = m->time - 1.5;
+	}
+	last_rss = m->rss_bytes;
 	return &m->q;
 }
 
@@ -217,10 +228,11 @@ int main(int argc, char **argv)
 {
 	size_t rows = 2000;
 	int period_ms = 1000, verbose = 0, winch_fd = -1, c;
-	while ((c = getopt(argc, argv, "n:ri:wv")) != -1) {
+	while ((c = getopt(argc, argv, "n:ri:g:wv")) != -1) {
 		switch (c) {
 		case 'n': rows = strtoul(optarg, NULL, 10); break;
 		case 'r': rss_on = 1; break;
+		case 'g': gone_from = atoi(optarg); break;
 		case 'i': period_ms = atoi(optarg); break;
 		case 'v': verbose = 1; break;
 		case 'w': {
@@ -232,7 +244,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: live_demo [-n ROWS] [-r] [-i MS] [-w] [-v]\n");
+			fprintf(stderr, "usage: live_demo [-n ROWS] [-r] [-i MS] [-g FRAME] [-w] [-v]\n");
 			return 2;
 		}
 	}

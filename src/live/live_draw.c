@@ -95,8 +95,17 @@ static int draw_header(struct ha_view *v, const struct ha_live_summary *s, size_
 		x += lv_putf(v, y, x, v->w - x, S_NORMAL, "  RssAnon %s", a);
 	}
 	ha_fmt_count(a, sizeof a, (double)s->samples, 0);
-	lv_putf(v, y, x, v->w - x, S_DIM, "  (%s samples, %zu frames)", a, s->frames);
+	x += lv_putf(v, y, x, v->w - x, S_DIM, "  (%s samples, %zu frames)", a, s->frames);
 	y++;
+	if (s->rss_last) { /* the target is gone: its RSS is the last read */
+		ha_fmt_bytes(a, sizeof a, (double)s->rss_bytes, 0);
+		ha_fmt_age(b, sizeof b, s->rss_age_s);
+		if (s->rss_bytes)
+			lv_putf(v, y, 0, v->w, S_BOLD, "RSS %s (last read, target gone; read %s before)", a, b);
+		else
+			lv_put(v, y, 0, v->w, S_BOLD, "RSS unknown (target gone before it was read)");
+		y++;
+	}
 	if (s->mem_rss_anon > 0) /* where RssAnon went at the last snapshot */
 		y = draw_memory(v, y, s);
 

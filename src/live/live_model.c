@@ -119,8 +119,14 @@ static void take_frame(struct ha_live *l, const struct ha_lmsg_frame *f)
 	s->heap = f->kind_bytes[HA_KIND_HEAP];
 	s->mmap = f->kind_bytes[HA_KIND_MMAP];
 	s->resident = f->kind_bytes[HA_KIND_RSS];
-	s->rss_bytes = f->rss_bytes;
-	s->rss_anon_bytes = f->rss_anon_bytes;
+	/* A gone target's RSS is the last read, never 0 (nothing read yet:
+	 * the history keeps its last point, not a drop). */
+	s->rss_last = f->rss_last;
+	s->rss_age_s = f->rss_last && f->rss_time > 0 ? f->time - f->rss_time : 0;
+	if (!f->rss_last || f->rss_bytes) {
+		s->rss_bytes = f->rss_bytes;
+		s->rss_anon_bytes = f->rss_anon_bytes;
+	}
 	s->mem_rss_anon = f->mem_rss_anon;
 	memcpy(s->mem_terms, f->mem_terms, sizeof s->mem_terms);
 	s->samples = f->samples;

@@ -52,6 +52,10 @@ struct ha_live_summary {
 	int rss_on;
 	double heap, mmap, resident;         /* estimated live bytes by kind now */
 	uint64_t rss_bytes, rss_anon_bytes;  /* the kernel's */
+	int rss_last;                        /* the target gone: the last read
+	                                      * (0 bytes: none was), rss_age_s
+	                                      * before the frame */
+	double rss_age_s;
 	double mem_rss_anon;                 /* the last snapshot's breakdown (0: none) */
 	double mem_terms[HA_MT_COUNT];
 	double samples_per_s;                /* over the last frame interval */

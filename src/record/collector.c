@@ -454,6 +454,8 @@ static void live_frame(struct ctx *x)
 	m->drops = t.drops;
 	m->interval = x->iv.now;
 	m->rss_bytes = t.mem.rss;
+	m->rss_last = !t.mem_now;
+	m->rss_time = x->mem_unix;
 	m->rss_on = x->rss.pf != NULL;
 	if (m->rss_on) {
 		m->rss_anon_bytes = t.mem.rss_anon;

@@ -33,6 +33,11 @@ struct ha_lmsg_frame {
 	uint64_t samples, drops;    /* cumulative */
 	uint64_t interval;          /* sampling interval in effect */
 	uint64_t rss_bytes;         /* VmRSS of the target */
+	int rss_last;               /* it could not be read now (the target is
+	                             * gone or exiting): rss_bytes and
+	                             * rss_anon_bytes are the last figures read,
+	                             * at rss_time (0: none was) */
+	double rss_time;
 	uint64_t rss_anon_bytes;    /* RssAnon (0 unless --rss) */
 	uint64_t rss_samples;       /* page-fault samples (--rss) */
 	int rss_on;                 /* the session samples page faults */
