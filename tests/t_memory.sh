@@ -11,7 +11,8 @@
 # thread arenas of 8 MiB in use each; and
 # heapattach --trim (malloc_trim(0) on the agent's thread) gives back what
 # it predicted, within 25%, and leaves the pinned holes; --trim=predict
-# changes nothing.  heapdiff
+# changes nothing; reading a forked child's memory leaves its copy-on-write
+# pages shared.  heapdiff
 # --memory shows the same terms (text, json), and refuses a version-9 file
 # in one line; the HTML report has them over time (drawn, in Chromium when
 # installed, as ten stacked areas).
@@ -29,6 +30,18 @@ pid=$TPID
 for c in "threads 4 8" "holes 16" "anon 32" "big 4 8"; do
 	target_cmd "$c"
 done
+# Reading a process's memory must not un-share its copy-on-write pages
+# (process_vm_readv's pin would, on Linux 5.19 on): a forked child's
+# private dirty memory stays what it was after its breakdown is read.
+target_cmd fork
+child=$(sed -n 's/^truth child=//p' "$TOUT")
+_PIDS+=("$child")
+dirty() { awk '/^Private_Dirty:/ { print $2 }' "/proc/$child/smaps_rollup"; }
+d0=$(dirty)
+"$HA_BUILDDIR/tests/mem_view_check" "$child" >"$W/child.view" || fail "mem_view_check on the child failed"
+d1=$(dirty)
+[ "$d1" -le $((d0 + 1024)) ] || fail "reading the child's heap made $((d1 - d0)) KiB of it private (un-shared)"
+log "the forked child's private dirty memory: $d0 KiB, after its breakdown $d1 KiB"
 wait_syscall "$pid" "$pid" "$NR_READ"
 start_ha -q -s 0 -i 65536 -o "$db" "$pid"
 wait_ready "$pid" mem_truth

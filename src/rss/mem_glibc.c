@@ -16,7 +16,8 @@
  * chunk the whole pages from chunk + 48 rounded up; then the main arena's
  * top beyond MINSIZE (systrim); a thread arena's top is kept.
  *
- * The target's memory is read only on pages pagemap says are resident
+ * The target's memory is read through /proc/PID/mem (ha_mem_pread: no
+ * page pinned, so no copy-on-write page un-shared), only on pages pagemap says are resident
  * (reading others would map the zero page there and change the next
  * pagemap), a few pages at a time, at most WALK_BUDGET bytes per walk. */
 #define _GNU_SOURCE
@@ -78,7 +79,7 @@ int ha_mem_pagemap(int fd, uint64_t start, uint64_t end, uint64_t **out)
 
 /* One heap's pages and a small window of its resident memory. */
 struct heap_rd {
-	pid_t pid;
+	int memfd;              /* /proc/PID/mem */
 	uint64_t pstart;        /* first page */
 	uint64_t *pm;           /* its pagemap */
 	size_t npages;
@@ -118,7 +119,7 @@ static int rd_u64(struct heap_rd *h, uint64_t addr, uint64_t *v)
 			len += PG;
 		if (len == 0 || *h->budget < len)
 			return -1;
-		if (ha_remote_read(h->pid, base, h->w, (size_t)len) != 0)
+		if (ha_mem_pread(h->memfd, base, h->w, (size_t)len) != 0)
 			return -1;
 		*h->budget -= len;
 		*h->bytes_read += len;
@@ -174,7 +175,7 @@ static void book_top(struct heap_rd *h, struct ha_mem_arena *a, uint64_t c, uint
 }
 
 /* Walk the chunks of one heap, [start, end), the first at first. */
-static void walk_heap(pid_t pid, int pmfd, struct ha_mem_arena *a, uint64_t start,
+static void walk_heap(int memfd, int pmfd, struct ha_mem_arena *a, uint64_t start,
                       uint64_t first, uint64_t end, uint64_t *budget, uint64_t *bytes_read)
 {
 	struct heap_rd *h = calloc(1, sizeof *h);
@@ -183,7 +184,7 @@ static void walk_heap(pid_t pid, int pmfd, struct ha_mem_arena *a, uint64_t star
 		a->complete = 0;
 		return;
 	}
-	h->pid = pid;
+	h->memfd = memfd;
 	h->budget = budget;
 	h->bytes_read = bytes_read;
 	a->heaps++;
@@ -254,16 +255,37 @@ static struct ha_mem_arena *add_arena(struct ha_mem_glibc *g, uint64_t addr, int
 	return &v[g->n++];
 }
 
-static int read_u64(pid_t pid, uint64_t addr, uint64_t *v)
+static int read_u64(int memfd, uint64_t addr, uint64_t *v)
 {
-	return ha_remote_read(pid, addr, v, 8);
+	return ha_mem_pread(memfd, addr, v, 8);
+}
+
+int ha_mem_pread(int fd, uint64_t addr, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(addr + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int ha_mem_open(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* The heaps of thread arenas: 64 MiB-aligned addresses of private
  * anonymous mappings (the kernel may merge a heap with the mapping below
  * it, a thread's stack) holding a plausible heap_info.  *hdr: sizeof heap_info, as the
  * first heaps of arenas tell (32 if none does). */
-static size_t find_thread_heaps(pid_t pid, const struct ha_maps *m, struct heap_found **out,
+static size_t find_thread_heaps(int memfd, const struct ha_maps *m, struct heap_found **out,
                                 uint64_t *hdr)
 {
 	size_t n = 0;
@@ -276,7 +298,7 @@ static size_t find_thread_heaps(pid_t pid, const struct ha_maps *m, struct heap_
 		for (uint64_t at = (e->start + HEAP_MAX - 1) & ~(HEAP_MAX - 1); at < e->end;
 		     at += HEAP_MAX) {
 			uint64_t hi[4];
-			if (ha_remote_read(pid, at, hi, sizeof hi) != 0)
+			if (ha_mem_pread(memfd, at, hi, sizeof hi) != 0)
 				continue;
 			if (hi[0] == 0 || hi[2] < PG || hi[2] > HEAP_MAX || hi[2] > e->end - at ||
 			    hi[3] < hi[2] || hi[3] > HEAP_MAX || (hi[0] & 15))
@@ -299,16 +321,21 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 	uint64_t t0 = now_ns(), budget = WALK_BUDGET;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
-	int pmfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (pmfd < 0)
+	int pmfd = open(path, O_RDONLY | O_CLOEXEC), memfd = ha_mem_open(pid);
+	if (pmfd < 0 || memfd < 0) {
+		if (pmfd >= 0)
+			close(pmfd);
+		if (memfd >= 0)
+			close(memfd);
 		return -1;
+	}
 	const struct ha_map *brk = NULL;
 	for (size_t i = 0; i < m->n; i++)
 		if (strcmp(m->v[i].path, "[heap]") == 0)
 			brk = &m->v[i];
 	uint64_t hdr;
 	struct heap_found *th = NULL;
-	size_t nth = find_thread_heaps(pid, m, &th, &hdr);
+	size_t nth = find_thread_heaps(memfd, m, &th, &hdr);
 
 	/* main_arena: through the list of a thread arena, if there is one. */
 	uint64_t main_addr = 0;
@@ -320,12 +347,12 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 				is_thread = th[j].ar_ptr == a;
 			if (!is_thread) {
 				uint64_t top;
-				if (brk && read_u64(pid, a + OFF_TOP, &top) == 0 && top >= brk->start &&
+				if (brk && read_u64(memfd, a + OFF_TOP, &top) == 0 && top >= brk->start &&
 				    top < brk->end)
 					main_addr = a;
 				break;
 			}
-			if (read_u64(pid, a + OFF_NEXT, &a) != 0)
+			if (read_u64(memfd, a + OFF_NEXT, &a) != 0)
 				break;
 		}
 	}
@@ -333,7 +360,7 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 		struct ha_mem_arena *a = add_arena(g, main_addr, 1);
 		if (a) {
 			uint64_t r0 = a->resident;
-			walk_heap(pid, pmfd, a, brk->start, brk->start, brk->end, &budget, &g->bytes_read);
+			walk_heap(memfd, pmfd, a, brk->start, brk->start, brk->end, &budget, &g->bytes_read);
 			/* Not a chunk of glibc's in it: brk is another allocator's
 			 * (tcmalloc's), or the program's own. */
 			if (a->in_use_chunks + a->free_chunks == 0 && a->top == 0)
@@ -354,11 +381,12 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 		uint64_t s = th[i].start, e = s + th[i].size;
 		uint64_t first = th[i].ar_ptr == s + hdr ? (s + hdr + MSTATE_SIZE + 15) & ~15ULL : s + hdr;
 		uint64_t r0 = a->resident;
-		walk_heap(pid, pmfd, a, s, first, e, &budget, &g->bytes_read);
+		walk_heap(memfd, pmfd, a, s, first, e, &budget, &g->bytes_read);
 		add_range(g, s, e, a->resident - r0);
 	}
 	free(th);
 	close(pmfd);
+	close(memfd);
 	if (g->nheaps)
 		qsort(g->heaps, g->nheaps, sizeof *g->heaps, cmp_range);
 	g->walk_ns = now_ns() - t0;

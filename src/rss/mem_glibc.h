@@ -61,6 +61,13 @@ uint64_t ha_mem_glibc_resident_in(const struct ha_mem_glibc *g, uint64_t start, 
 /* The pagemap of [start, end) (page aligned): one entry per page, read
  * into a malloc'ed array (*out).  0 or -errno. */
 int ha_mem_pagemap(int fd, uint64_t start, uint64_t end, uint64_t **out);
+/* n bytes at addr of the target through /proc/PID/mem (fd), read whole:
+ * 0 or -1.  Never process_vm_readv: its pin un-shares a copy-on-write page
+ * it reads (Linux 5.19 on), which would copy the pages a prefork server's
+ * workers share with their parent. */
+int ha_mem_pread(int fd, uint64_t addr, void *buf, size_t n);
+int ha_mem_open(pid_t pid);
+
 /* Is a pagemap entry a resident page (present, not swapped)? */
 static inline int ha_mem_present(uint64_t e)
 {

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +35,7 @@
 
 #define PG 4096ULL
 #define SMAPS_MAX (256u << 20)
+#define HEADER_BUDGET (256u << 10) /* pages read for mmapped chunks' headers */
 
 static uint64_t now_ns(void)
 {
@@ -144,35 +144,25 @@ static uint64_t rollup_anon(pid_t pid)
  * mapping (the kernel merges neighbours: chunks may sit anywhere in it,
  * beside other memory).  A chunk starts on a page with its header: prev_size
  * 0, size a whole number of pages with only IS_MMAPPED set.  The first 16
- * bytes of every resident page are read, up to IOV_BATCH pages a call. */
-#define IOV_BATCH 512
-static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m,
-                                     const struct ha_mem_glibc *g)
+ * bytes of each resident page are read (through /proc/PID/mem), the pages
+ * of a chunk found skipped; at most *budget pages, all mappings together. */
+static uint64_t mmap_chunks_resident(int memfd, int pmfd, const struct ha_map *m,
+                                     const struct ha_mem_glibc *g, uint64_t *budget)
 {
 	uint64_t *pm, r = 0;
 	if (ha_mem_pagemap(pmfd, m->start, m->end, &pm) != 0)
 		return 0;
 	size_t np = (size_t)((m->end - m->start) / PG);
-	uint64_t (*hdr)[2] = calloc(np, sizeof *hdr);
-	struct iovec *lv = malloc(IOV_BATCH * sizeof *lv), *rv = malloc(IOV_BATCH * sizeof *rv);
-	if (!hdr || !lv || !rv)
-		goto out;
-	for (size_t i = 0; i < np;) {
-		int k = 0;
-		for (; i < np && k < IOV_BATCH; i++) {
-			if (!ha_mem_present(pm[i]) || (g && ha_mem_glibc_in_heap(g, m->start + i * PG)))
-				continue;
-			lv[k] = (struct iovec){ hdr[i], 16 };
-			rv[k++] = (struct iovec){ (void *)(uintptr_t)(m->start + i * PG), 16 };
+	for (size_t i = 0; i < np && *budget > 0;) {
+		uint64_t addr = m->start + i * PG, h[2];
+		if (!ha_mem_present(pm[i]) || (g && ha_mem_glibc_in_heap(g, addr))) {
+			i++;
+			continue;
 		}
-		if (k && process_vm_readv(pid, lv, (unsigned long)k, rv, (unsigned long)k, 0) < 0)
-			goto out;
-	}
-	for (size_t i = 0; i < np;) {
-		uint64_t sz = hdr[i][1] & ~7ULL;
-		if (!ha_mem_present(pm[i]) || (g && ha_mem_glibc_in_heap(g, m->start + i * PG)) ||
-		    hdr[i][0] != 0 || (hdr[i][1] & 7) != 2 || sz == 0 ||
-		    sz % PG || sz / PG > np - i) {
+		(*budget)--;
+		uint64_t sz;
+		if (ha_mem_pread(memfd, addr, h, sizeof h) != 0 || h[0] != 0 || (h[1] & 7) != 2 ||
+		    (sz = h[1] & ~7ULL) == 0 || sz % PG || sz / PG > np - i) {
 			i++;
 			continue;
 		}
@@ -181,10 +171,6 @@ static uint64_t mmap_chunks_resident(pid_t pid, int pmfd, const struct ha_map *m
 				r += PG;
 		i += sz / PG;
 	}
-out:
-	free(lv);
-	free(rv);
-	free(hdr);
 	free(pm);
 	return r;
 }
@@ -248,7 +234,8 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	int have_glibc = ha_mem_glibc_read(pid, &hm, &g) == 0;
 	out->rss_anon = rss_anon;
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
-	int pmfd = open(path, O_RDONLY | O_CLOEXEC);
+	int pmfd = open(path, O_RDONLY | O_CLOEXEC), memfd = ha_mem_open(pid);
+	uint64_t budget = HEADER_BUDGET;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct ha_map *m = &v[i].m;
@@ -274,8 +261,9 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 			out->terms[HA_MT_THREAD_STACKS] += (int64_t)anon;
 			continue;
 		}
-		uint64_t chunks = private_anon && pmfd >= 0
-		                  ? mmap_chunks_resident(pid, pmfd, m, have_glibc ? &g : NULL) : 0;
+		uint64_t chunks = private_anon && pmfd >= 0 && memfd >= 0
+		                  ? mmap_chunks_resident(memfd, pmfd, m, have_glibc ? &g : NULL, &budget)
+		                  : 0;
 		if (chunks > anon)
 			chunks = anon;
 		out->terms[HA_MT_MMAP_CHUNKS] += (int64_t)chunks;
@@ -283,6 +271,8 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	}
 	if (pmfd >= 0)
 		close(pmfd);
+	if (memfd >= 0)
+		close(memfd);
 
 	const char *other = other_allocator(v, n);
 	if (other)

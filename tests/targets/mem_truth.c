@@ -11,6 +11,8 @@
  *   anon MB       an anonymous mapping of MB MiB, written
  *   big N MB      N blocks of MB MiB from malloc (mmapped chunks), written
  *   grow MB       MB MiB of 8 KiB blocks, written (live=)
+ *   fork          a child that shares every page copy-on-write and
+ *                 waits (child=PID)
  *   trim          malloc_trim(0) here
  *   exit          exit 0 at once
  * EOF exits too.  Prints "ready pid=N". */
@@ -136,6 +138,12 @@ int main(void)
 			for (size_t i = 0; i < mb * MiB / 8192; i++)
 				xmalloc(8192 - 16);
 			printf("truth live=%zu\n", mb * MiB);
+		} else if (strcmp(line, "fork") == 0) {
+			pid_t c = fork();
+			if (c == 0)
+				for (;;)
+					pause();
+			printf("truth child=%d\n", (int)c);
 		} else if (strcmp(line, "trim") == 0)
 			printf("truth trimmed=%d\n", malloc_trim(0));
 		else if (strcmp(line, "exit") == 0)
