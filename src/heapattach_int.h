@@ -100,6 +100,7 @@ struct cmd_reach {
 	int at_end;                 /* --reach: a scan at the final snapshot */
 	int verbose;
 	int scans;                  /* scans that ran */
+	int pending;                /* a "reach" snapshot asked for and not yet taken */
 	char last_err[200];         /* the last reason none could ("": none) */
 };
 
@@ -107,6 +108,9 @@ struct ha_book;
 struct ha_wmsg_snapshot;
 /* The collector's hook (collector.h: reach), ctx a struct cmd_reach. */
 void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m);
+/* Ask the collector for a snapshot with a scan, unless one is asked already
+ * (the main thread: the --reach timer, SIGUSR2). */
+void cmd_reach_ask(struct ha_collector *c);
 
 /* ---- heapattach_session.c: the agent -------------------------------- */
 

@@ -5,7 +5,9 @@
  * it hands the live sampled heap blocks to src/reach, and turns what comes
  * back into the database's rows (per call path the estimate unreachable,
  * reachable and unknown, and the holders of the reachable part), hung on
- * the snapshot's message for the writer.  A scan that cannot run (another
+ * the snapshot's message for the writer.  A scan is asked for only when
+ * the last one asked is done (cmd_reach_ask): scans slower than the
+ * period never queue up.  A scan that cannot run (another
  * allocator, no safe point, a refused clone) says why in one line, once
  * per distinct reason, is stored with its error, and the session goes on. */
 #define _GNU_SOURCE
@@ -15,6 +17,7 @@
 
 #include "heapattach_int.h"
 #include "book.h"
+#include "collector.h"
 #include "db.h"
 #include "db_write.h"
 #include "reach.h"
@@ -144,7 +147,9 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapsh
 {
 	struct cmd_reach *r = ctx;
 	const char *why = m->info.reason;
-	if (strcmp(why, "reach") != 0 && !(r->at_end && strcmp(why, "detach") == 0))
+	if (strcmp(why, "reach") == 0)
+		__atomic_store_n(&r->pending, 0, __ATOMIC_RELEASE); /* cmd_reach_ask may ask again */
+	else if (!(r->at_end && strcmp(why, "detach") == 0))
 		return;
 	struct ha_db_reach *d = calloc(1, sizeof *d);
 	if (!d)
@@ -188,4 +193,11 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapsh
 	free(g.v);
 	free(g.weight);
 	m->reach = d;
+}
+
+void cmd_reach_ask(struct ha_collector *c)
+{
+	struct cmd_reach *r = c->reach_ctx;
+	if (r && __atomic_exchange_n(&r->pending, 1, __ATOMIC_ACQ_REL) == 0)
+		ha_collector_snapshot(c, "reach");
 }

@@ -221,7 +221,7 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 				if (si.ssi_signo == SIGUSR1) {
 					ha_collector_snapshot(coll, "signal");
 				} else if (si.ssi_signo == SIGUSR2) {
-					ha_collector_snapshot(coll, "reach");
+					cmd_reach_ask(coll);
 				} else {
 					*signo = (int)si.ssi_signo;
 					why = STOP_SIGNAL;
@@ -242,7 +242,7 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 			break;
 		}
 		if ((p[5].revents & POLLIN) && read(reach_fd, &ticks, sizeof ticks) > 0)
-			ha_collector_snapshot(coll, "reach");
+			cmd_reach_ask(coll);
 		if ((p[2].revents & POLLIN) && read(snap_fd, &ticks, sizeof ticks) > 0) {
 			ha_collector_snapshot(coll, "periodic");
 			arm_snapshot_timer(snap_fd, t0, o->snapshot_every_s, o->duration_s);

@@ -47,6 +47,16 @@
 
 #define RUN_ON_US 200
 
+/* Tests only: HEAPATTACH_TEST_REACH_DIE_AT=stopped|copy|killed makes the
+ * attacher SIGKILL itself at that step of a scan (t_reach_safety: the
+ * target must come out unharmed and the copy dead). */
+static void test_die_at(const char *step)
+{
+	const char *at = getenv("HEAPATTACH_TEST_REACH_DIE_AT");
+	if (at && strcmp(at, step) == 0)
+		raise(SIGKILL);
+}
+
 static uint64_t sys_insn;  /* a syscall instruction in the target (for threads not in one) */
 
 static int known(const struct reach_frozen *f, pid_t tid)
@@ -150,32 +160,48 @@ static void detach_all(struct reach_frozen *f)
 		ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
 }
 
-/* Let the unsafe threads run on until all are safe.  1 safe, 0 not. */
-static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tries, int verbose)
+/* Let the unsafe threads run on until all are safe: each round looks only
+ * at the threads that ran since the last (the others have not moved), for
+ * at most `tries` rounds and SAFE_BUDGET_MS in all (the target waits).
+ * 1 safe, 0 not. */
+#define SAFE_BUDGET_MS 50.0
+static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tries, int verbose,
+                     double t0)
 {
-	for (int round = 0; round < tries; round++) {
+	char *moved = calloc(f->nth ? f->nth : 1, 1);
+	if (!moved)
+		return 0;
+	memset(moved, 1, f->nth);
+	int safe = 0;
+	for (int round = 0; round < tries && ha_now_ms() - t0 < SAFE_BUDGET_MS; round++) {
 		int unsafe = 0;
 		char why[128];
 		for (size_t i = 0; i < f->nth; i++) {
 			struct reach_thread *t = &f->th[i];
-			if (ha_thread_is_safe_ex(f->pid, t->tid, maps, NULL, why, sizeof why) == 1)
+			if (!moved[i] ||
+			    ha_thread_is_safe_ex(f->pid, t->tid, maps, NULL, why, sizeof why) == 1) {
+				moved[i] = 0;
 				continue;
-			if (verbose && round == tries - 1)
+			}
+			if (verbose > 1)
 				fprintf(stderr, "heapattach: reach: thread %d %s\n", (int)t->tid, why);
 			unsafe++;
 			ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)t->sig);
 			t->sig = 0;
-			t->regs.rip = 0; /* marks it running */
 		}
-		if (!unsafe)
-			return 1;
+		if (!unsafe) {
+			safe = 1;
+			break;
+		}
 		struct timespec ts = { 0, RUN_ON_US * 1000 };
 		nanosleep(&ts, NULL);
 		for (size_t i = 0; i < f->nth;) {
 			struct reach_thread *t = &f->th[i];
-			if (t->regs.rip == 0) {
+			if (moved[i]) {
 				ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
 				if (settle(t) != 0) {
+					ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+					moved[i] = moved[f->nth - 1];
 					drop(f, i);
 					continue;
 				}
@@ -183,7 +209,8 @@ static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tri
 			i++;
 		}
 	}
-	return 0;
+	free(moved);
+	return safe;
 }
 
 static void restart_fixup(struct user_regs_struct *r)
@@ -319,10 +346,21 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 {
 	memset(f, 0, sizeof *f);
 	f->pid = pid;
-	sys_insn = find_syscall_insn(pid, maps);
-	static const char *const mods[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
-	ha_thread_safe_reset();
-	ha_thread_safe_warm(pid, maps, mods, 2);
+	/* The safe-point check's unwind tables and the syscall instruction
+	 * are found again only when the target's mappings changed. */
+	static pid_t last_pid;
+	static uint64_t last_sig;
+	uint64_t sig = (uint64_t)pid;
+	for (size_t i = 0; i < maps->n; i++)
+		sig = ha_mix64(sig ^ maps->v[i].start ^ (maps->v[i].end << 1) ^ maps->v[i].inode);
+	if (pid != last_pid || sig != last_sig) {
+		static const char *const mods[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
+		sys_insn = find_syscall_insn(pid, maps);
+		ha_thread_safe_reset();
+		ha_thread_safe_warm(pid, maps, mods, 2);
+		last_pid = pid;
+		last_sig = sig;
+	}
 
 	/* The collector's thread runs niced (--nice); while the target waits
 	 * for it, it runs at heapattach's own priority. */
@@ -347,7 +385,7 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 	}
 	int safe = 0;
 	for (int again = 0; again < 3 && !safe; again++) {
-		safe = make_safe(f, maps, safe_tries, verbose);
+		safe = make_safe(f, maps, safe_tries, verbose, t0);
 		size_t before = f->nth;
 		if (stop_new(f, err, errlen) != 0) {
 			detach_all(f);
@@ -362,6 +400,7 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 		ha_err(err, errlen, "no safe point: a thread stayed inside the allocator or the loader");
 		return -1;
 	}
+	test_die_at("stopped");
 	uint64_t insn = 0;
 	struct reach_thread *h = pick(f, &insn);
 	long ret = -ENOSYS;
@@ -392,6 +431,7 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 		reach_copy_end(f);
 		return -1;
 	}
+	test_die_at("copy");
 	return 0;
 }
 
@@ -439,6 +479,7 @@ void reach_copy_end(struct reach_frozen *f)
 		if (w < 0 && errno != EINTR)
 			break;
 	}
+	test_die_at("killed");
 	reap_in_target(f, copy);
 }
 

@@ -45,7 +45,7 @@ struct reach_range {
 	int file;          /* a file's mapping: its pages read whether present or not */
 };
 
-#define REACH_WIN_BITS 20
+#define REACH_WIN_BITS 18
 #define REACH_NWIN     64
 
 struct reach_win {
@@ -149,5 +149,7 @@ void reach_roots_mark(struct reach_marker *k, const struct ha_maps *maps,
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from
  * the module's ELF symbols as pid's root sees them. */
 void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen);
+/* Close the files reach_sym_name kept open during a scan. */
+void reach_sym_reset(void);
 
 #endif

@@ -269,6 +269,7 @@ int reach_scan(pid_t pid, struct reach_block *blocks, size_t n, const struct rea
 		goto out;
 	}
 	classify(blocks, n, &k, r, f.copy, &cm);
+	reach_sym_reset();
 	r->chunks = h.n;
 	r->bytes_scanned = k.bytes_scanned;
 	r->cow_bytes = cow_cost(f.copy);

@@ -60,6 +60,51 @@ static uint64_t first_load_vaddr(Elf *elf)
 	return 0;
 }
 
+/* The modules' files opened during one scan (reach_sym_reset ends it):
+ * the holders of a scan are many words of a few modules. */
+#define CACHED 8
+static struct cached {
+	char path[4200];
+	int fd;
+	Elf *elf;
+	uint64_t vaddr;
+} cache[CACHED];
+static size_t ncached, next_slot;
+
+static struct cached *module_elf(const char *path)
+{
+	for (size_t i = 0; i < ncached; i++)
+		if (strcmp(cache[i].path, path) == 0)
+			return &cache[i];
+	struct cached *c = &cache[next_slot];
+	next_slot = (next_slot + 1) % CACHED;
+	if (ncached < CACHED)
+		ncached++;
+	else {
+		if (c->elf)
+			elf_end(c->elf);
+		if (c->fd >= 0)
+			close(c->fd);
+	}
+	snprintf(c->path, sizeof c->path, "%s", path);
+	elf_version(EV_CURRENT);
+	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	c->elf = c->fd >= 0 ? elf_begin(c->fd, ELF_C_READ_MMAP, NULL) : NULL;
+	c->vaddr = c->elf ? first_load_vaddr(c->elf) : 0;
+	return c;
+}
+
+void reach_sym_reset(void)
+{
+	for (size_t i = 0; i < ncached; i++) {
+		if (cache[i].elf)
+			elf_end(cache[i].elf);
+		if (cache[i].fd >= 0)
+			close(cache[i].fd);
+	}
+	ncached = next_slot = 0;
+}
+
 void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen)
 {
 	snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
@@ -77,19 +122,13 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	ha_clean_line(modname);
 	char path[4200];
 	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-	uint64_t off = addr - mod->start + (elf ? first_load_vaddr(elf) : 0);
+	struct cached *c = module_elf(path);
+	uint64_t off = addr - mod->start + c->vaddr;
 	char sym[112];
-	if (elf && find_symbol(elf, off, sym, sizeof sym) == 0) {
+	if (c->elf && find_symbol(c->elf, off, sym, sizeof sym) == 0) {
 		ha_clean_line(sym);
 		snprintf(out, outlen, "%s [%s]", sym, modname);
 	} else {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
 	}
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 }

@@ -15,14 +15,18 @@
  *   addrs          one line "SITE ADDR" per block, then "done addrs";
  *   busy N         N threads that allocate and free without end (the
  *                  output of check must not change while they run);
- *   check          "check SUM": a sum over every held block's bytes.
+ *   check          "check SUM": a sum over every held block's bytes;
+ *   reaper         a SIGCHLD handler that reaps with waitpid(-1, WNOHANG);
+ *   reaped         "reaped N": the children it reaped.
  * End of input: exit 0. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAXN 4096
@@ -39,6 +43,15 @@ static int pipe_fds[2];
 static pthread_mutex_t thread_ready_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t thread_ready = PTHREAD_COND_INITIALIZER;
 static int thread_done;
+static volatile sig_atomic_t reaped;
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	int st;
+	while (waitpid(-1, &st, WNOHANG) > 0)
+		reaped++;
+}
 
 /* Addresses kept for "addrs" are stored disguised (not as pointers). */
 #define HIDE(p) ((void *)((uintptr_t)(p) ^ 0xa5a5a5a5a5a5a5a5ull))
@@ -200,6 +213,11 @@ int main(void)
 				pthread_t t;
 				pthread_create(&t, NULL, busy_thread, (void *)(uintptr_t)(i + 1));
 			}
+		} else if (strcmp(line, "reaper") == 0) {
+			struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART };
+			sigaction(SIGCHLD, &sa, NULL);
+		} else if (strcmp(line, "reaped") == 0) {
+			printf("reaped %d\n", (int)reaped);
 		} else if (strcmp(line, "check") == 0) {
 			unsigned long sum = 0;
 			for (int i = 0; i < n_blocks; i++)
