@@ -65,9 +65,16 @@ static int by_lo(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+static int area_by_lo(const void *a, const void *b)
+{
+	const struct reach_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 void reach_heap_sort(struct reach_heap *h)
 {
 	qsort(h->v, h->n, sizeof *h->v, by_lo);
+	qsort(h->areas, h->nareas, sizeof *h->areas, area_by_lo);
 }
 
 struct reach_chunk *reach_heap_find(const struct reach_heap *h, uint64_t addr)

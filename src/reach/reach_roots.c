@@ -54,27 +54,30 @@ static int holds_sp(const struct ha_map *e, const struct reach_frozen *f)
 	return strcmp(e->path, "[stack]") == 0;
 }
 
-/* Scan [lo, hi) less the heaps' areas. */
+/* Scan [lo, hi) less the heaps' areas (sorted by start, disjoint:
+ * reach_heap_walk): the first area ending after lo found by bisection, so
+ * that a target of many mmapped chunks (a mapping and an area each) costs
+ * no pass over every area per mapping. */
 static void scan_outside_heaps(struct reach_marker *k, uint64_t lo, uint64_t hi, int kind,
                                pid_t tid)
 {
 	const struct reach_heap *h = k->h;
-	while (lo < hi) {
-		int inside = 0;
-		for (size_t i = 0; i < h->nareas; i++)
-			if (h->areas[i].lo <= lo && lo < h->areas[i].hi) {
-				lo = h->areas[i].hi;
-				inside = 1;
-			}
-		if (inside)
-			continue;
-		uint64_t cut = hi;
-		for (size_t i = 0; i < h->nareas; i++)
-			if (h->areas[i].lo > lo && h->areas[i].lo < cut)
-				cut = h->areas[i].lo;
-		reach_mark_range(k, lo, cut, kind, tid);
-		lo = cut;
+	size_t a = 0, b = h->nareas;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (h->areas[mid].hi <= lo)
+			a = mid + 1;
+		else
+			b = mid;
 	}
+	for (; lo < hi && a < h->nareas && h->areas[a].lo < hi; a++) {
+		if (h->areas[a].lo > lo)
+			reach_mark_range(k, lo, h->areas[a].lo, kind, tid);
+		if (h->areas[a].hi > lo)
+			lo = h->areas[a].hi;
+	}
+	if (lo < hi)
+		reach_mark_range(k, lo, hi, kind, tid);
 }
 
 /* The static TLS of the modules: the sum of their PT_TLS segments, read
