@@ -161,13 +161,11 @@ static void skip_blanks(const char **p)
 		(*p)++;
 }
 
-/* Parse one NUL-terminated line (no newline):
+/* The grammar of a line (ha_maps_parse_line, procmaps.h):
  *   start-end perms offset dev:dev inode [path]
  * The path is everything after the blanks that follow the inode: it may
- * contain spaces.  A " (deleted)" suffix is cut and remembered.
- * 0 on success (m->path allocated), -1 if the line is malformed,
- * -ENOMEM. */
-static int parse_line(const char *line, struct ha_map *m)
+ * contain spaces.  A " (deleted)" suffix is cut and remembered. */
+int ha_maps_parse_line(const char *line, struct ha_map *m)
 {
 	const char *p = line;
 	uint64_t devmaj, devmin;
@@ -225,7 +223,7 @@ int ha_maps_parse(char *text, size_t len, struct ha_maps *out)
 		struct ha_map m;
 		if (nl)
 			*nl = '\0';
-		rc = parse_line(line, &m);
+		rc = ha_maps_parse_line(line, &m);
 		line = nl ? nl + 1 : text + len;
 		if (rc == -1)
 			continue;           /* malformed: skip, as documented */

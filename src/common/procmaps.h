@@ -32,6 +32,11 @@ void ha_maps_free(struct ha_maps *m);
  * 0 or -ENOMEM (out is then empty). */
 int ha_maps_parse(char *text, size_t len, struct ha_maps *out);
 
+/* One NUL-terminated line of a maps file (or a mapping's first line in
+ * smaps), without its newline: 0 (m->path malloc'ed), -1 if it is not such
+ * a line (smaps' "Key: value" lines are not), -ENOMEM. */
+int ha_maps_parse_line(const char *line, struct ha_map *m);
+
 /* The name a module is known by: its path's basename; for the agent's
  * memfd ("/memfd:heapattach_agent.so (deleted)", how the maps write the
  * agent delivered into a container) the agent's soname and what follows.

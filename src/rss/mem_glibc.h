@@ -71,7 +71,7 @@ int ha_mem_open(pid_t pid);
 /* Is a pagemap entry a resident page (present, not swapped)? */
 static inline int ha_mem_present(uint64_t e)
 {
-	return (e >> 63) & 1;
+	return (int)((e >> 63) & 1);
 }
 
 #endif

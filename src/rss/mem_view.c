@@ -88,7 +88,35 @@ struct vma {
 	uint64_t anon;
 };
 
-/* smaps: each mapping and its Anonymous; paths point into text. */
+/* The kB of a "Key:   N kB" line whose key is at line (NUL-terminated);
+ * UINT64_MAX if it is not one. */
+static uint64_t kb_field(const char *line, const char *key)
+{
+	size_t kl = strlen(key);
+	if (strncmp(line, key, kl) != 0)
+		return UINT64_MAX;
+	const char *p = line + kl;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return UINT64_MAX;
+	char *end;
+	errno = 0;
+	unsigned long long kb = strtoull(p, &end, 10);
+	if (errno || strncmp(end, " kB", 3) != 0 || kb > UINT64_MAX / 1024)
+		return UINT64_MAX;
+	return (uint64_t)kb * 1024;
+}
+
+static void free_vmas(struct vma *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].m.path);
+	free(v);
+}
+
+/* smaps: each mapping (procmaps.c's parser of its first line) and its
+ * Anonymous. */
 static size_t parse_smaps(char *text, struct vma **out)
 {
 	size_t n = 0, cap = 0;
@@ -97,31 +125,22 @@ static size_t parse_smaps(char *text, struct vma **out)
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl++ = '\0';
-		unsigned long long s, e, off, ino;
-		char perms[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &s, &e, perms, &off, &ino,
-		           &pos) >= 5 && pos > 0 && e > s) {
+		struct ha_map m;
+		if (ha_maps_parse_line(line, &m) == 0) {
 			if (n == cap) {
 				struct vma *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *w);
-				if (!w)
+				if (!w) {
+					free(m.path);
 					break;
+				}
 				v = w;
 			}
-			char *path = line + pos;
-			size_t pl = strlen(path);
-			while (pl && path[pl - 1] == ' ')
-				path[--pl] = '\0';
-			v[n++] = (struct vma){ .m = { .start = s, .end = e, .offset = off, .inode = ino,
-			                              .prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			                                      (perms[1] == 'w' ? PROT_WRITE : 0) |
-			                                      (perms[2] == 'x' ? PROT_EXEC : 0),
-			                              .shared = perms[3] == 's', .path = path } };
+			v[n++] = (struct vma){ .m = m };
 			continue;
 		}
-		unsigned long long kb;
-		if (n && sscanf(line, "Anonymous: %llu kB", &kb) == 1)
-			v[n - 1].anon = kb * 1024;
+		uint64_t anon = kb_field(line, "Anonymous:");
+		if (n && anon != UINT64_MAX)
+			v[n - 1].anon = anon;
 	}
 	*out = v;
 	return n;
@@ -134,10 +153,7 @@ static uint64_t rollup_anon(pid_t pid)
 	if (ha_read_file(path, buf, sizeof buf) <= 0)
 		return UINT64_MAX;
 	const char *p = strstr(buf, "\nAnonymous:");
-	unsigned long long kb;
-	if (!p || sscanf(p + 1, "Anonymous: %llu kB", &kb) != 1)
-		return UINT64_MAX;
-	return kb * 1024;
+	return p ? kb_field(p + 1, "Anonymous:") : UINT64_MAX;
 }
 
 /* The resident bytes of malloc's mmapped chunks in a private anonymous
@@ -223,7 +239,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	size_t n = parse_smaps(text, &v);
 	struct ha_map *maps = malloc((n ? n : 1) * sizeof *maps);
 	if (!maps) {
-		free(v);
+		free_vmas(v, n);
 		free(text);
 		return -1;
 	}
@@ -309,7 +325,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		sum += out->terms[t];
 	out->terms[HA_MT_UNEXPLAINED] = (int64_t)rss_anon - sum;
 	free(maps);
-	free(v);
+	free_vmas(v, n);
 	free(text);
 	out->cost_ns = now_ns() - t0;
 	return 0;
