@@ -73,11 +73,14 @@ static void choose(const struct snap *v, size_t n, double period, unsigned char 
 static int merge_into(struct ha_db *db, int64_t session, int64_t s, int64_t n, char *err,
                       size_t errlen)
 {
-	static const char *const sql[] = {
+	/* S's rows that N does not change itself */
+	static const char move_rows[] =
 		"INSERT OR IGNORE INTO buckets (session_id, stack_id, kind, snapshot_id, alloc_count, "
 		"alloc_bytes, free_count, free_bytes, live_count, live_bytes) "
 		"SELECT session_id, stack_id, kind, ?3, alloc_count, alloc_bytes, free_count, "
-		"free_bytes, live_count, live_bytes FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
+		"free_bytes, live_count, live_bytes FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2";
+	static const char *const sql[] = {
+		move_rows,
 		"DELETE FROM buckets WHERE session_id = ?1 AND snapshot_id = ?2",
 		"UPDATE session_stacks SET first_snapshot_id = ?3 WHERE session_id = ?1 AND first_snapshot_id = ?2",
 		/* S a keyframe: N now holds every bucket, the keyframe of those read from S. */
