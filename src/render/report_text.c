@@ -13,6 +13,7 @@
 #include "render.h"
 
 #include <inttypes.h>
+#include "reach.h"
 #include <math.h>
 #include <string.h>
 
@@ -270,6 +271,22 @@ static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_sta
 		        folded);
 }
 
+/* What the session's latest reachability scan found of a suspect. */
+static void leak_reach(FILE *f, const struct hd_reach_row *r, int64_t scan, int exact)
+{
+	char b1[64], b2[64];
+	fprintf(f, "%*sat the scan of snapshot %" PRId64 ": %s unreachable", LEAK_INDENT, "", scan,
+	        hd_fmt_bytes(b1, sizeof b1, r->unreachable_bytes, 0, exact));
+	if (r->reachable_bytes <= 0) {
+		fputs(r->unreachable_bytes > 0 ? " (a leak: nothing points to it)\n" : "\n", f);
+		return;
+	}
+	fprintf(f, ", %s reachable", hd_fmt_bytes(b2, sizeof b2, r->reachable_bytes, 0, exact));
+	if (r->nholders)
+		fprintf(f, ", held by %s %s", r->holders[0].root, r->holders[0].name);
+	fputs(r->unreachable_bytes > 0 ? "\n" : " (growth, not a leak)\n", f);
+}
+
 /* The via functions of a function suspect, the widest first. */
 #define VIA_NAMED 4
 static void leak_via(FILE *f, const struct hd_leak *t, const struct hd_leak_set *ls)
@@ -323,7 +340,11 @@ void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr)
 		if (t->what != HD_LEAK_STACK)
 			leak_func_row(f, t, exact, ls);
 		else
+		{
 			leak_stack_row(f, t, &lr->view[i], lr->folded[i], exact, ls->duration);
+			if (lr->reach && lr->reach[i].stack_id)
+				leak_reach(f, &lr->reach[i], lr->reach_scan, exact);
+		}
 	}
 	if (shown == 0)
 		fprintf(f, "no leak suspects: no callstack's or function's %s grew steadily\n",

@@ -29,6 +29,7 @@
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
 #include "leaks_int.h"
+#include "reach.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -300,6 +301,23 @@ int hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_op
 			goto fail;
 		out->view[i] = hd_fold(st, o->flt->all_frames, &out->folded[i]);
 	}
+	/* With a reachability scan in the session: what its latest found of
+	 * each call-path suspect (unreachable: a leak; else who holds it). */
+	if (hd_reach_latest(s, session, &out->reach_scan) < 0)
+		goto fail;
+	if (out->reach_scan) {
+		out->reach = hd_xcalloc(out->listed ? out->listed : 1, sizeof *out->reach);
+		for (size_t i = 0; i < out->listed; i++) {
+			if (ls->v[i].what != HD_LEAK_STACK)
+				continue;
+			int rc = hd_reach_row_of(s, out->reach_scan, ls->v[i].stack_id, ls->v[i].kind,
+			                         &out->reach[i]);
+			if (rc < 0)
+				goto fail;
+			if (rc == 0)
+				out->reach[i].stack_id = 0;
+		}
+	}
 	return HD_OK;
 
 fail:
@@ -313,6 +331,14 @@ void hd_leak_report_free(struct hd_leak_report *lr)
 	free(lr->comm);
 	free(lr->view);
 	free(lr->folded);
+	for (size_t i = 0; lr->reach && i < lr->listed; i++) {
+		for (size_t k = 0; k < lr->reach[i].nholders; k++) {
+			free(lr->reach[i].holders[k].root);
+			free(lr->reach[i].holders[k].name);
+		}
+		free(lr->reach[i].holders);
+	}
+	free(lr->reach);
 	memset(lr, 0, sizeof *lr);
 }
 

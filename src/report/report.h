@@ -431,6 +431,8 @@ int hd_leak_find(struct hd_source *s, int64_t session, const struct hd_filter *f
                  size_t keep_series, struct hd_leak_set *out);
 void hd_leak_free(struct hd_leak_set *ls);
 
+struct hd_reach_row;
+
 /* --leaks: what its report shows, gathered by hd_leak_report (leaks.c),
  * written by hd_write_leaks_text or _json (src/render/render.h). */
 struct hd_leak_report {
@@ -445,6 +447,9 @@ struct hd_leak_report {
 	struct hd_stack *view;     /* [listed]: a call-path suspect's displayed
 	                            * frames (a view into its cached stack) */
 	int *folded;               /* [listed]: its allocator frames folded */
+	int64_t reach_scan;        /* the session's latest reachability scan (0: none) */
+	struct hd_reach_row *reach; /* [listed]: a call-path suspect's row of that
+	                             * scan (reach.h; stack_id 0: none), or NULL */
 };
 /* The suspects of session, at least 3 snapshots measured. */
 int hd_leak_report(struct hd_source *s, int64_t session, const struct hd_leak_opts *o,
