@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -589,12 +590,13 @@ static int memory_report(const struct options *o, const struct hd_snap *b, struc
 {
 	struct hd_memory m;
 	struct hd_reach rm;
+	int top = o->top > INT_MAX ? INT_MAX : (int)o->top;
 	check(o->memory == 2 ? hd_reach_load(b, &rm) : hd_memory_load(b, o->exact_bytes, &m));
 	FILE *out = open_output(o);
 	if (o->memory == 2 && o->format == HD_JSON)
-		hd_write_reach_json(out, b, &rm, o->top);
+		hd_write_reach_json(out, b, &rm, top);
 	else if (o->memory == 2)
-		hd_write_reach_text(out, b, &rm, o->top, o->exact_bytes);
+		hd_write_reach_text(out, b, &rm, top, o->exact_bytes);
 	else if (o->format == HD_JSON)
 		hd_write_memory_json(out, b, &m);
 	else

@@ -33,6 +33,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ static void test_die_at(const char *step)
 {
 	const char *at = getenv("HEAPATTACH_TEST_REACH_DIE_AT");
 	if (at && strcmp(at, step) == 0)
-		raise(SIGKILL);
+		(void)raise(SIGKILL);
 }
 
 static uint64_t sys_insn;  /* a syscall instruction in the target (for threads not in one) */
@@ -120,8 +121,12 @@ static int stop_new(struct reach_frozen *f, char *err, size_t errlen)
 		size_t before = f->nth;
 		struct dirent *de;
 		while ((de = readdir(d))) {
-			pid_t tid = (pid_t)atoi(de->d_name);
-			if (tid <= 0 || known(f, tid))
+			char *end;
+			long n = strtol(de->d_name, &end, 10);
+			if (*end || n <= 0 || n > INT_MAX)
+				continue;   /* ".", "..", not a tid */
+			pid_t tid = (pid_t)n;
+			if (known(f, tid))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0) {
 				if (errno == ESRCH)
@@ -193,7 +198,7 @@ static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tri
 			safe = 1;
 			break;
 		}
-		struct timespec ts = { 0, RUN_ON_US * 1000 };
+		struct timespec ts = { 0, (long)RUN_ON_US * 1000 };
 		nanosleep(&ts, NULL);
 		for (size_t i = 0; i < f->nth;) {
 			struct reach_thread *t = &f->th[i];

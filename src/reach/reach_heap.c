@@ -73,8 +73,11 @@ static int area_by_lo(const void *a, const void *b)
 
 void reach_heap_sort(struct reach_heap *h)
 {
-	qsort(h->v, h->n, sizeof *h->v, by_lo);
-	qsort(h->areas, h->nareas, sizeof *h->areas, area_by_lo);
+	/* (qsort's array must not be NULL, even for no element) */
+	if (h->n)
+		qsort(h->v, h->n, sizeof *h->v, by_lo);
+	if (h->nareas)
+		qsort(h->areas, h->nareas, sizeof *h->areas, area_by_lo);
 }
 
 struct reach_chunk *reach_heap_find(const struct reach_heap *h, uint64_t addr)
@@ -109,8 +112,8 @@ static int is_tcache(struct reach_mem *m, uint64_t user)
 	for (int i = 0; i < 64; i++) {
 		uint16_t count;
 		uint64_t entry;
-		memcpy(&count, p + 2 * i, 2);
-		memcpy(&entry, p + 128 + 8 * i, 8);
+		memcpy(&count, p + 2 * (size_t)i, 2);
+		memcpy(&entry, p + 128 + 8 * (size_t)i, 8);
 		if ((count == 0) != (entry == 0) || count > 0x7fff)
 			return 0;
 	}

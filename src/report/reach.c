@@ -120,7 +120,8 @@ static int load_rows(struct hd_source *s, struct hd_reach *m)
 	sqlite3_finalize(q);
 	if (rc < 0)
 		return HD_ERR;
-	qsort(m->rows, m->nrows, sizeof *m->rows, by_unreachable);
+	if (m->nrows)
+		qsort(m->rows, m->nrows, sizeof *m->rows, by_unreachable);
 	for (size_t i = 0; i < m->nrows; i++) {
 		struct hd_reach_row *r = &m->rows[i];
 		const struct hd_stack *st;
