@@ -15,8 +15,14 @@
  *    born ptrace-stopped under us and inherits EXITKILL: should the
  *    attacher die at any moment, the kernel SIGKILLs the copy before it
  *    runs one instruction.  EXITKILL is taken off the thread at the clone
- *    event (the window where the attacher's death would kill the target
- *    too is the clone syscall itself, microseconds).  The thread is driven
+ *    event.  Until then, from the registers set for the call, the
+ *    attacher's death kills the target too: the clone syscall itself,
+ *    10-15 ms per GB resident and ~200 ms with 28,672 mappings
+ *    (bench/reach_pause).  Chosen over the other way: without it, a
+ *    thread left with our registers runs the clone untraced, and the
+ *    copy runs the target's code unseen.  (The injection's way out of
+ *    this, calls that return through a signal frame of their own,
+ *    src/inject/inject_frame.c, is not used here yet.)  The thread is driven
  *    syscall stop to syscall stop (never let run past the syscall), then
  *    its registers are put back (an interrupted system call restarts, as
  *    the kernel would have done it: rip - 2, rax = orig_rax) and every
