@@ -42,7 +42,7 @@
 #include "push.h"
 #include "render.h"
 #include "memory.h"
-#include "reach.h"
+#include "reach_view.h"
 
 /* A debug file fetched for heapdiff: at most this long each, unless
  * DEBUGINFOD_MAXTIME says otherwise. */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "reach.h"
+#include "reach_view.h"
 
 #define INDENT 14
 

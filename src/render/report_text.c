@@ -13,7 +13,7 @@
 #include "render.h"
 
 #include <inttypes.h>
-#include "reach.h"
+#include "reach_view.h"
 #include <math.h>
 #include <string.h>
 

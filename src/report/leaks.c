@@ -29,7 +29,7 @@
  * report_html.c calls hd_leak_find for its table of suspects. */
 #define _GNU_SOURCE
 #include "leaks_int.h"
-#include "reach.h"
+#include "reach_view.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * checked as the rest of the report's are (hd_col_real), names cleaned
  * (they come from the target's symbols): the file may be corrupt. */
 #define _GNU_SOURCE
-#include "reach.h"
+#include "reach_view.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -52,7 +52,7 @@
  * fuzz-sources: src/render/report_html.c src/render/heap_vs_rss_write.c src/db/db_open.c
  * fuzz-sources: src/common/util.c src/common/alloc_frame.c src/common/hashtab.c
  * fuzz-sources: src/report/late_names.c src/symbolize/debugfind.c src/symbolize/debuginfod_get.c
- * fuzz-sources: src/symbolize/build_id.c
+ * fuzz-sources: src/symbolize/build_id.c src/report/reach.c src/report/memory.c src/common/mem_terms.c
  * fuzz-sources: src/symbolize/debugcache.c src/symbolize/symbolize_file.c
  * fuzz-sources: src/symbolize/symbolize_name.c src/symbolize/dwarf_names.c src/symbolize/strpool.c
  * fuzz-generated: src/render/report_html_assets.c src/db/schema_sql.c

@@ -1,9 +1,9 @@
-/* reach.h -- a reachability scan read back (heapdiff --reach, issue 40):
+/* reach_view.h -- a reachability scan read back (heapdiff --reach, issue 40):
  * the scan's figures (schema version 11: reach_scans) and, per call path,
  * its live estimate split into unreachable, reachable and unknown
  * (reach_rows) with the holders of the reachable part (reach_holders). */
-#ifndef HD_REACH_H
-#define HD_REACH_H
+#ifndef HD_REACH_VIEW_H
+#define HD_REACH_VIEW_H
 
 #include <stddef.h>
 #include <stdint.h>
