@@ -4,24 +4,14 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "memory.h"
-
-static const char *when(char *buf, size_t len, double t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "?");
-	return buf;
-}
 
 void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int exact)
 {
 	char t[64], v[64], w[8][32];
 	fprintf(f, "memory at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s): RssAnon %s, "
-	        "allocator %s\n", m->snapshot_id, m->reason, when(t, sizeof t, m->time), b->pid,
+	        "allocator %s\n", m->snapshot_id, m->reason, hd_fmt_time_utc(t, sizeof t, m->time), b->pid,
 	        b->comm, hd_fmt_bytes(v, sizeof v, m->rss_anon, 0, exact), m->allocator);
 	if (m->snapshot_id != m->asked_id)
 		fprintf(f, "(snapshot %" PRId64 " has none: the target could not be read then; the "

@@ -8,20 +8,10 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "reach_view.h"
 
 #define INDENT 14
-
-static const char *when(char *buf, size_t len, double t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "?");
-	return buf;
-}
 
 static void text_frame(FILE *f, const struct hd_frame *fr)
 {
@@ -61,7 +51,7 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 {
 	char t[64], v[4][64];
 	fprintf(f, "reachability at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s)\n",
-	        m->snapshot_id, m->reason, when(t, sizeof t, m->time), b->pid, b->comm);
+	        m->snapshot_id, m->reason, hd_fmt_time_utc(t, sizeof t, m->time), b->pid, b->comm);
 	if (m->snapshot_id != m->asked_id)
 		fprintf(f, "(snapshot %" PRId64 " has no scan: the latest one before it)\n", m->asked_id);
 	fprintf(f, "scan: %" PRId64 " sampled blocks, %" PRId64 " allocator blocks; the target paused "

@@ -36,6 +36,9 @@ int64_t hd_sub_i64(int64_t a, int64_t b);
  * (local, "%Y-%m-%d %H:%M:%S"; past any calendar, the number). */
 const char *hd_fmt_count(char *buf, size_t len, double v, int sign);
 const char *hd_fmt_time(char *buf, size_t len, double t);
+/* The same in UTC ("%Y-%m-%d %H:%M:%S UTC"; "?" past any calendar): the
+ * scan's and the memory breakdown's headers. */
+const char *hd_fmt_time_utc(char *buf, size_t len, double t);
 
 /* The kernel's figure v of k (hd_kernel_change) as hd_fmt_bytes writes
  * it, or "unknown (...)" when it is not known. */

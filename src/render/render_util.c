@@ -109,6 +109,16 @@ const char *hd_fmt_time(char *buf, size_t len, double t)
 	return buf;
 }
 
+const char *hd_fmt_time_utc(char *buf, size_t len, double t)
+{
+	struct tm tm;
+	time_t tt = fabs(t) < 1e15 ? (time_t)t : 0;   /* a time from the file, as above */
+	if (!(fabs(t) < 1e15) || !gmtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
 /* ------------------------------------------------------------ the kernel's figures */
 
 const char *hd_fmt_kernel(char *buf, size_t len, const struct hd_kernel *k, double v, int sign,
