@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 12.
+-- heapattach profile database, schema version 13.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 12);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 13);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -19,9 +19,10 @@
 -- version 8 the column sessions.python, version 9 the column
 -- snapshots.rss_read_time, version 10 the memory breakdown, version 11
 -- the reachability tables, version 12 the buckets laid out by snapshot with
--- keyframes (snapshots.base_id; all at the end of this file); heapattach
--- upgrades an older file in place when it opens it for writing, and
--- heapdiff reads all twelve versions.  The
+-- keyframes (snapshots.base_id), version 13 the table memory_pinning (all
+-- at the end of this file); heapattach upgrades an older file in place
+-- when it opens it for writing, and heapdiff reads all thirteen versions.
+-- The
 -- writer keeps the file in WAL mode while it writes, so readers (heapdiff,
 -- sqlite3) can query it meanwhile, and a crash of the writer loses at most
 -- the snapshot in progress; when its session ends it puts the file back to a
@@ -84,12 +85,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '12'.
+-- Identification of the file: format = 'heapattach', schema_version = '13'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '12');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '13');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -869,3 +870,22 @@ SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.tren
   FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
  WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
    AND t.retained >= 0.9 AND t.trend_bytes >= 1;
+
+-- Schema version 13 additions.
+
+-- Which call paths pin the holes (heapdiff --memory --by-stack), at a
+-- snapshot with a memory breakdown: the free bytes of each resident page
+-- that also holds blocks in use (allocator_free_pinned) charged to the
+-- sampled live heap blocks on the page, each in proportion to its bytes
+-- there (tcmalloc's span accounting), times its sample weight, summed per
+-- callstack; blocks: the blocks charged (an estimate, as live_count).
+-- allocator_free_pinned minus the sum of pinned_bytes is what no sampled
+-- block was charged: blocks from before attach, pages holding only the
+-- header of a free chunk, the estimate's error.
+CREATE TABLE memory_pinning (
+	snapshot_id  INTEGER NOT NULL REFERENCES snapshots (id),
+	stack_id     INTEGER NOT NULL REFERENCES stacks (id),
+	pinned_bytes REAL NOT NULL,
+	blocks       REAL NOT NULL,
+	PRIMARY KEY (snapshot_id, stack_id)
+) WITHOUT ROWID;

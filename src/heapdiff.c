@@ -10,10 +10,10 @@
  *   heapdiff --peak DB                the live heap at its highest point
  *   heapdiff --heap-vs-rss DB [[A] B] per function: heap and mmap against
  *                                     resident and swapped memory
+ *   heapdiff --memory [--by-stack] DB [S]  where RssAnon went (memory.c)
  *   heapdiff --reach DB [S]           leaked or held, by call path (reach.c)
  *   heapdiff -f html -o FILE DB [A] B one page: chart, flame graphs, leaks
- *   heapdiff --push URL DB [[A] B]    the snapshots A..B sent to a profile
- *                                     store (src/push/push_batch.c)
+ *   heapdiff --push URL DB [[A] B]    the snapshots A..B sent to a store (src/push/)
  *
  * This file only parses options and operands and resolves the snapshots;
  * report_load.c reads, report_rows.c folds/filters/merges, report_funcs.c
@@ -92,7 +92,7 @@ struct options {
 	int exact_bytes;
 	enum hd_format format;
 	const char *output;
-	int leaks, peak, vs, memory; /* memory: 1 --memory, 2 --reach (one snapshot's table) */
+	int leaks, peak, vs, memory, by_stack; /* memory: 1 --memory, 2 --reach (one snapshot's) */
 	struct hd_filter flt;
 	struct ha_push_conf push;  /* --push and its options; nurls 0: none */
 	int push_options;          /* one of its options was given */
@@ -120,7 +120,7 @@ static void usage(FILE *f)
 	        "       heapdiff --leaks [options] DB\n"
 	        "       heapdiff --peak [options] DB\n"
 	        "       heapdiff --heap-vs-rss [options] DB [[A] B]\n"
-	        "       heapdiff --memory [options] DB [S]\n"
+	        "       heapdiff --memory [--by-stack] [options] DB [S]\n"
 	        "       heapdiff --reach [options] DB [S]\n"
 	        "What grew in a heapattach profile between snapshots A and B: the callstacks\n"
 	        "ranked by growth of live bytes, then the estimated live-heap growth against\n"
@@ -152,6 +152,8 @@ static void usage(FILE *f)
 	        "                        overhead, mmapped chunks, thread stacks, the\n"
 	        "                        profiler, other anonymous memory and what is\n"
 	        "                        unexplained; glibc's arenas; text or json\n"
+	        "      --by-stack        with --memory: the call paths whose live blocks pin\n"
+	        "                        the free bytes on their pages (allocator_free_pinned)\n"
 	        "      --reach           leaked or held at snapshot S (default last; its scan by\n"
 	        "                        heapattach --reach): per call path the live heap that\n"
 	        "                        nothing points to any more, what is reachable and\n"
@@ -331,7 +333,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_DB = 256, O_BY, O_SESSION, O_BYTES, O_LEAKS, O_PEAK, O_VS, O_MODULE, O_FUNCTION,
 	       O_KIND, O_MIN_BYTES, O_ALL_FRAMES, O_PUSH, O_APP, O_LABEL, O_PUSH_HEADER,
-	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD, O_MEMORY, O_REACH };
+	       O_PUSH_CACERT, O_PUSH_TIMEOUT, O_DEBUG_DIR, O_NO_DEBUGINFOD, O_MEMORY, O_REACH, O_BY_STACK };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "format", required_argument, NULL, 'f' },
@@ -341,6 +343,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "heap-vs-rss", no_argument, NULL, O_VS },
 		{ "memory", no_argument, NULL, O_MEMORY },
 		{ "reach", no_argument, NULL, O_REACH },
+		{ "by-stack", no_argument, NULL, O_BY_STACK },
 		{ "top", required_argument, NULL, 'n' },
 		{ "by", required_argument, NULL, O_BY },
 		{ "session", required_argument, NULL, O_SESSION },
@@ -408,6 +411,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_VS: o->vs = 1; break;
 		case O_MEMORY: o->memory = 1; break;
 		case O_REACH: o->memory = 2; break;
+		case O_BY_STACK: o->by_stack = 1; break;
 		case 'n': o->top = parse_long(optarg, "--top", 0); break;
 		case O_BY: parse_by(o, optarg); break;
 		case O_SESSION: o->session = parse_long(optarg, "--session", 1); break;
@@ -463,6 +467,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 	if (o->memory && (o->leaks || o->peak || o->vs || o->by_view))
 		usage_error("%s and %s exclude each other", MEM_OPT(o), o->leaks ? "--leaks" : o->peak
 		            ? "--peak" : o->vs ? "--heap-vs-rss" : "--by");
+	if (o->by_stack && o->memory != 1)
+		usage_error("--by-stack goes with --memory (the call paths pinning the holes)");
 	if (o->memory && o->format != HD_TEXT && o->format != HD_JSON)
 		usage_error("%s writes text or json", MEM_OPT(o));
 
@@ -592,15 +598,16 @@ static int memory_report(const struct options *o, const struct hd_snap *b, struc
 	struct hd_reach rm;
 	int top = o->top > INT_MAX ? INT_MAX : (int)o->top;
 	check(o->memory == 2 ? hd_reach_load(b, &rm) : hd_memory_load(b, o->exact_bytes, &m));
+	check(o->memory == 1 && o->by_stack ? hd_memory_load_pins(b->src, &m) : HD_OK);
 	FILE *out = open_output(o);
 	if (o->memory == 2 && o->format == HD_JSON)
 		hd_write_reach_json(out, b, &rm, top);
 	else if (o->memory == 2)
 		hd_write_reach_text(out, b, &rm, top, o->exact_bytes);
 	else if (o->format == HD_JSON)
-		hd_write_memory_json(out, b, &m);
+		hd_write_memory_json(out, b, &m, top);
 	else
-		hd_write_memory_text(out, b, &m, o->exact_bytes);
+		hd_write_memory_text(out, b, &m, top, o->exact_bytes);
 	int rc = close_output(out, o);
 	if (o->memory == 2)
 		hd_reach_free(&rm);

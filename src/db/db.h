@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 12
+#define HA_DB_SCHEMA_VERSION 13
 /* The oldest version still read; ha_db_open upgrades it in place. */
 #define HA_DB_SCHEMA_VERSION_MIN 1
 

@@ -1,6 +1,7 @@
 /* db_memory.c -- a snapshot's memory breakdown written (schema version
  * 10): the two columns of snapshots, the rows of memory_terms and
- * memory_arenas; inside the snapshot's transaction (db_write.c). */
+ * memory_arenas, and (version 13) of memory_pinning; inside the snapshot's
+ * transaction (db_write.c). */
 #include "db_memory.h"
 
 #include <stdio.h>
@@ -50,6 +51,21 @@ int db_write_memory(struct ha_db *db, int64_t sid, const struct ha_db_memory *m,
 		                (int64_t)a->pinned, a->complete };
 		for (int k = 0; k < (int)(sizeof v / sizeof v[0]); k++)
 			sqlite3_bind_int64(q, k + 1, v[k]);
+		if (step(db, q, err, errlen) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < m->npins; i++) {
+		/* two call paths of the book may be one stack of the file */
+		if (sqlite3_prepare_v2(db->h, "INSERT INTO memory_pinning (snapshot_id, stack_id,"
+		                       " pinned_bytes, blocks) VALUES (?1, ?2, ?3, ?4)"
+		                       " ON CONFLICT (snapshot_id, stack_id) DO UPDATE SET"
+		                       " pinned_bytes = pinned_bytes + excluded.pinned_bytes,"
+		                       " blocks = blocks + excluded.blocks", -1, &q, NULL) != SQLITE_OK)
+			return sql_fail(db, err, errlen, "writing the memory breakdown");
+		sqlite3_bind_int64(q, 1, sid);
+		sqlite3_bind_int64(q, 2, m->pins[i].stack_id);
+		sqlite3_bind_double(q, 3, m->pins[i].bytes);
+		sqlite3_bind_double(q, 4, m->pins[i].blocks);
 		if (step(db, q, err, errlen) < 0)
 			return -1;
 	}

@@ -87,6 +87,7 @@ static int merge_into(struct ha_db *db, int64_t session, int64_t s, int64_t n, c
 		"UPDATE snapshots SET base_id = ?3 WHERE session_id = ?1 AND base_id = ?2",
 		"DELETE FROM memory_terms WHERE snapshot_id = ?2",
 		"DELETE FROM memory_arenas WHERE snapshot_id = ?2",
+		"DELETE FROM memory_pinning WHERE snapshot_id = ?2",
 		"DELETE FROM snapshots WHERE session_id = ?1 AND id = ?2",
 	};
 	for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {

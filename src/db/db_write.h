@@ -45,12 +45,20 @@ struct ha_db_arena {
 	uint32_t heaps;
 	uint64_t address, system, in_use, free, top, resident, trimmable, pinned;
 };
+/* The pinned bytes charged to one call path's sampled blocks (schema
+ * version 13: memory_pinning; src/rss/mem_pin.h). */
+struct ha_db_pin {
+	int64_t stack_id;         /* a database stack id when written */
+	double bytes, blocks;
+};
 struct ha_db_memory {
 	char allocator[64];
 	uint64_t rss_anon;
 	int64_t terms[HA_MT_COUNT];   /* enum ha_mem_term */
 	size_t narenas;
 	struct ha_db_arena *arenas;
+	size_t npins;
+	struct ha_db_pin *pins;
 };
 
 struct ha_db_snapshot {

@@ -7,11 +7,25 @@
 
 #include "mem_view.h"
 
+struct heap_only {
+	ha_mem_each_fn each;
+	void *ctx;
+};
+
+static void one_block(void *ctx, uint64_t addr, uint64_t size, double weight, uint32_t bucket,
+                      int kind)
+{
+	const struct heap_only *h = ctx;
+	if (kind == HA_KIND_HEAP)
+		h->each(h->ctx, addr, size, weight, bucket);
+}
+
 static void live_heap(void *arg, ha_mem_each_fn each, void *ctx)
 {
 	const struct ha_book *b = arg;
+	struct heap_only h = { each, ctx };
 	if (b)
-		ha_book_each_live(b, HA_KIND_HEAP, each, ctx);
+		ha_book_each_block(b, one_block, &h);
 }
 
 struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns)
@@ -22,7 +36,11 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uin
 	struct ha_db_memory *m = calloc(1, sizeof *m);
 	if (m && v.narenas)
 		m->arenas = calloc(v.narenas, sizeof *m->arenas);
-	if (!m || (v.narenas && !m->arenas)) {
+	if (m && v.npins)
+		m->pins = calloc(v.npins, sizeof *m->pins);
+	if (!m || (v.narenas && !m->arenas) || (v.npins && !m->pins)) {
+		if (m)
+			free(m->arenas);
 		free(m);
 		ha_mem_view_free(&v);
 		return NULL;
@@ -39,6 +57,11 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uin
 			.free = a->free_bins, .top = a->top, .resident = a->resident,
 			.trimmable = a->trimmable, .pinned = a->pinned };
 	}
+	/* stack_id: the book's bucket, which the writer makes a stack id */
+	for (size_t i = 0; i < v.npins; i++)
+		m->pins[i] = (struct ha_db_pin){ .stack_id = v.pins[i].bucket, .bytes = v.pins[i].bytes,
+		                                 .blocks = v.pins[i].blocks };
+	m->npins = v.npins;
 	if (cost_ns)
 		*cost_ns = v.cost_ns;
 	ha_mem_view_free(&v);
@@ -47,8 +70,10 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uin
 
 void ha_mem_feed_free(struct ha_db_memory *m)
 {
-	if (m)
+	if (m) {
 		free(m->arenas);
+		free(m->pins);
+	}
 	free(m);
 }
 

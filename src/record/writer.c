@@ -116,6 +116,17 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 			m->rows[k++].stack_id = ids->v[local];
 		}
 	}
+	/* the pinned bytes by call path: local ids made database ids too */
+	size_t np = 0;
+	for (size_t i = 0; m->mem && i < m->mem->npins; i++) {
+		uint64_t local = (uint64_t)m->mem->pins[i].stack_id;
+		if (local < ids->cap && ids->v[local] > 0) {
+			m->mem->pins[np] = m->mem->pins[i];
+			m->mem->pins[np++].stack_id = ids->v[local];
+		}
+	}
+	if (m->mem)
+		m->mem->npins = np;
 	int64_t snap_id;
 	if (ha_db_snapshot(w->db, w->session_id, &m->info, m->rows, k, &snap_id, err, sizeof err))
 		fail(w, "writing a snapshot", err);

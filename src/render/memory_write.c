@@ -1,5 +1,7 @@
 /* memory_write.c -- heapdiff --memory written: text (the terms, their
- * share of RssAnon, the arenas, the hint) and json ({"memory": {...}}). */
+ * share of RssAnon, the arenas, the hint; with --by-stack the call paths
+ * pinning the holes, each with its frames) and json ({"memory": {...}},
+ * with --by-stack "pinning": {...}). */
 #include "render.h"
 
 #include <inttypes.h>
@@ -7,7 +9,39 @@
 
 #include "memory.h"
 
-void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int exact)
+#define INDENT 14
+
+static size_t shown(const struct hd_memory *m, int top)
+{
+	return top > 0 && (size_t)top < m->npins ? (size_t)top : m->npins;
+}
+
+/* The call paths whose sampled blocks pin the holes, most first. */
+static void text_pins(FILE *f, const struct hd_memory *m, int top, int exact)
+{
+	char v[3][64];
+	double pinned = m->terms[HA_MT_FREE_PINNED];
+	fprintf(f, "\npinned holes by call path: %s free on pages that hold blocks in use; %s charged "
+	        "to the sampled blocks on those pages, by call path; %s to none (blocks from before "
+	        "attach, headers of free chunks, the estimate's error)\n\n",
+	        hd_fmt_bytes(v[0], sizeof v[0], pinned, 0, exact),
+	        hd_fmt_bytes(v[1], sizeof v[1], m->pins_charged, 0, exact),
+	        hd_fmt_bytes(v[2], sizeof v[2], pinned - m->pins_charged, 0, exact));
+	fprintf(f, "%14s %7s %12s\n", "PINNED", "SHARE", "BLOCKS");
+	size_t n = shown(m, top);
+	for (size_t i = 0; i < n; i++) {
+		const struct hd_pin_row *r = &m->pins[i];
+		fprintf(f, "%14s %6.1f%% %12.0f\n%*sstack %" PRId64 "\n",
+		        hd_fmt_bytes(v[0], sizeof v[0], r->bytes, 0, exact),
+		        pinned > 0 ? 100 * r->bytes / pinned : 0.0, r->blocks, INDENT, "", r->stack_id);
+		for (int k = 0; k < r->st.n; k++)
+			hd_text_frame(f, &r->st.f[k], INDENT);
+	}
+	fprintf(f, "%zu call paths pin holes, %zu shown\n", m->npins, n);
+}
+
+void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int top,
+                          int exact)
 {
 	char t[64], v[64], w[8][32];
 	fprintf(f, "memory at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s): RssAnon %s, "
@@ -37,9 +71,11 @@ void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memo
 	}
 	if (m->hint[0])
 		fprintf(f, "\nhint: %s\n", m->hint);
+	if (m->by_stack)
+		text_pins(f, m, top, exact);
 }
 
-void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m)
+void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int top)
 {
 	fprintf(f, "{\"memory\": {\"snapshot\": %" PRId64 ", \"asked\": %" PRId64
 	        ", \"time\": %.3f, \"reason\": ", m->snapshot_id, m->asked_id, m->time);
@@ -66,5 +102,20 @@ void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memo
 		hd_json_str(f, m->hint);
 	else
 		fputs("null", f);
+	if (m->by_stack) {
+		fprintf(f, ", \"pinning\": {\"pinned_bytes\": %.0f, \"charged_bytes\": %.0f"
+		        ", \"uncharged_bytes\": %.0f, \"call_paths\": %zu, \"stacks\": [",
+		        m->terms[HA_MT_FREE_PINNED], m->pins_charged,
+		        m->terms[HA_MT_FREE_PINNED] - m->pins_charged, m->npins);
+		for (size_t i = 0, n = shown(m, top); i < n; i++) {
+			const struct hd_pin_row *r = &m->pins[i];
+			fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"pinned_bytes\": %.0f"
+			        ", \"blocks\": %.0f, \"frames\": ", i ? "," : "", r->stack_id, r->bytes,
+			        r->blocks);
+			hd_json_frames(f, &r->st);
+			fputc('}', f);
+		}
+		fputs("]}", f);
+	}
 	fputs("}}\n", f);
 }

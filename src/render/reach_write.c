@@ -13,20 +13,6 @@
 
 #define INDENT 14
 
-static void text_frame(FILE *f, const struct hd_frame *fr)
-{
-	char pc[32];
-	fprintf(f, "%*s%s", INDENT, "", hd_frame_name(fr, pc, sizeof pc));
-	if (fr->file[0]) {
-		fprintf(f, "  %s", fr->file);
-		if (fr->line > 0)
-			fprintf(f, ":%d", fr->line);
-	}
-	if (fr->module[0])
-		fprintf(f, "  [%s]", ha_base_name(fr->module));
-	fputc('\n', f);
-}
-
 static void text_holders(FILE *f, const struct hd_reach_row *r, int exact)
 {
 	char v[64];
@@ -71,7 +57,7 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 		        r->unreachable_bytes > 0 && r->reachable_bytes <= 0 ? "  (leaked: nothing points "
 		                                                              "to it)" : "");
 		for (int k = 0; k < r->st.n; k++)
-			text_frame(f, &r->st.f[k]);
+			hd_text_frame(f, &r->st.f[k], INDENT);
 	}
 	double all = m->unreachable + m->reachable + m->unknown;
 	fprintf(f, "total: unreachable %s (%.0f%% of the sampled live heap), reachable %s, unknown %s;"

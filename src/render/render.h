@@ -87,6 +87,9 @@ void hd_json_snap(FILE *f, const struct hd_snap *s);
 void hd_json_kernel(FILE *f, const struct hd_kernel *k);
 /* The frames of st as a JSON array. */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
+/* One frame on a line of its own, indented: name, file:line, [module]
+ * (--reach's and --memory --by-stack's call paths). */
+void hd_text_frame(FILE *f, const struct hd_frame *fr, int indent);
 /* --leaks (struct hd_leak_report, report.h: leaks.c gathers it). */
 void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr);
 void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr);
@@ -129,8 +132,11 @@ void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs
 void hd_write_vs_json(FILE *f, const struct hd_report *r, const struct hd_vs *vs);
 /* heapdiff --memory (memory_write.c): the breakdown of m, read at b. */
 struct hd_memory;
-void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int exact);
-void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m);
+/* With --by-stack (m->by_stack) also the top call paths pinning the holes
+ * (0: all). */
+void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int top,
+                          int exact);
+void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memory *m, int top);
 /* The first n rows as a JSON array of objects, names through str
  * (hd_json_str, or hd_json_html_str for a page). */
 void hd_vs_json_rows(FILE *f, const struct hd_vs *vs, size_t n, void (*str)(FILE *, const char *));

@@ -171,3 +171,17 @@ const char *hd_kind_objects(int kind)
 {
 	return hd_kind_physical(kind) ? "pages" : "objects";
 }
+
+void hd_text_frame(FILE *f, const struct hd_frame *fr, int indent)
+{
+	char pc[32];
+	fprintf(f, "%*s%s", indent, "", hd_frame_name(fr, pc, sizeof pc));
+	if (fr->file[0]) {
+		fprintf(f, "  %s", fr->file);
+		if (fr->line > 0)
+			fprintf(f, ":%d", fr->line);
+	}
+	if (fr->module[0])
+		fprintf(f, "  [%s]", ha_base_name(fr->module));
+	fputc('\n', f);
+}

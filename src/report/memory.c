@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #define ARENAS_MAX 100000
+#define PINS_MAX 1000000
 #define MiB (1024.0 * 1024.0)
 
 static int find_snapshot(const struct hd_snap *b, struct hd_memory *m)
@@ -138,10 +139,59 @@ int hd_memory_load(const struct hd_snap *b, int exact, struct hd_memory *m)
 	return HD_OK;
 }
 
+static int by_pinned(const void *a, const void *b)
+{
+	const struct hd_pin_row *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+int hd_memory_load_pins(struct hd_source *s, struct hd_memory *m)
+{
+	int has, rc;
+	if (hd_has_column(s, "memory_pinning", "pinned_bytes", &has) < 0)
+		return HD_ERR;
+	if (!has)
+		return hd_fail(s->err, "%s: no pinned bytes by call path: the file was written before "
+		               "schema version 13", s->path);
+	sqlite3_stmt *q;
+	if (hd_prepare(s, "SELECT stack_id, pinned_bytes, blocks FROM memory_pinning"
+	               " WHERE snapshot_id = ?1", &q) < 0)
+		return HD_ERR;
+	sqlite3_bind_int64(q, 1, m->snapshot_id);
+	m->by_stack = 1;
+	size_t cap = 0;
+	while (m->npins < PINS_MAX && (rc = hd_step(s, q)) == 1) {
+		if (m->npins == cap)
+			m->pins = hd_xrealloc(m->pins, (cap = cap ? cap * 2 : 64) * sizeof *m->pins);
+		struct hd_pin_row *r = memset(&m->pins[m->npins++], 0, sizeof *m->pins);
+		r->stack_id = sqlite3_column_int64(q, 0);
+		r->bytes = hd_col_real(s, q, 1);
+		r->blocks = hd_col_real(s, q, 2);
+		m->pins_charged += r->bytes;
+	}
+	if (m->npins == PINS_MAX)
+		rc = 0;
+	sqlite3_finalize(q);
+	if (rc < 0)
+		return HD_ERR;
+	if (m->npins)
+		qsort(m->pins, m->npins, sizeof *m->pins, by_pinned);
+	for (size_t i = 0; i < m->npins; i++) {
+		const struct hd_stack *st;
+		if (hd_stack_get(s, m->pins[i].stack_id, &st) < 0)
+			return HD_ERR;
+		m->pins[i].st = hd_fold(st, 0, &m->pins[i].folded);
+	}
+	return HD_OK;
+}
+
 void hd_memory_free(struct hd_memory *m)
 {
 	free(m->allocator);
 	free(m->arenas);
+	free(m->pins);
 	memset(m, 0, sizeof *m);
 }
 

@@ -87,6 +87,7 @@ struct heap_rd {
 	unsigned char w[RUN_PAGES * PG];
 	uint64_t *budget;       /* bytes still allowed */
 	uint64_t *bytes_read;
+	uint32_t *pin, *use;    /* per page: pinned free bytes, bytes in use (or NULL) */
 };
 
 static int page_present(const struct heap_rd *h, uint64_t addr)
@@ -108,6 +109,24 @@ static uint64_t resident_in(const struct heap_rd *h, uint64_t a, uint64_t b)
 		a = e;
 	}
 	return r;
+}
+
+/* Add the resident bytes of [a, b) to each page's count in v (NULL: none). */
+static void spread(const struct heap_rd *h, uint32_t *v, uint64_t a, uint64_t b)
+{
+	while (v && a < b) {
+		uint64_t pe = (a & ~(PG - 1)) + PG, e = pe < b ? pe : b;
+		if (page_present(h, a))
+			v[(a - h->pstart) / PG] += (uint32_t)(e - a);
+		a = e;
+	}
+}
+
+/* [a, b) is free and pinned: booked, and spread over its pages. */
+static void pin(const struct heap_rd *h, struct ha_mem_arena *ar, uint64_t a, uint64_t b)
+{
+	ar->pinned += resident_in(h, a, b);
+	spread(h, h->pin, a, b);
 }
 
 /* The 8 bytes at addr (8-aligned), read through the window: 0 or -1. */
@@ -148,6 +167,7 @@ static void book_chunk(struct heap_rd *h, struct ha_mem_arena *a, uint64_t c, ui
 		a->in_use_chunks++;
 		a->overhead_resident += resident_in(h, c, c + 16);
 		a->in_use_resident += resident_in(h, c + 16, c + sz);
+		spread(h, h->use, c + 16, c + sz);
 		return;
 	}
 	a->free_bins += sz;
@@ -155,9 +175,10 @@ static void book_chunk(struct heap_rd *h, struct ha_mem_arena *a, uint64_t c, ui
 	uint64_t t0 = (c + 48 + PG - 1) & ~(PG - 1), t1 = (c + sz) & ~(PG - 1);
 	if (t1 > t0) {
 		a->trimmable += resident_in(h, t0, t1);
-		a->pinned += resident_in(h, c, t0) + resident_in(h, t1, c + sz);
+		pin(h, a, c, t0);
+		pin(h, a, t1, c + sz);
 	} else {
-		a->pinned += resident_in(h, c, c + sz);
+		pin(h, a, c, c + sz);
 	}
 }
 
@@ -167,16 +188,36 @@ static void book_top(struct heap_rd *h, struct ha_mem_arena *a, uint64_t c, uint
 	uint64_t t0 = (c + MINSIZE + 1 + PG - 1) & ~(PG - 1), e = c + sz;
 	if (t0 > e)
 		t0 = e;
-	a->pinned += resident_in(h, c, t0);
+	pin(h, a, c, t0);
 	if (a->is_main)
 		a->trimmable += resident_in(h, t0, e);
 	else
 		a->top_kept += resident_in(h, t0, e);
 }
 
+/* The pages of h with pinned bytes appended to g->pages (in address order:
+ * heaps do not overlap, and are sorted after). */
+static void keep_pages(struct ha_mem_glibc *g, const struct heap_rd *h)
+{
+	for (size_t i = 0; i < h->npages; i++) {
+		if (!h->pin[i])
+			continue;
+		size_t n = g->npages;
+		if (n == 0 || (n >= 256 && (n & (n - 1)) == 0)) { /* full: 256, 512, ... */
+			size_t cap = n ? n * 2 : 256;
+			struct ha_mem_pin_page *v = realloc(g->pages, cap * sizeof *v);
+			if (!v)
+				return;
+			g->pages = v;
+		}
+		g->pages[g->npages++] = (struct ha_mem_pin_page){ h->pstart + i * PG, h->pin[i],
+		                                                  h->use[i] };
+	}
+}
+
 /* Walk the chunks of one heap, [start, end), the first at first. */
-static void walk_heap(int memfd, int pmfd, struct ha_mem_arena *a, uint64_t start,
-                      uint64_t first, uint64_t end, uint64_t *budget, uint64_t *bytes_read)
+static void walk_heap(int memfd, int pmfd, struct ha_mem_glibc *g, struct ha_mem_arena *a,
+                      uint64_t start, uint64_t first, uint64_t end, uint64_t *budget)
 {
 	struct heap_rd *h = calloc(1, sizeof *h);
 	if (!h || heap_rd_open(h, pmfd, start, end) != 0) {
@@ -186,7 +227,11 @@ static void walk_heap(int memfd, int pmfd, struct ha_mem_arena *a, uint64_t star
 	}
 	h->memfd = memfd;
 	h->budget = budget;
-	h->bytes_read = bytes_read;
+	h->bytes_read = &g->bytes_read;
+	if (g->want_pages) {
+		h->pin = calloc(h->npages, sizeof *h->pin);
+		h->use = calloc(h->npages, sizeof *h->use);
+	}
 	a->heaps++;
 	a->system += end - start;
 	a->resident += resident_in(h, start, end);
@@ -221,6 +266,10 @@ static void walk_heap(int memfd, int pmfd, struct ha_mem_arena *a, uint64_t star
 	}
 	if (!done)
 		a->complete = 0;
+	if (h->pin && h->use)
+		keep_pages(g, h);
+	free(h->pin);
+	free(h->use);
 	free(h->pm);
 	free(h);
 }
@@ -315,9 +364,17 @@ static size_t find_thread_heaps(int memfd, const struct ha_maps *m, struct heap_
 	return n;
 }
 
+static int cmp_page(const void *x, const void *y)
+{
+	const struct ha_mem_pin_page *a = x, *b = y;
+	return a->page < b->page ? -1 : a->page > b->page;
+}
+
 int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g)
 {
+	int want = g->want_pages;
 	memset(g, 0, sizeof *g);
+	g->want_pages = want;
 	uint64_t t0 = now_ns(), budget = WALK_BUDGET;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
@@ -360,7 +417,7 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 		struct ha_mem_arena *a = add_arena(g, main_addr, 1);
 		if (a) {
 			uint64_t r0 = a->resident;
-			walk_heap(memfd, pmfd, a, brk->start, brk->start, brk->end, &budget, &g->bytes_read);
+			walk_heap(memfd, pmfd, g, a, brk->start, brk->start, brk->end, &budget);
 			/* Not a chunk of glibc's in it: brk is another allocator's
 			 * (tcmalloc's), or the program's own. */
 			if (a->in_use_chunks + a->free_chunks == 0 && a->top == 0)
@@ -381,7 +438,7 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 		uint64_t s = th[i].start, e = s + th[i].size;
 		uint64_t first = th[i].ar_ptr == s + hdr ? (s + hdr + MSTATE_SIZE + 15) & ~15ULL : s + hdr;
 		uint64_t r0 = a->resident;
-		walk_heap(memfd, pmfd, a, s, first, e, &budget, &g->bytes_read);
+		walk_heap(memfd, pmfd, g, a, s, first, e, &budget);
 		add_range(g, s, e, a->resident - r0);
 	}
 	free(th);
@@ -389,6 +446,8 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 	close(memfd);
 	if (g->nheaps)
 		qsort(g->heaps, g->nheaps, sizeof *g->heaps, cmp_range);
+	if (g->npages)
+		qsort(g->pages, g->npages, sizeof *g->pages, cmp_page);
 	g->walk_ns = now_ns() - t0;
 	if (g->n == 0) {
 		ha_mem_glibc_free(g);
@@ -399,9 +458,12 @@ int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *g
 
 void ha_mem_glibc_free(struct ha_mem_glibc *g)
 {
+	int want = g->want_pages;
 	free(g->arenas);
 	free(g->heaps);
+	free(g->pages);
 	memset(g, 0, sizeof *g);
+	g->want_pages = want;
 }
 
 int ha_mem_glibc_in_heap(const struct ha_mem_glibc *g, uint64_t addr)

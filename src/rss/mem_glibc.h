@@ -39,17 +39,31 @@ struct ha_mem_arena {
 	int complete;           /* every heap walked to its end */
 };
 
+/* A resident page with pinned free bytes, and the bytes of chunks in use
+ * on it (their headers left out): the input of the charge of the pinned
+ * bytes to the blocks on the page (mem_pin.h). */
+struct ha_mem_pin_page {
+	uint64_t page;          /* its address */
+	uint32_t pinned, in_use;
+};
+
 struct ha_mem_glibc {
+	int want_pages;              /* in: fill pages (ha_mem_glibc_read keeps it) */
 	struct ha_mem_arena *arenas; /* main arena first when there is one */
 	size_t n;
 	struct ha_mem_range *heaps;  /* every heap walked, sorted by address */
 	size_t nheaps;
 	uint64_t walk_ns;            /* time of the walk */
 	uint64_t bytes_read;         /* of the target's memory, for the walk */
+	struct ha_mem_pin_page *pages; /* with want_pages: sorted by address */
+	size_t npages;
 };
 
 /* Walk the arenas of pid with maps m (read now).  0, or -1 when no glibc
- * heap was found (then *out is empty).  Free with ha_mem_glibc_free. */
+ * heap was found (then *out is empty but for want_pages).  out->want_pages
+ * is read first: set, the pages with pinned bytes are kept (8 bytes per
+ * page of a heap while it is walked, 16 per page kept).  Free with
+ * ha_mem_glibc_free. */
 int ha_mem_glibc_read(pid_t pid, const struct ha_maps *m, struct ha_mem_glibc *out);
 void ha_mem_glibc_free(struct ha_mem_glibc *g);
 

@@ -213,13 +213,16 @@ static const char *other_allocator(const struct vma *v, size_t n)
 struct sampled {
 	const struct ha_mem_glibc *g;
 	double in_heaps;
+	struct ha_mem_pin_acc pin;
 };
 
-static void each_live(void *ctx, uint64_t addr, double bytes)
+static void each_live(void *ctx, uint64_t addr, uint64_t size, double weight, uint32_t bucket)
 {
 	struct sampled *s = ctx;
-	if (ha_mem_glibc_in_heap(s->g, addr))
-		s->in_heaps += bytes;
+	if (ha_mem_glibc_in_heap(s->g, addr)) {
+		s->in_heaps += weight * (double)size;
+		ha_mem_pin_block(&s->pin, addr, size, weight, bucket);
+	}
 }
 
 int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_mem_view *out)
@@ -246,7 +249,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	for (size_t i = 0; i < n; i++)
 		maps[i] = v[i].m;
 	struct ha_maps hm = { maps, n };
-	struct ha_mem_glibc g;
+	struct ha_mem_glibc g = { .want_pages = live != NULL };
 	int have_glibc = ha_mem_glibc_read(pid, &hm, &g) == 0;
 	out->rss_anon = rss_anon;
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
@@ -305,9 +308,10 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 			out->terms[HA_MT_FREE_PINNED] += (int64_t)a->pinned;
 			out->terms[HA_MT_OVERHEAD] += (int64_t)(a->overhead_resident + a->top_kept);
 		}
-		struct sampled s = { &g, 0 };
+		struct sampled s = { &g, 0, { .pages = g.pages, .npages = g.npages } };
 		if (live)
 			live(live_arg, each_live, &s);
+		out->npins = ha_mem_pin_take(&s.pin, &out->pins);
 		uint64_t sampled = s.in_heaps <= 0 ? 0 : s.in_heaps >= (double)in_use ? in_use
 		                   : (uint64_t)s.in_heaps;
 		out->terms[HA_MT_LIVE_SAMPLED] = (int64_t)sampled;
@@ -334,5 +338,6 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 void ha_mem_view_free(struct ha_mem_view *v)
 {
 	free(v->arenas);
+	free(v->pins);
 	memset(v, 0, sizeof *v);
 }

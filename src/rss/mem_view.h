@@ -13,11 +13,13 @@
 #include <sys/types.h>
 
 #include "mem_glibc.h"
+#include "mem_pin.h"
 #include "mem_terms.h"
 
-/* The live sampled blocks of kind heap: live_each calls each(ctx, addr,
- * estimated bytes) once per block. */
-typedef void (*ha_mem_each_fn)(void *ctx, uint64_t addr, double bytes);
+/* The live sampled blocks of kind heap: live calls each(ctx, addr, size,
+ * sample weight, the caller's bucket of its call path) once per block. */
+typedef void (*ha_mem_each_fn)(void *ctx, uint64_t addr, uint64_t size, double weight,
+                               uint32_t bucket);
 typedef void (*ha_mem_live_fn)(void *arg, ha_mem_each_fn each, void *ctx);
 
 struct ha_mem_view {
@@ -26,6 +28,8 @@ struct ha_mem_view {
 	char allocator[64];            /* "glibc", or "unknown (...)": no arena read */
 	struct ha_mem_arena *arenas;   /* malloc'ed; main arena first */
 	size_t narenas;
+	struct ha_mem_pin *pins;       /* malloc'ed: the pinned bytes charged by bucket */
+	size_t npins;                  /* (mem_pin.h; none without live) */
 	uint64_t cost_ns;              /* the whole reading */
 	uint64_t walk_ns;              /* ...of which the arenas' walk */
 };

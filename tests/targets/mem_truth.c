@@ -11,6 +11,14 @@
  *   anon MB       an anonymous mapping of MB MiB, written
  *   big N MB      N blocks of MB MiB from malloc (mmapped chunks), written
  *   grow MB       MB MiB of 8 KiB blocks, written (live=)
+ *   pin MB        two call paths (heapdiff --memory --by-stack): from
+ *                 pin_site_b MB MiB of 8 KiB blocks, page-aligned, every
+ *                 other run of eight freed (its pages empty entirely: it
+ *                 pins nothing, pinned_b=0); then from pin_site_a MB MiB of
+ *                 1 KiB blocks, four to a page, the first of each page kept
+ *                 and the other three freed: its blocks pin 3 KiB on each
+ *                 page (pinned_a=); aligned=0 if the blocks could not be
+ *                 laid on page boundaries
  *   fork          a child that shares every page copy-on-write and
  *                 waits (child=PID)
  *   trim          malloc_trim(0) here
@@ -104,6 +112,60 @@ static void empty(size_t mb)
 	printf("truth freed=%zu\n", freed);
 }
 
+/* The next chunk from the top starts on a page: a block sized to reach
+ * it (glibc: a chunk is the request + 8 rounded up to 16, 32 at least). */
+static int page_align(void)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		char *probe = xmalloc(16);
+		uintptr_t next = (uintptr_t)probe - 16 + 32, pad = (4096 - next % 4096) % 4096;
+		if (pad == 0)
+			return 1;
+		if (pad < 32)
+			pad += 4096;
+		char *p = xmalloc(pad - 8);
+		if ((uintptr_t)p - 16 + pad == (((uintptr_t)p - 16 + pad) & ~(uintptr_t)4095))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) void pin_site_b(void **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = xmalloc(8192 - 16);
+}
+
+static __attribute__((noinline)) void pin_site_a(void **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = xmalloc(1024 - 16);
+}
+
+static void pin(size_t mb)
+{
+	size_t nb = mb * MiB / 8192, na = mb * MiB / 1024, pinned = 0;
+	/* kept (never freed: that would make a hole of its own) */
+	void **vb = malloc(nb * sizeof *vb), **va = malloc(na * sizeof *va);
+	if (!vb || !va)
+		abort();
+	int aligned = page_align();
+	/* every block first, then the frees: a hole freed early would be
+	 * taken by the next blocks */
+	pin_site_b(vb, nb);
+	pin_site_a(va, na);
+	aligned = aligned && ((uintptr_t)vb[0] - 16) % 4096 == 0 && ((uintptr_t)va[0] - 16) % 4096 == 0;
+	for (size_t i = 0; i < nb; i++)
+		if ((i / 8) % 2)
+			free(vb[i]);
+	for (size_t i = 0; i < na; i++)
+		if (i % 4) {
+			free(va[i]);
+			pinned += 1024;
+		}
+	printf("truth pinned_a=%zu pinned_b=0 aligned=%d\n", pinned, aligned);
+}
+
 static void anon(size_t mb)
 {
 	char *p = mmap(NULL, mb * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -128,6 +190,8 @@ int main(void)
 			holes(mb);
 		else if (sscanf(line, "empty %zu", &mb) == 1)
 			empty(mb);
+		else if (sscanf(line, "pin %zu", &mb) == 1)
+			pin(mb);
 		else if (sscanf(line, "anon %zu", &mb) == 1)
 			anon(mb);
 		else if (sscanf(line, "big %d %zu", &n, &mb) == 2) {
