@@ -73,16 +73,17 @@ static void check_fold(void)
 		frame("handle", "app.c", 10, "/app"),
 		frame("main", "app.c", 20, "/app"),
 	};
-	struct hd_stack st = { 1, 6, f };
+	const struct hd_frame *fp[] = { &f[0], &f[1], &f[2], &f[3], &f[4], &f[5] };
+	struct hd_stack st = { 1, 6, fp };
 	int folded;
 	struct hd_stack v = hd_fold(&st, 0, &folded);
-	EXPECT(folded == 3 && v.n == 3 && strncmp(v.f[0].function, "std::vector", 11) == 0 &&
-	       strstr(v.f[0].function, "push_back"), "fold: %d folded, leaf '%s'", folded,
-	       v.n ? v.f[0].function : "");
+	EXPECT(folded == 3 && v.n == 3 && strncmp(v.f[0]->function, "std::vector", 11) == 0 &&
+	       strstr(v.f[0]->function, "push_back"), "fold: %d folded, leaf '%s'", folded,
+	       v.n ? v.f[0]->function : "");
 	v = hd_fold(&st, 1, &folded);
 	EXPECT(folded == 0 && v.n == 6, "--all-frames folds %d", folded);
 	/* A stack of allocator frames only keeps its outermost one. */
-	struct hd_stack only = { 2, 2, f };
+	struct hd_stack only = { 2, 2, fp };
 	v = hd_fold(&only, 0, &folded);
 	EXPECT(v.n == 1 && folded == 1, "fold of allocator frames only: %d left", v.n);
 	/* A sample not unwound: its leaf (strdup, the program's call into
@@ -91,11 +92,12 @@ static void check_fold(void)
 		frame("strdup", "", 0, "/lib/x86_64-linux-gnu/libc.so.6"),
 		frame(HA_NOT_UNWOUND_FUNCTION, "", 0, ""),
 	};
-	struct hd_stack nst = { 3, 2, nu };
+	const struct hd_frame *nup[] = { &nu[0], &nu[1] };
+	struct hd_stack nst = { 3, 2, nup };
 	v = hd_fold(&nst, 0, &folded);
-	EXPECT(folded == 0 && v.n == 2 && strcmp(v.f[0].function, "strdup") == 0,
+	EXPECT(folded == 0 && v.n == 2 && strcmp(v.f[0]->function, "strdup") == 0,
 	       "fold before the not-unwound frame: %d folded, leaf '%s'", folded,
-	       v.n ? v.f[0].function : "");
+	       v.n ? v.f[0]->function : "");
 	free_frames(nu, sizeof nu / sizeof nu[0]);
 	struct hd_filter flt = { .kind = -1, .module = "/app", .function = "handle" };
 	EXPECT(hd_stack_matches(&st, &flt), "filter module+function: no match");
@@ -160,10 +162,11 @@ int main(int argc, char **argv)
 	snprintf(b.reason, sizeof b.reason, "detach");
 	snprintf(a.comm, sizeof a.comm, "srv</title>");
 	snprintf(b.comm, sizeof b.comm, "srv</title>");
+	const struct hd_frame *grewp[] = { &grew[0], &grew[1] }, *shrankp[] = { &shrank[0], &shrank[1] };
 	struct hd_row rows[] = {
-		{ .st = { 10, 2, grew }, .stack_id = 10, .merged = 1, .kind = 0, .bytes = 3000000,
+		{ .st = { 10, 2, grewp }, .stack_id = 10, .merged = 1, .kind = 0, .bytes = 3000000,
 		  .objects = 300, .alloc_bytes = 4000000, .alloc_objects = 400 },
-		{ .st = { 11, 2, shrank }, .stack_id = 11, .merged = 1, .kind = 1, .bytes = -500000,
+		{ .st = { 11, 2, shrankp }, .stack_id = 11, .merged = 1, .kind = 1, .bytes = -500000,
 		  .objects = -50, .alloc_bytes = 0, .alloc_objects = 0 },
 	};
 	struct hd_report r = { .a = &a, .b = &b, .rows = rows, .n = 2, .nall = 2,

@@ -35,7 +35,7 @@ static void text_pins(FILE *f, const struct hd_memory *m, int top, int exact)
 		        hd_fmt_bytes(v[0], sizeof v[0], r->bytes, 0, exact),
 		        pinned > 0 ? 100 * r->bytes / pinned : 0.0, r->blocks, INDENT, "", r->stack_id);
 		for (int k = 0; k < r->st.n; k++)
-			hd_text_frame(f, &r->st.f[k], INDENT);
+			hd_text_frame(f, r->st.f[k], INDENT);
 	}
 	fprintf(f, "%zu call paths pin holes, %zu shown\n", m->npins, n);
 }

@@ -57,7 +57,7 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 		        r->unreachable_bytes > 0 && r->reachable_bytes <= 0 ? "  (leaked: nothing points "
 		                                                              "to it)" : "");
 		for (int k = 0; k < r->st.n; k++)
-			hd_text_frame(f, &r->st.f[k], INDENT);
+			hd_text_frame(f, r->st.f[k], INDENT);
 	}
 	double all = m->unreachable + m->reachable + m->unknown;
 	fprintf(f, "total: unreachable %s (%.0f%% of the sampled live heap), reachable %s, unknown %s;"

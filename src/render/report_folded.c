@@ -32,7 +32,7 @@ void hd_write_folded(FILE *f, const struct hd_report *r)
 			first = 0;
 		}
 		for (int k = row->st.n - 1; k >= 0; k--) {
-			const struct hd_frame *fr = &row->st.f[k];
+			const struct hd_frame *fr = row->st.f[k];
 			if (!first)
 				fputc(';', f);
 			first = 0;

@@ -126,7 +126,7 @@ static void frame_list(FILE *f, struct frames *fs, const struct hd_stack *st)
 {
 	fputc('[', f);
 	for (int k = 0; k < st->n; k++)
-		fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, &st->f[k]));
+		fprintf(f, k ? ",%zu" : "%zu", frame_index(fs, st->f[k]));
 	fputc(']', f);
 }
 

@@ -95,7 +95,7 @@ void hd_json_frames(FILE *f, const struct hd_stack *st)
 	fputc('[', f);
 	for (int k = 0; k < st->n; k++) {
 		fputs(k ? ",\n    " : "\n    ", f);
-		frame(f, &st->f[k]);
+		frame(f, st->f[k]);
 	}
 	fputc(']', f);
 }

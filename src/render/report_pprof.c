@@ -190,15 +190,15 @@ static uint64_t function_id(struct pprof *p, const struct hd_frame *f)
 
 /* The location of frames f[0..n): inlined frames then the frame they are
  * inlined into (the last one). */
-static uint64_t location_id(struct pprof *p, const struct hd_frame *f, int n)
+static uint64_t location_id(struct pprof *p, const struct hd_frame *const *f, int n)
 {
 	struct hd_buf k = { 0 }, m = { 0 }, line = { 0 };
 	intptr_t id;
-	const struct hd_frame *outer = &f[n - 1];
+	const struct hd_frame *outer = f[n - 1];
 	hd_buf_printf(&k, "%s\x1f%s", outer->module, outer->build_id);
 	for (int i = 0; i < n; i++)
-		hd_buf_printf(&k, "\x1f%" PRIx64 "\x1e%s\x1e%s\x1e%d", f[i].rel_pc, f[i].function,
-		              f[i].file, f[i].line);
+		hd_buf_printf(&k, "\x1f%" PRIx64 "\x1e%s\x1e%s\x1e%d", f[i]->rel_pc, f[i]->function,
+		              f[i]->file, f[i]->line);
 	hd_buf_addc(&k, 0);
 	if ((id = (intptr_t)hd_map_get(p->locations, (char *)k.p))) {
 		hd_buf_free(&k);
@@ -213,8 +213,8 @@ static uint64_t location_id(struct pprof *p, const struct hd_frame *f, int n)
 	pb_int(&m, LOCATION_ADDRESS, (int64_t)(mid * MAPPING_SPAN + rel));
 	for (int i = 0; i < n; i++) {
 		line.n = 0;
-		pb_int(&line, LINE_FUNCTION_ID, (int64_t)function_id(p, &f[i]));
-		pb_int(&line, LINE_LINE, f[i].line);
+		pb_int(&line, LINE_FUNCTION_ID, (int64_t)function_id(p, f[i]));
+		pb_int(&line, LINE_LINE, f[i]->line);
 		pb_msg(&m, LOCATION_LINE, &line);
 	}
 	pb_msg(&p->out, PROFILE_LOCATION, &m);
@@ -240,9 +240,9 @@ static void sample(struct pprof *p, const struct hd_row *row)
 	 * inlined (or at the outermost frame). */
 	for (int i = 0; i < st->n;) {
 		int j = i;
-		while (j < st->n - 1 && st->f[j].inlined)
+		while (j < st->n - 1 && st->f[j]->inlined)
 			j++;
-		pb_varint(&ids, location_id(p, &st->f[i], j - i + 1));
+		pb_varint(&ids, location_id(p, st->f + i, j - i + 1));
 		i = j + 1;
 	}
 	pb_varint(&vals, (uint64_t)round_i64(row->alloc_objects));

@@ -239,7 +239,7 @@ void hd_write_svg(FILE *f, const struct hd_report *r)
 			add(n, row->bytes, row->objects);
 		}
 		for (int k = row->st.n - 1; k >= 0; k--) {
-			const struct hd_frame *fr = &row->st.f[k];
+			const struct hd_frame *fr = row->st.f[k];
 			snprintf(name, sizeof name, "%s%s", hd_frame_label(fr, label, sizeof label),
 			         fr->inlined ? " (inlined)" : "");
 			n = child_of(n, name);

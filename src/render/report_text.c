@@ -41,16 +41,16 @@ static void print_frames(FILE *f, const struct hd_row *r)
 	const struct hd_stack *st = &r->st;
 	char pc[32];
 	for (int i = 0; i < st->n; i++)
-		print_frame(f, INDENT, &st->f[i]);
+		print_frame(f, INDENT, st->f[i]);
 	if (st->n == 0)
 		fprintf(f, "%*s(no frames: not unwound, or not named)\n", INDENT, "");
 	if (r->folded > 0) {
 		/* Say what was folded, below the frames (scripts read the
 		 * first frame line as the leaf). */
-		const struct hd_frame *fr = st->f - r->folded;
+		const struct hd_frame *const *fr = st->f - r->folded;
 		fprintf(f, "%*s(allocator frames folded:", INDENT, "");
 		for (int i = r->folded - 1; i >= 0; i--)
-			fprintf(f, " %s", hd_frame_name(&fr[i], pc, sizeof pc));
+			fprintf(f, " %s", hd_frame_name(fr[i], pc, sizeof pc));
 		fputs("; --all-frames shows them)\n", f);
 	}
 	if (r->merged > 1)
@@ -265,7 +265,7 @@ static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_sta
 		fprintf(f, " (%s)", hd_kind_name(t->kind));
 	fputc('\n', f);
 	for (int i = 0; i < v->n; i++)
-		print_frame(f, LEAK_INDENT, &v->f[i]);
+		print_frame(f, LEAK_INDENT, v->f[i]);
 	if (folded)
 		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", LEAK_INDENT, "",
 		        folded);

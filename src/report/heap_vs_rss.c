@@ -84,7 +84,7 @@ static int add_side(struct build *B, const struct hd_snap *snap, double sign,
 		B->vs->total[col] += bytes;
 		hd_fn_path(&B->fn);
 		for (int k = 0; k < view.n; k++) {
-			size_t r = row_of(B, &view.f[k]);
+			size_t r = row_of(B, view.f[k]);
 			if (!hd_fn_once(&B->fn, r))
 				continue; /* the function again on this path */
 			B->vs->v[r].bytes[col] += bytes;

@@ -40,7 +40,7 @@ struct hd_source {
 	struct hd_err *err;        /* where its errors go (hd_source_open) */
 	struct ha_db *db;
 	struct sqlite3 *h;
-	struct hd_map *stacks;     /* "id" -> struct hd_stack * */
+	struct hd_stacks *stacks;  /* the callstacks read (stack_cache.c) */
 	struct ha_strpool *names;  /* the frames' strings, each once (a day's
 	                            * profile repeats the same few hundred
 	                            * thousand times) */
@@ -97,7 +97,9 @@ struct hd_frame {
 struct hd_stack {
 	int64_t id;                /* stacks.id in its database */
 	int n;
-	struct hd_frame *f;        /* leaf first */
+	const struct hd_frame *const *f; /* leaf first; a frame is kept once by
+	                            * its source and shared by every stack
+	                            * through it (stack_cache.c) */
 };
 
 /* The value of one bucket at one snapshot (cumulative, estimated). */
@@ -198,6 +200,8 @@ void *hd_xmalloc(size_t n);
 void *hd_xcalloc(size_t n, size_t size);
 void *hd_xrealloc(void *p, size_t n);
 char *hd_xstrdup(const char *s);
+/* The handler itself, for an allocation made elsewhere (hashtab.h). */
+void hd_out_of_memory(void) __attribute__((noreturn));
 
 /* ------------------------------------------------------------ errors */
 
@@ -284,8 +288,11 @@ int hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, int64_t **ids, 
 int hd_session(struct hd_source *s, int64_t session, int64_t *out);
 /* Every bucket of snap's session at snap; *n rows, malloc'ed, in *v. */
 int hd_values_at(const struct hd_snap *snap, struct hd_value **v, size_t *n);
-/* A callstack of s (cached), in *st; a stack without frames has n = 0. */
+/* A callstack of s (cached), in *st; a stack without frames has n = 0
+ * (stack_cache.c). */
 int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **st);
+struct hd_stacks;
+void hd_stacks_free(struct hd_stacks *c);
 
 /* ------------------------------------------------------------ rows */
 

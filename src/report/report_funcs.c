@@ -87,13 +87,13 @@ void hd_funcs_add(struct hd_funcs *fs, const struct hd_row *row)
 	int changed = fabs(row->bytes) >= 0.5 || fabs(row->objects) >= 0.5;
 	if (st->n == 0)
 		return;
-	struct hd_func_row *leaf = row_at(fs, &st->f[0]);
+	struct hd_func_row *leaf = row_at(fs, st->f[0]);
 	leaf->flat_bytes += row->bytes;
 	leaf->flat_objects += row->objects;
 	leaf->flat_paths += changed;
 	hd_fn_path(&fs->idx);
 	for (int k = 0; k < st->n; k++) {
-		struct hd_func_row *fr = row_at(fs, &st->f[k]);
+		struct hd_func_row *fr = row_at(fs, st->f[k]);
 		if (!hd_fn_once(&fs->idx, (size_t)(fr - fs->v)))
 			continue;
 		fr->cum_bytes += row->bytes;

@@ -1,5 +1,5 @@
 /* report_load.c -- what heapdiff reads from a database: snapshots, the
- * values of the buckets at a snapshot, callstacks.
+ * values of the buckets at a snapshot (callstacks: stack_cache.c).
  *
  * The value of a bucket (callstack, kind) at snapshot S is its latest row at
  * or before S in the session of S (schema/schema.sql).  Each source is read
@@ -8,9 +8,7 @@
  * value read is checked (types, ranges, finite numbers) before use. */
 #define _GNU_SOURCE
 #include "report.h"
-#include "alloc_frame.h"
 #include "db.h"
-#include "late_names.h"
 #include "strpool.h"
 
 #include <errno.h>
@@ -41,7 +39,6 @@ int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_e
 		return hd_fail(err, "%s", why);
 	}
 	s->h = ha_db_handle(s->db);
-	s->stacks = hd_map_new();
 	s->names = hd_xmalloc(sizeof *s->names);
 	memset(s->names, 0, sizeof *s->names);
 	/* One read transaction: a consistent view while heapattach writes. */
@@ -73,22 +70,6 @@ int hd_has_column(struct hd_source *s, const char *table, const char *column, in
 	return rc < 0 ? HD_ERR : HD_OK;
 }
 
-static void free_stack(void *p)
-{
-	struct hd_stack *st = p;
-	free(st->f);
-	free(st);
-}
-
-/* text cleaned (hd_clean_text) and interned in the source's names. */
-static const char *name_of(struct hd_source *s, const unsigned char *text)
-{
-	char *c = hd_clean_text(text);
-	const char *n = ha_strpool_intern(s->names, c);
-	free(c);
-	return n;
-}
-
 void hd_source_close(struct hd_source *s)
 {
 	if (!s->db)
@@ -97,7 +78,8 @@ void hd_source_close(struct hd_source *s)
 	s->stack_q = NULL;
 	sqlite3_exec(s->h, "COMMIT", NULL, NULL, NULL);
 	ha_db_close(s->db);
-	hd_map_free(s->stacks, free_stack);
+	hd_stacks_free(s->stacks);
+	s->stacks = NULL;
 	ha_strpool_free(s->names);
 	free(s->names);
 	s->names = NULL;
@@ -420,91 +402,5 @@ int hd_session_rss(struct hd_source *s, int64_t session, int64_t *out, char *why
 		snprintf(why, len, "%s: no resident memory: session %" PRId64 " (heapattach --rss) has "
 		         "no page attributed to a call path", s->path, session);
 	*out = period > 0 && rows ? period : 0;
-	return HD_OK;
-}
-
-/* ------------------------------------------------------------ stacks */
-
-/* The frames the session left unnamed, named now where a debug file can
- * be had (late_names.h): each replaced by its inline chain.  Whether the
- * leaf's pc was a return address is not recorded: all are taken as one
- * (the leaf is the allocator's caller's return address unless the agent's
- * frames were not skipped), the call before it named. */
-static void name_late(struct hd_source *s, struct hd_stack *st)
-{
-	struct hd_late *l = s->late;
-	struct ha_sym_frame chain[32];
-	for (int i = 0; i < st->n; i++) {
-		struct hd_frame *f = &st->f[i];
-		if (f->function[0] || !f->build_id[0] || strcmp(f->module, HA_PY_MODULE) == 0)
-			continue;
-		int k = hd_late_name(l, f->module, f->build_id, f->rel_pc, 1, chain, 32);
-		if (k <= 0 || st->n + k - 1 > HD_MAX_FRAMES)
-			continue;
-		struct hd_frame was = *f;
-		if (k > 1) {
-			st->f = hd_xrealloc(st->f, (size_t)(st->n + k - 1) * sizeof *st->f);
-			memmove(&st->f[i + k], &st->f[i + 1], (size_t)(st->n - i - 1) * sizeof *st->f);
-			st->n += k - 1;
-		}
-		for (int j = 0; j < k; j++) {
-			struct hd_frame *g = &st->f[i + j];
-			*g = was;
-			g->function = name_of(s, (const unsigned char *)chain[j].function);
-			g->file = name_of(s, (const unsigned char *)chain[j].file);
-			g->line = chain[j].line;
-			g->inlined = j < k - 1 ? 1 : was.inlined;
-		}
-		i += k - 1;
-	}
-}
-
-int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
-{
-	char key[32];
-	struct hd_stack *st;
-	sqlite3_stmt *q;
-	int cap = 0, rc;
-
-	snprintf(key, sizeof key, "%" PRId64, id);
-	if ((*out = hd_map_get(s->stacks, key)))
-		return HD_OK;
-	if (!s->stack_q && hd_prepare(s,
-		"SELECT f.id, f.function, f.file, f.line, f.inlined, f.rel_pc, m.path, m.build_id"
-		"  FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
-		"  LEFT JOIN modules m ON m.id = f.module_id"
-		" WHERE sf.stack_id = ?1 ORDER BY sf.pos", &s->stack_q) < 0)
-		return HD_ERR;
-	q = s->stack_q;
-	st = hd_xmalloc(sizeof *st);
-	st->id = id;
-	st->n = 0;
-	st->f = NULL;
-	sqlite3_bind_int64(q, 1, id);
-	while ((rc = hd_step(s, q)) > 0 && st->n < HD_MAX_FRAMES) {
-		if (st->n == cap) {
-			cap = cap ? cap * 2 : 16;
-			st->f = hd_xrealloc(st->f, (size_t)cap * sizeof *st->f);
-		}
-		struct hd_frame *f = &st->f[st->n++];
-		int64_t line = sqlite3_column_int64(q, 3);
-		f->id = sqlite3_column_int64(q, 0);
-		f->function = name_of(s, sqlite3_column_text(q, 1));
-		f->file = name_of(s, sqlite3_column_text(q, 2));
-		f->line = line > 0 && line < INT32_MAX ? (int)line : 0;
-		f->inlined = sqlite3_column_int64(q, 4) != 0;
-		f->rel_pc = (uint64_t)sqlite3_column_int64(q, 5);
-		f->module = name_of(s, sqlite3_column_text(q, 6));
-		f->build_id = name_of(s, sqlite3_column_text(q, 7));
-	}
-	sqlite3_reset(q);
-	if (rc < 0) {
-		free_stack(st);
-		return HD_ERR;
-	}
-	if (s->late)
-		name_late(s, st);
-	hd_map_put(s->stacks, key, st);
-	*out = st;
 	return HD_OK;
 }

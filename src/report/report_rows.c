@@ -27,7 +27,7 @@ struct hd_stack hd_fold(const struct hd_stack *st, int all, int *folded)
 	struct hd_stack v = *st;
 	int k = 0;
 	if (!all)
-		while (k < st->n - 1 && ha_fold_frame(st->f[k].function, st->f[k].module, st->f[k + 1].function))
+		while (k < st->n - 1 && ha_fold_frame(st->f[k]->function, st->f[k]->module, st->f[k + 1]->function))
 			k++;
 	v.f = st->f ? st->f + k : NULL;
 	v.n = st->n - k;
@@ -39,12 +39,12 @@ int hd_stack_matches(const struct hd_stack *st, const struct hd_filter *flt)
 {
 	int mod = !flt->module, fn = !flt->function;
 	for (int i = 0; i < st->n && !(mod && fn); i++) {
-		if (!mod && strstr(st->f[i].module, flt->module))
+		if (!mod && strstr(st->f[i]->module, flt->module))
 			mod = 1;
 		/* A Python frame matches by its file too (--function cache.py). */
-		if (!fn && (strstr(st->f[i].function, flt->function) ||
-		            (strcmp(st->f[i].module, HA_PY_MODULE) == 0 &&
-		             strstr(st->f[i].file, flt->function))))
+		if (!fn && (strstr(st->f[i]->function, flt->function) ||
+		            (strcmp(st->f[i]->module, HA_PY_MODULE) == 0 &&
+		             strstr(st->f[i]->file, flt->function))))
 			fn = 1;
 	}
 	return mod && fn;
@@ -134,7 +134,7 @@ static void row_key(struct hd_buf *k, const struct hd_stack *v, int kind, int sy
 	k->n = 0;
 	hd_buf_printf(k, "%d", kind);
 	for (int i = 0; i < v->n; i++) {
-		const struct hd_frame *f = &v->f[i];
+		const struct hd_frame *f = v->f[i];
 		if (symbolic)
 			hd_buf_printf(k, "\x1f%s\x1e%s\x1e%d", hd_frame_name(f, pc, sizeof pc),
 			              ha_base_name(f->module), f->inlined);

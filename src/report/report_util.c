@@ -138,6 +138,11 @@ static void __attribute__((noreturn)) out_of_memory(void)
 	exit(1);
 }
 
+void hd_out_of_memory(void)
+{
+	out_of_memory();
+}
+
 void *hd_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
