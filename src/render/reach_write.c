@@ -64,7 +64,7 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 	        " %zu call paths, %zu shown\n", hd_fmt_bytes(v[0], sizeof v[0], m->unreachable, 0, exact),
 	        all > 0 ? 100 * m->unreachable / all : 0.0,
 	        hd_fmt_bytes(v[1], sizeof v[1], m->reachable, 0, exact),
-	        hd_fmt_bytes(v[2], sizeof v[2], m->unknown, 0, exact), m->nrows, n);
+	        hd_fmt_bytes(v[2], sizeof v[2], m->unknown, 0, exact), m->count, n);
 }
 
 void hd_json_reach_row(FILE *f, const struct hd_reach_row *r)

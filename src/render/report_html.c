@@ -47,7 +47,21 @@
  *                                "frames": [...] (a function's: its own),
  *                                "via": [frame, ...] (the functions whose
  *                                cumulative growth a function's is),
- *                                "series": [...] } ] },
+ *                                "series": [...],
+ *                                "reach": null, or a call path's figures
+ *                                at the session's latest reachability
+ *                                scan (REACH below) } ],
+ *                "scan": that scan's snapshot, or null },
+ *     "reach": null, or the latest reachability scan up to B:
+ *              { "snapshot", "time", "reason", "pause_ms", "duration_ms",
+ *                "bytes_scanned", "cow_bytes", "chunks", "blocks",
+ *                "unreachable", "reachable", "unknown" (bytes, all call
+ *                paths), "count" (call paths),
+ *                "rows": [ [kind, REACH, [frame, ...], folded] ] }
+ *              the first 200 call paths, most unreachable bytes first;
+ *              REACH: unreachable bytes, objects, reachable bytes,
+ *              objects, unknown bytes, [[root, name, bytes, objects,
+ *              hops], ...] (the holders of the reachable part),
  *     "memory": { "terms": [name, ...], "rows": [ [time, rss_anon,
  *                 term, ...], ... ] }  where RssAnon went at each
  *                                       snapshot of B's session that has
@@ -80,6 +94,7 @@
 #define _GNU_SOURCE
 #include "render.h"
 #include "memory.h"
+#include "reach_view.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -92,6 +107,8 @@ extern const char hd_html_css[];
 
 /* Suspects shown with their series (the table lists at most these). */
 #define LEAKS_SHOWN 50
+/* Call paths of a reachability scan shown (the others in its totals). */
+#define REACH_SHOWN 200
 
 struct frames {
 	struct hd_map *index;      /* displayed content -> index + 1 */
@@ -152,6 +169,11 @@ struct page {
 	struct hd_vs vs;
 	double *mem;               /* the session's breakdowns of RssAnon (memory.h) */
 	size_t nmem;
+	int has_reach;             /* the latest reachability scan up to B in reach */
+	struct hd_reach reach;
+	int64_t leak_scan;         /* the session's latest scan (0: none), and a */
+	struct hd_reach_row leak_reach[LEAKS_SHOWN]; /* listed call-path suspect's
+	                            * row of it (stack_id 0: none) */
 };
 
 static void snap_json(FILE *f, const struct hd_snap *s, double live, double resident)
@@ -282,6 +304,70 @@ static void snaps_json(FILE *f, const struct page *pg)
 	fputs("]", f);
 }
 
+/* The scan up to B, and what the session's latest found of each call-path
+ * suspect listed (as heapdiff --leaks says it). */
+static int reach_read(struct page *pg, const struct hd_snap *b)
+{
+	struct hd_source *s = b->src;
+	if ((pg->has_reach = hd_reach_find(b, REACH_SHOWN, &pg->reach)) < 0 ||
+	    hd_reach_latest(s, b->session_id, &pg->leak_scan) < 0)
+		return HD_ERR;
+	for (size_t i = 0; pg->leak_scan && i < pg->ls.n && i < LEAKS_SHOWN; i++) {
+		const struct hd_leak *L = &pg->ls.v[i];
+		if (L->what != HD_LEAK_STACK)
+			continue;
+		int rc = hd_reach_row_of(s, pg->leak_scan, L->stack_id, L->kind, &pg->leak_reach[i]);
+		if (rc < 0)
+			return HD_ERR;
+		if (rc == 0)
+			pg->leak_reach[i].stack_id = 0;
+	}
+	return HD_OK;
+}
+
+/* [unreachable bytes, objects, reachable bytes, objects, unknown bytes,
+ *  [[root, name, bytes, objects, hops], ...]] */
+static void reach_figures(FILE *f, const struct hd_reach_row *r)
+{
+	fprintf(f, "[%.0f, %.0f, %.0f, %.0f, %.0f, [", r->unreachable_bytes, r->unreachable_count,
+	        r->reachable_bytes, r->reachable_count, r->unknown_bytes);
+	for (size_t k = 0; k < r->nholders; k++) {
+		const struct hd_reach_holder *h = &r->holders[k];
+		fputs(k ? ", [" : "[", f);
+		hd_json_html_str(f, h->root);
+		fputs(", ", f);
+		hd_json_html_str(f, h->name);
+		fprintf(f, ", %.0f, %.0f, %" PRId64 "]", h->bytes, h->count, h->hops);
+	}
+	fputs("]]", f);
+}
+
+static void reach_json(FILE *f, struct frames *fs, const struct page *pg)
+{
+	const struct hd_reach *m = &pg->reach;
+	fputs(",\n \"reach\": ", f);
+	if (!pg->has_reach) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"snapshot\": %" PRId64 ", \"time\": %.3f, \"reason\": ", m->snapshot_id, m->time);
+	hd_json_html_str(f, m->reason);
+	fprintf(f, ", \"pause_ms\": %.3f, \"duration_ms\": %.3f, \"bytes_scanned\": %" PRId64
+	        ", \"cow_bytes\": %" PRId64 ", \"chunks\": %" PRId64 ", \"blocks\": %" PRId64
+	        ", \"unreachable\": %.0f, \"reachable\": %.0f, \"unknown\": %.0f, \"count\": %zu"
+	        ", \"rows\": [", m->pause_ms, m->duration_ms, m->bytes_scanned, m->cow_bytes, m->chunks,
+	        m->blocks, m->unreachable, m->reachable, m->unknown, m->count);
+	for (size_t i = 0; i < m->nrows; i++) {
+		const struct hd_reach_row *r = &m->rows[i];
+		fprintf(f, "%s\n  [%d, ", i ? "," : "", r->kind);
+		reach_figures(f, r);
+		fputs(", ", f);
+		frame_list(f, fs, &r->st);
+		fprintf(f, ", %d]", r->folded);
+	}
+	fputs("]}", f);
+}
+
 /* The first LEAKS_SHOWN suspects' frames, read (a call path's). */
 static int leaks_read(struct page *pg, struct hd_source *s, int64_t session,
                       const struct hd_filter *flt)
@@ -308,7 +394,12 @@ static void leaks_json(FILE *f, struct frames *fs, const struct page *pg)
 	        ls->n);
 	for (size_t i = 0; i < ls->nsnaps; i++)
 		fprintf(f, i ? ", %.3f" : "%.3f", ls->t[i]);
-	fputs("], \"suspects\": [", f);
+	fputs("], \"scan\": ", f);
+	if (pg->leak_scan)
+		fprintf(f, "%" PRId64, pg->leak_scan);
+	else
+		fputs("null", f);
+	fputs(", \"suspects\": [", f);
 	for (size_t i = 0; i < ls->n && i < LEAKS_SHOWN; i++) {
 		const struct hd_leak *L = &ls->v[i];
 		fprintf(f, "%s\n  {\"what\": \"%s\", \"stack\": %" PRId64 ", \"kind\": %d, \"rate\": %.3f, "
@@ -330,7 +421,12 @@ static void leaks_json(FILE *f, struct frames *fs, const struct page *pg)
 		fputs("], \"series\": [", f);
 		for (size_t k = 0; L->series && k < ls->nsnaps; k++)
 			fprintf(f, k ? ",%.0f" : "%.0f", L->series[k]);
-		fputs("]}", f);
+		fputs("], \"reach\": ", f);
+		if (pg->leak_reach[i].stack_id)
+			reach_figures(f, &pg->leak_reach[i]);
+		else
+			fputs("null", f);
+		fputs("}", f);
 	}
 	fputs("]}", f);
 }
@@ -400,6 +496,9 @@ static void page_free(struct page *pg)
 	free(pg->totals);
 	free(pg->mem);
 	hd_leak_free(&pg->ls);
+	hd_reach_free(&pg->reach);
+	for (size_t i = 0; i < LEAKS_SHOWN; i++)
+		hd_reach_row_free(&pg->leak_reach[i]);
 	if (pg->has_vs)
 		hd_vs_free(&pg->vs);
 }
@@ -435,7 +534,8 @@ static int page_read(struct page *pg, const struct hd_report *r, const struct hd
 		if (side[i] && (hd_live_total(side[i], HD_KIND_ALLOC, &pg->live[i]) < 0 ||
 		                hd_live_total(side[i], HA_KIND_RSS, &pg->resident[i]) < 0))
 			return HD_ERR;
-	if (leaks_read(pg, s, session, flt) < 0 || hd_memory_series(s, session, &pg->mem, &pg->nmem) < 0)
+	if (leaks_read(pg, s, session, flt) < 0 || hd_memory_series(s, session, &pg->mem, &pg->nmem) < 0 ||
+	    reach_read(pg, r->b) < 0)
 		return HD_ERR;
 	return functions_read(pg, r, flt);
 }
@@ -516,6 +616,7 @@ int hd_write_html(FILE *f, const struct hd_report *r, const struct hd_filter *fl
 	view_json(f, &fs, "b", title, r->a ? &pg->rb : r, nviews++ == 0);
 	fputs("]", f);
 	leaks_json(f, &fs, pg);
+	reach_json(f, &fs, pg);
 	fputs(",\n \"memory\": {\"terms\": [", f);
 	for (int t = 0; t < HA_MT_COUNT; t++)
 		fprintf(f, t ? ", \"%s\"" : "\"%s\"", ha_mem_term_name(t));

@@ -893,8 +893,9 @@
 		}
 		var table = add(sec, el('table', 'rows'));
 		table.id = 'hd-leak-table';
-		var cols = [['per minute', 1], ['fitted growth', 1], [PHYS ? 'now' : 'live now', 1], ['fit', 1], [grown + ' over the session', 0],
-			['leaf function (click for the stack)', 0]];
+		var cols = [['per minute', 1], ['fitted growth', 1], [PHYS ? 'now' : 'live now', 1], ['fit', 1], [grown + ' over the session', 0]];
+		if (Lk.scan !== null) cols.push(['at the scan of snapshot ' + Lk.scan, 0]);
+		cols.push(['leaf function (click for the stack)', 0]);
 		headRow(table, cols);
 		var tbody = add(table, el('tbody'));
 		Lk.suspects.forEach(function (s) {
@@ -905,6 +906,8 @@
 			add(tr, el('td', 'n', s.fit.toFixed(2)));
 			var sp = add(tr, el('td'));
 			if (s.series.length) sp.appendChild(spark(s.series, Lk.t));
+			if (Lk.scan !== null) add(tr, el('td', s.reach && s.reach[0] > 0 ? 'leaked' : 'held', s.reach ? reachVerdict(s.reach) :
+				s.what === 'stack' ? 'not seen by the scan' : '\u2014'));
 			var td = add(tr, el('td', 'fn'));
 			leafCell(td, s.frames, s.kind);
 			if (s.what && s.what !== 'stack') {
@@ -922,6 +925,67 @@
 		});
 		if (Lk.count > Lk.suspects.length)
 			add(sec, el('div', 'more muted', (Lk.count - Lk.suspects.length) + ' more suspects: heapdiff --leaks --top 0 lists all'));
+	}
+
+	/* A reachability scan's figures of a call path (report_html.c, REACH):
+	 * [unreachable bytes, objects, reachable bytes, objects, unknown
+	 * bytes, [[root, name, bytes, objects, hops], ...]]. */
+	function holderText(h) {
+		return h[0] + ' ' + h[1] + ' (' + fmtBytes(h[2]) + (h[4] > 0 ? ', ' + h[4] + ' hop' + (h[4] === 1 ? '' : 's') : '') + ')';
+	}
+	function heldBy(x, max) {
+		var hs = x[5];
+		if (!hs.length) return x[2] > 0 ? '?' : '\u2014';
+		return hs.slice(0, max).map(holderText).join('; ') + (hs.length > max ? '; ' + (hs.length - max) + ' more' : '');
+	}
+	/* As heapdiff --leaks says it: unreachable growth is a leak,
+	 * reachable growth is held by someone. */
+	function reachVerdict(x) {
+		if (x[2] <= 0) return fmtBytes(x[0]) + ' unreachable' + (x[0] > 0 ? ' (a leak: nothing points to it)' : '');
+		return (x[0] > 0 ? fmtBytes(x[0]) + ' unreachable, ' : '') + fmtBytes(x[2]) + ' reachable, held by ' +
+			heldBy(x, 1) + (x[0] > 0 ? '' : ' (growth, not a leak)');
+	}
+
+	/* Leaked or held (heapattach --reach): per call path of the latest
+	 * scan up to B, what no root reaches any more and who holds the rest. */
+	function reachSection(all) {
+		var R = D.reach, sec = document.getElementById('hd-reach');
+		if (!sec) {
+			var h2 = add(app, el('h2', null, 'Leaked or held' + (R ? ': the reachability scan of snapshot ' + R.snapshot : '')));
+			h2.id = 'hd-reach-title';
+			sec = add(app, el('section'));
+			sec.id = 'hd-reach';
+		}
+		sec.textContent = '';
+		if (!R) {
+			add(sec, el('div', 'empty', 'No reachability scan in this session up to snapshot ' + D.b.id +
+				': heapattach --reach (or SIGUSR2 to heapattach) makes one.'));
+			return;
+		}
+		var live = R.unreachable + R.reachable + R.unknown;
+		add(sec, el('div', 'muted', 'At snapshot ' + R.snapshot + ' (' + R.reason + ', ' + fmtTime(R.time) + ')' +
+			(R.snapshot !== D.b.id ? ', the latest scan up to snapshot ' + D.b.id : '') + ': ' +
+			fmtBytes(R.unreachable) + ' of the sampled live heap unreachable (' +
+			(live > 0 ? (100 * R.unreachable / live).toFixed(0) : '0') + '%: nothing points to it, a leak), ' +
+			fmtBytes(R.reachable) + ' reachable, ' + fmtBytes(R.unknown) + ' unknown (freed since).  ' +
+			'Held by: the root through which a block was first reached, and the heap blocks between.  The scan: ' +
+			fmtCount(R.blocks) + ' sampled blocks, ' + fmtCount(R.chunks) + ' allocator blocks; the target paused ' +
+			R.pause_ms.toFixed(2) + ' ms; ' + fmtBytes(R.bytes_scanned) + ' read in ' + R.duration_ms.toFixed(0) +
+			' ms; the copy cost ' + fmtBytes(R.cow_bytes) + '.'));
+		if (!R.rows.length) { add(sec, el('div', 'empty', 'no sampled live block at the scan')); return; }
+		var cols = [['live', 1], ['unreachable', 1], ['reachable', 1], ['held by', 0], ['leaf function (click for the stack)', 0]];
+		var n = rankTable(sec, 'hd-reach-table', cols, R.rows, all, function (tbody, tr, r, ncols) {
+			var x = r[1];
+			add(tr, el('td', 'n', fmtBytes(x[0] + x[2] + x[4])));
+			add(tr, el('td', 'n' + (x[0] > 0 ? ' leaked' : ''), fmtBytes(x[0])));
+			add(tr, el('td', 'n', fmtBytes(x[2])));
+			add(tr, el('td', 'held', heldBy(x, 3)));
+			leafCell(add(tr, el('td', 'fn')), r[2], r[0]);
+			expandable(tbody, tr, ncols, r[2], r[3]);
+		});
+		if (n < R.rows.length) showAll(sec, R.rows.length + ' call paths', function () { reachSection(true); });
+		if (R.count > R.rows.length)
+			add(sec, el('div', 'more muted', (R.count - R.rows.length) + ' more call paths: heapdiff --reach -n 0 lists all'));
 	}
 
 	/* What a function's row suggests (heapdiff(1), Resident memory): a
@@ -981,6 +1045,7 @@
 	}
 	topFunctions(abSection('Top functions', 'hd-funcs-title', 'hd-top-funcs'), false);
 	leaks();
+	reachSection(false);
 	if (RSS)
 		heapVsRss(abSection('Heap and mmap against resident memory, by function', 'hd-vs-title', 'hd-vs'), false);
 	var resizeTimer = null;

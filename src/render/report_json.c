@@ -33,10 +33,19 @@
  * --leaks (hd_write_leaks_json):
  *   { "heapdiff": 1, "mode": "leaks", "kind", "db", "session", "snapshots",
  *     "duration_s", "callstacks", "grew", "functions", "unfitted", "approx",
+ *     "reach_scan": the snapshot of the session's latest reachability
+ *                   scan, or null (none: no reach fields below),
  *     "suspects": [ { "what": "stack", "stack_id", "kind",
  *                     "bytes_per_minute", "trend_bytes", "first_bytes",
  *                     "last_bytes", "max_bytes", "live_objects", "fit",
- *                     "steady", "retained", "folded", "frames" }
+ *                     "steady", "retained", "folded",
+ *                     with a scan that saw the call path:
+ *                     "unreachable_bytes", "unreachable_objects",
+ *                     "reachable_bytes", "reachable_objects",
+ *                     "unknown_bytes", "unknown_objects",
+ *                     "held_by": [ { "root", "name", "bytes", "objects",
+ *                                    "hops" } ] (reach_write.c),
+ *                     "frames" }
  *                 | { "what": "function" | "cumulative", "function",
  *                     "file", "module", "kind", "paths", ... as above,
  *                     "via": [ function, ... ] } ] } */
@@ -44,6 +53,8 @@
 #include "render.h"
 
 #include <inttypes.h>
+
+#include "reach_view.h"
 
 void hd_json_snap(FILE *f, const struct hd_snap *s)
 {
@@ -175,15 +186,20 @@ void hd_funcs_json_rows(FILE *f, const struct hd_funcs *fs, size_t n,
 /* ------------------------------------------------------------ --leaks */
 
 static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_stack *v, int folded,
-                           double duration, int first)
+                           double duration, const struct hd_reach_row *reach, int first)
 {
 	fprintf(f, "%s\n  {\"what\": \"stack\", \"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"bytes_per_minute\": %.3f, "
 	        "\"trend_bytes\": %.0f, \"first_bytes\": %.0f, \"last_bytes\": %.0f, "
 	        "\"max_bytes\": %.0f, \"live_objects\": %.0f, \"fit\": %.4f, \"steady\": %.4f, "
-	        "\"retained\": %.4f, \"folded\": %d,\n   \"frames\": ",
+	        "\"retained\": %.4f, \"folded\": %d,\n   ",
 	        first ? "" : ",", t->stack_id, hd_kind_name(t->kind), t->slope * 60,
 	        t->slope * duration, t->first, t->last, t->max, t->last_objects, t->fit, t->steady,
 	        t->retained, folded);
+	if (reach) {
+		hd_json_reach_row(f, reach);
+		fputs(",\n   ", f);
+	}
+	fputs("\"frames\": ", f);
 	hd_json_frames(f, v);
 	fputc('}', f);
 }
@@ -221,15 +237,21 @@ void hd_write_leaks_json(FILE *f, const struct hd_leak_report *lr)
 	hd_json_str(f, lr->path);
 	fprintf(f, ", \"session\": %" PRId64 ", \"snapshots\": %zu, \"duration_s\": %.3f, "
 	        "\"callstacks\": %zu, \"grew\": %zu, \"functions\": %zu, \"unfitted\": %zu, "
-	        "\"approx\": %s,\n \"suspects\": [",
+	        "\"approx\": %s, \"reach_scan\": ",
 	        lr->session, ls->nsnaps, ls->duration, ls->series, ls->grew, ls->funcs, ls->unfitted,
 	        ls->approx ? "true" : "false");
+	if (lr->reach_scan)
+		fprintf(f, "%" PRId64, lr->reach_scan);
+	else
+		fputs("null", f);
+	fputs(",\n \"suspects\": [", f);
 	for (size_t i = 0; i < lr->listed; i++) {
 		const struct hd_leak *t = &ls->v[i];
 		if (t->what != HD_LEAK_STACK)
 			leak_func_row(f, t, ls, i == 0);
 		else
-			leak_stack_row(f, t, &lr->view[i], lr->folded[i], ls->duration, i == 0);
+			leak_stack_row(f, t, &lr->view[i], lr->folded[i], ls->duration,
+			               lr->reach && lr->reach[i].stack_id ? &lr->reach[i] : NULL, i == 0);
 	}
 	fputs("\n ]}\n", f);
 }

@@ -331,13 +331,8 @@ void hd_leak_report_free(struct hd_leak_report *lr)
 	free(lr->comm);
 	free(lr->view);
 	free(lr->folded);
-	for (size_t i = 0; lr->reach && i < lr->listed; i++) {
-		for (size_t k = 0; k < lr->reach[i].nholders; k++) {
-			free(lr->reach[i].holders[k].root);
-			free(lr->reach[i].holders[k].name);
-		}
-		free(lr->reach[i].holders);
-	}
+	for (size_t i = 0; lr->reach && i < lr->listed; i++)
+		hd_reach_row_free(&lr->reach[i]);
 	free(lr->reach);
 	memset(lr, 0, sizeof *lr);
 }

@@ -41,11 +41,7 @@ static int find_scan(const struct hd_snap *b, struct hd_reach *m)
 		rc = s->err->set ? HD_ERR : 1;
 	}
 	sqlite3_finalize(q);
-	if (rc == 0)
-		return hd_fail(s->err, "%s: session %" PRId64 " has no reachability scan up to snapshot %"
-		               PRId64 " (heapattach --reach, or SIGUSR2 to heapattach, makes one)",
-		               s->path, b->session_id, b->id);
-	return rc < 0 ? HD_ERR : HD_OK;
+	return rc;
 }
 
 static int load_holders(struct hd_source *s, int64_t scan, struct hd_reach_row *r)
@@ -94,7 +90,9 @@ static int by_unreachable(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-static int load_rows(struct hd_source *s, struct hd_reach *m)
+/* Every row's figures; the first `detail` (0: all) in rank also their
+ * frames and holders, the others dropped (their figures in the totals). */
+static int load_rows(struct hd_source *s, struct hd_reach *m, size_t detail)
 {
 	sqlite3_stmt *q;
 	if (hd_prepare(s, "SELECT stack_id, kind, unreachable_bytes, unreachable_count,"
@@ -122,6 +120,9 @@ static int load_rows(struct hd_source *s, struct hd_reach *m)
 		return HD_ERR;
 	if (m->nrows)
 		qsort(m->rows, m->nrows, sizeof *m->rows, by_unreachable);
+	m->count = m->nrows;
+	if (detail && m->nrows > detail)
+		m->nrows = detail;
 	for (size_t i = 0; i < m->nrows; i++) {
 		struct hd_reach_row *r = &m->rows[i];
 		const struct hd_stack *st;
@@ -137,7 +138,7 @@ static int has_scans(struct hd_source *s, int *has)
 	return hd_has_column(s, "reach_scans", "pause_ms", has);
 }
 
-int hd_reach_load(const struct hd_snap *b, struct hd_reach *m)
+int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m)
 {
 	struct hd_source *s = b->src;
 	int has;
@@ -146,22 +147,45 @@ int hd_reach_load(const struct hd_snap *b, struct hd_reach *m)
 	if (has_scans(s, &has) < 0)
 		return HD_ERR;
 	if (!has)
+		return 0;
+	int rc = find_scan(b, m);
+	if (rc <= 0)
+		return rc;
+	return load_rows(s, m, detail) < 0 ? HD_ERR : 1;
+}
+
+int hd_reach_load(const struct hd_snap *b, struct hd_reach *m)
+{
+	struct hd_source *s = b->src;
+	int has;
+	if (has_scans(s, &has) < 0)
+		return HD_ERR;
+	if (!has)
 		return hd_fail(s->err, "%s: no reachability scans: the file was written before schema "
 		               "version 11", s->path);
-	if (find_scan(b, m) < 0 || load_rows(s, m) < 0)
-		return HD_ERR;
-	return HD_OK;
+	int rc = hd_reach_find(b, 0, m);
+	if (rc == 0)
+		return hd_fail(s->err, "%s: session %" PRId64 " has no reachability scan up to snapshot %"
+		               PRId64 " (heapattach --reach, or SIGUSR2 to heapattach, makes one)",
+		               s->path, b->session_id, b->id);
+	return rc < 0 ? HD_ERR : HD_OK;
+}
+
+void hd_reach_row_free(struct hd_reach_row *r)
+{
+	for (size_t k = 0; k < r->nholders; k++) {
+		free(r->holders[k].root);
+		free(r->holders[k].name);
+	}
+	free(r->holders);
+	r->holders = NULL;
+	r->nholders = 0;
 }
 
 void hd_reach_free(struct hd_reach *m)
 {
-	for (size_t i = 0; i < m->nrows; i++) {
-		for (size_t k = 0; k < m->rows[i].nholders; k++) {
-			free(m->rows[i].holders[k].root);
-			free(m->rows[i].holders[k].name);
-		}
-		free(m->rows[i].holders);
-	}
+	for (size_t i = 0; i < m->nrows; i++)
+		hd_reach_row_free(&m->rows[i]);
 	free(m->rows);
 	memset(m, 0, sizeof *m);
 }

@@ -35,7 +35,8 @@ struct hd_reach {
 	double pause_ms, duration_ms;
 	int64_t bytes_scanned, cow_bytes, chunks, blocks;
 	struct hd_reach_row *rows;  /* most unreachable bytes first, then reachable */
-	size_t nrows;
+	size_t nrows;               /* rows kept (with their frames and holders) */
+	size_t count;               /* rows of the scan (in the totals) */
 	double unreachable, reachable, unknown; /* totals, bytes */
 };
 
@@ -43,7 +44,11 @@ struct hd_reach {
  * HD_OK, or HD_ERR with the reason (a file before version 11, a session
  * without a scan). */
 int hd_reach_load(const struct hd_snap *b, struct hd_reach *m);
+/* The same, quietly: 1 found, 0 none (no scan, a file before version 11),
+ * HD_ERR; only the first `detail` rows (0: all) kept. */
+int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m);
 void hd_reach_free(struct hd_reach *m);
+void hd_reach_row_free(struct hd_reach_row *r); /* its holders */
 
 /* For --leaks: the latest scan of session (0 if none, or a file before
  * version 11), then per stack its row of that scan (NULL if none). */
