@@ -67,24 +67,6 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 	        hd_fmt_bytes(v[2], sizeof v[2], m->unknown, 0, exact), m->count, n);
 }
 
-void hd_json_reach_row(FILE *f, const struct hd_reach_row *r)
-{
-	fprintf(f, "\"unreachable_bytes\": %.0f, \"unreachable_objects\": %.0f, \"reachable_bytes\": "
-	        "%.0f, \"reachable_objects\": %.0f, \"unknown_bytes\": %.0f, \"unknown_objects\": %.0f"
-	        ", \"held_by\": [", r->unreachable_bytes, r->unreachable_count, r->reachable_bytes,
-	        r->reachable_count, r->unknown_bytes, r->unknown_count);
-	for (size_t k = 0; k < r->nholders; k++) {
-		const struct hd_reach_holder *h = &r->holders[k];
-		fputs(k ? ", {\"root\": " : "{\"root\": ", f);
-		hd_json_str(f, h->root);
-		fputs(", \"name\": ", f);
-		hd_json_str(f, h->name);
-		fprintf(f, ", \"bytes\": %.0f, \"objects\": %.0f, \"hops\": %" PRId64 "}", h->bytes,
-		        h->count, h->hops);
-	}
-	fputc(']', f);
-}
-
 void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top)
 {
 	fprintf(f, "{\"reach\": {\"snapshot\": %" PRId64 ", \"asked\": %" PRId64 ", \"time\": %.3f"

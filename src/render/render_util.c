@@ -6,11 +6,13 @@
 #define _GNU_SOURCE
 #include "render.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
+#include "reach_view.h"
 #include "util.h"
 
 /* ------------------------------------------------------------ frames */
@@ -184,4 +186,24 @@ void hd_text_frame(FILE *f, const struct hd_frame *fr, int indent)
 	if (fr->module[0])
 		fprintf(f, "  [%s]", ha_base_name(fr->module));
 	fputc('\n', f);
+}
+
+/* A call path's row of a reachability scan, as fields of a JSON object
+ * (heapdiff --reach and --leaks -f json). */
+void hd_json_reach_row(FILE *f, const struct hd_reach_row *r)
+{
+	fprintf(f, "\"unreachable_bytes\": %.0f, \"unreachable_objects\": %.0f, \"reachable_bytes\": "
+	        "%.0f, \"reachable_objects\": %.0f, \"unknown_bytes\": %.0f, \"unknown_objects\": %.0f"
+	        ", \"held_by\": [", r->unreachable_bytes, r->unreachable_count, r->reachable_bytes,
+	        r->reachable_count, r->unknown_bytes, r->unknown_count);
+	for (size_t k = 0; k < r->nholders; k++) {
+		const struct hd_reach_holder *h = &r->holders[k];
+		fputs(k ? ", {\"root\": " : "{\"root\": ", f);
+		hd_json_str(f, h->root);
+		fputs(", \"name\": ", f);
+		hd_json_str(f, h->name);
+		fprintf(f, ", \"bytes\": %.0f, \"objects\": %.0f, \"hops\": %" PRId64 "}", h->bytes,
+		        h->count, h->hops);
+	}
+	fputc(']', f);
 }
