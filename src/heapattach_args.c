@@ -82,6 +82,10 @@ static void usage(FILE *f)
 	        "                        dropping samples (drops are counted either way)\n"
 	        "      --no-stack-refs   copy every sampled stack; by default a stack the\n"
 	        "                        attacher has unwound before is named, not copied\n"
+	        "      --no-memory-view  no breakdown of RssAnon at snapshots (the allocator's\n"
+	        "                        arenas walked, smaps and pagemap read: ms per 100 MiB\n"
+	        "                        of heap, on heapattach's thread; heapdiff --memory\n"
+	        "                        then has none)\n"
 	        "      --max-callpaths N  distinct call paths kept (default 50000; 0: no cap);\n"
 	        "                        past it, new ones are counted under one path per\n"
 	        "                        module of their leaf\n"
@@ -196,7 +200,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int ha_parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_AGENT = 256, OPT_TIMEOUT, OPT_RING, OPT_STACK, OPT_BLOCK, OPT_NO_SREFS, OPT_NO_DEBUGINFOD, OPT_MAX_CALLPATHS, OPT_NO_PYTHON, OPT_PYTHON, OPT_NICE, OPT_RSS, OPT_RSS_PERIOD, OPT_LIVE,
-	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS, OPT_REACH, OPT_TRIM };
+	       OPT_PUSH, OPT_APP, OPT_LABEL, OPT_PUSH_HEADER, OPT_PUSH_CACERT, OPT_PUSH_TIMEOUT, OPT_RINGS, OPT_REACH, OPT_TRIM, OPT_NO_MEMVIEW };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -204,6 +208,7 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "block", no_argument, NULL, OPT_BLOCK },
 		{ "no-stack-refs", no_argument, NULL, OPT_NO_SREFS },
+		{ "no-memory-view", no_argument, NULL, OPT_NO_MEMVIEW },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "max-callpaths", required_argument, NULL, OPT_MAX_CALLPATHS },
 		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
@@ -308,6 +313,9 @@ int ha_parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_SREFS:
 			o->no_stack_refs = 1;
+			break;
+		case OPT_NO_MEMVIEW:
+			o->no_memory_view = 1;
 			break;
 		case OPT_NO_DEBUGINFOD:
 			o->no_debuginfod = 1;

@@ -33,6 +33,7 @@ struct options {
 	uint64_t stack_bytes;
 	int block;
 	int no_stack_refs;      /* --no-stack-refs */
+	int no_memory_view;     /* --no-memory-view */
 	int no_debuginfod;      /* --no-debuginfod */
 	uint64_t max_callpaths; /* --max-callpaths (0: no cap) */
 	int python;             /* --python MODE: enum ha_python_mode */

@@ -174,6 +174,13 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 		        (unsigned long long)st.rss_dropped, (unsigned long long)st.rss_zero,
 		        (unsigned long long)st.rss_file, (unsigned long long)st.rss_unwind_failures,
 		        (double)st.rss_check_ns / 1e6);
+	if (o->verbose && st.mem_views)
+		fprintf(stderr, "heapattach: the allocator's view at %llu snapshots: %.2f ms each, of "
+		        "which %.2f ms walking %.1f arenas (%.0f us per arena)\n",
+		        (unsigned long long)st.mem_views, (double)st.mem_view_ns / 1e6 / (double)st.mem_views,
+		        (double)st.mem_walk_ns / 1e6 / (double)st.mem_views,
+		        (double)st.mem_arenas / (double)st.mem_views,
+		        st.mem_arenas ? (double)st.mem_walk_ns / 1e3 / (double)st.mem_arenas : 0.0);
 	if (o->verbose && st.live_frames)
 		fprintf(stderr, "heapattach: %llu live frames of %llu buckets at the end, %.1f us each in "
 		        "the collector\n", (unsigned long long)st.live_frames,

@@ -1,20 +1,30 @@
 /* mem_view_check -- src/rss/mem_view.c on a live process: `mem_view_check
  * PID` prints RssAnon, each term ("term NAME BYTES"), each arena ("arena
  * I main=M heaps=N system=B in_use=B free=B top=B resident=B trimmable=B
- * pinned=B complete=C") and the cost (t_memory.sh). */
+ * pinned=B complete=C") and the cost (t_memory.sh).  `mem_view_check PID
+ * pages`: with the pages' accounting of --by-stack (mem_pin.h) on, no
+ * block given: its cost. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mem_view.h"
 
+static void no_blocks(void *arg, ha_mem_each_fn each, void *ctx)
+{
+	(void)arg;
+	(void)each;
+	(void)ctx;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: mem_view_check PID\n");
+	if (argc != 2 && !(argc == 3 && strcmp(argv[2], "pages") == 0)) {
+		fprintf(stderr, "usage: mem_view_check PID [pages]\n");
 		return 2;
 	}
 	struct ha_mem_view v;
-	if (ha_mem_view_read((pid_t)atoi(argv[1]), NULL, NULL, &v) != 0) {
+	if (ha_mem_view_read((pid_t)atoi(argv[1]), argc == 3 ? no_blocks : NULL, NULL, &v) != 0) {
 		fprintf(stderr, "mem_view_check: cannot read pid %s\n", argv[1]);
 		return 1;
 	}

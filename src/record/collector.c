@@ -421,7 +421,7 @@ static void snapshot(struct ctx *x, const char *reason)
 		ha_peak_at_snapshot(&x->peak, x->book);
 	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
 	counters_now(x, &m->info);
-	m->info.memory = m->mem = ha_mem_feed_read(c->pid, x->book, NULL); /* issue 41 */
+	m->info.memory = m->mem = c->no_memory_view ? NULL : ha_mem_feed_read(c->pid, x->book, &x->st);
 	ha_mem_feed_keep(m->mem, &x->mem_rss_anon, x->mem_terms);
 	m->info.time = ha_unix_now();
 	m->info.reason = reason;

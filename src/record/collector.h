@@ -66,7 +66,11 @@ struct ha_cmd {
 	X(py_frames_gone)   /* Python frames whose code object could not be read */ \
 	X(py_wrap)          /* the agent's wrap of pymalloc (enum ha_py_wrap), as last seen */ \
 	X(callpaths_folded) /* samples of call paths past --max-callpaths (intern.h) */ \
-	X(snapshots_skipped) /* periodic snapshots skipped: the writer was behind */
+	X(snapshots_skipped) /* periodic snapshots skipped: the writer was behind */ \
+	X(mem_views)        /* snapshots with the allocator's view read (mem_feed.h)... */ \
+	X(mem_view_ns)      /* ...the time they took (smaps, the walk, pagemap)... */ \
+	X(mem_walk_ns)      /* ...of which walking glibc's arenas... */ \
+	X(mem_arenas)       /* ...of this many arenas in all */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -98,6 +102,8 @@ struct ha_collector {
 	int verbose;                /* say every change of the interval */
 	int no_stack_refs;          /* publish no stack references (sref.h) */
 	uint64_t max_callpaths;     /* --max-callpaths (intern.h; 0: no cap) */
+	int no_memory_view;         /* --no-memory-view: no breakdown of RssAnon at
+	                             * snapshots (mem_feed.h) */
 	const uint64_t *writer_done; /* the writer's count of snapshots written
 	                              * (relaxed atomic): a periodic snapshot is
 	                              * skipped while it is behind; NULL: never */

@@ -28,7 +28,8 @@ static void live_heap(void *arg, ha_mem_each_fn each, void *ctx)
 		ha_book_each_block(b, one_block, &h);
 }
 
-struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns)
+struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
+                                      struct ha_collector_stats *st)
 {
 	struct ha_mem_view v;
 	if (ha_mem_view_read(pid, live_heap, (void *)book, &v) != 0)
@@ -62,8 +63,12 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uin
 		m->pins[i] = (struct ha_db_pin){ .stack_id = v.pins[i].bucket, .bytes = v.pins[i].bytes,
 		                                 .blocks = v.pins[i].blocks };
 	m->npins = v.npins;
-	if (cost_ns)
-		*cost_ns = v.cost_ns;
+	if (st) {
+		st->mem_views++;
+		st->mem_view_ns += v.cost_ns;
+		st->mem_walk_ns += v.walk_ns;
+		st->mem_arenas += v.narenas;
+	}
 	ha_mem_view_free(&v);
 	return m;
 }

@@ -9,11 +9,13 @@
 #include <sys/types.h>
 
 #include "book.h"
+#include "collector.h"
 #include "db_write.h"
 
-/* Read it now: malloc'ed, NULL when the target cannot be read.  *cost_ns
- * (may be NULL) gets the time it took. */
-struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book, uint64_t *cost_ns);
+/* Read it now: malloc'ed, NULL when the target cannot be read.  st (may be
+ * NULL) counts it: mem_views, mem_view_ns, mem_walk_ns, mem_arenas. */
+struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
+                                      struct ha_collector_stats *st);
 void ha_mem_feed_free(struct ha_db_memory *m);
 
 /* The figures a live view shows of m (NULL: keeps what is there). */
