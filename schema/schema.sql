@@ -873,6 +873,17 @@ SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.tren
 
 -- Schema version 13 additions.
 
+-- The CPUs the target may use, read with the memory breakdown, for the
+-- MALLOC_ARENA_MAX hint of heapdiff --memory (glibc makes up to 8 arenas
+-- per online CPU of the host, not of the affinity or the cgroup's quota):
+-- the host's online CPUs, the
+-- CPUs of the target's affinity, its cgroup's CPU quota in CPUs (the lowest
+-- on its path: cpu.max, or v1's cfs_quota_us / cfs_period_us); NULL when
+-- unknown or, for the quota, when there is none.
+ALTER TABLE snapshots ADD COLUMN memory_cpus_online INTEGER;
+ALTER TABLE snapshots ADD COLUMN memory_cpus_allowed INTEGER;
+ALTER TABLE snapshots ADD COLUMN memory_cpu_quota REAL;
+
 -- Which call paths pin the holes (heapdiff --memory --by-stack), at a
 -- snapshot with a memory breakdown: the free bytes of each resident page
 -- that also holds blocks in use (allocator_free_pinned) charged to the

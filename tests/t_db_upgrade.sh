@@ -16,7 +16,7 @@
 # then identical to that of a new file.
 # Version 11 (made from the schema before the version 12 additions and
 # the new file's rows) had the buckets keyed by stack and no snapshots.base_id;
-# version 12 no table memory_pinning (version 13);
+# version 12 no table memory_pinning nor the snapshots' CPU columns (version 13);
 # upgraded, every file reads the same in heapdiff (diff, --leaks) as the new one.
 . "$(dirname "$0")/lib.sh"
 
@@ -42,10 +42,13 @@ for t in $(q "$v11" "SELECT name FROM sqlite_master WHERE type = 'table' AND nam
 done
 [ "$(q "$v11" 'SELECT count(*), total(live_bytes) FROM buckets')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM buckets')" ] ||
 	fail "the version-11 file lacks rows"
-# What a version-12 writer left: the new file without memory_pinning.
+# What a version-12 writer left: the new file without memory_pinning and
+# the snapshots' CPU columns.
 v12=$W/v12.db
 cp "$new" "$v12"
-q "$v12" "DROP TABLE memory_pinning; UPDATE meta SET value = '12' WHERE key = 'schema_version'" >/dev/null
+q "$v12" "DROP TABLE memory_pinning; ALTER TABLE snapshots DROP COLUMN memory_cpus_online;
+	ALTER TABLE snapshots DROP COLUMN memory_cpus_allowed; ALTER TABLE snapshots DROP COLUMN memory_cpu_quota;
+	UPDATE meta SET value = '12' WHERE key = 'schema_version'" >/dev/null
 # What a version-8 writer left: no snapshots.rss_read_time, the
 # snapshot_totals of version 5 (without it: its text as schema.sql's, the
 # column cut); a version-7 writer: no sessions.python either; a version-6

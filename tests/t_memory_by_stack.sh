@@ -71,7 +71,9 @@ echo "ok: the json says the same"
 # Without --memory, --by-stack is a usage error; a file of version 12 has no charges
 "$HD" --by-stack "$db" >"$W/u.out" 2>&1; [ $? = 2 ] || fail "--by-stack without --memory: not a usage error"
 q "$db" ".backup $W/v12.db"
-q "$W/v12.db" "DROP TABLE memory_pinning; UPDATE meta SET value = '12' WHERE key = 'schema_version'"
+q "$W/v12.db" "DROP TABLE memory_pinning; ALTER TABLE snapshots DROP COLUMN memory_cpus_online;
+	ALTER TABLE snapshots DROP COLUMN memory_cpus_allowed; ALTER TABLE snapshots DROP COLUMN memory_cpu_quota;
+	UPDATE meta SET value = '12' WHERE key = 'schema_version'"
 "$HD" --memory --by-stack "$W/v12.db" >"$W/v12.out" 2>&1 && fail "--by-stack on a version-12 file succeeded"
 grep -qx "heapdiff: $W/v12.db: no pinned bytes by call path: the file was written before schema version 13" "$W/v12.out" ||
 	fail "--by-stack on a version-12 file: $(cat "$W/v12.out")"

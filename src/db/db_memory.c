@@ -20,11 +20,19 @@ int db_write_memory(struct ha_db *db, int64_t sid, const struct ha_db_memory *m,
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(db->h, "UPDATE snapshots SET memory_rss_anon_bytes = ?2,"
-	                       " memory_allocator = ?3 WHERE id = ?1", -1, &q, NULL) != SQLITE_OK)
+	                       " memory_allocator = ?3, memory_cpus_online = ?4,"
+	                       " memory_cpus_allowed = ?5, memory_cpu_quota = ?6 WHERE id = ?1", -1,
+	                       &q, NULL) != SQLITE_OK)
 		return sql_fail(db, err, errlen, "writing the memory breakdown");
 	sqlite3_bind_int64(q, 1, sid);
 	sqlite3_bind_int64(q, 2, (int64_t)m->rss_anon);
 	sqlite3_bind_text(q, 3, m->allocator, -1, SQLITE_TRANSIENT);
+	if (m->cpus_online > 0)
+		sqlite3_bind_int(q, 4, m->cpus_online);
+	if (m->cpus_allowed > 0)
+		sqlite3_bind_int(q, 5, m->cpus_allowed);
+	if (m->cpu_quota > 0)
+		sqlite3_bind_double(q, 6, m->cpu_quota);
 	if (step(db, q, err, errlen) < 0)
 		return -1;
 	for (int t = 0; t < HA_MT_COUNT; t++) {

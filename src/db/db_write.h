@@ -59,6 +59,10 @@ struct ha_db_memory {
 	struct ha_db_arena *arenas;
 	size_t npins;
 	struct ha_db_pin *pins;
+	/* the CPUs it may use (version 13; src/rss/mem_cpus.h): online on the
+	 * host, in its affinity (0: unknown), its cgroup's quota (0: none) */
+	int cpus_online, cpus_allowed;
+	double cpu_quota;
 };
 
 struct ha_db_snapshot {

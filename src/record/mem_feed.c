@@ -48,6 +48,9 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
 	}
 	snprintf(m->allocator, sizeof m->allocator, "%s", v.allocator);
 	m->rss_anon = v.rss_anon;
+	m->cpus_online = v.cpus.online;
+	m->cpus_allowed = v.cpus.allowed;
+	m->cpu_quota = v.cpus.quota;
 	memcpy(m->terms, v.terms, sizeof m->terms);
 	m->narenas = v.narenas;
 	for (size_t i = 0; i < v.narenas; i++) {

@@ -97,7 +97,13 @@ void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memo
 		        a->is_main ? "true" : "false", a->heaps, a->system, a->in_use, a->free, a->top,
 		        a->resident, a->trimmable, a->pinned, a->complete ? "true" : "false");
 	}
-	fputs("], \"hint\": ", f);
+	fputs("], \"cpus\": ", f);
+	if (m->cpus_online > 0 || m->cpus_allowed > 0)
+		fprintf(f, "{\"online\": %.0f, \"allowed\": %.0f, \"quota\": %.4g}", m->cpus_online,
+		        m->cpus_allowed, m->cpu_quota);
+	else
+		fputs("null", f);
+	fputs(", \"hint\": ", f);
 	if (m->hint[0])
 		hd_json_str(f, m->hint);
 	else

@@ -90,6 +90,42 @@ static int load_arenas(struct hd_source *s, struct hd_memory *m)
 	return rc < 0 ? HD_ERR : HD_OK;
 }
 
+static int load_cpus(struct hd_source *s, struct hd_memory *m)
+{
+	int has;
+	if (hd_has_column(s, "snapshots", "memory_cpus_online", &has) < 0)
+		return HD_ERR;
+	sqlite3_stmt *q;
+	if (!has || hd_prepare(s, "SELECT memory_cpus_online, memory_cpus_allowed, memory_cpu_quota"
+	                       " FROM snapshots WHERE id = ?1", &q) < 0)
+		return has ? HD_ERR : HD_OK;
+	sqlite3_bind_int64(q, 1, m->snapshot_id);
+	int rc = hd_step(s, q);
+	if (rc == 1) {
+		double *v[] = { &m->cpus_online, &m->cpus_allowed, &m->cpu_quota };
+		for (int k = 0; k < 3; k++)
+			*v[k] = sqlite3_column_type(q, k) == SQLITE_NULL ? 0 : hd_col_real(s, q, k);
+	}
+	sqlite3_finalize(q);
+	return rc < 0 || s->err->set ? HD_ERR : HD_OK;
+}
+
+/* The CPUs the target may use, in words, and MALLOC_ARENA_MAX for them
+ * (at least 2); "" and 2 when unknown. */
+static int cpus_words(const struct hd_memory *m, char *buf, size_t len)
+{
+	double use = m->cpus_allowed;
+	if (m->cpu_quota > 0 && (use <= 0 || m->cpu_quota < use))
+		use = m->cpu_quota;
+	buf[0] = '\0';
+	if (use <= 0 || m->cpus_online <= 0)
+		return 2;
+	int n = (int)use + ((double)(int)use < use); /* rounded up */
+	snprintf(buf, len, " -- the host has %.0f online CPUs, it may use %.4g (%s)", m->cpus_online,
+	         use, m->cpu_quota > 0 && m->cpu_quota <= use ? "its cgroup's CPU quota" : "its affinity");
+	return n > 2 ? n : 2;
+}
+
 /* A hint only where the numbers support it. */
 static void make_hint(struct hd_memory *m, int exact)
 {
@@ -102,12 +138,14 @@ static void make_hint(struct hd_memory *m, int exact)
 			thread_free += m->arenas[i].free + m->arenas[i].top;
 		}
 	double trim = m->terms[HA_MT_FREE_TRIMMABLE], pinned = m->terms[HA_MT_FREE_PINNED];
+	char cpus[160];
+	int cap = cpus_words(m, cpus, sizeof cpus);
 	if (threads >= 4 && thread_free >= 64 * MiB && thread_free >= 0.2 * rss)
 		snprintf(m->hint, sizeof m->hint,
-		         "%zu thread arenas hold %s free (%.0f%% of RssAnon): MALLOC_ARENA_MAX=2 in the "
-		         "service's environment caps the arenas (glibc makes up to 8 per CPU, counting "
-		         "the host's CPUs, not the container's)", threads,
-		         hd_fmt_bytes(b1, sizeof b1, thread_free, 0, exact), 100 * thread_free / rss);
+		         "%zu thread arenas hold %s free (%.0f%% of RssAnon): MALLOC_ARENA_MAX=%d in the "
+		         "service's environment caps the arenas (glibc makes up to 8 per CPU of the "
+		         "host, not of the process's affinity or its container's CPU quota%s)", threads, hd_fmt_bytes(b1, sizeof b1, thread_free, 0, exact),
+		         100 * thread_free / rss, cap, cpus);
 	else if (trim >= 64 * MiB && trim >= 0.2 * rss)
 		snprintf(m->hint, sizeof m->hint,
 		         "%s of RssAnon (%.0f%%) is free in whole pages the allocator keeps: "
@@ -133,7 +171,8 @@ int hd_memory_load(const struct hd_snap *b, int exact, struct hd_memory *m)
 	if (!has)
 		return hd_fail(s->err, "%s: no memory breakdown: the file was written before schema "
 		               "version 10", s->path);
-	if (find_snapshot(b, m) < 0 || load_terms(s, m) < 0 || load_arenas(s, m) < 0)
+	if (find_snapshot(b, m) < 0 || load_terms(s, m) < 0 || load_arenas(s, m) < 0 ||
+	    load_cpus(s, m) < 0)
 		return HD_ERR;
 	make_hint(m, exact);
 	return HD_OK;

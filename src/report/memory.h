@@ -34,7 +34,8 @@ struct hd_memory {
 	double terms[HA_MT_COUNT];    /* enum ha_mem_term */
 	size_t narenas;
 	struct hd_arena *arenas;
-	char hint[512];               /* "" when the numbers support none */
+	double cpus_online, cpus_allowed, cpu_quota; /* 0: unknown, none (version 13) */
+	char hint[640];               /* "" when the numbers support none */
 	struct hd_pin_row *pins;      /* hd_memory_load_pins: most bytes first */
 	size_t npins;
 	double pins_charged;          /* their sum */

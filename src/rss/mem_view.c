@@ -252,6 +252,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	struct ha_mem_glibc g = { .want_pages = live != NULL };
 	int have_glibc = ha_mem_glibc_read(pid, &hm, &g) == 0;
 	out->rss_anon = rss_anon;
+	ha_mem_cpus_read(pid, &out->cpus);
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
 	int pmfd = open(path, O_RDONLY | O_CLOEXEC), memfd = ha_mem_open(pid);
 	uint64_t budget = HEADER_BUDGET;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mem_cpus.h"
 #include "mem_glibc.h"
 #include "mem_pin.h"
 #include "mem_terms.h"
@@ -30,6 +31,7 @@ struct ha_mem_view {
 	size_t narenas;
 	struct ha_mem_pin *pins;       /* malloc'ed: the pinned bytes charged by bucket */
 	size_t npins;                  /* (mem_pin.h; none without live) */
+	struct ha_mem_cpus cpus;       /* the CPUs it may use (the arena hint) */
 	uint64_t cost_ns;              /* the whole reading */
 	uint64_t walk_ns;              /* ...of which the arenas' walk */
 };

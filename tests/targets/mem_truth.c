@@ -3,6 +3,10 @@
  * line "truth KEY=BYTES ..." of what it made:
  *   threads N MB  N threads, each allocating MB MiB in 32 KiB blocks (its
  *                 own arena), written, then waiting until exit
+ *   churn N MB    N threads, each allocating MB MiB in 32 KiB blocks, then
+ *                 one small block kept, then freeing the others: MB MiB
+ *                 free in each thread's arena (tfree=), as many arenas as
+ *                 glibc allows
  *   holes MB      MB MiB of 2 KiB blocks, every other one freed: free bytes
  *                 on pages that keep live blocks (pinned=)
  *   empty MB      MB MiB of 60 KiB blocks in groups of four closed by a
@@ -63,11 +67,26 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void threads(int n, size_t mb)
+static void *thread_churn(void *arg)
+{
+	size_t mb = (size_t)(uintptr_t)arg, n = mb * MiB / (32 * 1024);
+	void **v = malloc(n * sizeof *v);
+	if (!v)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		v[i] = xmalloc(32 * 1024);
+	xmalloc(64); /* kept: the freed blocks are not the top, which free() may trim */
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	return thread_main((void *)0);
+}
+
+static void threads(int n, size_t mb, int churn)
 {
 	for (int i = 0; i < n; i++) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, thread_main, (void *)(uintptr_t)mb) != 0)
+		if (pthread_create(&t, NULL, churn ? thread_churn : thread_main,
+		                   (void *)(uintptr_t)mb) != 0)
 			abort();
 	}
 	pthread_mutex_lock(&mu);
@@ -75,7 +94,10 @@ static void threads(int n, size_t mb)
 		pthread_cond_wait(&cv, &mu);
 	started = 0;
 	pthread_mutex_unlock(&mu);
-	printf("truth threads=%d live=%zu\n", n, (size_t)n * mb * MiB);
+	if (churn)
+		printf("truth threads=%d tfree=%zu\n", n, (size_t)n * mb * MiB);
+	else
+		printf("truth threads=%d live=%zu\n", n, (size_t)n * mb * MiB);
 }
 
 static void holes(size_t mb)
@@ -185,7 +207,9 @@ int main(void)
 		int n;
 		size_t mb;
 		if (sscanf(line, "threads %d %zu", &n, &mb) == 2)
-			threads(n, mb);
+			threads(n, mb, 0);
+		else if (sscanf(line, "churn %d %zu", &n, &mb) == 2)
+			threads(n, mb, 1);
 		else if (sscanf(line, "holes %zu", &mb) == 1)
 			holes(mb);
 		else if (sscanf(line, "empty %zu", &mb) == 1)
