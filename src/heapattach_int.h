@@ -125,6 +125,9 @@ int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_ses
 
 /* Predict, then (unless --trim=predict) attach, malloc_trim(0) on the
  * agent's thread, the drop measured, detach.  Returns the exit status. */
+/* --live's t: predict, have the agent call malloc_trim(0), measure; msg:
+ * the line for the view (predicted against measured, or why not). */
+void cmd_trim_now(pid_t pid, struct ha_session *s, int timeout_ms, char *msg, size_t len);
 int cmd_trim(const struct options *o, const struct ha_target *t, struct ha_session *s,
              double t_start, double t_checked);
 

@@ -276,6 +276,12 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 				ha_collector_snapshot(coll, "live");
 				ha_view_message(view, "snapshot asked for: written to the database");
 			}
+			if (a == HA_VIEW_TRIM) {
+				char msg[256];
+				ha_view_message(view, "trim: predicting, then malloc_trim(0) in the target...");
+				cmd_trim_now(o->pid, s, (int)(o->timeout_s * 1e3), msg, sizeof msg);
+				ha_view_message(view, msg);
+			}
 			ha_view_draw(view, live);
 		}
 	}

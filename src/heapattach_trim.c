@@ -10,7 +10,8 @@
  * the target's own malloc_trim(0) on its thread (HA_MSG_TRIM; glibc locks
  * each arena while it walks it: the target's allocations wait meanwhile,
  * which is the time printed), reads RssAnon again, prints predicted against
- * measured, and detaches.
+ * measured, and detaches.  --live's t key does the same on the session it
+ * records (cmd_trim_now), its line shown in the view.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -26,6 +27,45 @@ static const char *mib(char *buf, size_t len, double bytes)
 {
 	snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
 	return buf;
+}
+
+void cmd_trim_now(pid_t pid, struct ha_session *s, int timeout_ms, char *msg, size_t len)
+{
+	struct ha_mem_view v;
+	char b[4][32], err[256];
+	if (ha_mem_view_read(pid, NULL, NULL, &v) != 0) {
+		snprintf(msg, len, "trim: cannot read the target's memory");
+		return;
+	}
+	int glibc = strcmp(v.allocator, "glibc") == 0;
+	double predicted = (double)v.terms[HA_MT_FREE_TRIMMABLE], before = (double)v.rss_anon;
+	if (!glibc)
+		snprintf(msg, len, "trim: no glibc arenas (allocator %.40s): not asked", v.allocator);
+	ha_mem_view_free(&v);
+	if (!glibc)
+		return;
+	int result = 0;
+	uint64_t ns = 0;
+	if (ha_session_trim(s, timeout_ms, &result, &ns, err, sizeof err) != 0) {
+		snprintf(msg, len, "trim: %.200s", err);
+		return;
+	}
+	if (result < 0) {
+		snprintf(msg, len, "trim: the target has no malloc_trim");
+		return;
+	}
+	if (ha_mem_view_read(pid, NULL, NULL, &v) != 0) {
+		snprintf(msg, len, "trim: malloc_trim(0) ran %.1f ms; the target's memory cannot be read",
+		         (double)ns / 1e6);
+		return;
+	}
+	double measured = before - (double)v.rss_anon;
+	snprintf(msg, len, "trim: malloc_trim(0) ran %.1f ms: RssAnon %s -> %s, gave back %s "
+	         "(predicted %s, %+.0f%%)", (double)ns / 1e6, mib(b[0], sizeof b[0], before),
+	         mib(b[1], sizeof b[1], (double)v.rss_anon), mib(b[2], sizeof b[2], measured),
+	         mib(b[3], sizeof b[3], predicted),
+	         predicted > 0 ? 100.0 * (measured - predicted) / predicted : 0.0);
+	ha_mem_view_free(&v);
 }
 
 int cmd_trim(const struct options *o, const struct ha_target *t, struct ha_session *s,

@@ -238,7 +238,7 @@ static const char *help_text[] = {
 	"s        take a snapshot now (written to the database)",
 	"/        filter: function, file or module contains the text",
 	"         (Enter applies, Escape clears)",
-	"Escape   clear the filter",
+	"t        malloc_trim(0) now: RssAnon's drop, predicted and measured",
 	"Up Down  move the selection (also k j, and Ctrl-P Ctrl-N)",
 	"PgUp PgDn Home End  by a page, to the first or last row",
 	"Enter    expand or fold the selected row (or space): a call path's",

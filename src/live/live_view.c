@@ -108,6 +108,7 @@ static enum ha_view_action key(struct ha_view *v, struct ha_live *l, int k)
 	switch (k) {
 	case 'q': case 'Q': return HA_VIEW_QUIT;
 	case 's': return HA_VIEW_SNAPSHOT;
+	case 't': return HA_VIEW_TRIM;
 	case 'g': v->sort = HA_LIVE_BY_GROWTH; v->stale = 1; break;
 	case 'l': v->sort = HA_LIVE_BY_LIVE; v->stale = 1; break;
 	case 'r': v->sort = HA_LIVE_BY_RATE; v->stale = 1; break;

@@ -30,6 +30,7 @@ enum ha_view_action {
 	HA_VIEW_NONE,
 	HA_VIEW_QUIT,      /* q or Ctrl-C: detach, as SIGINT */
 	HA_VIEW_SNAPSHOT,  /* s: take a snapshot now */
+	HA_VIEW_TRIM,      /* t: malloc_trim(0) in the target now (issue 41) */
 };
 
 /* Take the terminal (stdin and stdout must be a terminal: else NULL and one
