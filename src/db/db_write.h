@@ -52,7 +52,7 @@ struct ha_db_pin {
 	double bytes, blocks;
 };
 struct ha_db_memory {
-	char allocator[64];
+	char allocator[160];
 	uint64_t rss_anon;
 	int64_t terms[HA_MT_COUNT];   /* enum ha_mem_term */
 	size_t narenas;

@@ -193,13 +193,18 @@ static uint64_t mmap_chunks_resident(int memfd, int pmfd, const struct ha_map *m
 
 /* An allocator other than glibc's that the program maps (a library of its
  * own: Debian's redis-server on libjemalloc, LD_PRELOAD'ed tcmalloc or
- * mimalloc): its name, or NULL.  Its memory is not read: it falls in
- * other_anon, and the allocator's name says so. */
+ * mimalloc): its name and why it is not read, or NULL.  Its memory falls in
+ * other_anon, and the allocator's name says so.  Their statistics are only
+ * had by calling them inside the target (the agent's thread could: not
+ * built), and their structures are not laid out for a reading from
+ * outside as glibc's arenas are. */
 static const char *other_allocator(const struct vma *v, size_t n)
 {
 	static const struct { const char *lib, *name; } known[] = {
-		{ "libjemalloc", "jemalloc" }, { "libtcmalloc", "tcmalloc" },
-		{ "libmimalloc", "mimalloc" },
+		{ "libjemalloc", "jemalloc (not read: its stats need mallctl() called in the target" },
+		{ "libtcmalloc", "tcmalloc (not read: its stats need MallocExtension called in the "
+		                 "target" },
+		{ "libmimalloc", "mimalloc (not read: its stats need mi_stats called in the target" },
 	};
 	for (size_t i = 0; i < n; i++) {
 		const char *base = strrchr(v[i].m.path, '/');
@@ -296,7 +301,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 
 	const char *other = other_allocator(v, n);
 	if (other)
-		snprintf(out->allocator, sizeof out->allocator, "%s (not read: in other_anon)%s", other,
+		snprintf(out->allocator, sizeof out->allocator, "%s; its memory in other_anon)%s", other,
 		         have_glibc ? "; glibc" : "");
 	if (have_glibc) {
 		if (!other)

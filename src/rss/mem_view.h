@@ -26,7 +26,7 @@ typedef void (*ha_mem_live_fn)(void *arg, ha_mem_each_fn each, void *ctx);
 struct ha_mem_view {
 	uint64_t rss_anon;             /* smaps_rollup's Anonymous */
 	int64_t terms[HA_MT_COUNT];    /* bytes; they add up to rss_anon */
-	char allocator[64];            /* "glibc", or "unknown (...)": no arena read */
+	char allocator[160];           /* "glibc", or "unknown (...)": no arena read */
 	struct ha_mem_arena *arenas;   /* malloc'ed; main arena first */
 	size_t narenas;
 	struct ha_mem_pin *pins;       /* malloc'ed: the pinned bytes charged by bucket */
