@@ -36,8 +36,14 @@
  *     "note": the session peaked far above B (heapdiff.c), or null,
  *     "frames": [ [function, file, line, module, inlined], ... ],
  *     "views": [ { "key": "diff" | "peak" | "b", "title", "diff": 0|1,
- *                  "from", "to", "dt", "total",
- *                  "rows": [ [kind, bytes, objects, [frame, ...]] ] } ],
+ *                  "from", "to", "dt", "total", "objects",
+ *                  "paths": the call paths of the view, "rest": those of
+ *                  them not written whole (view_json: past the 5,000 that
+ *                  changed or hold most),
+ *                  "rows": [ [kind, bytes, objects, [frame, ...]] ] and,
+ *                  for the rest, [kind, bytes, objects, [frame, ...],
+ *                  paths]: that many call paths summed under those
+ *                  outermost frames } ],
  *     "leaks": { "nsnaps", "duration", "callstacks", "grew", "t": [...],
  *                "suspects": [ { "what": "stack" | "function" |
  *                                "cumulative" (leaks.c, leak_funcs.c),
@@ -198,9 +204,108 @@ static void snap_json(FILE *f, const struct hd_snap *s, double live, double resi
 	fputc('}', f);
 }
 
+/* A view's rows: the HTML_PATHS call paths that changed most (held most)
+ * whole; the rest summed by their outermost frames, HTML_REST_DEPTH of them
+ * or fewer, so that at most HTML_REST_GROUPS such rows are written.  The
+ * flame graph shows each under its callers as "(N other call paths)",
+ * the totals still add up, and a day's 100,000 call paths make a page of
+ * a few MB (issue 39: 34.8 MB before, most of it frames nobody can see). */
+#define HTML_PATHS 5000
+#define HTML_REST_DEPTH 8
+#define HTML_REST_GROUPS 1000
+
+struct rest_group {
+	const struct hd_row *row;  /* its first row: kind and frames */
+	int depth;                 /* its outermost frames kept */
+	double bytes, objects;
+	size_t paths;
+};
+
+static double row_rank(const struct hd_report *r, const struct hd_row *row)
+{
+	return fabs(r->by_objects ? row->objects : row->bytes);
+}
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+	return (a < b) - (a > b);
+}
+
+/* The rank a row needs to be written whole: the HTML_PATHS-th largest. */
+static double whole_from(const struct hd_report *r)
+{
+	if (r->n <= HTML_PATHS)
+		return 0;
+	double *k = hd_xmalloc(r->n * sizeof *k), t;
+	for (size_t i = 0; i < r->n; i++)
+		k[i] = row_rank(r, &r->rows[i]);
+	qsort(k, r->n, sizeof *k, cmp_rank);
+	t = k[HTML_PATHS - 1];
+	free(k);
+	return t;
+}
+
+/* The rows below the cut summed by their outermost depth frames (and
+ * kind), depth as large as keeps them to HTML_REST_GROUPS rows; *ng of
+ * them, malloc'ed. */
+static struct rest_group *rest_groups(const struct hd_report *r, const char *whole, size_t *ng)
+{
+	struct hd_buf key = { 0 };
+	struct rest_group *g = NULL;
+	for (int depth = HTML_REST_DEPTH; depth >= 0; depth--) {
+		struct hd_map *m = hd_map_new();
+		size_t n = 0;
+		free(g);
+		g = hd_xmalloc((HTML_REST_GROUPS + 1) * sizeof *g);
+		for (size_t i = 0; i < r->n && n <= HTML_REST_GROUPS; i++) {
+			const struct hd_row *row = &r->rows[i];
+			if (whole[i])
+				continue;
+			int d = row->st.n < depth ? row->st.n : depth;
+			key.n = 0;
+			hd_buf_printf(&key, "%d", row->kind);
+			for (int k = row->st.n - d; k < row->st.n; k++)
+				hd_buf_printf(&key, "\x1f%p", (const void *)row->st.f[k]);
+			hd_buf_addc(&key, 0);
+			int fresh;
+			size_t x = hd_map_index(m, (char *)key.p, n, &fresh);
+			if (fresh)
+				g[n++] = (struct rest_group){ .row = row, .depth = d };
+			if (x < HTML_REST_GROUPS) {
+				g[x].bytes += row->bytes;
+				g[x].objects += row->objects;
+				g[x].paths++;
+			}
+		}
+		hd_map_free(m, NULL);
+		if (n <= HTML_REST_GROUPS || depth == 0) {
+			*ng = n;
+			hd_buf_free(&key);
+			return g;
+		}
+	}
+	hd_buf_free(&key); /* (not reached: depth 0 makes one group a kind) */
+	*ng = 0;
+	return g;
+}
+
 static void view_json(FILE *f, struct frames *fs, const char *key, const char *title,
                       const struct hd_report *r, int first)
 {
+	double cut = whole_from(r);
+	char *whole = hd_xmalloc(r->n + 1);
+	size_t nwhole = 0, ng = 0, k = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		whole[i] = (char)(r->n <= HTML_PATHS || row_rank(r, &r->rows[i]) > cut);
+		nwhole += (size_t)whole[i];
+	}
+	/* Ties at the cut: the first of them, in the rows' order. */
+	for (size_t i = 0; i < r->n && nwhole < HTML_PATHS; i++)
+		if (!whole[i] && row_rank(r, &r->rows[i]) >= cut) {
+			whole[i] = 1;
+			nwhole++;
+		}
 	fprintf(f, "%s\n  {\"key\": \"%s\", \"title\": ", first ? "" : ",", key);
 	hd_json_html_str(f, title);
 	fprintf(f, ", \"diff\": %d, \"from\": ", r->a != NULL);
@@ -209,15 +314,30 @@ static void view_json(FILE *f, struct frames *fs, const char *key, const char *t
 	else
 		fputs("null", f);
 	fprintf(f, ", \"to\": %" PRId64 ", \"dt\": %.3f, \"total\": %.0f, \"objects\": %.0f,"
-	        " \"rows\": [", r->b->id, r->a ? r->b->time - r->a->time : 0.0, r->total_bytes,
-	        r->total_objects);
+	        " \"paths\": %zu, \"rest\": %zu, \"rows\": [", r->b->id,
+	        r->a ? r->b->time - r->a->time : 0.0, r->total_bytes, r->total_objects, r->n,
+	        r->n - nwhole);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct hd_row *row = &r->rows[i];
-		fprintf(f, "%s\n   [%d, %.0f, %.0f, ", i ? "," : "", row->kind, row->bytes, row->objects);
+		if (!whole[i])
+			continue;
+		fprintf(f, "%s\n   [%d, %.0f, %.0f, ", k++ ? "," : "", row->kind, row->bytes, row->objects);
 		frame_list(f, fs, &row->st);
 		fputc(']', f);
 	}
+	struct rest_group *g = nwhole < r->n ? rest_groups(r, whole, &ng) : NULL;
+	for (size_t i = 0; i < ng; i++) {
+		struct hd_stack outer = g[i].row->st;
+		outer.f += outer.n - g[i].depth;
+		outer.n = g[i].depth;
+		fprintf(f, "%s\n   [%d, %.0f, %.0f, ", k++ ? "," : "", g[i].row->kind, g[i].bytes,
+		        g[i].objects);
+		frame_list(f, fs, &outer);
+		fprintf(f, ", %zu]", g[i].paths);
+	}
 	fputs("]}", f);
+	free(g);
+	free(whole);
 }
 
 static int session_read(struct page *pg, struct hd_source *s, int64_t session)
@@ -519,6 +639,10 @@ static int page_read(struct page *pg, const struct hd_report *r, const struct hd
 	snprintf(idbuf, sizeof idbuf, "%" PRId64, peak_id);
 	if (hd_resolve(s, idbuf, session, &pg->peak) < 0)
 		return HD_ERR;
+	/* The suspects before the other views' rows: what --leaks holds
+	 * while it measures is not added to them (issue 39's memory). */
+	if (leaks_read(pg, s, session, flt) < 0)
+		return HD_ERR;
 	pg->rp.b = &pg->peak;
 	pg->rp.by_objects = pg->rb.by_objects = r->by_objects;
 	if (hd_build_rows(&pg->rp, flt) < 0)
@@ -534,8 +658,7 @@ static int page_read(struct page *pg, const struct hd_report *r, const struct hd
 		if (side[i] && (hd_live_total(side[i], HD_KIND_ALLOC, &pg->live[i]) < 0 ||
 		                hd_live_total(side[i], HA_KIND_RSS, &pg->resident[i]) < 0))
 			return HD_ERR;
-	if (leaks_read(pg, s, session, flt) < 0 || hd_memory_series(s, session, &pg->mem, &pg->nmem) < 0 ||
-	    reach_read(pg, r->b) < 0)
+	if (hd_memory_series(s, session, &pg->mem, &pg->nmem) < 0 || reach_read(pg, r->b) < 0)
 		return HD_ERR;
 	return functions_read(pg, r, flt);
 }

@@ -508,6 +508,13 @@
 				n = ch;
 				addTo(n, r[1], r[2]);
 			}
+			if (r.length > 4) {
+				/* Call paths past the page's first 5,000, summed under
+				 * these outermost frames (report_html.c). */
+				var on = '(' + r[4] + ' other call path' + (r[4] === 1 ? '' : 's') + ')', oc = n.kids.get(on);
+				if (!oc) { oc = newNode(on, -1, n); n.kids.set(on, oc); }
+				addTo(oc, r[1], r[2]);
+			}
 		});
 		/* Flatten: x offset (bytes), depth, children sorted by name. */
 		var flat = [], maxd = 0;
@@ -779,7 +786,8 @@
 
 	function rowsTable(all) {
 		var v = curTree.view, diff = !!v.diff;
-		var rows = v.rows.filter(function (r) { return diff ? r[1] > 0 : true; });
+		var whole = v.rows.filter(function (r) { return r.length < 5; });
+		var rows = whole.filter(function (r) { return diff ? r[1] > 0 : true; });
 		document.getElementById('hd-rows-title').textContent = diff ?
 			'Top growing call paths, snapshot ' + v.from + ' \u2192 ' + v.to + ' (' + fmtDur(v.dt) + ')' :
 			'Top call paths of the ' + D.what + (v.key === 'peak' ? ' at the peak' : '') +
@@ -799,10 +807,14 @@
 			leafCell(add(tr, el('td', 'fn')), r[3], r[0]);
 			expandable(tbody, tr, ncols, r[3], 0);
 		});
-		var shrank = diff ? v.rows.length - rows.length : 0;
+		var shrank = diff ? whole.length - rows.length : 0;
 		if (shrank)
 			add(tableBox, el('div', 'more muted', shrank + ' other call path' + (shrank === 1 ? '' : 's') +
 				' shrank (blue in the flame graph)'));
+		if (v.rest)
+			add(tableBox, el('div', 'more muted', v.rest + ' call path' + (v.rest === 1 ? '' : 's') + ' of ' +
+				v.paths + (diff ? ' that changed less' : ' that hold less') + ' are summed by their callers ' +
+				'(\u201cother call paths\u201d in the flame graph); heapdiff -f json --top 0 lists each'));
 		if (n < rows.length) showAll(tableBox, rows.length + ' call paths', function () { rowsTable(true); });
 	}
 

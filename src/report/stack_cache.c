@@ -93,11 +93,11 @@ static int sslot_used(const void *slot)
 }
 
 static const struct ha_ht_type frame_type = {
-	.size = sizeof(struct fslot), .first_cap = 1024, .hash = fslot_hash, .eq = fslot_eq,
+	.size = sizeof(struct fslot), .first_cap = 1024, .load = 3, .hash = fslot_hash, .eq = fslot_eq,
 	.used = fslot_used,
 };
 static const struct ha_ht_type stack_type = {
-	.size = sizeof(struct sslot), .first_cap = 1024, .hash = sslot_hash, .eq = sslot_eq,
+	.size = sizeof(struct sslot), .first_cap = 1024, .load = 3, .hash = sslot_hash, .eq = sslot_eq,
 	.used = sslot_used,
 };
 
