@@ -45,6 +45,7 @@
  * what it built, as one that ends.
  *
  * fuzz-sources: src/report/report_util.c src/report/report_load.c src/report/report_rows.c
+ * fuzz-sources: src/report/stack_cache.c
  * fuzz-sources: src/report/leaks.c src/report/leak_funcs.c src/report/heap_vs_rss.c
  * fuzz-sources: src/report/report_funcs.c src/report/report_series.c
  * fuzz-sources: src/render/render_util.c src/render/report_text.c src/render/report_folded.c
