@@ -87,8 +87,9 @@ void hd_json_snap(FILE *f, const struct hd_snap *s);
 void hd_json_kernel(FILE *f, const struct hd_kernel *k);
 /* The frames of st as a JSON array. */
 void hd_json_frames(FILE *f, const struct hd_stack *st);
-/* One frame on a line of its own, indented: name, file:line, [module]
- * (--reach's and --memory --by-stack's call paths). */
+/* One frame on a line of its own, indented: "name  file:line  [module]
+ * (inlined)" (every text view's call paths: diff, --leaks, --reach,
+ * --memory --by-stack). */
 void hd_text_frame(FILE *f, const struct hd_frame *fr, int indent);
 /* --leaks (struct hd_leak_report, report.h: leaks.c gathers it). */
 void hd_write_leaks_text(FILE *f, const struct hd_leak_report *lr);

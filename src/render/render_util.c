@@ -185,6 +185,8 @@ void hd_text_frame(FILE *f, const struct hd_frame *fr, int indent)
 	}
 	if (fr->module[0])
 		fprintf(f, "  [%s]", ha_base_name(fr->module));
+	if (fr->inlined)
+		fputs("  (inlined)", f);
 	fputc('\n', f);
 }
 

@@ -19,29 +19,12 @@
 
 #define INDENT (14 + 1 + 12 + 4)
 
-/* One frame's line, indented: "name  file:line  [module]  (inlined)". */
-static void print_frame(FILE *f, int indent, const struct hd_frame *fr)
-{
-	char pc[32];
-	fprintf(f, "%*s%s", indent, "", hd_frame_name(fr, pc, sizeof pc));
-	if (fr->file[0]) {
-		fprintf(f, "  %s", fr->file);
-		if (fr->line > 0)
-			fprintf(f, ":%d", fr->line);
-	}
-	if (fr->module[0])
-		fprintf(f, "  [%s]", ha_base_name(fr->module));
-	if (fr->inlined)
-		fputs("  (inlined)", f);
-	fputc('\n', f);
-}
-
 static void print_frames(FILE *f, const struct hd_row *r)
 {
 	const struct hd_stack *st = &r->st;
 	char pc[32];
 	for (int i = 0; i < st->n; i++)
-		print_frame(f, INDENT, st->f[i]);
+		hd_text_frame(f, st->f[i], INDENT);
 	if (st->n == 0)
 		fprintf(f, "%*s(no frames: not unwound, or not named)\n", INDENT, "");
 	if (r->folded > 0) {
@@ -265,7 +248,7 @@ static void leak_stack_row(FILE *f, const struct hd_leak *t, const struct hd_sta
 		fprintf(f, " (%s)", hd_kind_name(t->kind));
 	fputc('\n', f);
 	for (int i = 0; i < v->n; i++)
-		print_frame(f, LEAK_INDENT, v->f[i]);
+		hd_text_frame(f, v->f[i], LEAK_INDENT);
 	if (folded)
 		fprintf(f, "%*s(%d allocator frames folded; --all-frames shows them)\n", LEAK_INDENT, "",
 		        folded);
