@@ -399,17 +399,6 @@ size_t ha_book_take_peak(struct ha_book *b, struct ha_db_bucket **rows)
 	return n;
 }
 
-void ha_book_each_live(const struct ha_book *b, int kind,
-                       void (*each)(void *ctx, uint64_t addr, double bytes), void *ctx)
-{
-	for (size_t i = 0; i < b->live.cap; i++) {
-		const struct live *l = ha_ht_slot(&b->live, &live_type, i);
-		if (l->addr && l->bucket && l->bucket <= b->nbuckets &&
-		    b->buckets[l->bucket - 1].kind == kind)
-			each(ctx, l->addr, l->weight * (double)l->size);
-	}
-}
-
 void ha_book_each_block(const struct ha_book *b,
                         void (*each)(void *ctx, uint64_t addr, uint64_t size, double weight,
                                      uint32_t bucket, int kind),

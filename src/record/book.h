@@ -65,11 +65,6 @@ const struct ha_db_bucket *ha_book_value(const struct ha_book *b, uint32_t id);
  * caller owns it.  Returns the count. */
 size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
 
-/* Each live sampled block of kind (enum ha_mem_kind): its address and its
- * estimated bytes (weight x size). */
-void ha_book_each_live(const struct ha_book *b, int kind,
-                       void (*each)(void *ctx, uint64_t addr, double bytes), void *ctx);
-
 /* The estimated live bytes of every bucket of one kind (enum ha_mem_kind),
  * or of heap and mmap together (-1: what the program allocated; rss and
  * swap count the same memory again): kept as they are booked, O(1). */
