@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "alloc_frame.h"
+#include "arena.h"
 #include "hashtab.h"
 #include "late_names.h"
 #include "strpool.h"
@@ -25,12 +26,6 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	_Alignas(16) unsigned char data[];
-};
 
 /* A frame by frames.id: the k frames it shows (1, or its late-named
  * inline chain). */
@@ -46,7 +41,7 @@ struct sslot {
 };
 
 struct hd_stacks {
-	struct chunk *mem;
+	struct ha_arena mem;          /* frames, stacks, their arrays */
 	struct ha_hashtab frames, stacks;
 	const struct hd_frame **tmp; /* a stack's frames while read */
 	int ntmp;
@@ -104,28 +99,17 @@ static const struct ha_ht_type stack_type = {
 /* n bytes that stay where they are until the cache is freed. */
 static void *cache_alloc(struct hd_stacks *c, size_t n)
 {
-	struct chunk *k = c->mem;
-	n = (n + 15) & ~(size_t)15;
-	if (!k || k->cap - k->used < n) {
-		size_t cap = n > (1u << 20) ? n : (1u << 20);
-		k = hd_xmalloc(sizeof *k + cap);
-		k->cap = cap;
-		k->used = 0;
-		k->next = c->mem;
-		c->mem = k;
-	}
-	k->used += n;
-	return k->data + k->used - n;
+	void *p = ha_arena_alloc(&c->mem, n);
+	if (!p)
+		hd_out_of_memory();
+	return p;
 }
 
 void hd_stacks_free(struct hd_stacks *c)
 {
 	if (!c)
 		return;
-	for (struct chunk *k = c->mem, *next; k; k = next) {
-		next = k->next;
-		free(k);
-	}
+	ha_arena_free(&c->mem);
 	ha_ht_free(&c->frames);
 	ha_ht_free(&c->stacks);
 	free(c->tmp);
@@ -191,8 +175,10 @@ int hd_stack_get(struct hd_source *s, int64_t id, const struct hd_stack **out)
 	uint64_t h = mix(id);
 	int n = 0, rc;
 
-	if (!c)
+	if (!c) {
 		c = s->stacks = hd_xcalloc(1, sizeof *c);
+		ha_arena_init(&c->mem, 1u << 20, 16);
+	}
 	struct sslot *slot = ha_ht_find(&c->stacks, &stack_type, NULL, h, &id);
 	if ((*out = slot->st))
 		return HD_OK;

@@ -1,16 +1,11 @@
-/* strpool.c -- interned strings (see strpool.h): chunks of 64 KiB that are
- * never moved, and a hash table (hashtab.h) of the strings in them. */
+/* strpool.c -- interned strings (see strpool.h): packed end to end in an
+ * arena of 64 KiB chunks that are never moved (arena.h), and a hash table
+ * (hashtab.h) of the strings in them. */
 #include "strpool.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	char data[];
-};
 
 static uint64_t hash_str(const char *s, size_t len)
 {
@@ -18,23 +13,6 @@ static uint64_t hash_str(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
 	return h;
-}
-
-static char *pool_alloc(struct ha_strpool *p, size_t len)
-{
-	struct chunk *c = p->chunks;
-	if (!c || c->cap - c->used < len) {
-		size_t cap = len > 65536 ? len : 65536;
-		c = malloc(sizeof *c + cap);
-		if (!c)
-			return NULL;
-		c->cap = cap;
-		c->used = 0;
-		c->next = p->chunks;
-		p->chunks = c;
-	}
-	c->used += len;
-	return c->data + c->used - len;
 }
 
 static uint64_t str_hash(const void *ctx, const void *slot)
@@ -71,7 +49,7 @@ const char *ha_strpool_intern(struct ha_strpool *p, const char *s)
 	const char *found = *slot;
 	if (found)
 		return found;
-	d = pool_alloc(p, len + 1);
+	d = ha_arena_alloc(&p->mem, len + 1);
 	if (!d)
 		return "";
 	memcpy(d, s, len + 1);
@@ -82,11 +60,7 @@ const char *ha_strpool_intern(struct ha_strpool *p, const char *s)
 
 void ha_strpool_free(struct ha_strpool *p)
 {
-	while (p->chunks) {
-		struct chunk *c = p->chunks;
-		p->chunks = c->next;
-		free(c);
-	}
+	ha_arena_free(&p->mem);
 	ha_ht_free(&p->tab);
 	memset(p, 0, sizeof *p);
 }

@@ -6,12 +6,11 @@
 #define HA_STRPOOL_H
 
 #include <stddef.h>
+#include "arena.h"
 #include "hashtab.h"
 
-struct chunk;
-
 struct ha_strpool {
-	struct chunk *chunks;
+	struct ha_arena mem;     /* the strings, packed (zeroed: ready) */
 	struct ha_hashtab tab;   /* the strings: slots are const char *, NULL = free */
 };
 

@@ -51,7 +51,7 @@
  * fuzz-sources: src/render/render_util.c src/render/report_text.c src/render/report_folded.c
  * fuzz-sources: src/render/report_json.c src/render/report_svg.c src/render/report_pprof.c
  * fuzz-sources: src/render/report_html.c src/render/heap_vs_rss_write.c src/db/db_open.c
- * fuzz-sources: src/common/util.c src/common/alloc_frame.c src/common/hashtab.c
+ * fuzz-sources: src/common/util.c src/common/alloc_frame.c src/common/hashtab.c src/common/arena.c
  * fuzz-sources: src/report/late_names.c src/symbolize/debugfind.c src/symbolize/debuginfod_get.c
  * fuzz-sources: src/symbolize/build_id.c src/report/reach.c src/report/memory.c src/common/mem_terms.c
  * fuzz-sources: src/symbolize/debugcache.c src/symbolize/symbolize_file.c
