@@ -105,9 +105,11 @@ struct cmd_reach {
 };
 
 struct ha_book;
+struct ha_unwinder;
 struct ha_wmsg_snapshot;
 /* The collector's hook (collector.h: reach), ctx a struct cmd_reach. */
-void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m);
+void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
+                    struct ha_wmsg_snapshot *m);
 /* Ask the collector for a snapshot with a scan, unless one is asked already
  * (the main thread: the --reach timer, SIGUSR2). */
 void cmd_reach_ask(struct ha_collector *c);

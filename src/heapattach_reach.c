@@ -5,7 +5,10 @@
  * it hands the live sampled heap blocks to src/reach, and turns what comes
  * back into the database's rows (per call path the estimate unreachable,
  * reachable and unknown, and the holders of the reachable part), hung on
- * the snapshot's message for the writer.  A scan is asked for only when
+ * the snapshot's message for the writer.  A stack's holder is told by its
+ * frame, walked with the collector's unwinder (this is its thread), and
+ * named by the writer (src/record/reach_names.c), as a global's
+ * definition is.  A scan is asked for only when
  * the last one asked is done (cmd_reach_ask): scans slower than the
  * period never queue up.  A scan that cannot run (another
  * allocator, no safe point, a refused clone) says why in one line, once
@@ -21,6 +24,7 @@
 #include "db.h"
 #include "db_write.h"
 #include "reach.h"
+#include "unwind.h"
 #include "util.h"
 #include "writer.h"
 
@@ -138,12 +142,28 @@ static int fill_holders(struct ha_db_reach *d, const struct gather *g,
 		o->bytes = h[i].bytes;
 		o->count = h[i].count;
 		o->hops = h[i].hops;
+		o->pc = rh->pc;
+		o->pc_is_ret = rh->pc_is_ret;
+		o->addr = rh->addr;
+		o->module = rh->module;
+		o->at = rh->at;
 	}
 	free(h);
 	return 0;
 }
 
-void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m)
+/* The scan's walk of a thread's stack in the copy (reach.h: walk): the
+ * collector's unwinder, on its own thread. */
+static int walk_stack(void *ctx, const struct user_regs_struct *regs, const uint8_t *stack,
+                      size_t len, uint64_t *pcs, uint64_t *sps, int max)
+{
+	const struct ha_regs r = { regs->rip, regs->rsp, regs->rbp, regs->rbx,
+	                           regs->r12, regs->r13, regs->r14, regs->r15 };
+	return ha_unwind_frames(ctx, &r, stack, len, pcs, sps, max);
+}
+
+void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
+                    struct ha_wmsg_snapshot *m)
 {
 	struct cmd_reach *r = ctx;
 	const char *why = m->info.reason;
@@ -157,7 +177,8 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_wmsg_snapsh
 	struct gather g = { 0 };
 	ha_book_each_block(book, gather_one, &g);
 	struct reach_result res;
-	struct reach_opts ro = { .verbose = r->verbose };
+	struct reach_opts ro = { .verbose = r->verbose, .walk = unw ? walk_stack : NULL,
+	                         .walk_ctx = unw };
 	char err[200] = "";
 	int rc = g.oom ? -1 : reach_scan(r->pid, g.v, g.n, &ro, &res, err, sizeof err);
 	if (g.oom)

@@ -70,12 +70,13 @@ u=$(q "SELECT round(total(unreachable_bytes)) FROM reach_rows r JOIN stack_text 
 h=$(q "SELECT h.root || '|' || h.name FROM reach_holders h JOIN stack_text t ON t.stack_id = h.stack_id
        WHERE h.snapshot_id = $last AND t.leaf_function = 'global_site' ORDER BY h.bytes DESC LIMIT 1")
 within 25 "$u" $((200 * 4096)) || fail "drop_site: unreachable $u, expected about $((200 * 4096))"
-case $h in "global|g_held [reach_truth]"*) ;; *) fail "global_site held by '$h'" ;; esac
+l_held=$(grep -n -F 'void *g_held[MAXN];' "$HA_SRCDIR/tests/targets/reach_truth.c" | cut -d: -f1)
+[ "$h" = "global|g_held (reach_truth.c:$l_held) [reach_truth]" ] || fail "global_site held by '$h'"
 log "drop_site: $u bytes unreachable; global_site held by $h"
 
 HD=$HA_BUILDDIR/src/heapdiff
 "$HD" -f html -o "$W/live.html" "$db" 2>"$W/hd.err" || fail "heapdiff -f html: $(cat "$W/hd.err")"
-python3 - "$W/live.html" <<'PY' || fail "the session's page has no scan"
+python3 - "$W/live.html" "$l_held" <<'PY' || fail "the session's page has no scan"
 import json, re, sys
 s = open(sys.argv[1], encoding='utf-8').read()
 d = json.loads(re.search(r'<script type="application/json" id="hd-data">\n(.*?)\n</script>', s, re.S).group(1))
@@ -83,6 +84,6 @@ R = d['reach']
 assert R and R['reason'] == 'detach', R and R['reason']
 names = {d['frames'][r[2][0]][0]: r[1] for r in R['rows'] if r[2]}
 assert names['drop_site'][0] > 0 and names['drop_site'][2] == 0, names['drop_site']
-assert names['global_site'][5][0][:2] == ['global', 'g_held [reach_truth]'], names['global_site']
+assert names['global_site'][5][0][:2] == ['global', 'g_held (reach_truth.c:%s) [reach_truth]' % sys.argv[2]], names['global_site']
 PY
 echo "ok: --live --reach=1 --rss: the view, the scans, q, the target unharmed, the page"

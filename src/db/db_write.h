@@ -139,6 +139,13 @@ struct ha_db_reach_holder {
 	char name[128];
 	double bytes, count;
 	int hops;                 /* the fewest */
+	/* Not stored: what the writer's symbolizer adds to name at name[at]
+	 * before the row is written (src/record/reach_names.c): a stack's
+	 * frame (pc: "tid N in FUNCTION (FILE:LINE)"), a global's
+	 * definition (addr in the module at module: "g (FILE:LINE) [prog]"). */
+	uint64_t pc, addr, module;
+	int pc_is_ret;
+	size_t at;
 };
 struct ha_db_reach {
 	double pause_ms, duration_ms;

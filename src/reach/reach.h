@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 /* Kinds of root, in the order they are scanned (the first root to reach a
  * block is its holder). */
@@ -54,10 +55,21 @@ struct reach_block {
 };
 
 /* A holder: a root kind and its name ("g_cache [prog]", "tid 1234",
- * "tid 1234 rsp"...), at most 127 bytes, cleaned (no control bytes). */
+ * "tid 1234 rsp"...), at most 127 bytes, cleaned (no control bytes).
+ * What a symbolizer may add to the name, at name[at] (the scan runs on
+ * the collector's thread, which names nothing: the writer's symbolizer
+ * does, reach_names.c in src/record): for a stack, the frame holding the
+ * word (its pc; 0 when no frame could be told); for a global, the word's
+ * address and an address of its module (where its definition is, from
+ * DWARF). */
 struct reach_holder {
 	int kind;
 	char name[128];
+	uint64_t pc;          /* STACK: the holding frame's pc (0: none told) */
+	int pc_is_ret;        /* ...a return address (every frame but the innermost) */
+	uint64_t addr;        /* GLOBAL: the root word's address (0: none) */
+	uint64_t module;      /* GLOBAL: the start of its module's first mapping */
+	size_t at;            /* where in name a detail goes (<= strlen(name)) */
 };
 
 struct reach_result {
@@ -78,6 +90,15 @@ struct reach_opts {
 	/* Address ranges never roots (the agent's own memory): [lo, hi) pairs. */
 	const uint64_t *skip;
 	size_t nskip;
+	/* The walk of a thread's stack in the copy, for the frames of the
+	 * holders on stacks (the caller's unwinder, on the scan's thread):
+	 * regs as the thread stopped, len bytes of its stack from regs->rsp;
+	 * up to max frames' pcs (pcs[0] = rip, then return addresses) and
+	 * stack pointers (sps[0] = rsp, then each caller's), their number or
+	 * -1.  NULL: stacks are named by their thread alone. */
+	int (*walk)(void *ctx, const struct user_regs_struct *regs, const uint8_t *stack,
+	            size_t len, uint64_t *pcs, uint64_t *sps, int max);
+	void *walk_ctx;
 };
 
 /* Scan target pid.  0 with every block classified, -1 with one line in err

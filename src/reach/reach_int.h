@@ -145,10 +145,39 @@ void reach_marker_free(struct reach_marker *k);
 void reach_roots_mark(struct reach_marker *k, const struct ha_maps *maps,
                       const struct reach_frozen *f, const uint64_t *skip, size_t nskip);
 
+/* ---- the frames of a thread's stack (reach_frames.c) ---- */
+#define REACH_RED_ZONE 128            /* below a thread's SP, still its leaf frame's */
+#define REACH_FRAMES_MAX 256
+#define REACH_STACK_READ (1u << 20)  /* bytes of a stack handed to the walk, at most */
+
+/* Frame i's words are [sp[i], sp[i + 1]) (frame 0's from sp[0] less the
+ * red zone); the last frame's end is not known. */
+struct reach_frames {
+	int walked;          /* tried (once per thread and scan) */
+	int n;               /* frames kept (0: none told) */
+	uint64_t pc[REACH_FRAMES_MAX], sp[REACH_FRAMES_MAX];
+};
+
+/* Walk thread th's stack in the copy with o->walk: the bytes from its SP
+ * to its mapping's end (REACH_STACK_READ at most, up to the first that
+ * cannot be read).  Nothing told without a walker or a mapping. */
+void reach_frames_walk(struct reach_mem *m, const struct ha_maps *maps,
+                       const struct reach_thread *th, const struct reach_opts *o,
+                       struct reach_frames *fr);
+/* Keep n frames of a walk, up to the first whose SP does not rise (a walk
+ * gone wrong says nothing past it). */
+void reach_frames_set(struct reach_frames *fr, const uint64_t *pcs, const uint64_t *sps, int n);
+/* The frame holding the word at, or -1 (none told, below the red zone, or
+ * at or past the last frame's SP: its end is not known). */
+int reach_frame_of(const struct reach_frames *fr, uint64_t at);
+
 /* ---- names of globals (reach_sym.c) ---- */
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from
- * the module's ELF symbols as pid's root sees them. */
-void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen);
+ * the module's ELF symbols as pid's root sees them; *module: the start of
+ * the module's first mapping (0: none), *at: where a detail goes in out
+ * (after the symbol, before " [module]"). */
+void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen,
+                    uint64_t *module, size_t *at);
 /* Close the files reach_sym_name kept open during a scan. */
 void reach_sym_reset(void);
 

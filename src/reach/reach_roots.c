@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RED_ZONE   128
 #define TLS_SLACK  4096
 #define TLS_MAX    (1u << 20)
 #define TLS_ABOVE  2304
@@ -146,7 +145,7 @@ static void mark_threads(struct reach_marker *k, const struct ha_maps *maps,
 			const struct ha_map *e = map_of(maps, sp);
 			if (!e || !is_rw_private(e))
 				continue;
-			uint64_t lo = sp - e->start > RED_ZONE ? sp - RED_ZONE : e->start;
+			uint64_t lo = sp - e->start > REACH_RED_ZONE ? sp - REACH_RED_ZONE : e->start;
 			scan_outside_heaps(k, lo, e->end, kind, th->tid);
 		} else {
 			const unsigned long long *r = (const unsigned long long *)&th->regs;

@@ -1,7 +1,8 @@
 /* reach_scan.c -- one reachability scan, start to end: refuse what is not
  * glibc's malloc; find the agent's memory (never a root); freeze and copy
  * (reach_freeze.c); walk the copy's chunks, mark from its roots; classify
- * each sampled block and name its holder; measure what the copy cost; end
+ * each sampled block and name its holder (a stack's by the frame holding
+ * the word, reach_frames.c); measure what the copy cost; end
  * the copy.  Every path out ends the copy (reach_copy_end). */
 #define _GNU_SOURCE
 #include "reach_int.h"
@@ -138,30 +139,70 @@ static int build_ranges(const struct ha_maps *maps, struct reach_range **out, si
 	return 0;
 }
 
-/* Name origin o; the holder's index (a new one or the same name's). */
-static uint32_t holder_of(struct reach_result *r, const struct reach_origin *o, pid_t copy,
-                          const struct ha_maps *maps)
+/* What names the holders of one scan: the copy, its maps and memory, the
+ * threads and their frames (walked on a first holder on their stack). */
+struct naming {
+	pid_t copy;
+	const struct ha_maps *maps;
+	struct reach_mem *m;
+	const struct reach_frozen *f;
+	const struct reach_opts *o;
+	struct reach_frames *frames;  /* f->nth of them, or NULL */
+};
+
+/* The frame of thread tid's stack holding the word at o->at: its pc in hd. */
+static void stack_frame(const struct naming *nm, const struct reach_origin *o,
+                        struct reach_holder *hd)
+{
+	for (size_t t = 0; nm->frames && t < nm->f->nth; t++) {
+		if (nm->f->th[t].tid != o->tid)
+			continue;
+		struct reach_frames *fr = &nm->frames[t];
+		if (!fr->walked)
+			reach_frames_walk(nm->m, nm->maps, &nm->f->th[t], nm->o, fr);
+		int i = reach_frame_of(fr, o->at);
+		if (i >= 0) {
+			hd->pc = fr->pc[i];
+			hd->pc_is_ret = i > 0;
+		}
+		return;
+	}
+}
+
+/* Name origin o; the holder's index (a new one or the same one's). */
+static uint32_t holder_of(struct reach_result *r, const struct reach_origin *o,
+                          const struct naming *nm)
 {
 	struct reach_holder hd = { .kind = o->kind };
 	switch (o->kind) {
 	case REACH_ROOT_GLOBAL:
-		reach_sym_name(copy, maps, o->at, hd.name, sizeof hd.name);
+		reach_sym_name(nm->copy, nm->maps, o->at, hd.name, sizeof hd.name, &hd.module, &hd.at);
+		hd.addr = hd.module ? o->at : 0;
 		break;
 	case REACH_ROOT_REGISTER:
 		snprintf(hd.name, sizeof hd.name, "tid %d %s", (int)o->tid,
 		         o->reg < sizeof reg_names / sizeof reg_names[0] ? reg_names[o->reg] : "?");
 		break;
 	case REACH_ROOT_ANON: {
-		const struct ha_map *e = ha_maps_find_addr(maps, o->at);
+		const struct ha_map *e = ha_maps_find_addr(nm->maps, o->at);
 		snprintf(hd.name, sizeof hd.name, "mapping 0x%llx",
 		         (unsigned long long)(e ? e->start : o->at));
 		break;
 	}
+	case REACH_ROOT_STACK:
+		snprintf(hd.name, sizeof hd.name, "tid %d", (int)o->tid);
+		stack_frame(nm, o, &hd);
+		break;
 	default:
 		snprintf(hd.name, sizeof hd.name, "tid %d", (int)o->tid);
 	}
+	if (hd.kind != REACH_ROOT_GLOBAL)
+		hd.at = strlen(hd.name);
+	/* One holder per name, and per frame on a stack (the same global's
+	 * other words give the same definition). */
 	for (size_t i = 0; i < r->nholders; i++)
-		if (r->holders[i].kind == hd.kind && strcmp(r->holders[i].name, hd.name) == 0)
+		if (r->holders[i].kind == hd.kind && r->holders[i].pc == hd.pc &&
+		    strcmp(r->holders[i].name, hd.name) == 0)
 			return (uint32_t)i;
 	struct reach_holder *v = realloc(r->holders, (r->nholders + 1) * sizeof *v);
 	if (!v)
@@ -172,7 +213,7 @@ static uint32_t holder_of(struct reach_result *r, const struct reach_origin *o, 
 }
 
 static void classify(struct reach_block *blocks, size_t n, const struct reach_marker *k,
-                     struct reach_result *r, pid_t copy, const struct ha_maps *maps)
+                     struct reach_result *r, const struct naming *nm)
 {
 	uint32_t *named = calloc(k->norig + 1, sizeof *named); /* origin -> holder + 1 */
 	for (size_t i = 0; i < n; i++) {
@@ -195,7 +236,7 @@ static void classify(struct reach_block *blocks, size_t n, const struct reach_ma
 		if (named && named[c->origin]) {
 			b->holder = named[c->origin] - 1;
 		} else {
-			b->holder = holder_of(r, o, copy, maps);
+			b->holder = holder_of(r, o, nm);
 			if (named)
 				named[c->origin] = b->holder + 1;
 		}
@@ -268,7 +309,9 @@ int reach_scan(pid_t pid, struct reach_block *blocks, size_t n, const struct rea
 		ha_err(err, errlen, "out of memory in the mark");
 		goto out;
 	}
-	classify(blocks, n, &k, r, f.copy, &cm);
+	struct naming nm = { f.copy, &cm, &m, &f, o, calloc(f.nth ? f.nth : 1, sizeof *nm.frames) };
+	classify(blocks, n, &k, r, &nm);
+	free(nm.frames);
 	reach_sym_reset();
 	r->chunks = h.n;
 	r->bytes_scanned = k.bytes_scanned;

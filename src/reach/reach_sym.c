@@ -3,7 +3,9 @@
  * object symbol (.symtab, else .dynsym) whose [value, value + size) holds
  * it, read from the module's file as the target's root sees it
  * (/proc/PID/root).  "g_cache [prog]" (the symbol, whatever element of
- * it holds the address); "prog+0x4a10" when no symbol has it.  What the file says is untrusted: names are cut and cleaned. */
+ * it holds the address); "prog+0x4a10" when no symbol has it.  What the file says is untrusted: names are cut and cleaned.
+ * The file:line of the variable's definition is the writer's to add
+ * (reach.h: reach_holder's addr and module; the symbolizer's DWARF). */
 #define _GNU_SOURCE
 #include "reach_int.h"
 #include "util.h"
@@ -105,9 +107,12 @@ void reach_sym_reset(void)
 	ncached = next_slot = 0;
 }
 
-void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen)
+void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen,
+                    uint64_t *module, size_t *at)
 {
 	snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
+	*module = 0;
+	*at = strlen(out);
 	const struct ha_map *e = ha_maps_find_addr(maps, addr);
 	if (!e)
 		return;
@@ -116,6 +121,7 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	const struct ha_map *mod = ha_maps_module_of(maps, e);
 	if (!mod)
 		return;
+	*module = mod->start;
 	const char *base = ha_maps_module_name(mod->path);
 	char modname[64];
 	snprintf(modname, sizeof modname, "%.60s", base);
@@ -128,7 +134,10 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	if (c->elf && find_symbol(c->elf, off, sym, sizeof sym) == 0) {
 		ha_clean_line(sym);
 		snprintf(out, outlen, "%s [%s]", sym, modname);
+		*at = strlen(sym);
 	} else {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
 	}
+	if (*at > strlen(out))
+		*at = strlen(out);
 }

@@ -428,7 +428,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	m->info.sample_interval = x->period_interval;
 	x->period_interval = x->iv.now;
 	if (c->reach && x->book)
-		c->reach(c->reach_ctx, x->book, m);
+		c->reach(c->reach_ctx, x->book, x->unw, m);
 	ha_queue_put(c->to_writer, &m->q);
 	x->st.snapshots++;
 	publish_stats(x);

@@ -88,6 +88,7 @@ _Static_assert(sizeof(struct ha_collector_stats) == HA_COLLECTOR_NSTATS * sizeof
                "the stats are copied as an array of uint64_t");
 
 struct ha_book;
+struct ha_unwinder;
 struct ha_wmsg_snapshot;
 
 struct ha_collector {
@@ -121,9 +122,12 @@ struct ha_collector {
 	                  const char **file, int *line);
 	void *py_resolve_ctx;
 	/* The reachability scan (heapattach --reach): called on the collector
-	 * thread at each snapshot once its rows are taken; it may scan the
-	 * target and hang the result on m (m->reach).  NULL: none. */
-	void (*reach)(void *ctx, const struct ha_book *book, struct ha_wmsg_snapshot *m);
+	 * thread at each snapshot once its rows are taken, with the
+	 * collector's unwinder (NULL: none) to walk the stacks of the
+	 * target's copy; it may scan the target and hang the result on m
+	 * (m->reach).  NULL: none. */
+	void (*reach)(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
+	              struct ha_wmsg_snapshot *m);
 	void *reach_ctx;
 	/* owned by the collector thread */
 	struct ha_queue inbox;

@@ -12,6 +12,7 @@
 #include "mem_feed.h"
 #include "perfmap.h"
 #include "pymerge.h"
+#include "reach_names.h"
 #include "symbolize.h"
 #include "util.h"
 #include "proc.h"
@@ -78,8 +79,8 @@ static void reach_free(struct ha_db_reach *r)
 
 /* The scan of snapshot snap_id, its local ids made database ids (rows of
  * stacks not interned are left out). */
-static void write_reach(struct ha_writer *w, struct idmap *ids, struct ha_db_reach *r,
-                        int64_t snap_id)
+static void write_reach(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
+                        struct ha_db_reach *r, int64_t snap_id)
 {
 	char err[200];
 	size_t k = 0;
@@ -100,11 +101,13 @@ static void write_reach(struct ha_writer *w, struct idmap *ids, struct ha_db_rea
 		}
 	}
 	r->nholders = k;
+	ha_reach_name_holders(sym, r);   /* frames and definitions: the symbolizer's */
 	if (ha_db_reach(w->db, snap_id, r, err, sizeof err))
 		fail(w, "writing a reachability scan", err);
 }
 
-static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wmsg_snapshot *m)
+static void write_snapshot(struct ha_writer *w, struct ha_symbolizer *sym, struct idmap *ids,
+                           struct ha_wmsg_snapshot *m)
 {
 	char err[200];
 	size_t k = 0;
@@ -134,7 +137,7 @@ static void write_snapshot(struct ha_writer *w, struct idmap *ids, struct ha_wms
 		__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
 		if (m->reach)
-			write_reach(w, ids, m->reach, snap_id);
+			write_reach(w, sym, ids, m->reach, snap_id);
 		if (w->on_snapshot)
 			w->on_snapshot(w->on_snapshot_arg, snap_id, m->info.reason);
 		thin(w, m->info.reason);
@@ -358,7 +361,7 @@ static void *writer_main(void *arg)
 			if (slow_ms > 0)
 				usleep((useconds_t)slow_ms * 1000);
 			jit_poll(&jn);           /* what the JIT wrote meanwhile */
-			write_snapshot(w, &ids, m);
+			write_snapshot(w, sym, &ids, m);
 			free(m->rows);
 			ha_mem_feed_free(m->mem);
 		} else if (q->type == HA_WMSG_MAPS) {

@@ -97,6 +97,7 @@ struct ha_symbolizer {
 	int n_to_cache;
 	ha_sym_missing_fn on_missing; /* a module lacks its debug file */
 	void *missing_ctx;
+	struct ha_sym_vars *vars;     /* global variables by module (symbolize_var.c) */
 };
 
 static uint64_t hash_pc(uint64_t pc, int is_ret)
@@ -598,6 +599,7 @@ void ha_symbolizer_free(struct ha_symbolizer *s)
 		close(s->to_cache[i].fd);
 	}
 	free(s->frames);
+	ha_sym_vars_free(s->vars);
 	ha_strpool_free(&s->pool);
 	free(s);
 }
@@ -686,6 +688,38 @@ static int lookup(struct ha_symbolizer *s, uint64_t pc, int is_ret, struct ha_sy
 	if (ha_build_id_hex(bid, blen, hex, sizeof hex) == 0)
 		f[0].build_id = ha_strpool_intern(&s->pool, hex);
 	return ha_sym_name_in(&s->pool, mod, addr, f, max);
+}
+
+/* The module holding addr, else the one holding also (an address of the
+ * same module: a .bss past the file's mappings is in no module libdwfl
+ * reports); the modules reported again first if they changed. */
+static Dwfl_Module *module_at(struct ha_symbolizer *s, uint64_t addr, uint64_t also)
+{
+	if (!s || !s->dwfl)
+		return NULL;
+	cur_sym = s;
+	if (s->stale) {
+		report(s);
+		cache_clear(s);
+	}
+	for (int again = 0; again < 2; again++) {
+		Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+		if (!mod && also)
+			mod = dwfl_addrmodule(s->dwfl, also);
+		if (mod || again || ha_now_ms() - s->report_ms < REPORT_MIN_MS)
+			return mod;
+		report(s);   /* mapped since we last looked (dlopen)? */
+	}
+	return NULL;
+}
+
+int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_addr,
+                     const char **name, const char **file, int *line)
+{
+	*name = *file = "";
+	*line = 0;
+	Dwfl_Module *mod = module_at(s, addr, module_addr);
+	return mod ? ha_sym_var_in(&s->vars, &s->pool, mod, addr, name, file, line) : -1;
 }
 
 int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,

@@ -56,4 +56,13 @@ void ha_symbolizer_on_missing(struct ha_symbolizer *s, ha_sym_missing_fn fn, voi
 int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,
                  struct ha_sym_frame *out, int max);
 
+/* The global variable whose storage holds addr (a word of .data or .bss),
+ * from DWARF: its name, the file (as DWARF spells it, often a full path)
+ * and line of its definition; module_addr: an address of the same module
+ * (the start of its first mapping), for a .bss past the module's file.
+ * 0, or -1 with "", "", 0 (no module, no DWARF, no variable there).
+ * Strings live as long as s.  Each module's variables are read once. */
+int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_addr,
+                     const char **name, const char **file, int *line);
+
 #endif

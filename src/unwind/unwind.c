@@ -113,3 +113,20 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		uw_sc_store(u, regs, stack_len, stack, pcs, n, max);
 	return n;
 }
+
+int ha_unwind_frames(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
+                     size_t stack_len, uint64_t *pcs, uint64_t *sps, int max)
+{
+	struct uctx c;
+
+	if (!u || !regs || !pcs || !sps || max <= 0 || regs->rip == 0)
+		return -1;
+	if (!stack)
+		stack_len = 0;
+	if (stack_len > UINT64_MAX - regs->rsp)
+		stack_len = (size_t)(UINT64_MAX - regs->rsp);
+	stack_len = uw_copy_len(u, regs->rsp, stack_len);
+	uctx_init(&c, u, regs, stack, stack_len);
+	c.sps = sps;
+	return uw_walk(u, &c, pcs, max, NULL);
+}

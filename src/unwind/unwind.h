@@ -33,6 +33,14 @@ void ha_unwinder_maps_changed(struct ha_unwinder *u);
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max);
 
+/* As ha_unwind, never through the whole-stack cache (nothing stored), with
+ * each frame's stack pointer: sps[i] is frame i's (sps[0] = regs->rsp,
+ * then each caller's: the CFA of the frame before), so frame i's own words
+ * are [sps[i], sps[i + 1]).  For the holders of a reachability scan
+ * (a stack word's frame). */
+int ha_unwind_frames(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
+                     size_t stack_len, uint64_t *pcs, uint64_t *sps, int max);
+
 /* Optional, before ha_unwind with the same arguments: start loading what
  * a whole-stack cache lookup will read, so that a batch of samples waits
  * for memory once, not once per sample: stage 0 for every sample of the

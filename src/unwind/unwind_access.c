@@ -220,6 +220,7 @@ int uw_unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max
 		find_stack_map(c);
 	if (unw_init_remote(&cur, u->as, c) < 0)
 		return -1;
+	uctx_sp(c, n, c->regs->rsp);
 	pcs[n++] = c->regs->rip;
 	prev_ip = c->regs->rip;
 	prev_sp = c->regs->rsp;
@@ -232,6 +233,7 @@ int uw_unwind_once(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int max
 			break;
 		if (ip == prev_ip && sp == prev_sp)
 			break;          /* no progress: a loop */
+		uctx_sp(c, n, sp);
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = sp;

@@ -127,7 +127,16 @@ struct uctx {
 	int unknown_ip;          /* find_proc_info met a pc outside every mapping */
 	int scan_at;             /* the fast walk's first pc found by a call-site
 	                          * scan (unwind_scan.c), -1: none */
+	uint64_t *sps;           /* NULL, or each frame's stack pointer beside its
+	                          * pc (ha_unwind_frames) */
 };
+
+/* Frame i of the walk has stack pointer sp (kept if the caller asked). */
+static inline void uctx_sp(struct uctx *c, int i, uint64_t sp)
+{
+	if (c->sps)
+		c->sps[i] = sp;
+}
 
 /* A context for unwinding the stack copy of one sample. */
 static inline void uctx_init(struct uctx *c, struct ha_unwinder *u, const struct ha_regs *regs,

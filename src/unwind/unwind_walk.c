@@ -118,6 +118,7 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 	for (int i = 0; i < CFI_NREG; i++)
 		r[i] = (struct fw_reg){ .v = init[i], .st = FW_KNOWN,
 		                        .src = i == CFI_RSP ? SRC_FREE : SRC_INIT };
+	uctx_sp(c, n, c->regs->rsp);
 	pcs[n++] = c->regs->rip;
 	addr = prev_ip = c->regs->rip;   /* the first frame: its exact pc */
 	prev_sp = c->regs->rsp;
@@ -144,6 +145,7 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 				c->scan_at = n;
 			r[CFI_RSP] = (struct fw_reg){ .v = sc.slot + 8, .st = FW_KNOWN, .src = SRC_FREE };
 			u->scan_frames++;
+			uctx_sp(c, n, sc.slot + 8);
 			pcs[n++] = prev_ip = sc.ra;
 			prev_sp = sc.slot + 8;
 			addr = sc.ra - 1;
@@ -209,6 +211,7 @@ static int fast_walk(struct ha_unwinder *u, struct uctx *c, uint64_t *pcs, int m
 		nfp += fp;
 		if (rec)
 			rec->nfp = nfp;
+		uctx_sp(c, n, cfa);
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = cfa;
@@ -241,7 +244,10 @@ void uw_verify_walk(struct ha_unwinder *u, struct uctx *c, const uint64_t *pcs, 
 	uint64_t *again = malloc((size_t)max * sizeof *again);
 	if (!again)
 		return;
+	uint64_t *sps = c->sps;
+	c->sps = NULL;           /* the walk's own stack pointers are kept */
 	int m = uw_unwind_once(u, c, again, max);
+	c->sps = sps;
 	u->verified++;
 	/* libunwind has no call-site scan: up to the first scanned frame */
 	if (c->scan_at >= 0 && n > c->scan_at && m >= c->scan_at)

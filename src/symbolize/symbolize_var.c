@@ -1,0 +1,226 @@
+/* symbolize_var.c -- where a global variable is defined: the name and
+ * file:line (DW_AT_decl_file/decl_line, through DW_AT_specification and
+ * abstract origins) of the DWARF variable whose static storage holds an
+ * address, for the holders of a reachability scan (a word of .data or
+ * .bss).  The module and its debug file are the symbolizer's own
+ * (symbolize.c, modfiles.c: build-id, debug link, our and the target's
+ * /usr/lib/debug), so no second finder: symbolize.c finds the module
+ * (ha_symbolize_var) and hands it here.
+ *
+ * Per module, once: every DW_TAG_variable whose location is one address
+ * (DW_OP_addr, or DW_OP_addrx through .debug_addr) with its size (its
+ * type's), sorted; a TLS variable (an address then a TLS operation) is
+ * not one.  Only scopes that hold variables are entered (units,
+ * namespaces, functions and blocks for their static locals), at most
+ * DEPTH_MAX deep and DIE_BUDGET DIEs a module: DWARF is the target's,
+ * untrusted; libdw checks every read, and a unit it cannot read ends that
+ * unit's walk.  Strings are interned in the symbolizer's pool. */
+#define _GNU_SOURCE
+#include "symbolize_int.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VARS_MODULES 16          /* modules indexed at once (round robin) */
+#define DEPTH_MAX 32
+#define DIE_BUDGET (8u << 20)    /* DIEs read per module at most */
+#define VAR_SIZE_MAX (1ull << 32)
+
+struct var {
+	uint64_t lo, hi;         /* [lo, hi) in the module's DWARF addresses */
+	const char *name, *file;
+	int line;
+};
+
+struct modvars {
+	Dwfl_Module *mod;
+	uint64_t start;          /* the module's, with mod: its identity */
+	Dwarf_Addr bias;         /* runtime address = DWARF address + bias */
+	struct var *v;
+	size_t n, cap;
+};
+
+struct ha_sym_vars {
+	struct modvars m[VARS_MODULES];
+	size_t n, next;
+};
+
+void ha_sym_vars_free(struct ha_sym_vars *vs)
+{
+	if (!vs)
+		return;
+	for (size_t i = 0; i < vs->n; i++)
+		free(vs->m[i].v);
+	free(vs);
+}
+
+static int scope_holds_vars(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_subprogram ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_module;
+}
+
+/* The static address of variable die's storage, if it is one address. */
+static int var_address(Dwarf_Die *die, uint64_t *addr)
+{
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!dwarf_attr(die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &nops) != 0 ||
+	    nops != 1)
+		return -1;
+	if (ops[0].atom == DW_OP_addr) {
+		*addr = ops[0].number;
+		return 0;
+	}
+	if (ops[0].atom == DW_OP_addrx || ops[0].atom == DW_OP_GNU_addr_index) {
+		Dwarf_Attribute at;
+		Dwarf_Addr v;
+		if (dwarf_getlocation_attr(&a, &ops[0], &at) == 0 && dwarf_formaddr(&at, &v) == 0) {
+			*addr = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
+{
+	uint64_t lo;
+	if (var_address(die, &lo) != 0)
+		return;
+	Dwarf_Word size = 0;
+	Dwarf_Attribute a;
+	Dwarf_Die type;
+	if (dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, &type) &&
+	    dwarf_aggregate_size(&type, &size) != 0)
+		size = 0;
+	if (size == 0 || size > VAR_SIZE_MAX || lo > UINT64_MAX - size)
+		size = 1;
+	const char *name = dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
+	const char *file = dwarf_decl_file(die);
+	int line = 0;
+	if (dwarf_decl_line(die, &line) != 0 || line < 0)
+		line = 0;
+	if (mv->n == mv->cap) {
+		size_t cap = mv->cap ? mv->cap * 2 : 256;
+		struct var *v = realloc(mv->v, cap * sizeof *v);
+		if (!v)
+			return;
+		mv->v = v;
+		mv->cap = cap;
+	}
+	mv->v[mv->n++] = (struct var){ lo, lo + size, ha_strpool_intern(pool, name),
+	                               ha_strpool_intern(pool, file), line };
+}
+
+/* The variables of one unit, depth first, within *budget DIEs. */
+static void walk_unit(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *cu,
+                      size_t *budget)
+{
+	Dwarf_Die st[DEPTH_MAX];
+	int d = 0;
+	if (dwarf_child(cu, &st[0]) != 0)
+		return;
+	for (;;) {
+		if (*budget == 0)
+			return;
+		--*budget;
+		int tag = dwarf_tag(&st[d]);
+		if (tag == DW_TAG_variable)
+			add_var(pool, mv, &st[d]);
+		if (scope_holds_vars(tag) && d + 1 < DEPTH_MAX && dwarf_haschildren(&st[d]) > 0 &&
+		    dwarf_child(&st[d], &st[d + 1]) == 0) {
+			d++;
+			continue;
+		}
+		/* the next sibling, or the parent's (its children done) */
+		for (;;) {
+			Dwarf_Die next;
+			if (dwarf_siblingof(&st[d], &next) == 0) {
+				st[d] = next;
+				break;
+			}
+			if (d == 0)
+				return;
+			d--;
+		}
+	}
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct var *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void index_module(struct ha_strpool *pool, struct modvars *mv)
+{
+	Dwarf *dw = dwfl_module_getdwarf(mv->mod, &mv->bias);
+	if (!dw)
+		return;
+	size_t budget = DIE_BUDGET;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t unit_type;
+	while (budget > 0 && dwarf_get_units(dw, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0)
+		if (unit_type == DW_UT_compile || unit_type == DW_UT_partial)
+			walk_unit(pool, mv, &cudie, &budget);
+	if (mv->n)
+		qsort(mv->v, mv->n, sizeof *mv->v, by_lo);
+}
+
+/* The module's index, made on first use. */
+static struct modvars *vars_of(struct ha_sym_vars *vs, struct ha_strpool *pool, Dwfl_Module *mod)
+{
+	Dwarf_Addr start = 0;
+	dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	for (size_t i = 0; i < vs->n; i++)
+		if (vs->m[i].mod == mod && vs->m[i].start == start)
+			return &vs->m[i];
+	struct modvars *mv = &vs->m[vs->next];
+	vs->next = (vs->next + 1) % VARS_MODULES;
+	if (vs->n < VARS_MODULES)
+		vs->n++;
+	else
+		free(mv->v);
+	*mv = (struct modvars){ .mod = mod, .start = start };
+	index_module(pool, mv);
+	return mv;
+}
+
+int ha_sym_var_in(struct ha_sym_vars **vs, struct ha_strpool *pool, Dwfl_Module *mod,
+                  uint64_t addr, const char **name, const char **file, int *line)
+{
+	*name = *file = "";
+	*line = 0;
+	if (!*vs && !(*vs = calloc(1, sizeof **vs)))
+		return -1;
+	const struct modvars *mv = vars_of(*vs, pool, mod);
+	if (addr < mv->bias)
+		return -1;
+	uint64_t a = addr - mv->bias;
+	/* the last variable starting at or before a, and a few before it
+	 * (one may lie inside another: a union's, a section's symbol) */
+	size_t lo = 0, hi = mv->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (mv->v[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, tries = 0; k > 0 && tries < 8; k--, tries++) {
+		const struct var *v = &mv->v[k - 1];
+		if (a < v->hi) {
+			*name = v->name;
+			*file = v->file;
+			*line = v->line;
+			return 0;
+		}
+	}
+	return -1;
+}
