@@ -417,6 +417,7 @@ int ha_got_patch(void)
 {
 	struct pass a = { 0 };
 
+	ha_hooks_park_publish(); /* the park works while the hooks are in */
 	(void)ha_pagesize();
 	/* Pass A: which loads happened so far. */
 	ha_fork_lock();
@@ -500,6 +501,7 @@ void ha_got_restore(void)
 	}
 	g_have_seen = 0;
 	ha_fork_unlock();
+	ha_hooks_park_end(); /* the parked go on now, not at their deadline */
 }
 
 void ha_got_restore_child(void)

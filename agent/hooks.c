@@ -57,6 +57,14 @@
  * dlopen and vfork: assembler stubs of their own (stubs.c), in the table
  * below like the others.
  *
+ * The park (park.c): a reachability scan asks the threads to wait at a
+ * hook's entry, outside the allocator.  A hook tests ha_hot.park, a word on
+ * the line that holds ha_real[] of malloc, free, calloc and realloc (the
+ * line its own jump reads): one load, one branch not taken; the hot hooks
+ * wait out of line (X_parked) and keep their tail call.  operator new and
+ * delete mark the thread so that their real function's malloc or free
+ * does not park inside them.
+ *
  * Why this is safe at any time, including after detach:
  *   - the hooks read ha_real[] (set once before any slot points at a hook,
  *     never cleared), per-thread state and the live-set occupancy table, all
@@ -75,13 +83,22 @@
 
 #include "counters.h"
 #include "liveset.h"
+#include "park.h"
 #include "sampler.h"
 #include "stubs.h"
 #include "tls.h"
 
 /* Real functions, indexed by enum ha_hook_fn.  Written once (CAS from 0), read
- * with acquire in the hooks. */
-static uintptr_t ha_real[HA_HOOK_COUNT];
+ * with acquire in the hooks.  After the park's word, in one aligned block:
+ * the park's word and the real malloc, free, calloc and realloc share the
+ * first line (see "The park" above). */
+static struct {
+	uint32_t park;                 /* nonzero: a park is asked (the attacher's) */
+	uintptr_t real[HA_HOOK_COUNT];
+} ha_hot __attribute__((aligned(64)));
+#define ha_real ha_hot.real
+_Static_assert(offsetof(__typeof__(ha_hot), real) + (HA_HOOK_REALLOC + 1) * sizeof(uintptr_t) <= 64,
+               "the park's word and the hottest real functions on one line");
 
 /* Relaxed: a hook is reached only through a GOT slot stored after its
  * real function was set, and a relaxed load lets the tail call be one
@@ -94,6 +111,20 @@ static inline uintptr_t ha_target(enum ha_hook_fn fn)
 }
 
 #define REAL(fn, type) ((type)ha_target(fn))
+
+#define park_asked() ha_park_asked(&ha_hot.park)
+#define PARK_POINT() HA_PARK_POINT(&ha_hot.park, 0)
+#define PARK_POINT_NEW_DELETE() HA_PARK_POINT(&ha_hot.park, 1)
+
+void ha_hooks_park_publish(void)
+{
+	ha_park_publish(&ha_hot.park);
+}
+
+void ha_hooks_park_end(void)
+{
+	ha_park_end(&ha_hot.park);
+}
 
 static inline void depth_leave(int *unused)
 {
@@ -211,7 +242,17 @@ __attribute__((noinline, cold)) static void *realloc_sampled(void *ptr, size_t s
  * and 56 bytes more of the sampling path moved malloc's and free's hooks
  * across one and cost 0.04 of the microbenchmark's speed at 512 KiB. */
 #define HOT_HOOK __attribute__((aligned(64)))
-HOT_HOOK void *ha_hook_malloc(size_t size)
+/* Each hot hook is its body (X_go, inlined) behind the park's test; when
+ * a park is asked, X_parked (out of line) parks, then runs the same body:
+ * the path that does not park keeps its tail call and no frame. */
+#define PARKED(ret, name, params, args)                              \
+	__attribute__((noinline, cold)) static ret name##_parked params  \
+	{                                                                \
+		ha_park_wait(&ha_hot.park, 0);                               \
+		return name##_go args;                                       \
+	}
+
+static inline __attribute__((always_inline)) void *malloc_go(size_t size)
 {
 #ifdef HA_LIBC_MUSL
 	if (ha_depth)   /* musl's calloc calling it (see MUSL_NESTED) */
@@ -224,16 +265,38 @@ HOT_HOOK void *ha_hook_malloc(size_t size)
 #endif
 	return REAL(HA_HOOK_MALLOC, malloc_fn)(size);
 }
+PARKED(void *, malloc, (size_t size), (size))
 
-HOT_HOOK void ha_hook_free(void *ptr)
+HOT_HOOK void *ha_hook_malloc(size_t size)
+{
+	if (park_asked())
+		return malloc_parked(size);
+	return malloc_go(size);
+}
+
+static inline __attribute__((always_inline)) void free_go(void *ptr)
 {
 #ifndef HA_BENCH_FLOOR
 	leave_live_set(ptr);
 #endif
 	REAL(HA_HOOK_FREE, free_fn)(ptr);
 }
+__attribute__((noinline, cold)) static void free_parked(void *ptr)
+{
+	ha_park_wait(&ha_hot.park, 0);
+	free_go(ptr);
+}
 
-HOT_HOOK void *ha_hook_calloc(size_t nmemb, size_t size)
+HOT_HOOK void ha_hook_free(void *ptr)
+{
+	if (park_asked()) {
+		free_parked(ptr);
+		return;
+	}
+	free_go(ptr);
+}
+
+static inline __attribute__((always_inline)) void *calloc_go(size_t nmemb, size_t size)
 {
 	size_t total;
 	ha_count(HA_C_CALLOC);
@@ -246,8 +309,16 @@ HOT_HOOK void *ha_hook_calloc(size_t nmemb, size_t size)
 #endif
 	return REAL(HA_HOOK_CALLOC, calloc_fn)(nmemb, size);
 }
+PARKED(void *, calloc, (size_t nmemb, size_t size), (nmemb, size))
 
-HOT_HOOK void *ha_hook_realloc(void *ptr, size_t size)
+HOT_HOOK void *ha_hook_calloc(size_t nmemb, size_t size)
+{
+	if (park_asked())
+		return calloc_parked(nmemb, size);
+	return calloc_go(nmemb, size);
+}
+
+static inline __attribute__((always_inline)) void *realloc_go(void *ptr, size_t size)
 {
 	ha_count(HA_C_REALLOC);
 	/* The old block leaves the live set first (see free_filtered).  If the
@@ -262,9 +333,18 @@ HOT_HOOK void *ha_hook_realloc(void *ptr, size_t size)
 		return realloc_sampled(ptr, size);
 	return REAL(HA_HOOK_REALLOC, realloc_fn)(ptr, size);
 }
+PARKED(void *, realloc, (void *ptr, size_t size), (ptr, size))
+
+HOT_HOOK void *ha_hook_realloc(void *ptr, size_t size)
+{
+	if (park_asked())
+		return realloc_parked(ptr, size);
+	return realloc_go(ptr, size);
+}
 
 static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_REALLOCARRAY, reallocarray_fn)(ptr, nmemb, size);
 	leave_live_set(ptr);
@@ -278,6 +358,7 @@ static void *ha_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
 
 static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_POSIX_MEMALIGN, posix_memalign_fn)(out, align, size);
 	int r;
@@ -292,6 +373,7 @@ static int ha_hook_posix_memalign(void **out, size_t align, size_t size)
 #define ALIGN_HOOK(name, FN, AFN)                                     \
 	static void *name(size_t align, size_t size)                      \
 	{                                                                 \
+		PARK_POINT();                                                 \
 		if (ha_depth)                                                 \
 			return REAL(FN, align_fn)(align, size);                   \
 		void *p;                                                      \
@@ -306,6 +388,7 @@ ALIGN_HOOK(ha_hook_memalign, HA_HOOK_MEMALIGN, HA_FN_MEMALIGN)
 
 static void *ha_hook_valloc(size_t size)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_VALLOC, malloc_fn)(size);
 	void *p;
@@ -318,6 +401,7 @@ static void *ha_hook_valloc(size_t size)
 
 static void *ha_hook_pvalloc(size_t size)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_PVALLOC, malloc_fn)(size);
 	void *p;
@@ -330,12 +414,14 @@ static void *ha_hook_pvalloc(size_t size)
 
 HOT_HOOK static void ha_hook_free_sized(void *ptr, size_t size)
 {
+	PARK_POINT();
 	leave_live_set(ptr);
 	REAL(HA_HOOK_FREE_SIZED, free2_fn)(ptr, size);
 }
 
 HOT_HOOK static void ha_hook_free_aligned_sized(void *ptr, size_t align, size_t size)
 {
+	PARK_POINT();
 	leave_live_set(ptr);
 	REAL(HA_HOOK_FREE_ALIGNED_SIZED, free3_fn)(ptr, align, size);
 }
@@ -360,6 +446,7 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 #define NEW1(name, FN, AFN)                                           \
 	static void *name(size_t size)                                    \
 	{                                                                 \
+		PARK_POINT_NEW_DELETE();                                      \
 		if (ha_depth)                                                 \
 			return REAL(FN, new1_fn)(size);                           \
 		uint64_t seen = ha_count_all();                        \
@@ -371,6 +458,7 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 #define NEW2(name, FN, AFN)                                           \
 	static void *name(size_t size, uintptr_t a)                       \
 	{                                                                 \
+		PARK_POINT_NEW_DELETE();                                      \
 		if (ha_depth)                                                 \
 			return REAL(FN, new2_fn)(size, a);                        \
 		uint64_t seen = ha_count_all();                        \
@@ -382,6 +470,7 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 #define NEW3(name, FN, AFN)                                           \
 	static void *name(size_t size, uintptr_t a, uintptr_t b)          \
 	{                                                                 \
+		PARK_POINT_NEW_DELETE();                                      \
 		if (ha_depth)                                                 \
 			return REAL(FN, new3_fn)(size, a, b);                     \
 		uint64_t seen = ha_count_all();                        \
@@ -393,18 +482,21 @@ typedef void (*del3_fn)(void *, uintptr_t, uintptr_t);
 #define DEL1(name, FN)                                            \
 	static void name(void *ptr)                                   \
 	{                                                             \
+		PARK_POINT_NEW_DELETE();                                  \
 		leave_live_set(ptr);                                      \
 		REAL(FN, del1_fn)(ptr);                                   \
 	}
 #define DEL2(name, FN)                                            \
 	static void name(void *ptr, uintptr_t a)                      \
 	{                                                             \
+		PARK_POINT_NEW_DELETE();                                  \
 		leave_live_set(ptr);                                      \
 		REAL(FN, del2_fn)(ptr, a);                                \
 	}
 #define DEL3(name, FN)                                            \
 	static void name(void *ptr, uintptr_t a, uintptr_t b)         \
 	{                                                             \
+		PARK_POINT_NEW_DELETE();                                  \
 		leave_live_set(ptr);                                      \
 		REAL(FN, del3_fn)(ptr, a, b);                             \
 	}
@@ -442,6 +534,7 @@ typedef void (*dallocx_fn)(void *, int);
 
 static void *ha_hook_mallocx(size_t size, int flags)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_MALLOCX, mallocx_fn)(size, flags);
 	void *p;
@@ -454,6 +547,7 @@ static void *ha_hook_mallocx(size_t size, int flags)
 
 static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_RALLOCX, rallocx_fn)(ptr, size, flags);
 	leave_live_set(ptr);
@@ -467,6 +561,7 @@ static void *ha_hook_rallocx(void *ptr, size_t size, int flags)
 
 static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
 {
+	PARK_POINT();
 	if (ha_depth)
 		return REAL(HA_HOOK_XALLOCX, xallocx_fn)(ptr, size, extra, flags);
 	size_t r;
@@ -484,12 +579,14 @@ static size_t ha_hook_xallocx(void *ptr, size_t size, size_t extra, int flags)
 
 static void ha_hook_sdallocx(void *ptr, size_t size, int flags)
 {
+	PARK_POINT();
 	leave_live_set(ptr);
 	REAL(HA_HOOK_SDALLOCX, sdallocx_fn)(ptr, size, flags);
 }
 
 static void ha_hook_dallocx(void *ptr, int flags)
 {
+	PARK_POINT();
 	leave_live_set(ptr);
 	REAL(HA_HOOK_DALLOCX, dallocx_fn)(ptr, flags);
 }

@@ -76,4 +76,13 @@ HA_HIDDEN uintptr_t ha_hooks_real(enum ha_hook_fn fn);
  * can be inside a hook at any time, the target must never change under it. */
 HA_HIDDEN int ha_hooks_set_real(enum ha_hook_fn fn, uintptr_t addr);
 
+/* The park (park.c), while the hooks are in (got.c): publish
+ * our word's address in the session's ring header (at each patch pass);
+ * once they are out, clear the word, end any park asked and wake the
+ * parked (the ring still mapped).  Outside a session both do nothing (a
+ * word set then, or in a fork() child, is cleared by the first hook that
+ * sees it with no session). */
+HA_HIDDEN void ha_hooks_park_publish(void);
+HA_HIDDEN void ha_hooks_park_end(void);
+
 #endif /* HA_AGENT_HOOKS_H */

@@ -273,6 +273,16 @@ static int ring_enter(struct inflight_slot *s)
 	return 0;
 }
 
+struct ha_ring_hdr *ha_sampler_hold(void)
+{
+	return ring_enter(my_slot()) ? cfg.ring : NULL;
+}
+
+void ha_sampler_release(void)
+{
+	ring_leave(my_slot());
+}
+
 /* Add this thread's counts to the shared totals if the last time was
  * FLUSH_PERIOD_NS ago (now: a record's time stamp).  Locked additions to
  * lines the other threads write too cost more than the rest of a record

@@ -55,6 +55,11 @@ static inline int ha_sampler_mmap_seen(void)
 /* A session may write to the ring right now. */
 HA_HIDDEN int ha_sampler_active(void);
 
+/* The first ring's header, held as a record is (ha_sampler_stop waits
+ * until it is released): NULL outside a session.  For the park (hooks.c). */
+HA_HIDDEN struct ha_ring_hdr *ha_sampler_hold(void);
+HA_HIDDEN void ha_sampler_release(void);
+
 /* p, for which ha_ls_maybe() said yes, is being freed or moved: if it was a
  * live sampled block, send its free.  Call before the real free. */
 HA_HIDDEN void ha_sample_free(void *p);

@@ -9,6 +9,7 @@
  *  <- counters, liveset the hooks' call counts; the live set and its filter
  *  <- pywalk, sref_check the thread's Python frames; the stack references
  *  <- sampler           the countdown (countdown.h), stacks, ring records
+ *  <- park              the reachability scan's safe point (heapattach --reach)
  *  <- pymem             CPython's allocators wrapped (small objects)
  *  <- stubs             the dlopen and vfork hooks (assembler)
  *  <- hooks             every other hook, the table of hooked functions
@@ -69,6 +70,10 @@ struct ha_tls {
 	struct ha_tstate ts;
 	uint64_t calls[HA_TLS_CALL_CLASSES];   /* this thread's calls, by counter class (counters.h) */
 	uint64_t flushed[HA_TLS_CALL_CLASSES]; /* ...of which already added to the shared totals */
+	uint32_t park_done;     /* the park generation this thread last parked
+	                         * for or let pass (hooks.c): never twice */
+	uint32_t park_skip;     /* operator new or delete is calling the real one:
+	                         * the hook that call reaches does not park */
 };
 /* Defined in tls.c.  The agent of musl targets (built with -DHA_LIBC_MUSL,
  * agent/README.md) reaches it through TLS descriptors instead: musl refuses

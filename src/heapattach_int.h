@@ -97,6 +97,7 @@ void cmd_py_note(const struct cmd_python *py, struct ha_collector *c, struct ha_
 
 struct cmd_reach {
 	pid_t pid;
+	struct ha_ring_hdr *ring;   /* the first ring's header: the park (reach.h) */
 	int at_end;                 /* --reach: a scan at the final snapshot */
 	int verbose;
 	int scans;                  /* scans that ran */

@@ -178,7 +178,7 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *u
 	ha_book_each_block(book, gather_one, &g);
 	struct reach_result res;
 	struct reach_opts ro = { .verbose = r->verbose, .walk = unw ? walk_stack : NULL,
-	                         .walk_ctx = unw };
+	                         .walk_ctx = unw, .park = r->ring };
 	char err[200] = "";
 	int rc = g.oom ? -1 : reach_scan(r->pid, g.v, g.n, &ro, &res, err, sizeof err);
 	if (g.oom)

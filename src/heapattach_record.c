@@ -137,7 +137,8 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;
 	cmd_py_collector(py, &coll, t->pid);
-	struct cmd_reach reach = { .pid = t->pid, .at_end = o->reach, .verbose = o->verbose };
+	struct cmd_reach reach = { .pid = t->pid, .ring = s->ring, .at_end = o->reach,
+	                           .verbose = o->verbose };
 	coll.reach = cmd_reach_hook;
 	coll.reach_ctx = &reach;
 	int coll_failed = ha_collector_start(&coll);

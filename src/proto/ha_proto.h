@@ -251,6 +251,11 @@ static inline uint32_t ha_ring_route(uint64_t addr, uint32_t rings)
 	return (uint32_t)(addr >> HA_RING_ROUTE_SHIFT) & (rings - 1);
 }
 
+/* The furthest ahead a park's deadline may be (ha_ring_hdr.park_deadline):
+ * a thread of the target waits in the park at most this long, also when
+ * the attacher died asking. */
+#define HA_PARK_MAX_MS 100
+
 struct ha_ring_hdr {
 	uint32_t magic;          /* HA_RING_MAGIC */
 	uint32_t version;        /* HA_PROTO_VERSION */
@@ -265,7 +270,18 @@ struct ha_ring_hdr {
 	                          * h.flags); see struct ha_sref */
 	uint32_t py_wrap;        /* the agent's: enum ha_py_wrap, where its
 	                          * wrap of CPython's allocators stands */
-	uint8_t  pad0[32];
+	/* The park: the reachability scan's cooperative safe point
+	 * (agent/park.c, src/reach/reach_park.c).  A line nobody writes
+	 * but during a scan. */
+	uint32_t park_gen;       /* futex word (shared): odd while the attacher
+	                          * asks the threads to park, bumped to end it */
+	uint32_t park_parked;    /* the agent's: threads waiting in the park now */
+	uint64_t park_deadline;  /* CLOCK_MONOTONIC ns: no thread parks or waits
+	                          * past it (at most HA_PARK_MAX_MS ahead) */
+	uint64_t park_flag;      /* the agent's: the address, in the target, of
+	                          * the word its hooks look at (the attacher
+	                          * writes 1 there to ask, 0 after); 0: no park */
+	uint8_t  pad0[8];
 	uint64_t prod;           /* producers: next free position (CAS)  */
 	uint8_t  pad1[56];
 	uint64_t cons;           /* consumer: first unconsumed position  */
@@ -440,6 +456,7 @@ _Static_assert(sizeof(struct ha_agent_state) == 24, "agent state layout");
 _Static_assert(sizeof(struct ha_msg) == 8 + 128, "message layout");
 _Static_assert(sizeof(struct ha_ring_hdr) == 256, "ring header layout");
 _Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line");
+_Static_assert(offsetof(struct ha_ring_hdr, park_flag) == 48, "the park in the first line");
 _Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
 _Static_assert(sizeof(struct ha_rec_hdr) == 16, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");

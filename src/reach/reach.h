@@ -84,6 +84,7 @@ struct reach_result {
 
 void reach_result_free(struct reach_result *r);
 
+struct ha_ring_hdr;
 struct reach_opts {
 	int safe_tries;  /* rounds to let unsafe threads run on (0: 100) */
 	int verbose;
@@ -99,6 +100,9 @@ struct reach_opts {
 	int (*walk)(void *ctx, const struct user_regs_struct *regs, const uint8_t *stack,
 	            size_t len, uint64_t *pcs, uint64_t *sps, int max);
 	void *walk_ctx;
+	/* The first ring's header as we map it: the agent's threads are asked
+	 * to park there (reach_park.c).  NULL: no park. */
+	struct ha_ring_hdr *park;
 };
 
 /* Scan target pid.  0 with every block classified, -1 with one line in err

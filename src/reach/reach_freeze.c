@@ -1,11 +1,18 @@
 /* reach_freeze.c -- the target frozen for as short as possible, and a
  * copy of it that never runs.
  *
- * 1. Every thread is seized and interrupted (PTRACE_SEIZE, INTERRUPT; the
- *    task list read again until no new thread shows).  A thread inside
- *    the allocator or the loader (inject_safe.h) is let run on for 200 us
- *    and stopped again, the others staying stopped (they hold none of its
- *    locks), up to safe_tries rounds: the copy's heap is then whole.
+ * 1. The agent's threads are asked to park (reach_park.c: each waits at
+ *    its next allocation hook's entry, outside the allocator, until we end
+ *    the park or its deadline, HA_PARK_MAX_MS, passes).  Every thread is
+ *    seized and interrupted (PTRACE_SEIZE, INTERRUPT; the task list read
+ *    again until no new thread shows).  A thread inside the allocator or
+ *    the loader (inject_safe.h, which still judges every thread, the
+ *    parked too) is let run on, the others staying stopped (they hold
+ *    none of its locks), until it waits in the park (the park's count
+ *    says so; or for 200 us without a park: an agent without one, a
+ *    thread that allocates only through libc's own calls), and stopped
+ *    again, up to safe_tries rounds: the copy's heap is then whole.  The
+ *    park ends (a new generation, all woken) right after the clone.
  * 2. One thread stopped by the interrupt (not by a signal) runs a raw
  *    clone syscall: flags 0 and exit signal 0 (no SIGCHLD: a waitpid(-1)
  *    without __WALL or __WCLONE never sees the copy; no atfork handler
@@ -35,6 +42,7 @@
 #define _GNU_SOURCE
 #include "reach_int.h"
 #include "inject_safe.h"
+#include "ha_proto.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -174,19 +182,26 @@ static void detach_all(struct reach_frozen *f)
 /* Let the unsafe threads run on until all are safe: each round looks only
  * at the threads that ran since the last (the others have not moved), for
  * at most `tries` rounds and SAFE_BUDGET_MS in all (the target waits).
+ * With the park asked (pk->on), a round lets them run until as many more
+ * threads wait in the park as were let run (each comes to it at its next
+ * allocation call), or until PARK_BUDGET_MS; without it, for RUN_ON_US.
  * 1 safe, 0 not. */
 #define SAFE_BUDGET_MS 50.0
+#define PARK_BUDGET_MS 80.0
 static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tries, int verbose,
-                     double t0)
+                     double t0, struct reach_park *pk)
 {
 	char *moved = calloc(f->nth ? f->nth : 1, 1);
 	if (!moved)
 		return 0;
 	memset(moved, 1, f->nth);
 	int safe = 0;
-	for (int round = 0; round < tries && ha_now_ms() - t0 < SAFE_BUDGET_MS; round++) {
+	double budget = pk->on ? PARK_BUDGET_MS : SAFE_BUDGET_MS;
+	for (int round = 0; round < tries && ha_now_ms() - t0 < budget; round++) {
 		int unsafe = 0;
 		char why[128];
+		uint32_t parked = reach_park_parked(pk); /* all stopped: a steady count */
+		reach_park_poke(pk);
 		for (size_t i = 0; i < f->nth; i++) {
 			struct reach_thread *t = &f->th[i];
 			if (!moved[i] ||
@@ -202,10 +217,16 @@ static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tri
 		}
 		if (!unsafe) {
 			safe = 1;
+			f->parked = (int)parked;
 			break;
 		}
-		struct timespec ts = { 0, (long)RUN_ON_US * 1000 };
-		nanosleep(&ts, NULL);
+		if (pk->on) {
+			if (reach_park_wait(pk, parked + (uint32_t)unsafe, t0 + budget))
+				test_die_at("parked"); /* the ones let run wait in the park */
+		} else {
+			struct timespec ts = { 0, (long)RUN_ON_US * 1000 };
+			nanosleep(&ts, NULL);
+		}
 		for (size_t i = 0; i < f->nth;) {
 			struct reach_thread *t = &f->th[i];
 			if (moved[i]) {
@@ -350,10 +371,11 @@ static struct reach_thread *pick(struct reach_frozen *f, uint64_t *insn)
 }
 
 static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
-                       struct reach_frozen *f, char *err, size_t errlen, double t0);
+                       struct reach_frozen *f, char *err, size_t errlen, double t0,
+                       struct reach_park *pk);
 
 int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
-                 struct reach_frozen *f, char *err, size_t errlen)
+                 struct ha_ring_hdr *park, struct reach_frozen *f, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
 	f->pid = pid;
@@ -381,14 +403,20 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 	int renice = errno == 0 && ha_background_nice > 0 &&
 	             setpriority(PRIO_PROCESS, (id_t)self, nice_was - ha_background_nice) == 0;
 	double t0 = ha_now_ms();
-	int rc = freeze_copy(maps, safe_tries, verbose, f, err, errlen, t0);
+	/* The park is asked before the first stop: a thread that comes to it
+	 * meanwhile is found there at once. */
+	struct reach_park pk;
+	reach_park_ask(&pk, park, pid, maps, HA_PARK_MAX_MS);
+	int rc = freeze_copy(maps, safe_tries, verbose, f, err, errlen, t0, &pk);
+	reach_park_end(&pk);
 	if (renice)
 		setpriority(PRIO_PROCESS, (id_t)self, nice_was);
 	return rc;
 }
 
 static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
-                       struct reach_frozen *f, char *err, size_t errlen, double t0)
+                       struct reach_frozen *f, char *err, size_t errlen, double t0,
+                       struct reach_park *pk)
 {
 	if (stop_new(f, err, errlen) != 0) {
 		detach_all(f);
@@ -396,7 +424,7 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 	}
 	int safe = 0;
 	for (int again = 0; again < 3 && !safe; again++) {
-		safe = make_safe(f, maps, safe_tries, verbose, t0);
+		safe = make_safe(f, maps, safe_tries, verbose, t0, pk);
 		size_t before = f->nth;
 		if (stop_new(f, err, errlen) != 0) {
 			detach_all(f);
@@ -406,6 +434,7 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 			safe = 0; /* new threads: look at them too */
 	}
 	if (!safe) {
+		reach_park_end(pk);
 		detach_all(f);
 		f->pause_ms = ha_now_ms() - t0;
 		ha_err(err, errlen, "no safe point: a thread stayed inside the allocator or the loader");
@@ -418,7 +447,9 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 	pid_t child = 0;
 	const uint64_t args[5] = { 0, 0, 0, 0, 0 }; /* flags 0, exit signal 0; same stack */
 	double t_safe = ha_now_ms();
-	if (!h || run_syscall(h, insn, SYS_clone, args, 1, &ret, &child) != 0) {
+	int cloned = h && run_syscall(h, insn, SYS_clone, args, 1, &ret, &child) == 0;
+	reach_park_end(pk); /* the parked go on as soon as they are let run */
+	if (!cloned) {
 		detach_all(f);
 		f->pause_ms = ha_now_ms() - t0;
 		ha_err(err, errlen, "no thread could run the clone");
@@ -429,8 +460,9 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 	detach_all(f);
 	f->pause_ms = ha_now_ms() - t0;
 	if (verbose > 1)
-		fprintf(stderr, "heapattach: reach: safe point %.2f ms, clone %.2f ms, resumed "
-		        "in %.2f ms\n", t_safe - t0, t_clone - t_safe, ha_now_ms() - t_clone);
+		fprintf(stderr, "heapattach: reach: safe point %.2f ms (%d of %zu threads in the "
+		        "park), clone %.2f ms, resumed in %.2f ms\n", t_safe - t0, f->parked, f->nth,
+		        t_clone - t_safe, ha_now_ms() - t_clone);
 	if (ret < 0 || child <= 0) {
 		ha_err(err, errlen, "the target's clone failed: %s", strerror((int)(ret < 0 ? -ret : EIO)));
 		return -1;

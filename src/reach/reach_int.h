@@ -27,17 +27,42 @@ struct reach_frozen {
 	struct reach_thread *th;
 	size_t nth;
 	double pause_ms;
+	int parked;       /* threads found stopped in the agent's park */
 };
 
 /* Stop every thread of pid at a safe point, read their registers, make
  * one of them clone the process (the copy, stopped, EXITKILL), restore it
  * and resume them all.  0, or -1 with err (nothing left stopped, no copy). */
 int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
-                 struct reach_frozen *f, char *err, size_t errlen);
+                 struct ha_ring_hdr *park, struct reach_frozen *f, char *err, size_t errlen);
 /* Kill the copy, reap it as its tracer, and have one of the target's
  * threads reap its zombie (a raw wait4 on it, the thread restored). */
 void reach_copy_end(struct reach_frozen *f);
 void reach_frozen_free(struct reach_frozen *f);
+
+/* ---- the park: threads asked to wait at a hook's entry (reach_park.c) ---- */
+struct ha_ring_hdr;
+struct reach_park {
+	struct ha_ring_hdr *h;  /* the ring header we map (NULL: no park) */
+	pid_t pid;
+	uint64_t flag;          /* the agent's word, in the target */
+	uint64_t deadline;      /* CLOCK_MONOTONIC ns */
+	uint32_t gen;           /* the generation asked (odd) */
+	int on;
+};
+/* Ask the agent's threads to park for ms (at most HA_PARK_MAX_MS): 1 asked,
+ * 0 not (h NULL, an agent without the park, the word not writable). */
+int reach_park_ask(struct reach_park *p, struct ha_ring_hdr *h, pid_t pid,
+                   const struct ha_maps *maps, int ms);
+/* Set the agent's word again (it clears one it sees with no request). */
+void reach_park_poke(const struct reach_park *p);
+/* Threads waiting in the park now. */
+uint32_t reach_park_parked(const struct reach_park *p);
+/* Wait until want threads are parked (1), or until_ms (ha_now_ms) or the
+ * deadline passes (0). */
+int reach_park_wait(const struct reach_park *p, uint32_t want, double until_ms);
+/* End the park: the word cleared, the generation moved on, all woken. */
+void reach_park_end(struct reach_park *p);
 
 /* ---- memory read through windows (reach_mem.c) ---- */
 struct reach_range {

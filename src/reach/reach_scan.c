@@ -267,7 +267,7 @@ int reach_scan(pid_t pid, struct reach_block *blocks, size_t n, const struct rea
 
 	struct reach_frozen f;
 	int rc = reach_freeze(pid, &maps, o && o->safe_tries ? o->safe_tries : 100,
-	                      o ? o->verbose : 0, &f, err, errlen);
+	                      o ? o->verbose : 0, o ? o->park : NULL, &f, err, errlen);
 	r->pause_ms = f.pause_ms;
 	ha_maps_free(&maps);
 	if (rc != 0) {

@@ -16,6 +16,7 @@
  *   busy N         N threads that allocate and free without end (the
  *                  output of check must not change while they run);
  *   check          "check SUM": a sum over every held block's bytes;
+ *   progress       "progress N": the fewest rounds any busy thread made;
  *   reaper         a SIGCHLD handler that reaps with waitpid(-1, WNOHANG);
  *   reaped         "reaped N": the children it reaped.
  * End of input: exit 0. */
@@ -149,11 +150,16 @@ static void *holder_thread(void *arg)
 	return NULL;
 }
 
+static unsigned long busy_rounds[64];
+static int n_busy;
+
 static void *busy_thread(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
+	unsigned long *rounds = &busy_rounds[seed - 1];
 	void *keep[64] = { 0 };
 	for (;;) {
+		__atomic_fetch_add(rounds, 1, __ATOMIC_RELAXED);
 		seed = seed * 1103515245u + 12345u;
 		unsigned i = (seed >> 8) % 64;
 		free(keep[i]);
@@ -209,15 +215,23 @@ int main(void)
 			print_addrs("thread_site", thread_blocks, n_blocks);
 			print_addrs("tls_site", tls_blocks, n_blocks);
 		} else if (sscanf(line, "busy %d", &n) == 1 && n > 0 && n <= 64) {
-			for (int i = 0; i < n; i++) {
+			for (int i = 0; i < n && n_busy < 64; i++) {
 				pthread_t t;
-				pthread_create(&t, NULL, busy_thread, (void *)(uintptr_t)(i + 1));
+				n_busy++;
+				pthread_create(&t, NULL, busy_thread, (void *)(uintptr_t)n_busy);
 			}
 		} else if (strcmp(line, "reaper") == 0) {
 			struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART };
 			sigaction(SIGCHLD, &sa, NULL);
 		} else if (strcmp(line, "reaped") == 0) {
 			printf("reaped %d\n", (int)reaped);
+		} else if (strcmp(line, "progress") == 0) {
+			unsigned long least = n_busy ? (unsigned long)-1 : 0;
+			for (int i = 0; i < n_busy; i++) {
+				unsigned long r = __atomic_load_n(&busy_rounds[i], __ATOMIC_RELAXED);
+				least = r < least ? r : least;
+			}
+			printf("progress %lu\n", least);
 		} else if (strcmp(line, "check") == 0) {
 			unsigned long sum = 0;
 			for (int i = 0; i < n_blocks; i++)
