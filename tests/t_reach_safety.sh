@@ -17,6 +17,9 @@
 #     stopped): every busy thread goes on (the target's progress, the
 #     fewest rounds of any, moves), none left stopped, no copy, the check
 #     unchanged.
+#  6. A thread that allocates only inside a signal handler (so it parks
+#     under a signal frame): the check, still run on the parked, refuses
+#     every scan ("in a signal handler"), and the thread goes on.
 # run-all-timeout: 400
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
@@ -147,3 +150,29 @@ after=$(grep '^check ' "$TOUT" | tail -n 1)
 [ "$after" = "$before" ] || fail "parked: the target's check changed: '$before' then '$after'"
 log "killed with threads in the park: every busy thread went on ($(grep '^progress ' "$TOUT" | tail -n 1))"
 echo "ok: heapattach SIGKILLed with threads in the park: they went on, the target unharmed"
+
+# ---- 6. parked under a signal frame: the check still refuses the thread
+start_target handler reach_truth
+pid=$TPID
+target_cmd "build 50 4096"
+target_cmd check
+before=$(grep '^check ' "$TOUT" | tail -n 1)
+target_cmd inhandler
+db=$W/handler.db
+start_ha -v -v -s 3600 --reach=0.1 --nice 0 -i 64M -o "$db" "$pid"
+wait_ready "$pid" reach_truth
+wait_for 120 '[ "$(q "$db" "SELECT count(*) FROM reach_scans" 2>/dev/null || echo 0)" -ge 5 ]' ||
+	fail "handler: 5 scans not done within 120 s: $(q "$db" "SELECT count(*) FROM reach_scans")"
+target_cmd progress
+p1=$(grep '^progress ' "$TOUT" | tail -n 1 | cut -d' ' -f2)
+detach_by_signal INT "$pid"
+all=$(q "$db" "SELECT count(*) FROM reach_scans")
+[ "$(q "$db" "SELECT count(*) FROM reach_scans WHERE error NOT LIKE 'no safe point%'")" = 0 ] ||
+	fail "handler: a scan ran (or failed otherwise) with a thread allocating in a signal handler: $(q "$db" "SELECT error, count(*) FROM reach_scans GROUP BY 1")"
+grep -q 'reach: thread [0-9]* in a signal handler' "$HA_ERR" ||
+	fail "handler: the check never named the signal handler"
+wait_for 10 moved || fail "handler: the thread in its handler made no progress after the scans"
+target_cmd check
+after=$(grep '^check ' "$TOUT" | tail -n 1)
+[ "$after" = "$before" ] || fail "handler: the target's check changed: '$before' then '$after'"
+echo "ok: $all scans with a thread parked under a signal frame: all refused, the thread went on"

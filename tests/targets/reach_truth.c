@@ -15,6 +15,9 @@
  *   addrs          one line "SITE ADDR" per block, then "done addrs";
  *   busy N         N threads that allocate and free without end (the
  *                  output of check must not change while they run);
+ *   inhandler      one more busy thread, its loop inside a SIGUSR1 handler
+ *                  it raised (never returns: a park there is under a
+ *                  signal frame, which the scan's check refuses);
  *   check          "check SUM": a sum over every held block's bytes;
  *   progress       "progress N": the fewest rounds any busy thread made;
  *   reaper         a SIGCHLD handler that reaps with waitpid(-1, WNOHANG);
@@ -153,9 +156,8 @@ static void *holder_thread(void *arg)
 static unsigned long busy_rounds[64];
 static int n_busy;
 
-static void *busy_thread(void *arg)
+static void busy_loop(unsigned seed)
 {
-	unsigned seed = (unsigned)(uintptr_t)arg;
 	unsigned long *rounds = &busy_rounds[seed - 1];
 	void *keep[64] = { 0 };
 	for (;;) {
@@ -167,6 +169,26 @@ static void *busy_thread(void *arg)
 		if (keep[i])
 			((char *)keep[i])[0] = 1;
 	}
+}
+
+static void *busy_thread(void *arg)
+{
+	busy_loop((unsigned)(uintptr_t)arg);
+	return NULL;
+}
+
+static unsigned handler_seed;
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+	busy_loop(handler_seed); /* raised by its own thread: malloc is fine here */
+}
+
+static void *handler_thread(void *arg)
+{
+	handler_seed = (unsigned)(uintptr_t)arg;
+	raise(SIGUSR1);
 	return NULL;
 }
 
@@ -220,6 +242,12 @@ int main(void)
 				n_busy++;
 				pthread_create(&t, NULL, busy_thread, (void *)(uintptr_t)n_busy);
 			}
+		} else if (strcmp(line, "inhandler") == 0 && n_busy < 64) {
+			struct sigaction sa = { .sa_handler = on_sigusr1 };
+			sigaction(SIGUSR1, &sa, NULL);
+			pthread_t t;
+			n_busy++;
+			pthread_create(&t, NULL, handler_thread, (void *)(uintptr_t)n_busy);
 		} else if (strcmp(line, "reaper") == 0) {
 			struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART };
 			sigaction(SIGCHLD, &sa, NULL);
