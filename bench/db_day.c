@@ -7,7 +7,9 @@
  * call paths (default 4096) of which CHANGED% (default 100: a program that
  * churns through them all) change between two periodic snapshots, taken
  * every 10 s of simulated time, SNAPSHOTS of them (default 8640: a day),
- * thinned every 30 as the writer does (src/record/writer.c, db_thin.c).
+ * with the call paths' rows once a minute and the totals between (as the
+ * collector does: db_write.h, ha_db_paths_due), thinned every 30 as the
+ * writer does (src/record/writer.c, db_thin.c).
  * The values are a sampler's estimates (fractional counts, bytes in
  * multiples of the interval), from a fixed seed, so every run writes the
  * same rows.  Each simulated hour it prints the snapshots kept, the file
@@ -85,8 +87,11 @@ int main(int argc, char **argv)
 	const char *path = argv[argc - 1];
 	struct ha_db *db;
 	int64_t sid, id, *ids = calloc((size_t)paths, sizeof *ids);
-	struct ha_db_bucket *cur = calloc((size_t)paths, sizeof *cur),
-	                    *rows = calloc((size_t)paths, sizeof *rows);
+	struct path {
+		struct ha_db_bucket b;
+		int dirty;              /* changed since the last snapshot with paths */
+	} *cur = calloc((size_t)paths, sizeof *cur);
+	struct ha_db_bucket *rows = calloc((size_t)paths, sizeof *rows);
 	if (!ids || !cur || !rows) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
@@ -108,34 +113,50 @@ int main(int argc, char **argv)
 				                     names[k], "day.c", 10 * k + 1, 0 };
 		}
 		CHECK(ha_db_stack(db, f, 5, &ids[j], err, sizeof err));
-		cur[j] = (struct ha_db_bucket){ .stack_id = ids[j], .kind = HA_KIND_HEAP };
+		cur[j].b = (struct ha_db_bucket){ .stack_id = ids[j], .kind = HA_KIND_HEAP };
 	}
 	CHECK(ha_db_batch_commit(db, err, sizeof err));
 	struct ha_db_snapshot s = { .time = t0, .rss_bytes = 1 << 26, .reason = "attach",
 		                    .sample_interval = (uint64_t)INTERVAL };
 	CHECK(ha_db_snapshot(db, sid, &s, NULL, 0, &id, err, sizeof err));
 	printf("%6s %10s %12s %12s %8s\n", "hour", "snapshots", "db+wal_MB", "written_MB", "ratio");
-	int since_thin = 0, kept = 1;
+	int since_thin = 0, kept = 1, last_paths = 0;
 	for (int i = 1; i <= snaps; i++) {
 		size_t n = 0;
+		/* The collector's cadence (src/record/collector.c): the call
+		 * paths once every HA_DB_PATHS_EVERY periods, totals between. */
+		int with_paths = i == snaps || ha_db_paths_due(PERIOD * i, PERIOD * (i - last_paths), PERIOD);
 		for (int j = 0; j < paths; j++) {
 			if ((int)(next() % 100) >= changed)
 				continue;
 			/* A few samples each way, sizes 16..1024: counts fractional. */
 			double a = next() % 8, f = next() % 8, sz = 16 + next() % 1009;
-			struct ha_db_bucket *b = &cur[j];
+			struct ha_db_bucket *b = &cur[j].b;
 			b->alloc_bytes += a * INTERVAL;
 			b->alloc_count += a * INTERVAL / sz;
 			b->free_bytes += f * INTERVAL;
 			b->free_count += f * INTERVAL / sz;
 			b->live_bytes = b->alloc_bytes - b->free_bytes;
 			b->live_count = b->alloc_count - b->free_count;
-			rows[n++] = *b;
+			cur[j].dirty = 1;
 		}
+		double live = 0, objects = 0;
+		for (int j = 0; j < paths; j++) {
+			live += cur[j].b.live_bytes;
+			objects += cur[j].b.live_count;
+			if (with_paths && cur[j].dirty) {
+				rows[n++] = cur[j].b;
+				cur[j].dirty = 0;
+			}
+		}
+		if (with_paths)
+			last_paths = i;
 		s = (struct ha_db_snapshot){ .time = t0 + PERIOD * i, .rss_bytes = 1 << 26,
 			                     .samples = (uint64_t)i * 1000,
 			                     .reason = i == snaps ? "detach" : "periodic",
-			                     .sample_interval = (uint64_t)INTERVAL };
+			                     .sample_interval = (uint64_t)INTERVAL,
+			                     .totals_only = !with_paths, .has_live = 1,
+			                     .live_bytes = { live }, .live_count = objects };
 		CHECK(ha_db_snapshot(db, sid, &s, rows, n, &id, err, sizeof err));
 		kept++;
 		if (i < snaps && ++since_thin >= THIN_EVERY) {

@@ -1,4 +1,4 @@
--- heapattach profile database, schema version 13.
+-- heapattach profile database, schema version 14.
 --
 -- Written by heapattach (src/db/db.c, one writer thread per attacher), read by
 -- heapdiff and by anyone with the sqlite3 CLI:
@@ -8,7 +8,7 @@
 --        ORDER BY live_bytes_delta DESC LIMIT 10'
 --
 -- The file is identified by PRAGMA application_id = 1214603632 (0x48656170,
--- "Heap") and by the meta table (format = 'heapattach', schema_version = 13);
+-- "Heap") and by the meta table (format = 'heapattach', schema_version = 14);
 -- a program reading the file checks both and refuses versions it does not
 -- know.  Version 2 added the views leak_trend and leak_suspects, version 3
 -- the column snapshots.sample_interval, version 4 the snapshots with reason
@@ -19,10 +19,10 @@
 -- version 8 the column sessions.python, version 9 the column
 -- snapshots.rss_read_time, version 10 the memory breakdown, version 11
 -- the reachability tables, version 12 the buckets laid out by snapshot with
--- keyframes (snapshots.base_id), version 13 the table memory_pinning (all
--- at the end of this file); heapattach upgrades an older file in place
--- when it opens it for writing, and heapdiff reads all thirteen versions.
--- The
+-- keyframes (snapshots.base_id), version 13 the table memory_pinning,
+-- version 14 the snapshots that hold totals only (snapshots.paths; all at
+-- the end of this file); heapattach upgrades an older file in place when
+-- it opens it for writing, and heapdiff reads all fourteen versions.  The
 -- writer keeps the file in WAL mode while it writes, so readers (heapdiff,
 -- sqlite3) can query it meanwhile, and a crash of the writer loses at most
 -- the snapshot in progress; when its session ends it puts the file back to a
@@ -85,12 +85,12 @@
 
 PRAGMA application_id = 1214603632;
 
--- Identification of the file: format = 'heapattach', schema_version = '13'.
+-- Identification of the file: format = 'heapattach', schema_version = '14'.
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '13');
+INSERT INTO meta (key, value) VALUES ('format', 'heapattach'), ('schema_version', '14');
 
 -- Kinds of memory a bucket counts: 0 heap (malloc family), 1 mmap; since
 -- version 5 also 2 rss and 3 swap (see the version 5 additions).
@@ -900,3 +900,135 @@ CREATE TABLE memory_pinning (
 	blocks       REAL NOT NULL,
 	PRIMARY KEY (snapshot_id, stack_id)
 ) WITHOUT ROWID;
+
+-- Schema version 14 additions.
+
+-- Call paths every two minutes, totals every snapshot (man
+-- heapattach-db(5), "Cadence").  A day of snapshots every 10 s wrote each
+-- call path's row 8,640 times to keep some 800 of them: the attacher wrote
+-- 38 times the file's final size to disk.  Since version 14 a periodic
+-- snapshot carries its call paths' rows only when --snapshot-every x 12
+-- (two minutes at the default 10 s) has passed since the last one that
+-- did, or in the first twelve periods of the session; every other one
+-- holds the session's
+-- totals only.  paths: 1 when the snapshot has its call paths (the rows of
+-- the buckets changed since the previous snapshot with paths), 0 when it
+-- has totals only: no bucket rows, base_id NULL, no memory breakdown; its
+-- values per call path are unknown (bucket_at has no rows for it, growth
+-- and leak_trend leave it out).  The baseline, those asked for (SIGUSR1,
+-- s in --live), those with a reachability scan, the peak and the last
+-- always have paths.  Snapshots written before version 14 all have paths.
+--     SELECT id, time, paths FROM snapshots WHERE session_id = 1 ORDER BY id;
+ALTER TABLE snapshots ADD COLUMN paths INTEGER NOT NULL DEFAULT 1;
+
+-- The session's estimated live totals at every snapshot written since
+-- version 14, with paths or without: the sum over every call path of
+-- live_bytes of each kind, and of live_count of heap and mmap (NULL in
+-- older snapshots: sum bucket_at, as snapshot_totals does).
+ALTER TABLE snapshots ADD COLUMN live_heap_bytes REAL;
+ALTER TABLE snapshots ADD COLUMN live_mmap_bytes REAL;
+ALTER TABLE snapshots ADD COLUMN live_rss_bytes REAL;
+ALTER TABLE snapshots ADD COLUMN live_swap_bytes REAL;
+ALTER TABLE snapshots ADD COLUMN live_count REAL;
+
+-- growth as in version 12, between two snapshots with call paths only.
+DROP VIEW IF EXISTS growth;
+CREATE VIEW growth AS
+SELECT a.id AS from_snapshot, b.id AS to_snapshot, k.stack_id, k.kind,
+       coalesce(vb.live_bytes, 0.0) - coalesce(va.live_bytes, 0.0) AS live_bytes_delta,
+       coalesce(vb.live_count, 0.0) - coalesce(va.live_count, 0.0) AS live_count_delta,
+       coalesce(vb.alloc_bytes, 0.0) - coalesce(va.alloc_bytes, 0.0) AS alloc_bytes_delta,
+       coalesce(vb.alloc_count, 0.0) - coalesce(va.alloc_count, 0.0) AS alloc_count_delta,
+       coalesce(vb.free_bytes, 0.0) - coalesce(va.free_bytes, 0.0) AS free_bytes_delta,
+       coalesce(vb.free_count, 0.0) - coalesce(va.free_count, 0.0) AS free_count_delta,
+       coalesce(va.live_bytes, 0.0) AS from_live_bytes,
+       coalesce(vb.live_bytes, 0.0) AS to_live_bytes
+  FROM snapshots a
+  JOIN snapshots b
+  JOIN (SELECT snapshot_id, stack_id, kind FROM bucket_at) k
+    ON k.snapshot_id = a.id OR k.snapshot_id = b.id
+  LEFT JOIN bucket_at va ON va.snapshot_id = a.id AND va.stack_id = k.stack_id
+                        AND va.kind = k.kind
+  LEFT JOIN bucket_at vb ON vb.snapshot_id = b.id AND vb.stack_id = k.stack_id
+                        AND vb.kind = k.kind
+ WHERE (k.snapshot_id = b.id OR vb.stack_id IS NULL) AND a.paths = 1 AND b.paths = 1;
+
+-- leak_trend as in version 12, over the snapshots with call paths only.
+DROP VIEW IF EXISTS leak_suspects;
+DROP VIEW IF EXISTS leak_trend;
+CREATE VIEW leak_trend AS
+WITH cells AS (
+	SELECT k.session_id, k.stack_id, k.kind, s.id AS snapshot_id,
+	       s.time - (SELECT s0.time FROM snapshots s0 WHERE s0.session_id = s.session_id
+	                  ORDER BY s0.id LIMIT 1) AS t,
+	       b.live_bytes AS row_bytes, b.live_count AS row_count
+	  FROM session_stacks k JOIN snapshots s ON s.session_id = k.session_id AND s.paths = 1
+	  LEFT JOIN buckets b ON b.session_id = k.session_id AND b.snapshot_id = s.id
+	                     AND b.stack_id = k.stack_id AND b.kind = k.kind
+	 WHERE s.reason <> 'peak' OR b.snapshot_id IS NOT NULL),
+grouped AS (
+	SELECT cells.*, count(row_bytes) OVER (PARTITION BY session_id, stack_id, kind
+	                                       ORDER BY snapshot_id) AS grp
+	  FROM cells),
+filled AS (
+	SELECT session_id, stack_id, kind, snapshot_id, t,
+	       coalesce(max(row_bytes) OVER (PARTITION BY session_id, stack_id, kind, grp), 0.0) AS y,
+	       coalesce(max(row_count) OVER (PARTITION BY session_id, stack_id, kind, grp), 0.0) AS c
+	  FROM grouped),
+series AS (
+	SELECT f.* FROM filled f JOIN snapshots s ON s.id = f.snapshot_id WHERE s.reason <> 'peak'),
+steps AS (
+	SELECT series.*,
+	       y - lag(y) OVER (PARTITION BY session_id, stack_id, kind ORDER BY snapshot_id) AS dy,
+	       row_number() OVER (PARTITION BY session_id, stack_id, kind
+	                          ORDER BY snapshot_id DESC) AS from_end
+	  FROM series),
+means AS (
+	SELECT session_id, stack_id, kind, count(*) AS n, avg(t) AS mt, avg(y) AS my,
+	       max(y) AS ymax, max(t) - min(t) AS duration,
+	       total(max(dy, 0.0)) AS up, total(abs(dy)) AS moved,
+	       max(CASE WHEN dy IS NULL THEN y END) AS first_bytes,
+	       max(CASE WHEN from_end = 1 THEN y END) AS last_bytes,
+	       max(CASE WHEN from_end = 1 THEN c END) AS last_count
+	  FROM steps GROUP BY session_id, stack_id, kind),
+fit AS (
+	SELECT m.*, total((s.t - m.mt) * (s.t - m.mt)) AS sxx,
+	       total((s.t - m.mt) * (s.y - m.my)) AS sxy, total((s.y - m.my) * (s.y - m.my)) AS syy
+	  FROM means m JOIN steps s ON s.session_id = m.session_id AND s.stack_id = m.stack_id
+	                           AND s.kind = m.kind
+	 GROUP BY m.session_id, m.stack_id, m.kind)
+SELECT f.session_id, f.stack_id, kn.name AS kind, f.n AS snapshots,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * 60 ELSE 0.0 END AS bytes_per_minute,
+       CASE WHEN f.sxx > 0 THEN f.sxy / f.sxx * f.duration ELSE 0.0 END AS trend_bytes,
+       CASE WHEN f.sxx > 0 AND f.syy > 0 THEN f.sxy * f.sxy / (f.sxx * f.syy) ELSE 0.0 END AS fit,
+       CASE WHEN f.moved > 0 THEN f.up / f.moved ELSE 0.0 END AS steady,
+       CASE WHEN f.ymax > 0 THEN f.last_bytes / f.ymax ELSE 0.0 END AS retained,
+       f.first_bytes, f.last_bytes, f.ymax AS max_bytes, f.last_count AS live_count
+  FROM fit f JOIN kinds kn ON kn.id = f.kind;
+
+CREATE VIEW leak_suspects AS
+SELECT t.session_id, t.stack_id, t.kind, t.snapshots, t.bytes_per_minute, t.trend_bytes,
+       t.fit, t.steady, t.retained, t.first_bytes, t.last_bytes, t.max_bytes, t.live_count,
+       st.text AS stack
+  FROM leak_trend t JOIN stack_text st ON st.stack_id = t.stack_id
+ WHERE t.snapshots >= 3 AND t.bytes_per_minute > 0 AND t.fit >= 0.8 AND t.steady >= 0.9
+   AND t.retained >= 0.9 AND t.trend_bytes >= 1;
+
+-- snapshot_totals as in version 9, the totals of a snapshot written since
+-- version 14 read from its columns (a snapshot with totals only has no
+-- rows to add up).
+DROP VIEW IF EXISTS snapshot_totals;
+CREATE VIEW snapshot_totals AS
+SELECT s.id AS snapshot_id, s.session_id, s.time, s.reason, s.rss_bytes,
+       coalesce(s.live_heap_bytes + s.live_mmap_bytes,
+                (SELECT total(v.live_bytes) FROM bucket_at v
+                  WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap'))) AS live_bytes,
+       coalesce(s.live_count, (SELECT total(v.live_count) FROM bucket_at v
+                  WHERE v.snapshot_id = s.id AND v.kind IN ('heap', 'mmap'))) AS live_count,
+       s.samples, s.drops, s.unwind_failures,
+       coalesce(s.live_rss_bytes, (SELECT total(v.live_bytes) FROM bucket_at v
+                  WHERE v.snapshot_id = s.id AND v.kind = 'rss')) AS resident_bytes,
+       coalesce(s.live_swap_bytes, (SELECT total(v.live_bytes) FROM bucket_at v
+                  WHERE v.snapshot_id = s.id AND v.kind = 'swap')) AS swapped_bytes,
+       s.rss_anon_bytes, s.swap_bytes, s.rss_samples, s.rss_lost, s.rss_read_time, s.paths
+  FROM snapshots s;

@@ -133,6 +133,7 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	coll.no_stack_refs = o->no_stack_refs;
 	coll.no_memory_view = o->no_memory_view;
 	coll.max_callpaths = o->max_callpaths;
+	coll.snapshot_period = o->snapshot_every_s;
 	coll.writer_done = &writer.snapshots_written;
 	coll.verbose = o->verbose;
 	coll.to_writer = &writer.inbox;

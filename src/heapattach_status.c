@@ -122,7 +122,7 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 	uint64_t thinned = __atomic_load_n(&w->snapshots_thinned, __ATOMIC_RELAXED);
 	if (thinned)
 		fprintf(stderr, "heapattach: %llu old periodic snapshots thinned out (the last 360 "
-		        "periods kept whole, then one in 6, older one in 60)\n",
+		        "periods kept whole, then those with call paths, past 8640 one in 60)\n",
 		        (unsigned long long)thinned);
 	if (st.snapshots_skipped)
 		fprintf(stderr, "heapattach: %llu periodic snapshots skipped while the database writer "

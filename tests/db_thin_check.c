@@ -40,26 +40,40 @@ __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt,
 	} while (0)
 
 
+/* As the collector writes it: a periodic snapshot with totals only but
+ * once every HA_DB_PATHS_EVERY (db_write.h), its rows then those of the
+ * next with paths (cumulative values: the latest). */
 static void snapshot(struct ha_db *db, int64_t session, double t, uint64_t rss, uint64_t samples,
                      uint64_t drops, uint64_t unwf, const char *reason,
                      const struct ha_db_bucket *b, size_t n)
 {
+	static double first, last_paths;
 	struct ha_db_snapshot s = snap_info(t, rss, samples, drops, unwf, reason);
 	int64_t id;
-	CHECK(ha_db_snapshot(db, session, &s, b, n, &id, err, sizeof err));
+	if (!first)
+		first = last_paths = t;
+	s.totals_only = strcmp(reason, "periodic") == 0 && !ha_db_paths_due(t - first, t - last_paths, 10.0);
+	s.has_live = 1;
+	for (size_t i = 0; i < n; i++)
+		s.live_bytes[HA_KIND_HEAP] += b[i].live_bytes;
+	if (!s.totals_only)
+		last_paths = t;
+	CHECK(ha_db_snapshot(db, session, &s, b, s.totals_only ? 0 : n, &id, err, sizeof err));
 }
 
-/* A session of eight hours at 10 s (an 'attach' baseline, 2,880
- * periodic snapshots, a 'signal' one at 2:46, a 'peak' one at 5:33 holding
- * every bucket, a 'detach' at the end): leak_steady grows 1000 bytes a
- * snapshot, churn changes every snapshot without growing, late_once is
- * first seen at snapshot 400 (1:06, to be thinned) and never changes again,
- * pool_init at the baseline only.  Then ha_db_thin, checked here: every
- * value of bucket_at at a snapshot kept is what it was; nothing but
- * periodic snapshots went; every one of the last 360 periods is kept; no
- * two kept periodic snapshots older than that share a minute (up to 2,160
- * periods) or ten minutes; a second thinning removes nothing.  Prints
- * "thinned R of N snapshots: K kept, values equal". */
+/* A session of 25 hours at 10 s (an 'attach' baseline, 9,000
+ * periodic snapshots, the call paths once every two minutes and the totals
+ * between, a 'signal' one at 2:46, a 'peak' one at 5:33 holding every
+ * bucket, a 'detach' at the end): leak_steady grows 1000 bytes a snapshot,
+ * churn changes every snapshot without growing, late_once is first seen at
+ * snapshot 204 (0:34, to be thinned) and never changes again, pool_init at
+ * the baseline only.  Then ha_db_thin, checked here: every value of
+ * bucket_at at a snapshot kept is what it was; nothing but periodic
+ * snapshots went; every one of the last 360 periods is kept; none with
+ * totals only older than that; every one with paths up to 8,640 periods
+ * old, and no two older share ten minutes; a second thinning removes
+ * nothing.  Prints "thinned R of N snapshots: K kept, P with paths, values
+ * equal". */
 
 struct val {
 	int64_t snap, stack;
@@ -99,7 +113,7 @@ static void thin(const char *path)
 		                      { APP, APP_BID, 0x2920, "main", "/src/app/app.c", 92, 0 } };
 	struct ha_db_frame pool[] = { { APP, APP_BID, 0x2400, "pool_init", "/src/app/app.c", 10, 0 },
 		                      { APP, APP_BID, 0x2930, "main", "/src/app/app.c", 93, 0 } };
-	enum { PERIODIC = 2880 };
+	enum { PERIODIC = 9000 };
 	struct ha_db *db;
 	struct ha_db_session sess = SESSION(6161, "app", APP, 524288, T0 - 1);
 	int64_t sid, l, c, lt, p;
@@ -120,7 +134,7 @@ static void thin(const char *path)
 		double t = T0 + 10.0 * i;
 		b[n++] = bucket(l, HA_KIND_HEAP, 1000.0 * i, i, 0, 0);
 		b[n++] = bucket(c, HA_KIND_HEAP, 4000.0 * i, 4 * i, 4000.0 * i - (i % 2) * 4000, 4 * i - (i % 2) * 4);
-		if (i == 400 || i == 2000)
+		if (i == 204 || i == 2000)
 			b[n++] = bucket(lt, HA_KIND_HEAP, 7000, 7, 0, 0);
 		if (i == 2000)
 			b[n++] = bucket(p, HA_KIND_HEAP, 500000, 10, 0, 0);
@@ -153,28 +167,34 @@ static void thin(const char *path)
 			    (long long)after[i].snap, (long long)after[i].stack, after[i].live);
 	}
 	/* And every row before of a kept snapshot is still there. */
-	if (sqlite3_prepare_v2(db->h, "SELECT id, time, reason FROM snapshots ORDER BY id", -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db->h, "SELECT id, time, reason, paths FROM snapshots ORDER BY id", -1, &q,
+	                       NULL) != SQLITE_OK)
 		die("snapshots");
-	double newest = T0 + 10.0 * (PERIODIC + 3), prev_key = -1, prev_grain = 0;
-	int64_t prev_id = 0, expect_rows = 0;
+	double newest = T0 + 10.0 * (PERIODIC + 3), prev_key = -1;
+	int64_t prev_id = 0, expect_rows = 0, with_paths = 0, young_paths = 0;
 	int signal = 0, peak = 0, attach = 0, detach = 0;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(q, 0);
 		double t = sqlite3_column_double(q, 1), age = (newest - t) / 10.0;
 		const char *r = (const char *)sqlite3_column_text(q, 2);
+		int paths = sqlite3_column_int(q, 3);
 		kept++;
+		with_paths += paths;
+		if (strcmp(r, "periodic") == 0 && age > 360 && !paths)
+			die("snapshot %lld, %.0f periods old, with totals only, kept", (long long)id, age);
+		young_paths += strcmp(r, "periodic") == 0 && paths && age > 360 && age <= 8640;
 		signal += strcmp(r, "signal") == 0;
 		peak += strcmp(r, "peak") == 0;
 		attach += strcmp(r, "attach") == 0;
 		detach += strcmp(r, "detach") == 0;
 		for (size_t i = 0; i < nb; i++)
 			expect_rows += before[i].snap == id;
-		if (strcmp(r, "periodic") == 0 && age > 360) {
-			double grain = age <= 2160 ? 60 : 600, key = floor(t / grain);
-			if (grain == prev_grain && key == prev_key)
-				die("snapshots %lld and %lld kept in the same %.0f s", (long long)prev_id, (long long)id, grain);
+		if (strcmp(r, "periodic") == 0 && age > 8640) {
+			double key = floor(t / 600);
+			if (key == prev_key)
+				die("snapshots %lld and %lld kept in the same ten minutes", (long long)prev_id,
+				    (long long)id);
 			prev_key = key;
-			prev_grain = grain;
 			prev_id = id;
 		}
 	}
@@ -190,9 +210,14 @@ static void thin(const char *path)
 	if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_int64(q, 0) != 361)
 		die("%lld snapshots in the last hour, not 361", (long long)sqlite3_column_int64(q, 0));
 	sqlite3_finalize(q);
-	if (removed != total - kept || kept > 900)
+	/* one every two minutes from 360 to 8,640 periods old: 690 */
+	if (young_paths < 685 || young_paths > 691)
+		die("%lld periodic snapshots with paths kept between 1 and 24 hours old, not 690",
+		    (long long)young_paths);
+	if (removed != total - kept || kept > 1200)
 		die("removed %d, %lld of %lld kept", removed, (long long)kept, (long long)total);
-	printf("thinned %d of %lld snapshots: %lld kept, values equal\n", removed, (long long)total, (long long)kept);
+	printf("thinned %d of %lld snapshots: %lld kept, %lld with paths, values equal\n", removed,
+	       (long long)total, (long long)kept, (long long)with_paths);
 	free(before);
 	free(after);
 	CHECK(ha_db_end_session(db, sid, newest + 1, err, sizeof err));

@@ -30,9 +30,9 @@ db=$W/profile.db
 # ---- identification
 same "application_id" "$(q "$db" 'PRAGMA application_id')" 1214603632
 same "meta" "$(q "$db" 'SELECT key, value FROM meta ORDER BY key')" "format heapattach
-schema_version 13"
+schema_version 14"
 same "journal_mode" "$(q "$db" 'PRAGMA journal_mode')" delete
-grep -q '^#define HA_DB_SCHEMA_VERSION 13$' "$HA_SRCDIR/src/db/db.h" || fail "db.h and the schema disagree on the version"
+grep -q '^#define HA_DB_SCHEMA_VERSION 14$' "$HA_SRCDIR/src/db/db.h" || fail "db.h and the schema disagree on the version"
 echo "ok: file identification"
 
 # ---- the schema file is the schema

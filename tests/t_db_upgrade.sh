@@ -17,6 +17,8 @@
 # Version 11 (made from the schema before the version 12 additions and
 # the new file's rows) had the buckets keyed by stack and no snapshots.base_id;
 # version 12 no table memory_pinning nor the snapshots' CPU columns (version 13);
+# version 13 no snapshots.paths nor the totals' columns (version 14), its
+# views over every snapshot;
 # upgraded, every file reads the same in heapdiff (diff, --leaks) as the new one.
 . "$(dirname "$0")/lib.sh"
 
@@ -42,10 +44,23 @@ for t in $(q "$v11" "SELECT name FROM sqlite_master WHERE type = 'table' AND nam
 done
 [ "$(q "$v11" 'SELECT count(*), total(live_bytes) FROM buckets')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM buckets')" ] ||
 	fail "the version-11 file lacks rows"
-# What a version-12 writer left: the new file without memory_pinning and
-# the snapshots' CPU columns.
+# What a version-13 writer left: the schema before the version 14
+# additions (no snapshots.paths nor the totals' columns, the views over
+# every snapshot), with the new file's rows.
+v13=$W/v13.db
+sed '/^-- Schema version 14 additions\./,$d' "$HA_SRCDIR/schema/schema.sql" | sqlite3 -batch "$v13" ||
+	fail "sqlite3 cannot load the version-13 schema"
+q "$v13" "UPDATE meta SET value = '13' WHERE key = 'schema_version'" >/dev/null
+for t in $(q "$v13" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('meta', 'kinds')"); do
+	cols=$(q "$v13" "SELECT group_concat(name, ', ') FROM pragma_table_info('$t')")
+	q "$v13" "ATTACH '$new' AS n; INSERT INTO main.$t ($cols) SELECT $cols FROM n.$t;" >/dev/null
+done
+[ "$(q "$v13" 'SELECT count(*), total(live_bytes) FROM buckets')" = "$(q "$new" 'SELECT count(*), total(live_bytes) FROM buckets')" ] ||
+	fail "the version-13 file lacks rows"
+# What a version-12 writer left: that without memory_pinning and the
+# snapshots' CPU columns.
 v12=$W/v12.db
-cp "$new" "$v12"
+cp "$v13" "$v12"
 q "$v12" "DROP TABLE memory_pinning; ALTER TABLE snapshots DROP COLUMN memory_cpus_online;
 	ALTER TABLE snapshots DROP COLUMN memory_cpus_allowed; ALTER TABLE snapshots DROP COLUMN memory_cpu_quota;
 	UPDATE meta SET value = '12' WHERE key = 'schema_version'" >/dev/null
@@ -54,7 +69,7 @@ q "$v12" "DROP TABLE memory_pinning; ALTER TABLE snapshots DROP COLUMN memory_cp
 # column cut); a version-7 writer: no sessions.python either; a version-6
 # writer: no frame counters either; a version-5 writer: no
 # sessions.hostname either.  Versions 1-4 are made from that.
-totals5=$(q "$new" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
+totals5=$(q "$v13" "SELECT sql FROM sqlite_master WHERE name = 'snapshot_totals'" | sed 's/, s\.rss_read_time//')
 grep -q rss_read_time <<<"$totals5" && fail "cannot make the version-5 snapshot_totals: $totals5"
 # A version-10 writer: no reachability tables.
 cp "$v11" "$v10"
@@ -100,13 +115,15 @@ q "$v3" "DROP VIEW leak_suspects; DROP VIEW leak_trend;
 q "$v2" "ALTER TABLE snapshots DROP COLUMN sample_interval; UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 q "$v1" "ALTER TABLE snapshots DROP COLUMN sample_interval; DROP VIEW leak_suspects; DROP VIEW leak_trend; UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 rm -f "$v10-wal" "$v10-shm" "$v1-wal" "$v1-shm" "$v2-wal" "$v2-shm" "$v3-wal" "$v3-shm" "$v4-wal" "$v4-shm" "$v5-wal" "$v5-shm" "$v6-wal" "$v6-shm" "$v7-wal" "$v7-shm" "$v8-wal" "$v8-shm"
-rm -f "$v11-wal" "$v11-shm" "$v12-wal" "$v12-shm"
+rm -f "$v11-wal" "$v11-shm" "$v12-wal" "$v12-shm" "$v13-wal" "$v13-shm"
 cp "$v1" "$W/before.db"
-"$HD" --bytes "$new" first last >"$W/dnew" 2>&1 || fail "heapdiff on a version-13 file"
+"$HD" --bytes "$new" first last >"$W/dnew" 2>&1 || fail "heapdiff on a version-14 file"
 "$HD" --bytes "$v11" first last >"$W/d11" 2>&1 || fail "heapdiff on a version-11 file: $(cat "$W/d11")"
-cmp -s "$W/d11" "$W/dnew" || fail "heapdiff reads version 11 and 13 differently"
+cmp -s "$W/d11" "$W/dnew" || fail "heapdiff reads version 11 and 14 differently"
 "$HD" --bytes "$v12" first last >"$W/d12" 2>&1 || fail "heapdiff on a version-12 file: $(cat "$W/d12")"
-cmp -s "$W/d12" "$W/dnew" || fail "heapdiff reads version 12 and 13 differently"
+cmp -s "$W/d12" "$W/dnew" || fail "heapdiff reads version 12 and 14 differently"
+"$HD" --bytes "$v13" first last >"$W/d13" 2>&1 || fail "heapdiff on a version-13 file: $(cat "$W/d13")"
+cmp -s "$W/d13" "$W/dnew" || fail "heapdiff reads version 13 and 14 differently"
 
 "$HD" --bytes "$v1" first last >"$W/d1" 2>&1 || fail "heapdiff on a version-1 file: $(cat "$W/d1")"
 "$HD" --bytes "$new" first last >"$W/d9" 2>&1 || fail "heapdiff on a version-11 file"
@@ -132,10 +149,12 @@ grep -q '^2 suspects' "$W/l1" || fail "--leaks on version 1: $(cat "$W/l1")"
 cmp -s "$W/before.db" "$v1" || fail "heapdiff modified the version-1 file"
 echo "ok: heapdiff reads version 1 without changing it"
 
-for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9" "$v10" "$v11" "$v12"; do
+for f in "$v1" "$v2" "$v3" "$v4" "$v5" "$v6" "$v7" "$v8" "$v9" "$v10" "$v11" "$v12" "$v13"; do
 	v=${f##*/v}; v=${v%.db}
 	"$FILL" --open "$f" || fail "the writer refused a version-$v file"
-	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 13 ] || fail "version $v not upgraded to version 13"
+	[ "$(q "$f" "SELECT value FROM meta WHERE key = 'schema_version'")" = 14 ] || fail "version $v not upgraded to version 14"
+	[ "$(q "$f" 'SELECT count(*) FROM snapshots WHERE paths = 1')" = "$(q "$f" 'SELECT count(*) FROM snapshots')" ] ||
+		fail "snapshots from before version 14 should all have their call paths"
 	# Read the same by heapdiff (the diff, --leaks) as the new file.
 	"$HD" --bytes "$f" first last >"$W/u$v" 2>&1 || fail "heapdiff on the file upgraded from version $v: $(cat "$W/u$v")"
 	cmp -s "$W/u$v" "$W/dnew" || fail "heapdiff reads the file upgraded from version $v differently: $(diff "$W/u$v" "$W/dnew")"

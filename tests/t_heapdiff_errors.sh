@@ -95,13 +95,13 @@ echo "ok: random bytes"
 # ---- a heapattach database of another schema version
 cp "$good" "$W/v99.db"
 sqlite3 "$W/v99.db" "UPDATE meta SET value = '99' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version 99, this heapattach reads 1 to 13$' "$W/v99.db"
+both 'database schema version 99, this heapattach reads 1 to 14$' "$W/v99.db"
 cp "$good" "$W/v0.db"
 sqlite3 "$W/v0.db" "UPDATE meta SET value = '0' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version 0, this heapattach reads 1 to 13$' "$W/v0.db"
+both 'database schema version 0, this heapattach reads 1 to 14$' "$W/v0.db"
 cp "$good" "$W/vx.db"
 sqlite3 "$W/vx.db" "UPDATE meta SET value = 'x' WHERE key = 'schema_version'" || fail "sqlite3 failed"
-both 'database schema version x, this heapattach reads 1 to 13$' "$W/vx.db"
+both 'database schema version x, this heapattach reads 1 to 14$' "$W/vx.db"
 echo "ok: other schema version"
 
 # ---- corrupt databases.  Every page after the first overwritten: the check

@@ -8,9 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HA_DB_SCHEMA_VERSION 13
+#define HA_DB_SCHEMA_VERSION 14
 /* The oldest version still read; ha_db_open upgrades it in place. */
 #define HA_DB_SCHEMA_VERSION_MIN 1
+
+/* A periodic snapshot carries its call paths' rows once every this many
+ * (schema version 14; db_write.h, ha_db_paths_due). */
+#define HA_DB_PATHS_EVERY 12
 
 struct ha_db;
 

@@ -38,7 +38,14 @@ struct ha_db {
 	int64_t kf_session, kf_base;
 	uint64_t kf_rows;          /* rows written after the keyframe */
 	uint64_t kf_keys;          /* buckets of the session (session_stacks) */
+	/* Totals-only snapshots not yet written (db_write.c, ha_db_snapshot). */
+	struct ha_db_pending *pending;
+	size_t npending;
 };
+
+/* Write the totals-only snapshots kept, in a transaction of their own
+ * (db_write.c); 0 when there are none. */
+int ha_db_commit_pending(struct ha_db *db, char *err, size_t errlen);
 
 /* Open (readonly 0: create, upgrade) with every check; db_open.c. */
 int db_open_file(const char *path, int readonly, struct ha_db **out, char *err, size_t errlen);

@@ -13,6 +13,8 @@
  *     every bucket it has none of (so reading any snapshot reads at most
  *     about three times the buckets: the keyframe, then at most twice);
  *   - else read from the keyframe of the snapshot before it.
+ * A snapshot with totals only (schema version 14) is none of these: it
+ * has no rows and no base_id, and the writer does not call this for it.
  * The keyframe, the rows since and the session's buckets are kept in the
  * handle between snapshots (db_int.h, kf_*) and read again from the file
  * when the session changes or thinning (which may remove the keyframe)
@@ -56,7 +58,7 @@ static int load(struct ha_db *db, int64_t session, int64_t sid, char *err, size_
 {
 	int64_t base, rows, keys;
 	if (one_int(db, "SELECT base_id FROM snapshots WHERE session_id = ?1 AND id < ?2"
-	                " ORDER BY id DESC LIMIT 1", session, sid, 0, &base, err, errlen) < 0 ||
+	                " AND base_id IS NOT NULL ORDER BY id DESC LIMIT 1", session, sid, 0, &base, err, errlen) < 0 ||
 	    one_int(db, "SELECT count(*) FROM buckets WHERE session_id = ?1 AND snapshot_id > ?2"
 	                " AND snapshot_id < ?3", session, base, sid, &rows, err, errlen) < 0 ||
 	    one_int(db, "SELECT count(*) FROM session_stacks WHERE session_id = ?1", session, 0, 0,

@@ -59,8 +59,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SESSION_PYTHON] = "UPDATE sessions SET python = ?2 WHERE id = ?1",
 	[ST_INS_SNAPSHOT] = "INSERT INTO snapshots (session_id, time, rss_bytes, samples, drops,"
 	                    " unwind_failures, reason, sample_interval, rss_anon_bytes, swap_bytes,"
-	                    " rss_samples, rss_lost, frames, fp_frames, rss_read_time)"
-	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+	                    " rss_samples, rss_lost, frames, fp_frames, rss_read_time, paths,"
+	                    " live_heap_bytes, live_mmap_bytes, live_rss_bytes, live_swap_bytes, live_count)"
+	                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+	                    " ?16, ?17, ?18, ?19, ?20, ?21)",
 	[ST_INS_BUCKET] = "INSERT INTO buckets (session_id, stack_id, kind, snapshot_id,"
 	                  " alloc_count, alloc_bytes, free_count, free_bytes, live_count, live_bytes)"
 	                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -298,9 +300,12 @@ static void leave_wal(struct ha_db *db)
 
 static void close_writer(struct ha_db *db)
 {
+	char err[200];
+	rollback(db);
+	(void)ha_db_commit_pending(db, err, sizeof err); /* best effort */
+	free(db->pending);
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(db->st[i]);
-	rollback(db);
 	leave_wal(db);
 	module_cache_clear(db);
 	stack_cache_clear(db);
@@ -379,6 +384,8 @@ int ha_db_end_session(struct ha_db *db, int64_t session_id, double end_time, cha
 {
 	sqlite3_stmt *q;
 	if (check_writable(db, err, errlen) < 0)
+		return -1;
+	if (ha_db_commit_pending(db, err, errlen) < 0)
 		return -1;
 	q = stmt(db, ST_END_SESSION);
 	sqlite3_bind_int64(q, 1, session_id);
@@ -624,9 +631,25 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 		sqlite3_bind_double(q, 15, s->rss_time);
 	else
 		sqlite3_bind_null(q, 15);
+	sqlite3_bind_int(q, 16, !s->totals_only);
+	for (int k = 0; k < HA_KIND_COUNT; k++) {
+		if (s->has_live && isfinite(s->live_bytes[k]))
+			sqlite3_bind_double(q, 17 + k, round(s->live_bytes[k]));
+		else
+			sqlite3_bind_null(q, 17 + k);
+	}
+	if (s->has_live && isfinite(s->live_count))
+		sqlite3_bind_double(q, 21, round(s->live_count));
+	else
+		sqlite3_bind_null(q, 21);
 	if (step_done(db, q, err, errlen, "writing a snapshot") < 0)
 		return -1;
 	sid = sqlite3_last_insert_rowid(db->h);
+	if (s->totals_only) {
+		/* no rows, no base_id: its values per call path are unknown */
+		*snapshot_id = sid;
+		return 0;
+	}
 	if (s->memory && db_write_memory(db, sid, s->memory, err, errlen) < 0)
 		return -1;
 	uint64_t new_keys = 0;
@@ -671,6 +694,62 @@ static int write_snapshot(struct ha_db *db, int64_t session_id, const struct ha_
 	return 0;
 }
 
+/* A totals-only snapshot kept for the next commit (db_int.h). */
+struct ha_db_pending {
+	int64_t session_id;
+	struct ha_db_snapshot s;
+	char reason[16];
+};
+
+#define PENDING_MAX 64 /* written on their own past this many */
+
+/* The kept snapshots' rows, in the transaction open. */
+static int write_pending(struct ha_db *db, char *err, size_t errlen)
+{
+	int64_t sid;
+	for (size_t i = 0; i < db->npending; i++)
+		if (write_snapshot(db, db->pending[i].session_id, &db->pending[i].s, NULL, 0, &sid, err,
+		                   errlen) < 0)
+			return -1;
+	return 0;
+}
+
+int ha_db_commit_pending(struct ha_db *db, char *err, size_t errlen)
+{
+	if (!db->npending)
+		return 0;
+	if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+		return -1;
+	if (write_pending(db, err, errlen) < 0 || exec(db, "COMMIT", err, errlen) < 0) {
+		rollback(db);
+		return -1;
+	}
+	db->npending = 0;
+	return 0;
+}
+
+/* Keep totals-only snapshot s for the next commit. */
+static int keep_pending(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
+                        char *err, size_t errlen)
+{
+	if (db->npending == PENDING_MAX && ha_db_commit_pending(db, err, errlen) < 0)
+		return -1;
+	if (!db->pending) {
+		db->pending = calloc(PENDING_MAX, sizeof *db->pending);
+		if (!db->pending) {
+			ha_err(err, errlen, "%s: out of memory", db->path);
+			return -1;
+		}
+	}
+	struct ha_db_pending *p = &db->pending[db->npending++];
+	p->session_id = session_id;
+	p->s = *s;
+	p->s.memory = NULL;
+	snprintf(p->reason, sizeof p->reason, "%s", s->reason ? s->reason : "");
+	p->s.reason = p->reason;
+	return 0;
+}
+
 int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
                    const struct ha_db_bucket *buckets, size_t n, int64_t *snapshot_id,
                    char *err, size_t errlen)
@@ -678,6 +757,14 @@ int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snap
 	int64_t sid;
 	if (check_writable(db, err, errlen) < 0)
 		return -1;
+	if (s->totals_only && n > 0) {
+		ha_err(err, errlen, "invalid snapshot (totals only, with %zu buckets)", n);
+		return -1;
+	}
+	if (s->totals_only) {
+		*snapshot_id = 0;
+		return keep_pending(db, session_id, s, err, errlen);
+	}
 	if (!sqlite3_get_autocommit(db->h)) {
 		ha_err(err, errlen, "%s: snapshot inside an open transaction", db->path);
 		return -1;
@@ -692,10 +779,12 @@ int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snap
 		return -1;
 	if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
 		goto fail;
-	if (write_snapshot(db, session_id, s, buckets, n, &sid, err, errlen) < 0)
+	if (write_pending(db, err, errlen) < 0 ||
+	    write_snapshot(db, session_id, s, buckets, n, &sid, err, errlen) < 0)
 		goto fail;
 	if (exec(db, "COMMIT", err, errlen) < 0)
 		goto fail;
+	db->npending = 0;
 	sqlite3_exec(db->h, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
 	*snapshot_id = sid;
 	return 0;

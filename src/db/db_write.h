@@ -1,11 +1,13 @@
 /* db_write.h -- writing the profile database (the attacher).  One writer
- * thread owns a read-write handle.  Every write of a snapshot is one
- * transaction, so a crash loses at most the snapshot in progress (WAL
- * mode). */
+ * thread owns a read-write handle.  Every write of a snapshot with call
+ * paths is one transaction, so a crash loses at most the snapshot in
+ * progress and the totals-only snapshots since the last one (WAL mode). */
 #ifndef HA_DB_WRITE_H
 #define HA_DB_WRITE_H
 
 #include "db.h"
+
+#include <string.h>
 #include "mem_terms.h"
 
 struct ha_db_session {
@@ -81,7 +83,44 @@ struct ha_db_snapshot {
 	uint64_t rss_samples, rss_lost;      /* page-fault samples booked, lost */
 	uint64_t frames, fp_frames;          /* pcs unwound, of which by frame pointer */
 	const struct ha_db_memory *memory;   /* NULL: not read */
+	/* Schema version 14 (man heapattach-db(5), "Cadence"): totals_only,
+	 * a snapshot without its call paths' rows (buckets must be 0 of them,
+	 * memory NULL); has_live, the live totals of the session below are
+	 * known (the sum over every bucket of each kind's live_bytes, and of
+	 * heap's and mmap's live_count). */
+	int totals_only;
+	int has_live;
+	double live_bytes[HA_KIND_COUNT], live_count;
 };
+
+/* Call paths once every two minutes (schema version 14): a periodic snapshot
+ * carries its call paths' rows when HA_DB_PATHS_EVERY periods of
+ * --snapshot-every have passed since the last one that did (less half a
+ * period: a timer's jitter), or when the session is younger than that;
+ * every other periodic snapshot holds the totals only.  Every snapshot
+ * that is not periodic has its paths.  age, since: seconds since the
+ * session's first snapshot and since the last one with paths. */
+static inline int ha_db_paths_due(double age, double since, double period)
+{
+	return !(period > 0) || age < HA_DB_PATHS_EVERY * period ||
+	       since >= (HA_DB_PATHS_EVERY - 0.5) * period;
+}
+
+/* The same, kept for a session: does a snapshot of reason taken at now
+ * (unix time) carry its paths?  Every one that is not periodic does. */
+struct ha_db_cadence {
+	double first, last;       /* the session's first snapshot, the last with paths */
+};
+static inline int ha_db_cadence_paths(struct ha_db_cadence *c, const char *reason, double now,
+                                      double period)
+{
+	if (!(c->first > 0))
+		c->first = c->last = now;
+	int p = strcmp(reason, "periodic") != 0 || ha_db_paths_due(now - c->first, now - c->last, period);
+	if (p)
+		c->last = now;
+	return p;
+}
 
 /* Open or create for writing.  A file that is not a heapattach database, or
  * of a schema version outside HA_DB_SCHEMA_VERSION_MIN..HA_DB_SCHEMA_VERSION,
@@ -114,11 +153,13 @@ int ha_db_stack(struct ha_db *db, const struct ha_db_frame *frames, int n, int64
 int ha_db_batch_begin(struct ha_db *db, char *err, size_t errlen);
 int ha_db_batch_commit(struct ha_db *db, char *err, size_t errlen);
 /* Thin the session's old periodic snapshots, taken every period seconds
- * (db_thin.c: every one of the last 360 periods, one per 6 up to 2,160
- * periods old, one per 60 older -- at 10 s: the last hour, one a minute up
- * to six hours, one every ten minutes; never the baseline, the peak, those
- * asked for, the end or the newest), losing no value of a snapshot kept;
- * *removed: how many went.  One transaction; 0 or -1 with err. */
+ * (db_thin.c: every one of the last 360 periods; older, those with totals
+ * only go, those with call paths stay up to 8,640 periods old, then one
+ * per 60 -- at 10 s: the last hour, the call paths once every two minutes
+ * for a day, then once every ten minutes; never the baseline, the peak,
+ * those asked for, the end or the newest), losing no value of a snapshot
+ * kept; *removed: how many went.  One transaction (after one writing the
+ * totals-only snapshots kept); 0 or -1 with err. */
 int ha_db_thin(struct ha_db *db, int64_t session_id, double period, int *removed, char *err,
                size_t errlen);
 
@@ -160,8 +201,13 @@ struct ha_db_reach {
 int ha_db_reach(struct ha_db *db, int64_t snapshot_id, const struct ha_db_reach *r, char *err,
                 size_t errlen);
 
-/* Write one snapshot with the buckets that changed since the previous one,
- * in one transaction. */
+/* Write one snapshot with the buckets that changed since the previous one
+ * with paths, in one transaction.  A periodic snapshot with totals only
+ * (s->totals_only) is kept in the handle and written in the transaction
+ * of the next snapshot (or of thinning, the session's end, the close):
+ * one commit every two minutes, not one each 10 s (each commit of the WAL costs a
+ * few pages besides its rows); *snapshot_id is then 0.  A kill -9 loses
+ * those kept, at most HA_DB_PATHS_EVERY periods of totals. */
 int ha_db_snapshot(struct ha_db *db, int64_t session_id, const struct ha_db_snapshot *s,
                    const struct ha_db_bucket *buckets, size_t n, int64_t *snapshot_id,
                    char *err, size_t errlen);

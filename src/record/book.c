@@ -357,6 +357,17 @@ double ha_book_live_bytes(const struct ha_book *b, int kind)
 	return ha_book_live_bytes(b, HA_KIND_HEAP) + ha_book_live_bytes(b, HA_KIND_MMAP);
 }
 
+void ha_book_totals(const struct ha_book *b, struct ha_db_snapshot *s)
+{
+	s->has_live = 1;
+	s->live_count = 0;
+	for (int k = 0; k < HA_KIND_COUNT; k++)
+		s->live_bytes[k] = ha_book_live_bytes(b, k);
+	for (size_t i = 0; i < b->nbuckets; i++)
+		if (b->buckets[i].v.kind == HA_KIND_HEAP || b->buckets[i].v.kind == HA_KIND_MMAP)
+			s->live_count += b->buckets[i].v.live_count;
+}
+
 void ha_book_keep_peak(struct ha_book *b)
 {
 	for (size_t i = 0; i < b->peak_dirty.n; i++) {

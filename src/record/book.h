@@ -69,6 +69,9 @@ size_t ha_book_take_changed(struct ha_book *b, struct ha_db_bucket **rows);
  * or of heap and mmap together (-1: what the program allocated; rss and
  * swap count the same memory again): kept as they are booked, O(1). */
 double ha_book_live_bytes(const struct ha_book *b, int kind);
+/* The session's live totals of a snapshot (db_write.h: has_live,
+ * live_bytes of each kind, live_count of heap and mmap): O(buckets). */
+void ha_book_totals(const struct ha_book *b, struct ha_db_snapshot *s);
 
 /* The peak copy: a copy of every bucket's values at one moment, the
  * session's highest live total so far (src/record/peak.c decides when).

@@ -20,8 +20,7 @@
  * (modules_gate.c), the adaptive interval (interval.c), --rss's samples
  * and pages (rss_feed.c), the peak (peak.c), the book (book.c).  This file
  * is the loop that drives them and the messages it sends: snapshots to
- * the writer, frames to a live view.
- */
+ * the writer, frames to a live view. */
 #define _GNU_SOURCE
 #include "collector.h"
 
@@ -84,6 +83,7 @@ struct ctx {
 	uint64_t rec_ns;              /* latest sample time booked (target's clock) */
 	uint64_t start_ns;            /* CLOCK_MONOTONIC when the collector started */
 	double start_unix;            /* ...and the unix time then */
+	struct ha_db_cadence cadence; /* which snapshots carry their paths */
 	struct ha_rec_item batch[HA_BATCH];
 	uint64_t pcs[HA_BATCH][HA_MAX_PCS]; /* pcs of batch[i] */
 	struct { uint64_t size, interval; double w; } wc[WCACHE];
@@ -226,12 +226,10 @@ static uint32_t sample_bucket(struct ctx *x, const struct ha_rec_item *it, uint6
 	return ha_intern_bucket(&x->in, pcs, it->n, kind, ids, 0);
 }
 
-/* The target's memory, read now; remembered with its time when it could
- * be read whole.  Once the target is gone (or exiting) it cannot: what is
- * known then is the last reading, which the loop keeps fresh
- * (MEM_POLL_MS), so that a target that grows and exits between two
- * snapshots is not recorded as shrinking to 0.  Returns 1 when x->mem
- * was read now, 0 when it is the last reading (or none: mem_unix 0). */
+/* The target's memory, read now, kept with its time when read whole; once
+ * the target is gone (or exiting), the last reading, which the loop keeps
+ * fresh (MEM_POLL_MS): a target that grows and exits between two snapshots
+ * does not shrink to 0.  1: read now; 0: the last (none: mem_unix 0). */
 static int read_mem(struct ctx *x)
 {
 	struct ha_proc_mem m;
@@ -393,11 +391,10 @@ static size_t drain(struct ctx *x)
 	return n;
 }
 
-/* Periodic snapshots queued for the writer and not yet written, at most:
- * past it the next periodic one is skipped (its changes go with the one
- * after), so that a writer slower than --snapshot-every (a short period, a
- * slow disk) cannot make the queue, and our memory, grow without end.
- * Asked-for snapshots are never skipped. */
+/* Periodic snapshots queued for the writer and not written, at most: past
+ * it the next periodic one is skipped (its changes go with the one after),
+ * so that a slow writer cannot make the queue, and our memory, grow
+ * without end.  Asked-for snapshots are never skipped. */
 #define SNAPSHOTS_IN_FLIGHT 2
 
 static void snapshot(struct ctx *x, const char *reason)
@@ -417,17 +414,24 @@ static void snapshot(struct ctx *x, const char *reason)
 	 * attach itself are booked with the next one. */
 	if (x->st.snapshots > 0)
 		ha_rss_feed_check(&x->rss, &x->st);
-	if (x->book)
+	/* Paths or totals only (db_write.h); the peak is over those with paths. */
+	double now = ha_unix_now();
+	int paths = ha_db_cadence_paths(&x->cadence, reason, now, c->snapshot_period);
+	if (x->book && paths)
 		ha_peak_at_snapshot(&x->peak, x->book);
-	m->n = x->book ? ha_book_take_changed(x->book, &m->rows) : 0;
+	m->n = x->book && paths ? ha_book_take_changed(x->book, &m->rows) : 0;
 	counters_now(x, &m->info);
-	m->info.memory = m->mem = c->no_memory_view ? NULL : ha_mem_feed_read(c->pid, x->book, &x->st);
+	m->info.memory = m->mem = c->no_memory_view || !paths ? NULL
+	                                                    : ha_mem_feed_read(c->pid, x->book, &x->st);
 	ha_mem_feed_keep(m->mem, &x->mem_rss_anon, x->mem_terms);
-	m->info.time = ha_unix_now();
+	m->info.time = now;
 	m->info.reason = reason;
 	m->info.sample_interval = x->period_interval;
+	m->info.totals_only = !paths;
+	if (x->book)
+		ha_book_totals(x->book, &m->info);
 	x->period_interval = x->iv.now;
-	if (c->reach && x->book)
+	if (c->reach && x->book && paths)
 		c->reach(c->reach_ctx, x->book, x->unw, m);
 	ha_queue_put(c->to_writer, &m->q);
 	x->st.snapshots++;
@@ -477,18 +481,16 @@ static void live_frame(struct ctx *x)
 	x->st.live_ns += (uint64_t)((ha_now_ms() - t0) * 1e6);
 }
 
-/* The unix time of a record time (the target's CLOCK_MONOTONIC), kept
- * within the session: the value comes from the target. */
+/* The unix time of a record time (the target's CLOCK_MONOTONIC, untrusted), kept in the session. */
 static double record_unix_time(const struct ctx *x, uint64_t ns)
 {
 	double t = x->start_unix + ((double)ns - (double)x->start_ns) / 1e9, now = ha_unix_now();
 	return t < x->start_unix ? x->start_unix : t > now ? now : t;
 }
 
-/* The peak copy as a snapshot of its own (reason "peak"), if it is higher
- * than every snapshot: written after the last records are booked and
- * before the final snapshot, which writes again every bucket it holds
- * (book.h), so the session's last snapshot is still its final state. */
+/* The peak copy as a snapshot of its own (reason "peak"), if higher than
+ * every snapshot: written after the last records are booked, before the
+ * final snapshot, which writes again every bucket it holds (book.h). */
 static void snapshot_peak(struct ctx *x)
 {
 	struct ha_collector *c = x->c;

@@ -105,6 +105,10 @@ struct ha_collector {
 	uint64_t max_callpaths;     /* --max-callpaths (intern.h; 0: no cap) */
 	int no_memory_view;         /* --no-memory-view: no breakdown of RssAnon at
 	                             * snapshots (mem_feed.h) */
+	double snapshot_period;     /* --snapshot-every, s: a periodic snapshot
+	                             * carries the call paths once every
+	                             * HA_DB_PATHS_EVERY of them, the totals
+	                             * between (db_write.h); 0: always paths */
 	const uint64_t *writer_done; /* the writer's count of snapshots written
 	                              * (relaxed atomic): a periodic snapshot is
 	                              * skipped while it is behind; NULL: never */

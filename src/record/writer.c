@@ -134,11 +134,14 @@ static void write_snapshot(struct ha_writer *w, struct ha_symbolizer *sym, struc
 	if (ha_db_snapshot(w->db, w->session_id, &m->info, m->rows, k, &snap_id, err, sizeof err))
 		fail(w, "writing a snapshot", err);
 	else {
-		__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
+		/* snap_id 0: totals only, kept for the next commit (db_write.h);
+		 * it has no call paths to push. */
+		if (snap_id > 0)
+			__atomic_store_n(&w->last_snapshot_id, snap_id, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&w->snapshots_written, 1, __ATOMIC_RELAXED);
-		if (m->reach)
+		if (m->reach && snap_id > 0)
 			write_reach(w, sym, ids, m->reach, snap_id);
-		if (w->on_snapshot)
+		if (w->on_snapshot && snap_id > 0)
 			w->on_snapshot(w->on_snapshot_arg, snap_id, m->info.reason);
 		thin(w, m->info.reason);
 	}

@@ -18,7 +18,7 @@
  *                  resident memory (hd_session_rss), else 0 },
  *     "snaps": [ [id, time, reason, rss, heap, mmap, samples, drops,
  *                 interval, resident, swapped, rss_anon, vmswap,
- *                 rss_read_time], ... ]
+ *                 rss_read_time, paths], ... ]
  *                                       every snapshot of B's session, in
  *                                       id order, 'peak' included
  *                                       (resident, swapped: kinds rss and
@@ -28,7 +28,9 @@
  *                                       not read, the target gone;
  *                                       rss_read_time null, or the time
  *                                       of the last read before its exit
- *                                       when they are that: report_json.c)
+ *                                       when they are that: report_json.c;
+ *                                       paths 0: totals only, no call
+ *                                       paths, schema version 14)
  *     "a", "b": { "id", "time", "live" (heap and mmap), "resident",
  *                 "rss", "rss_anon", "rss_read_time" (as in "snaps"),
  *                 "reason", "db" } (a: null),
@@ -417,9 +419,10 @@ static void snaps_json(FILE *f, const struct page *pg)
 		else
 			fprintf(f, "%" PRId64 ", %" PRId64, t[i].rss_anon, t[i].swap);
 		if (t[i].rss_state == HD_RSS_LAST)
-			fprintf(f, ", %.3f]", t[i].rss_time);
+			fprintf(f, ", %.3f", t[i].rss_time);
 		else
-			fputs(", null]", f);
+			fputs(", null", f);
+		fprintf(f, ", %d]", t[i].paths);
 	}
 	fputs("]", f);
 }

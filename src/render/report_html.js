@@ -272,7 +272,7 @@
 		var P = D.snaps.map(function (s, i) {
 			return { id: s[0], t: s[1], reason: s[2], rss: s[3], heap: s[4], mmap: s[5],
 				samples: s[6], drops: s[7], interval: s[8], resident: s[9], swapped: s[10],
-				anon: s[11], vmswap: s[12], rt: s[13], order: i };
+				anon: s[11], vmswap: s[12], rt: s[13], paths: s[14] !== 0, order: i };
 		});
 		if (!P.length) { add(box, el('div', 'empty', 'no snapshots')); return; }
 		var baseline = P[0];
@@ -422,6 +422,7 @@
 			dot.setAttribute('cx', bx); dot.setAttribute('cy', Y(best.heap + best.mmap)); dot.setAttribute('visibility', 'visible');
 			tip.textContent = '';
 			add(tip, el('b', null, 'snapshot ' + best.id + ' (' + (best.reason || '?') + ')'));
+			if (!best.paths) add(tip, el('div', 'muted', 'totals only: its call paths are written once a minute'));
 			add(tip, el('div', 'muted', fmtTime(best.t) + ', +' + fmtDur(best.t - t0)));
 			var tb = add(tip, el('table'));
 			var rows = [['heap', fmtBytes(best.heap)], ['mmap', fmtBytes(best.mmap)], ['live', fmtBytes(best.heap + best.mmap)]];

@@ -69,7 +69,7 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 
 	*out = NULL;
 	*nout = 0;
-	if (hd_session_snaps(s, session, &ss, 1) < 0)
+	if (hd_session_snaps(s, session, &ss, HD_SNAPS_PEAK | HD_SNAPS_TOTALS) < 0)
 		return HD_ERR;
 	for (int k = 0; k < HA_KIND_COUNT; k++)
 		p.by_kind[k] = hd_xcalloc(ss.n, sizeof *p.by_kind[k]);
@@ -79,17 +79,22 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 
 	/* snapshots.sample_interval came with schema version 3, RssAnon and
 	 * VmSwap with version 5, rss_read_time with 9. */
+	/* A snapshot with totals only (schema version 14, paths 0) has no
+	 * rows: its totals are its columns. */
 #define TOTALS_SQL(cols) \
 	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
 	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
 	if (rc >= 0 && !s->has_rss)
 		rc = hd_has_column(s, "snapshots", "sample_interval", &has_interval);
 #define RSS_COLS "sample_interval, rss_anon_bytes, swap_bytes, "
+#define PATHS_COLS ", paths, live_heap_bytes, live_mmap_bytes, live_rss_bytes, live_swap_bytes, live_count"
 	if (rc >= 0)
-		rc = hd_prepare(s, s->has_rss && s->has_rss_time ? TOTALS_SQL(RSS_COLS "rss_read_time")
+		rc = hd_prepare(s, s->has_paths ? TOTALS_SQL(RSS_COLS "rss_read_time" PATHS_COLS)
+		                   : s->has_rss && s->has_rss_time ? TOTALS_SQL(RSS_COLS "rss_read_time")
 		                   : s->has_rss ? TOTALS_SQL(RSS_COLS "NULL")
 		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0, NULL")
 		                   : TOTALS_SQL("0, 0, 0, NULL"), &q);
+#undef PATHS_COLS
 #undef RSS_COLS
 #undef TOTALS_SQL
 	if (q)
@@ -121,6 +126,14 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 		t->resident = p.by_kind[HA_KIND_RSS][i];
 		t->swapped = p.by_kind[HA_KIND_SWAP][i];
 		t->objects = p.objects[i];
+		t->paths = !s->has_paths || sqlite3_column_int(q, 10);
+		if (!t->paths && sqlite3_column_type(q, 11) != SQLITE_NULL) {
+			t->heap = hd_col_real(s, q, 11);
+			t->mmap = hd_col_real(s, q, 12);
+			t->resident = hd_col_real(s, q, 13);
+			t->swapped = hd_col_real(s, q, 14);
+			t->objects = hd_col_real(s, q, 15);
+		}
 		i++;
 	}
 	sqlite3_finalize(q);

@@ -15,8 +15,11 @@ struct session_snaps {
 };
 
 /* The snapshots of session in id order (the peak snapshot only with
- * with_peak); HD_ERR when it has none. */
-int hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int with_peak);
+ * HD_SNAPS_PEAK, those with totals only -- schema version 14 -- only with
+ * HD_SNAPS_TOTALS); HD_ERR when it has none. */
+#define HD_SNAPS_PEAK 1
+#define HD_SNAPS_TOTALS 2
+int hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int flags);
 void hd_session_snaps_free(struct session_snaps *ss);
 
 /* Calls fn on every (callstack, kind) series of the session whose kind

@@ -52,6 +52,8 @@ struct hd_source {
 	                            * (a day's profile reads 100,000 stacks) */
 	int has_base;              /* snapshots.base_id: buckets by snapshot with
 	                            * keyframes, schema version 12 */
+	int has_paths;             /* snapshots.paths: some snapshots hold totals
+	                            * only (schema version 14) */
 	struct hd_late *late;      /* names for frames the session left unnamed
 	                            * (late_names.h); NULL: none sought */
 };
@@ -503,6 +505,8 @@ struct hd_snap_total {
 	double heap, mmap;         /* kinds heap and mmap */
 	double objects;            /* of heap and mmap */
 	double resident, swapped;  /* kinds rss and swap (never part of the above) */
+	int paths;                 /* 0: totals only, no call paths (schema
+	                            * version 14): the values are its columns */
 };
 int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **v, size_t *n);
 

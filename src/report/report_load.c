@@ -54,7 +54,8 @@ int hd_source_open(struct hd_source *s, const char *path, int index, struct hd_e
 	    (has_anon && hd_has_column(s, "sessions", "rss_period", &has_period) < 0) ||
 	    hd_has_column(s, "sessions", "hostname", &s->has_host) < 0 ||
 	    hd_has_column(s, "snapshots", "rss_read_time", &s->has_rss_time) < 0 ||
-	    hd_has_column(s, "snapshots", "base_id", &s->has_base) < 0)
+	    hd_has_column(s, "snapshots", "base_id", &s->has_base) < 0 ||
+	    hd_has_column(s, "snapshots", "paths", &s->has_paths) < 0)
 		return HD_ERR;
 	s->has_rss = has_anon && has_period;
 	return HD_OK;
@@ -218,6 +219,33 @@ static int load_snap(struct hd_source *s, int64_t id, struct hd_snap *out)
 	return rc;
 }
 
+/* A snapshot with totals only (schema version 14) has no call paths to
+ * show: refused, naming the nearest that have them. */
+static int hd_check_paths(struct hd_source *s, const struct hd_snap *x)
+{
+	int64_t paths = 1, before = 0, after = 0;
+	int got;
+	if (hd_query_i64(s, "SELECT paths FROM snapshots WHERE id = ?1", &paths, &got, 1, x->id, 0) < 0)
+		return HD_ERR;
+	if (paths)
+		return HD_OK;
+	if (hd_query_i64(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND id < ?2"
+	                    " AND paths = 1", &before, &got, 2, x->session_id, x->id) < 0 ||
+	    hd_query_i64(s, "SELECT min(id) FROM snapshots WHERE session_id = ?1 AND id > ?2"
+	                    " AND paths = 1", &after, &got, 2, x->session_id, x->id) < 0)
+		return HD_ERR;
+	char near[96] = "";
+	if (before && after)
+		snprintf(near, sizeof near, ": the nearest with call paths are %" PRId64 " and %" PRId64,
+		         before, after);
+	else if (before || after)
+		snprintf(near, sizeof near, ": the nearest with call paths is %" PRId64,
+		         before ? before : after);
+	return hd_fail(s->err, "%s: snapshot %" PRId64 " holds the session's totals only, no call "
+	               "paths (heapattach writes them once every %d periodic snapshots; "
+	               "heapattach-db(5), \"Cadence\")%s", s->path, x->id, HA_DB_PATHS_EVERY, near);
+}
+
 int hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd_snap *out)
 {
 	int64_t id = 0, lo, hi, n;
@@ -231,8 +259,10 @@ int hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd
 		if (hd_peak(s, session, HD_KIND_ALLOC, &id, &live, &n) < 0)
 			return HD_ERR;
 	} else if (strcmp(spec, "first") == 0 || strcmp(spec, "last") == 0) {
+		/* the last with call paths (schema version 14) */
 		const char *sql = spec[0] == 'f'
 			? "SELECT min(id) FROM snapshots WHERE session_id = ?1"
+			: s->has_paths ? "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND paths = 1"
 			: "SELECT max(id) FROM snapshots WHERE session_id = ?1";
 		if (hd_query_i64(s, sql, &id, &got, 1, session, 0) < 0)
 			return HD_ERR;
@@ -251,7 +281,7 @@ int hd_resolve(struct hd_source *s, const char *spec, int64_t session, struct hd
 		return hd_fail(s->err, "%s: no snapshot %" PRId64 " in DB (snapshots %" PRId64 "..%" PRId64 ")",
 		               s->path, id, lo, hi);
 	}
-	return HD_OK;
+	return s->has_paths ? hd_check_paths(s, out) : HD_OK;
 }
 
 int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out)
@@ -260,10 +290,12 @@ int hd_prev_snapshot(const struct hd_snap *b, struct hd_snap *out)
 	sqlite3_stmt *q;
 	int64_t id = 0;
 	int rc;
-	if (hd_prepare(s,
-		"SELECT id FROM snapshots WHERE session_id = ?1 AND id <> ?2 AND reason <> 'peak'"
-		"   AND (time < ?3 OR (time = ?3 AND id < ?2)) ORDER BY time DESC, id DESC LIMIT 1", &q) < 0)
+#define PREV_SQL(paths)                                                                         \
+	"SELECT id FROM snapshots WHERE session_id = ?1 AND id <> ?2 AND reason <> 'peak'" paths \
+	"   AND (time < ?3 OR (time = ?3 AND id < ?2)) ORDER BY time DESC, id DESC LIMIT 1"
+	if (hd_prepare(s, s->has_paths ? PREV_SQL(" AND paths = 1") : PREV_SQL(""), &q) < 0)
 		return HD_ERR;
+#undef PREV_SQL
 	sqlite3_bind_int64(q, 1, b->session_id);
 	sqlite3_bind_int64(q, 2, b->id);
 	sqlite3_bind_double(q, 3, b->time);
@@ -284,8 +316,10 @@ int hd_snapshot_ids(struct hd_source *s, int64_t lo, int64_t hi, int64_t **ids, 
 	int rc;
 	*ids = NULL;
 	*nout = 0;
-	if (hd_prepare(s, "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
-	                  "   AND reason <> 'attach' ORDER BY id", &q) < 0)
+	if (hd_prepare(s, s->has_paths ? "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
+	                                 "   AND reason <> 'attach' AND paths = 1 ORDER BY id"
+	                               : "SELECT id FROM snapshots WHERE id BETWEEN ?1 AND ?2"
+	                                 "   AND reason <> 'attach' ORDER BY id", &q) < 0)
 		return HD_ERR;
 	sqlite3_bind_int64(q, 1, lo);
 	sqlite3_bind_int64(q, 2, hi);

@@ -30,20 +30,23 @@
 /* ------------------------------------------------------------ snapshots */
 
 /* The snapshots of session in id order; without the peak snapshot unless
- * with_peak: it is out of time order (schema.sql), no point of a trend (its
- * rows are then skipped as rows of no point of the series, and the last
- * snapshot writes every bucket they hold again). */
-int hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int with_peak)
+ * flags has HD_SNAPS_PEAK: it is out of time order (schema.sql), no point
+ * of a trend (its rows are then skipped as rows of no point of the series,
+ * and the last snapshot writes every bucket they hold again); without
+ * those that hold totals only (schema version 14: no call paths) unless
+ * flags has HD_SNAPS_TOTALS. */
+int hd_session_snaps(struct hd_source *s, int64_t session, struct session_snaps *ss, int flags)
 {
 	sqlite3_stmt *q;
 	size_t cap = 0;
 	double t0 = 0;
 	int rc;
+	char sql[200];
 	memset(ss, 0, sizeof *ss);
-	if (hd_prepare(s, with_peak
-		? "SELECT id, time FROM snapshots WHERE session_id = ?1 ORDER BY id"
-		: "SELECT id, time FROM snapshots WHERE session_id = ?1 AND reason <> 'peak' ORDER BY id",
-		&q) < 0)
+	snprintf(sql, sizeof sql, "SELECT id, time FROM snapshots WHERE session_id = ?1%s%s ORDER BY id",
+	         flags & HD_SNAPS_PEAK ? "" : " AND reason <> 'peak'",
+	         flags & HD_SNAPS_TOTALS || !s->has_paths ? "" : " AND paths = 1");
+	if (hd_prepare(s, sql, &q) < 0)
 		return HD_ERR;
 	sqlite3_bind_int64(q, 1, session);
 	while ((rc = hd_step(s, q)) > 0) {
@@ -229,7 +232,7 @@ int hd_peak(struct hd_source *s, int64_t session, int kind, int64_t *id, double 
 	if ((kind == HD_KIND_ALLOC &&
 	     hd_query_i64(s, "SELECT max(id) FROM snapshots WHERE session_id = ?1 AND reason = 'peak'",
 	                  &marked, &got, 1, session, 0) < 0) ||
-	    hd_session_snaps(s, session, &ss, 1) < 0)
+	    hd_session_snaps(s, session, &ss, HD_SNAPS_PEAK) < 0)
 		return HD_ERR;
 	p.total = hd_xcalloc(ss.n, sizeof *p.total);
 	if (hd_scan_series(s, session, &ss, kind, add_total, &p) < 0) {
