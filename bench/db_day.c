@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	}
 	CHECK(ha_db_batch_commit(db, err, sizeof err));
 	struct ha_db_snapshot s = { .time = t0, .rss_bytes = 1 << 26, .reason = "attach",
-		                    .sample_interval = (uint64_t)INTERVAL };
+		                    .sample_interval = (uint64_t)INTERVAL, .has_live = 1 };
 	CHECK(ha_db_snapshot(db, sid, &s, NULL, 0, &id, err, sizeof err));
 	printf("%6s %10s %12s %12s %8s\n", "hour", "snapshots", "db+wal_MB", "written_MB", "ratio");
 	int since_thin = 0, kept = 1, last_paths = 0;

@@ -87,5 +87,5 @@ leak_paced_kept "$live" live
 grep -A1 -m1 -E ' stack [0-9]+$' "$W/live_leaks.txt" | tail -n 1 | grep -q leak_here ||
 	fail "live: --leaks does not rank leak_here first: $(head -n 12 "$W/live_leaks.txt")"
 send "$TFD" quit
-echo "ok: 2884 snapshots thinned to $kept, every value kept; --leaks, --peak and the diff on the thinned file; a live session at 0.05 s thinned $thinned of its snapshots, the leak exact"
+echo "ok: 9004 snapshots thinned to $kept ($paths with call paths), every value kept; --leaks, --peak and the diff on the thinned file; a live session at 0.05 s thinned $thinned of its snapshots, the leak exact"
 
