@@ -183,7 +183,8 @@ struct ha_db_reach_holder {
 	/* Not stored: what the writer's symbolizer adds to name at name[at]
 	 * before the row is written (src/record/reach_names.c): a stack's
 	 * frame (pc: "tid N in FUNCTION (FILE:LINE)"), a global's
-	 * definition (addr in the module at module: "g (FILE:LINE) [prog]"). */
+	 * definition (addr in the module at module: "g (FILE:LINE) [prog]"; at 0:
+	 * no ELF symbol named it, "g (FILE:LINE) [prog+0x4a10]"). */
 	uint64_t pc, addr, module;
 	int pc_is_ret;
 	size_t at;

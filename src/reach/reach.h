@@ -69,7 +69,9 @@ struct reach_holder {
 	int pc_is_ret;        /* ...a return address (every frame but the innermost) */
 	uint64_t addr;        /* GLOBAL: the root word's address (0: none) */
 	uint64_t module;      /* GLOBAL: the start of its module's first mapping */
-	size_t at;            /* where in name a detail goes (<= strlen(name)) */
+	size_t at;            /* where in name a detail goes (<= strlen(name));
+	                       * GLOBAL: 0 when no ELF symbol names it
+	                       * ("prog+0x4a10"), DWARF's name may then lead */
 };
 
 struct reach_result {

@@ -200,7 +200,7 @@ int reach_frame_of(const struct reach_frames *fr, uint64_t at);
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from
  * the module's ELF symbols as pid's root sees them; *module: the start of
  * the module's first mapping (0: none), *at: where a detail goes in out
- * (after the symbol, before " [module]"). */
+ * (after the symbol, before " [module]"; 0 when no symbol names it). */
 void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen,
                     uint64_t *module, size_t *at);
 /* Close the files reach_sym_name kept open during a scan. */

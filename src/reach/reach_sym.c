@@ -137,6 +137,7 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 		*at = strlen(sym);
 	} else {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
+		*at = 0;   /* no symbol: DWARF's name may come before it */
 	}
 	if (*at > strlen(out))
 		*at = strlen(out);

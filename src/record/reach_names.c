@@ -10,7 +10,9 @@
  *             no symbol names it;
  *   a global: "g_held [reach_truth]" -> "g_held (reach_truth.c:34)
  *             [reach_truth]", the file:line of the variable's definition
- *             from DWARF (ha_symbolize_var).
+ *             from DWARF (ha_symbolize_var); a module whose own file has
+ *             no symbol for it (stripped, its debug file found):
+ *             "prog+0x4040" -> "g_held (reach_truth.c:34) [prog+0x4040]".
  * Files by their base name.  What the target's files say is untrusted:
  * cleaned (ha_clean_line) and cut to the name's 127 bytes, the detail
  * cut first, so that the module after it stays. */
@@ -48,14 +50,29 @@ static void stack_detail(struct ha_symbolizer *sym, const struct ha_db_reach_hol
 		         (unsigned long long)o->rel_pc);
 }
 
-static void global_detail(struct ha_symbolizer *sym, const struct ha_db_reach_holder *h,
-                          char *out, size_t outlen)
+/* A global's definition; for a name no ELF symbol gave (h->at 0: a
+ * stripped module whose debug file has DWARF), the variable's name too:
+ * the whole name is then made here. */
+static void global_detail(struct ha_symbolizer *sym, struct ha_db_reach_holder *h, char *out,
+                          size_t outlen)
 {
 	const char *name, *file;
 	int line;
-	if (ha_symbolize_var(sym, h->addr, h->module, &name, &file, &line) == 0 && file[0] &&
-	    line > 0)
-		snprintf(out, outlen, " (%.60s:%d)", base_name(file), line);
+	if (ha_symbolize_var(sym, h->addr, h->module, &name, &file, &line) != 0)
+		return;
+	char where[100] = "";
+	if (file[0] && line > 0)
+		snprintf(where, sizeof where, " (%.60s:%d)", base_name(file), line);
+	if (h->at > 0 || !name[0]) {
+		snprintf(out, outlen, "%s", where);
+		return;
+	}
+	char whole[sizeof h->name + 200];
+	snprintf(whole, sizeof whole, "%.80s%s [%s]", name, where, h->name);
+	ha_clean_line(whole);
+	size_t len = strlen(whole) < sizeof h->name ? strlen(whole) : sizeof h->name - 1;
+	memcpy(h->name, whole, len);
+	h->name[len] = '\0';
 }
 
 void ha_reach_name_holders(struct ha_symbolizer *sym, struct ha_db_reach *r)
