@@ -207,8 +207,10 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *u
 		r->scans++;
 		if (r->verbose)
 			fprintf(stderr, "heapattach: reachability scan: %zu blocks, %llu chunks; "
-			        "the target paused %.2f ms, the scan took %.1f ms\n", g.n,
-			        (unsigned long long)res.chunks, res.pause_ms, res.scan_ms);
+			        "the target paused %.2f ms, the scan took %.1f ms (%.1f ms classifying "
+			        "and naming holders, %d stacks walked)\n", g.n,
+			        (unsigned long long)res.chunks, res.pause_ms, res.scan_ms,
+			        res.holders_ms, res.stacks_walked);
 		reach_result_free(&res);
 	}
 	free(g.v);

@@ -80,6 +80,8 @@ struct reach_result {
 	uint64_t bytes_scanned; /* roots and heap blocks read */
 	uint64_t cow_bytes;     /* what the copy cost: its private pages and page tables at the end */
 	uint64_t chunks;        /* glibc chunks in use found */
+	double holders_ms;      /* classifying the blocks and naming their holders */
+	int stacks_walked;      /* threads' stacks walked for the frames of holders */
 	struct reach_holder *holders; /* malloc'ed, nholders of them */
 	size_t nholders;
 };

@@ -310,7 +310,11 @@ int reach_scan(pid_t pid, struct reach_block *blocks, size_t n, const struct rea
 		goto out;
 	}
 	struct naming nm = { f.copy, &cm, &m, &f, o, calloc(f.nth ? f.nth : 1, sizeof *nm.frames) };
+	double t_named = ha_now_ms();
 	classify(blocks, n, &k, r, &nm);
+	r->holders_ms = ha_now_ms() - t_named;
+	for (size_t t = 0; nm.frames && t < f.nth; t++)
+		r->stacks_walked += nm.frames[t].walked;
 	free(nm.frames);
 	reach_sym_reset();
 	r->chunks = h.n;
