@@ -81,22 +81,18 @@ int hd_snap_totals(struct hd_source *s, int64_t session, struct hd_snap_total **
 	 * VmSwap with version 5, rss_read_time with 9. */
 	/* A snapshot with totals only (schema version 14, paths 0) has no
 	 * rows: its totals are its columns. */
-#define TOTALS_SQL(cols) \
-	"SELECT id, time, reason, rss_bytes, samples, drops, " cols \
-	"  FROM snapshots WHERE session_id = ?1 ORDER BY id"
+	char sql[400];
 	if (rc >= 0 && !s->has_rss)
 		rc = hd_has_column(s, "snapshots", "sample_interval", &has_interval);
-#define RSS_COLS "sample_interval, rss_anon_bytes, swap_bytes, "
-#define PATHS_COLS ", paths, live_heap_bytes, live_mmap_bytes, live_rss_bytes, live_swap_bytes, live_count"
+	snprintf(sql, sizeof sql, "SELECT id, time, reason, rss_bytes, samples, drops, %s, %s%s"
+	         "  FROM snapshots WHERE session_id = ?1 ORDER BY id",
+	         s->has_rss ? "sample_interval, rss_anon_bytes, swap_bytes"
+	         : has_interval ? "sample_interval, 0, 0" : "0, 0, 0",
+	         s->has_rss && s->has_rss_time ? "rss_read_time" : "NULL",
+	         s->has_paths ? ", paths, live_heap_bytes, live_mmap_bytes, live_rss_bytes,"
+	                        " live_swap_bytes, live_count" : "");
 	if (rc >= 0)
-		rc = hd_prepare(s, s->has_paths ? TOTALS_SQL(RSS_COLS "rss_read_time" PATHS_COLS)
-		                   : s->has_rss && s->has_rss_time ? TOTALS_SQL(RSS_COLS "rss_read_time")
-		                   : s->has_rss ? TOTALS_SQL(RSS_COLS "NULL")
-		                   : has_interval ? TOTALS_SQL("sample_interval, 0, 0, NULL")
-		                   : TOTALS_SQL("0, 0, 0, NULL"), &q);
-#undef PATHS_COLS
-#undef RSS_COLS
-#undef TOTALS_SQL
+		rc = hd_prepare(s, sql, &q);
 	if (q)
 		sqlite3_bind_int64(q, 1, session);
 	while (q && (rc = hd_step(s, q)) > 0 && i < ss.n) {
