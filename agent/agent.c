@@ -65,6 +65,7 @@
 #include "pywalk.h"
 #include "resolve.h"
 #include "slices.h"
+#include "alloc_stats.h"
 #include "trim.h"
 #include "sampler.h"
 #include "tls.h"
@@ -527,6 +528,9 @@ static enum end_reason serve(void)
 				return END_DETACH;
 			case HA_MSG_TRIM:
 				ha_trim_reply(g_sock);
+				break;
+			case HA_MSG_ALLOC_ASK:
+				ha_alloc_stats_reply(g_sock, m.u.alloc_ask.seq);
 				break;
 			default:
 				ha_msg_send_error(g_sock, EPROTO, "unexpected message", NULL);

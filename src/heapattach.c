@@ -99,13 +99,7 @@ int main(int argc, char **argv)
 	if (o.trim) { /* no profile: heapattach_trim.c */
 		ha_session_init(&s);
 		s.own_pid = t.own_pid;
-		if (o.trim == HA_TRIM_DO &&
-		    ha_session_open(&s, t.pid, t.uid, t.gid, t.same_root, o.ring_bytes / rings, rings, err,
-		                    sizeof err)) {
-			fprintf(stderr, "heapattach: %s\n", err);
-			ha_session_close(&s);
-			return EXIT_REFUSED;
-		}
+		/* the session is opened by cmd_trim when it attaches */
 		status = cmd_trim(&o, &t, &s, t_start, t_checked);
 		ha_session_close(&s);
 		return status;

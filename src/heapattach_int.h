@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "heapattach_args.h"
+#include "mem_alloc.h"
 #include "py_detect.h"
 
 struct ha_collector;
@@ -130,6 +131,26 @@ int cmd_detach(const struct options *o, const struct ha_target *t, struct ha_ses
  * agent's thread, the drop measured, detach.  Returns the exit status. */
 /* --live's t: predict, have the agent call malloc_trim(0), measure; msg:
  * the line for the view (predicted against measured, or why not). */
+/* Another allocator's figures at each snapshot (heapattach_alloc.c). */
+struct cmd_alloc {
+	struct ha_session *s;
+	int verbose;
+	int off;                   /* not asked any more (relaxed atomic) */
+	int fails;                 /* in a row (the collector's) */
+	int detached;              /* the agent is gone: last stands (atomic) */
+	pthread_mutex_t mu;        /* last, t_last */
+	struct ha_mem_alloc last;
+	double t_last;             /* ha_now_ms() of last; 0: none */
+};
+void cmd_alloc_init(struct cmd_alloc *a, struct ha_session *s, int verbose);
+/* The collector's hook (collector.h: alloc_ask), ctx a struct cmd_alloc. */
+int cmd_alloc_hook(void *ctx, struct ha_mem_alloc *out);
+/* Just before the detach: ask once more, and let that answer stand for
+ * the final snapshot, taken after it. */
+void cmd_alloc_last(struct cmd_alloc *a);
+/* Ask the agent for the allocator's figures and check them: 0 or -1 with err. */
+int cmd_alloc_read(struct ha_session *s, int timeout_ms, struct ha_mem_alloc *out, char *err,
+                   size_t errlen);
 void cmd_trim_now(pid_t pid, struct ha_session *s, int timeout_ms, char *msg, size_t len);
 int cmd_trim(const struct options *o, const struct ha_target *t, struct ha_session *s,
              double t_start, double t_checked);

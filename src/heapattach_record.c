@@ -142,6 +142,10 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	                           .verbose = o->verbose };
 	coll.reach = cmd_reach_hook;
 	coll.reach_ctx = &reach;
+	static struct cmd_alloc alloc; /* 4 KiB of figures: not on this stack */
+	cmd_alloc_init(&alloc, s, o->verbose);
+	coll.alloc_ask = cmd_alloc_hook;
+	coll.alloc_ctx = &alloc;
 	int coll_failed = ha_collector_start(&coll);
 	if (coll_failed)
 		fprintf(stderr, "heapattach: %s\n", coll.err);
@@ -186,6 +190,8 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	cmd_view_open(o, live, &view);
 	enum stop_reason why = cmd_stay_attached(o, s, sigfd, &coll, live, view.view, push, &signo);
 	cmd_view_close(&view);
+	if (why != STOP_TARGET_EXIT && why != STOP_AGENT_LOST && why != STOP_TARGET_EXEC)
+		cmd_alloc_last(&alloc);
 	int status = cmd_detach(o, t, s, why, signo);
 
 	/* What the agent wrote before it left is still in our mapping of the

@@ -181,6 +181,12 @@ void cmd_print_summary(const struct options *o, const struct ha_session *s,
 		        (double)st.mem_walk_ns / 1e6 / (double)st.mem_views,
 		        (double)st.mem_arenas / (double)st.mem_views,
 		        st.mem_arenas ? (double)st.mem_walk_ns / 1e3 / (double)st.mem_arenas : 0.0);
+	if (o->verbose && st.mem_alloc_reads)
+		fprintf(stderr, "heapattach: the allocator's own figures at %llu snapshots: %.1f us of "
+		        "the agent thread's CPU each, %.1f us the collector waited (the round trip)\n",
+		        (unsigned long long)st.mem_alloc_reads,
+		        (double)st.mem_alloc_ns / 1e3 / (double)st.mem_alloc_reads,
+		        (double)st.mem_alloc_wait_ns / 1e3 / (double)st.mem_alloc_reads);
 	if (o->verbose && st.live_frames)
 		fprintf(stderr, "heapattach: %llu live frames of %llu buckets at the end, %.1f us each in "
 		        "the collector\n", (unsigned long long)st.live_frames,

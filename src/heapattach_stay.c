@@ -229,10 +229,12 @@ enum stop_reason cmd_stay_attached(const struct options *o, struct ha_session *s
 				}
 			}
 		}
+		if (p[1].revents && ha_session_spurious_wake(s))
+			p[1].revents = 0; /* the collector's exchange took what came */
 		if (p[1].revents) {
-			/* The agent only speaks when asked; anything here is a
-			 * hang-up: the target exited, or the agent gave up (and
-			 * may have said why). */
+			/* The agent only speaks when asked; anything else here
+			 * is a hang-up: the target exited, or the agent gave up
+			 * (and may have said why). */
 			char said[512];
 			if (ha_session_last_word(s, said, sizeof said))
 				fprintf(stderr, "heapattach: %s\n", said);

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct ha_mem_view v;
-	if (ha_mem_view_read((pid_t)atoi(argv[1]), argc == 3 ? no_blocks : NULL, NULL, &v) != 0) {
+	if (ha_mem_view_read((pid_t)atoi(argv[1]), argc == 3 ? no_blocks : NULL, NULL, NULL, &v) != 0) {
 		fprintf(stderr, "mem_view_check: cannot read pid %s\n", argv[1]);
 		return 1;
 	}

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ void ha_session_init(struct ha_session *s)
 {
 	memset(s, 0, sizeof *s);
 	s->listen_fd = s->conn_fd = s->ring_fd = s->tmp_fd = s->dir_fd = -1;
+	s->io_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
 /* The socket's names go once the agent is connected (or the session
@@ -334,11 +336,12 @@ static int send_msg(struct ha_session *s, const struct ha_msg *m, int fd_to_pass
 	}
 }
 
-/* Receive one message of the expected type.  Any file descriptor that comes
- * along uninvited is closed: the agent never sends one.  deadline_ms < 0:
- * do not wait (1 is returned when nothing is there yet). */
-static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, double deadline_ms,
-                    char *err, size_t errlen)
+/* Receive one message into *m (*len bytes, *trunc if cut): 0, 1 when
+ * nothing is there yet and deadline_ms < 0 (do not wait), -1 with err.
+ * Any file descriptor that comes along uninvited is closed: the agent
+ * never sends one. */
+static int recv_one(struct ha_session *s, struct ha_msg *m, double deadline_ms, long *len,
+                    int *trunc, char *err, size_t errlen)
 {
 	if (deadline_ms >= 0) {
 		int r = wait_readable(s->conn_fd, deadline_ms);
@@ -373,7 +376,27 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 		ha_err(err, errlen, "cannot read from the agent: %s", strerror(errno));
 		return -1;
 	}
-	return ha_session_check_msg(m, n, (mh.msg_flags & MSG_TRUNC) != 0, want, err, errlen);
+	*len = (long)n;
+	*trunc = (mh.msg_flags & MSG_TRUNC) != 0;
+	return 0;
+}
+
+/* One message of type want (1: none yet, when deadline_ms < 0).  An
+ * ALLOC_STATS answer is dropped unless it is what is wanted: the late
+ * answer to an ask that timed out (ha_session_alloc_stats). */
+static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, double deadline_ms,
+                    char *err, size_t errlen)
+{
+	for (;;) {
+		long n = 0;
+		int trunc = 0, r = recv_one(s, m, deadline_ms, &n, &trunc, err, errlen);
+		if (r != 0)
+			return r;
+		if (want != HA_MSG_ALLOC_STATS && !trunc && ha_msg_valid(m, n) &&
+		    m->type == HA_MSG_ALLOC_STATS)
+			continue;
+		return ha_session_check_msg(m, n, trunc, want, err, errlen);
+	}
 }
 
 int ha_session_check_msg(struct ha_msg *m, long n, int truncated, uint16_t want, char *err,
@@ -542,16 +565,18 @@ int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *
 		return -1;
 	}
 	ha_msg_init(&m, HA_MSG_DETACH);
-	if (send_msg(s, &m, -1, err, errlen))
-		return -1;
-	if (recv_msg(s, &m, HA_MSG_DETACHED, deadline, err, errlen))
+	pthread_mutex_lock(&s->io_mu);
+	int r = send_msg(s, &m, -1, err, errlen) ||
+	        recv_msg(s, &m, HA_MSG_DETACHED, deadline, err, errlen);
+	pthread_mutex_unlock(&s->io_mu);
+	if (r)
 		return -1;
 	if (final)
 		*final = m.u.counters;
 	return 0;
 }
 
-int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, char *err,
+int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, int *kind, char *err,
                     size_t errlen)
 {
 	struct ha_msg m;
@@ -561,19 +586,92 @@ int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t 
 		return -1;
 	}
 	ha_msg_init(&m, HA_MSG_TRIM);
-	if (send_msg(s, &m, -1, err, errlen) || recv_msg(s, &m, HA_MSG_TRIMMED, deadline, err, errlen))
+	pthread_mutex_lock(&s->io_mu);
+	int r = send_msg(s, &m, -1, err, errlen) ||
+	        recv_msg(s, &m, HA_MSG_TRIMMED, deadline, err, errlen);
+	pthread_mutex_unlock(&s->io_mu);
+	if (r)
 		return -1;
-	/* From the target: only its two values are used, each bounded. */
+	/* From the target: only its three values are used, each bounded. */
 	*result = m.u.trimmed.result < -1 ? -1 : m.u.trimmed.result > 1 ? 1 : m.u.trimmed.result;
 	*ns = m.u.trimmed.ns;
+	*kind = m.u.trimmed.kind < HA_ALLOC_KINDS ? (int)m.u.trimmed.kind : -1;
 	return 0;
+}
+
+int ha_session_alloc_stats(struct ha_session *s, int timeout_ms, struct ha_msg *parts,
+                           size_t *nparts, char *err, size_t errlen)
+{
+	struct ha_msg m;
+	double deadline = ha_now_ms() + timeout_ms;
+	*nparts = 0;
+	if (s->conn_fd < 0) {
+		ha_err(err, errlen, "no agent connected");
+		return -1;
+	}
+	pthread_mutex_lock(&s->io_mu);
+	uint32_t seq = ++s->alloc_seq;
+	ha_msg_init(&m, HA_MSG_ALLOC_ASK);
+	m.u.alloc_ask.seq = seq;
+	int r = send_msg(s, &m, -1, err, errlen);
+	size_t want = 1;
+	while (r == 0 && *nparts < want) {
+		r = recv_msg(s, &parts[*nparts], HA_MSG_ALLOC_STATS, deadline, err, errlen);
+		if (r)
+			break;
+		const struct ha_msg_alloc_stats *a = &parts[*nparts].u.alloc;
+		if (a->seq != seq)
+			continue; /* an answer to an ask that timed out */
+		if (a->part != *nparts || a->parts == 0 || a->parts > HA_ALLOC_PARTS_MAX ||
+		    (*nparts && a->parts != want)) {
+			ha_err(err, errlen, "allocator stats from the agent out of order (part %u of %u)",
+			       (unsigned)a->part, (unsigned)a->parts);
+			r = -1;
+			break;
+		}
+		want = a->parts;
+		++*nparts;
+	}
+	pthread_mutex_unlock(&s->io_mu);
+	if (r)
+		*nparts = 0;
+	return r ? -1 : 0;
+}
+
+int ha_session_spurious_wake(struct ha_session *s)
+{
+	int spurious = 0;
+	pthread_mutex_lock(&s->io_mu);
+	for (;;) {
+		struct pollfd p = { .fd = s->conn_fd, .events = POLLIN };
+		if (s->conn_fd < 0 || poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			break;
+		if (!(p.revents & POLLIN)) {
+			spurious = 1;
+			break;
+		}
+		struct ha_msg m;
+		ssize_t n = recv(s->conn_fd, &m, sizeof m, MSG_PEEK | MSG_DONTWAIT);
+		if (n != (ssize_t)sizeof m || !ha_msg_valid(&m, n) || m.type != HA_MSG_ALLOC_STATS)
+			break; /* left for ha_session_last_word: the agent speaks only when asked */
+		long len = 0;
+		int trunc = 0;
+		char err[64];
+		if (recv_one(s, &m, -1, &len, &trunc, err, sizeof err) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&s->io_mu);
+	return spurious;
 }
 
 int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
 {
 	struct ha_msg m;
 	memset(&m, 0, sizeof m); /* a hang-up leaves it as it is */
-	if (s->conn_fd < 0 || recv_msg(s, &m, 0, -1, err, errlen) != -1)
+	pthread_mutex_lock(&s->io_mu);
+	int r = s->conn_fd < 0 ? 0 : recv_msg(s, &m, 0, -1, err, errlen);
+	pthread_mutex_unlock(&s->io_mu);
+	if (r != -1)
 		return 0;
 	return ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
 }

@@ -5,6 +5,7 @@
 #define HA_SESSION_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,11 @@ struct ha_session {
 	struct ha_counters ready;  /* what READY said */
 	double t_ready;            /* ha_now_ms() when READY came */
 	char hs_err[512];          /* why it failed */
+	/* After the handshake the main thread (trim, detach, a hang-up) and
+	 * the collector (the allocator's stats at a snapshot) both talk to
+	 * the agent: one exchange, a request and its answer, at a time. */
+	pthread_mutex_t io_mu;
+	uint32_t alloc_seq;        /* the last ALLOC_ASK's seq (under io_mu) */
 };
 
 enum { HA_HS_NONE, HA_HS_ACCEPT, HA_HS_HELLO, HA_HS_READY, HA_HS_DONE, HA_HS_FAILED };
@@ -68,11 +74,27 @@ int ha_session_handshake(struct ha_session *s, int timeout_ms, char *err, size_t
 int ha_session_detach(struct ha_session *s, int timeout_ms, struct ha_counters *final,
                       char *err, size_t errlen);
 
-/* heapattach --trim: ask the agent for malloc_trim(0) on its thread and
- * wait for TRIMMED: *result is what it returned (-1: no malloc_trim in the
- * target), *ns how long it took there.  0, or -1 with err. */
-int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, char *err,
-                    size_t errlen);
+/* heapattach --trim: ask the agent for the allocator's trim on its thread
+ * (malloc_trim(0), or jemalloc's, tcmalloc's, mimalloc's: ha_proto.h,
+ * TRIMMED) and wait for TRIMMED: *result is what it returned (-1: no trim
+ * in the target), *ns how long it took there, *kind whose (enum
+ * ha_alloc_kind, -1 out of range).  0, or -1 with err. */
+int ha_session_trim(struct ha_session *s, int timeout_ms, int *result, uint64_t *ns, int *kind,
+                    char *err, size_t errlen);
+
+/* A snapshot's allocator statistics: ask the agent (ALLOC_ASK) and collect
+ * its answer's parts into parts[0 .. HA_ALLOC_PARTS_MAX), in order, their
+ * count in *nparts.  Only the framing is checked here (seq, part order):
+ * the figures are the target's, checked where they are read
+ * (src/rss/mem_alloc.c).  Any thread; 0, or -1 with err. */
+int ha_session_alloc_stats(struct ha_session *s, int timeout_ms, struct ha_msg *parts,
+                           size_t *nparts, char *err, size_t errlen);
+
+/* The agent's socket woke a poller that asked nothing: 1 if it is still
+ * up with nothing left to read (another thread's exchange took what came,
+ * or only late ALLOC_STATS answers were there, dropped), 0 if it is
+ * hanging up (what is there is left for ha_session_last_word). */
+int ha_session_spurious_wake(struct ha_session *s);
 
 /* The agent's socket became readable while it was not asked anything: it
  * is hanging up, maybe after an ERROR saying why (the program unmapped the

@@ -22,7 +22,7 @@
 #include "ha_py.h"
 
 #define HA_PROTO_MAGIC   0x48415450u /* "HATP" */
-#define HA_PROTO_VERSION 14u
+#define HA_PROTO_VERSION 15u
 
 /* Name of the agent's shared object as installed and built. */
 #define HA_AGENT_SONAME "heapattach_agent.so"
@@ -112,7 +112,9 @@ struct ha_agent_state {
  *   attacher -> agent     HA_MSG_CONFIG   (+ ring memfd via SCM_RIGHTS)
  *   agent    -> attacher  HA_MSG_READY    (hooks installed) or HA_MSG_ERROR
  *   attacher -> agent     HA_MSG_TRIM     (heapattach --trim, any number)
- *   agent    -> attacher  HA_MSG_TRIMMED  (malloc_trim(0) done on its thread)
+ *   agent    -> attacher  HA_MSG_TRIMMED  (the allocator's trim done on its thread)
+ *   attacher -> agent     HA_MSG_ALLOC_ASK  (a snapshot: the allocator's stats)
+ *   agent    -> attacher  HA_MSG_ALLOC_STATS (1 + arena parts, see below)
  *   attacher -> agent     HA_MSG_DETACH
  *   agent    -> attacher  HA_MSG_DETACHED (hooks restored, ring unmapped)
  * A hang-up at any point makes the agent restore everything by itself.
@@ -130,6 +132,8 @@ enum ha_msg_type {
 	HA_MSG_DETACHED = 8,
 	HA_MSG_TRIM = 9,
 	HA_MSG_TRIMMED = 10,
+	HA_MSG_ALLOC_ASK = 11,
+	HA_MSG_ALLOC_STATS = 12,
 };
 
 #define HA_CFG_BLOCK 0x1u /* ring full: wait instead of dropping */
@@ -170,14 +174,81 @@ struct ha_counters {
 	uint64_t modules_patched;
 };
 
-/* TRIMMED: what malloc_trim(0) returned on the agent's thread (1 memory
- * given back, 0 none, -1 the target's libc has no malloc_trim) and how
- * long it took (it holds each arena's lock while it walks it). */
+/* TRIMMED: what the trim returned on the agent's thread and how long it
+ * took.  kind (HA_ALLOC_*) says whose: NONE is glibc's malloc_trim(0)
+ * (result 1 memory given back, 0 none, -1 the target's libc has none;
+ * it holds each arena's lock while it walks it); JEMALLOC mallctl
+ * "arena.4096.purge" (result its return, 0 done); TCMALLOC
+ * MallocExtension_ReleaseFreeMemory() and MIMALLOC mi_collect(true)
+ * (result 0: called).  The allocator is chosen as for ALLOC_STATS. */
 struct ha_msg_trimmed {
 	int32_t result;
-	uint32_t pad;
+	uint32_t kind;
 	uint64_t ns;
 };
+
+/* The allocator's own statistics, read on the agent's thread by calling it
+ * (agent/alloc_stats.c): another allocator than glibc's serves the program
+ * (LD_PRELOAD'ed, or linked as redis-server links libjemalloc), found by
+ * the target's dlsym in this order.  glibc's arenas are read from outside
+ * (src/rss/mem_glibc.c): NONE. */
+enum ha_alloc_kind {
+	HA_ALLOC_NONE = 0,       /* none of these: glibc (or unknown) */
+	HA_ALLOC_JEMALLOC = 1,   /* mallctl */
+	HA_ALLOC_TCMALLOC = 2,   /* gperftools: MallocExtension_GetNumericProperty */
+	HA_ALLOC_MIMALLOC = 3,   /* mi_process_info */
+	HA_ALLOC_KINDS
+};
+
+/* ALLOC_ASK: seq, echoed by every part of the answer (a late answer to an
+ * earlier ask is told apart and dropped). */
+struct ha_msg_alloc_ask {
+	uint32_t seq;
+	uint32_t pad;
+};
+
+/* ALLOC_STATS: part 0 holds the totals, v[] indexed by the kind's HA_J_*,
+ * HA_T_*, HA_M_* below, bit i of `have` set when v[i] was read; parts 1 ..
+ * parts-1 hold jemalloc's arenas, HA_ALLOC_ARENAS_PER_MSG to a part, each
+ * HA_JA_VALUES values from v[part_arena * HA_JA_VALUES].  Every figure is
+ * in bytes (page counts multiplied by the page size on the agent's side).
+ * Bounded: at most HA_ALLOC_ARENAS_MAX arenas are sent (the totals are of
+ * them all), so parts <= 1 + HA_ALLOC_ARENAS_MAX / HA_ALLOC_ARENAS_PER_MSG. */
+#define HA_ALLOC_VALUES 12
+#define HA_ALLOC_ARENAS_PER_MSG 2
+#define HA_ALLOC_ARENAS_MAX 64
+#define HA_ALLOC_PARTS_MAX (1 + HA_ALLOC_ARENAS_MAX / HA_ALLOC_ARENAS_PER_MSG)
+struct ha_msg_alloc_stats {
+	uint32_t seq;            /* the ask's */
+	uint16_t kind;           /* enum ha_alloc_kind */
+	uint16_t part;
+	uint16_t parts;          /* of this answer, 1 with no arena */
+	uint16_t count;          /* arenas in this part (0 in part 0) */
+	uint32_t narenas;        /* part 0: the allocator's arenas (jemalloc's
+	                          * arenas.narenas, maybe more than sent) */
+	uint32_t have;           /* part 0: bit i, v[i] read */
+	uint32_t pad;
+	uint64_t ns;             /* part 0: the reading's time on the agent's thread */
+	uint64_t v[HA_ALLOC_VALUES];
+};
+/* jemalloc's totals (stats.*, after "epoch" is written): */
+enum { HA_J_ALLOCATED, HA_J_ACTIVE, HA_J_RESIDENT, HA_J_MAPPED, HA_J_RETAINED, HA_J_METADATA,
+       HA_J_DIRTY, HA_J_MUZZY, HA_J_PAGE, HA_J_LARGE_PAD, HA_J_COUNT };
+/* HA_J_LARGE_PAD: with opt.cache_oblivious (the default), each large
+ * block's extent has a page more than its size, its start at a random
+ * cache line of it: active counts that page, which is never touched
+ * (large.nmalloc - large.ndalloc pages).  Each arena's active is sent
+ * without its pad. */
+/* ...and each arena's (stats.arenas.<i>.*): */
+enum { HA_JA_INDEX, HA_JA_THREADS, HA_JA_ACTIVE, HA_JA_ALLOCATED, HA_JA_DIRTY, HA_JA_MUZZY,
+       HA_JA_VALUES };
+/* tcmalloc's (generic.* and tcmalloc.* numeric properties): */
+enum { HA_T_ALLOCATED, HA_T_HEAP_SIZE, HA_T_PAGEHEAP_FREE, HA_T_PAGEHEAP_UNMAPPED,
+       HA_T_CENTRAL_FREE, HA_T_TRANSFER_FREE, HA_T_THREAD_FREE, HA_T_PHYSICAL, HA_T_COUNT };
+/* mimalloc's (mi_process_info): */
+enum { HA_M_COMMIT, HA_M_PEAK_COMMIT, HA_M_RSS, HA_M_PEAK_RSS, HA_M_COUNT };
+_Static_assert(HA_J_COUNT <= HA_ALLOC_VALUES && HA_T_COUNT <= HA_ALLOC_VALUES &&
+               HA_ALLOC_ARENAS_PER_MSG * HA_JA_VALUES <= HA_ALLOC_VALUES, "alloc stats fit");
 
 struct ha_msg_error {
 	int32_t code;            /* errno-style */
@@ -194,6 +265,8 @@ struct ha_msg {
 		struct ha_counters counters;   /* READY, DETACHED */
 		struct ha_msg_error error;
 		struct ha_msg_trimmed trimmed;
+		struct ha_msg_alloc_ask alloc_ask;
+		struct ha_msg_alloc_stats alloc;
 		uint8_t pad[128];
 	} u;
 };

@@ -422,7 +422,7 @@ static void snapshot(struct ctx *x, const char *reason)
 	m->n = x->book && paths ? ha_book_take_changed(x->book, &m->rows) : 0;
 	counters_now(x, &m->info);
 	m->info.memory = m->mem = c->no_memory_view || !paths ? NULL
-	                                                    : ha_mem_feed_read(c->pid, x->book, &x->st);
+	                                                    : ha_mem_feed_read(c, x->book, &x->st);
 	ha_mem_feed_keep(m->mem, &x->mem_rss_anon, x->mem_terms);
 	m->info.time = now;
 	m->info.reason = reason;

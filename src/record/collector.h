@@ -70,7 +70,10 @@ struct ha_cmd {
 	X(mem_views)        /* snapshots with the allocator's view read (mem_feed.h)... */ \
 	X(mem_view_ns)      /* ...the time they took (smaps, the walk, pagemap)... */ \
 	X(mem_walk_ns)      /* ...of which walking glibc's arenas... */ \
-	X(mem_arenas)       /* ...of this many arenas in all */
+	X(mem_arenas)       /* ...of this many arenas in all */ \
+	X(mem_alloc_reads)  /* snapshots with another allocator's figures (mem_alloc.h)... */ \
+	X(mem_alloc_ns)     /* ...their reading's CPU time on the agent's thread... */ \
+	X(mem_alloc_wait_ns) /* ...and the collector's wait for them (the round trip) */
 
 struct ha_collector_stats {
 #define HA_STAT_FIELD(name) uint64_t name;
@@ -88,6 +91,7 @@ _Static_assert(sizeof(struct ha_collector_stats) == HA_COLLECTOR_NSTATS * sizeof
                "the stats are copied as an array of uint64_t");
 
 struct ha_book;
+struct ha_mem_alloc;
 struct ha_unwinder;
 struct ha_wmsg_snapshot;
 
@@ -133,6 +137,12 @@ struct ha_collector {
 	void (*reach)(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
 	              struct ha_wmsg_snapshot *m);
 	void *reach_ctx;
+	/* Another allocator's figures at a snapshot (src/rss/mem_alloc.h),
+	 * asked of the agent: called on the collector thread before the
+	 * memory view is read; 0 with *out filled, or -1 (none: glibc, or no
+	 * answer).  NULL: never asked. */
+	int (*alloc_ask)(void *ctx, struct ha_mem_alloc *out);
+	void *alloc_ctx;
 	/* owned by the collector thread */
 	struct ha_queue inbox;
 	pthread_t thread;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mem_view.h"
 
@@ -28,11 +29,27 @@ static void live_heap(void *arg, ha_mem_each_fn each, void *ctx)
 		ha_book_each_block(b, one_block, &h);
 }
 
-struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+struct ha_db_memory *ha_mem_feed_read(const struct ha_collector *c, const struct ha_book *book,
                                       struct ha_collector_stats *st)
 {
 	struct ha_mem_view v;
-	if (ha_mem_view_read(pid, live_heap, (void *)book, &v) != 0)
+	struct ha_mem_alloc alloc;
+	uint64_t t0 = now_ns();
+	int have_alloc = c->alloc_ask && c->alloc_ask(c->alloc_ctx, &alloc) == 0 &&
+	                 alloc.kind != HA_ALLOC_NONE;
+	if (have_alloc && st) {
+		st->mem_alloc_reads++;
+		st->mem_alloc_ns += alloc.ns;
+		st->mem_alloc_wait_ns += now_ns() - t0;
+	}
+	if (ha_mem_view_read(c->pid, live_heap, (void *)book, have_alloc ? &alloc : NULL, &v) != 0)
 		return NULL;
 	struct ha_db_memory *m = calloc(1, sizeof *m);
 	if (m && v.narenas)
@@ -70,7 +87,7 @@ struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
 		st->mem_views++;
 		st->mem_view_ns += v.cost_ns;
 		st->mem_walk_ns += v.walk_ns;
-		st->mem_arenas += v.narenas;
+		st->mem_arenas += v.narenas - v.alloc_arenas;
 	}
 	ha_mem_view_free(&v);
 	return m;

@@ -12,9 +12,11 @@
 #include "collector.h"
 #include "db_write.h"
 
-/* Read it now: malloc'ed, NULL when the target cannot be read.  st (may be
- * NULL) counts it: mem_views, mem_view_ns, mem_walk_ns, mem_arenas. */
-struct ha_db_memory *ha_mem_feed_read(pid_t pid, const struct ha_book *book,
+/* Read it now: malloc'ed, NULL when the target cannot be read.  Another
+ * allocator's figures are asked first through c->alloc_ask, if set.  st
+ * (may be NULL) counts it: mem_views, mem_view_ns, mem_walk_ns,
+ * mem_arenas, mem_alloc_*. */
+struct ha_db_memory *ha_mem_feed_read(const struct ha_collector *c, const struct ha_book *book,
                                       struct ha_collector_stats *st);
 void ha_mem_feed_free(struct ha_db_memory *m);
 

@@ -6,10 +6,36 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "memory.h"
 
 #define INDENT 14
+
+/* jemalloc's arenas are stored in the arena table's columns (heaps its
+ * threads, system active+dirty+muzzy, in_use allocated, free dirty, top
+ * muzzy: src/rss/mem_alloc.h) and shown under their own names. */
+static int jemalloc(const struct hd_memory *m)
+{
+	return strncmp(m->allocator, "jemalloc", 8) == 0;
+}
+
+static void text_je_arenas(FILE *f, const struct hd_memory *m, int exact)
+{
+	char w[6][32];
+	fprintf(f, "\n  %-5s %7s %12s %12s %12s %12s %12s\n", "ARENA", "THREADS", "HELD", "ALLOCATED",
+	        "PINNED", "DIRTY", "MUZZY");
+	for (size_t i = 0; i < m->narenas; i++) {
+		const struct hd_arena *a = &m->arenas[i];
+		double x[] = { a->system, a->in_use, a->pinned, a->free, a->top };
+		for (int k = 0; k < 5; k++)
+			hd_fmt_bytes(w[k], sizeof w[k], x[k], 0, exact);
+		fprintf(f, "  %-5" PRId64 " %7" PRId64 " %12s %12s %12s %12s %12s\n", a->arena, a->heaps,
+		        w[0], w[1], w[2], w[3], w[4]);
+	}
+	fputs("  (held: active, dirty and muzzy pages; pinned: active minus allocated; dirty and "
+	      "muzzy: what a purge gives back)\n", f);
+}
 
 static size_t shown(const struct hd_memory *m, int top)
 {
@@ -55,7 +81,9 @@ void hd_write_memory_text(FILE *f, const struct hd_snap *b, const struct hd_memo
 		fprintf(f, "  %-26s %14s %6.1f%%\n", ha_mem_term_name(i),
 		        hd_fmt_bytes(v, sizeof v, m->terms[i], 0, exact),
 		        m->rss_anon > 0 ? 100.0 * m->terms[i] / m->rss_anon : 0.0);
-	if (m->narenas) {
+	if (m->narenas && jemalloc(m)) {
+		text_je_arenas(f, m, exact);
+	} else if (m->narenas) {
 		fprintf(f, "\n  %-5s %-4s %5s %12s %12s %12s %12s %12s %12s %12s\n", "ARENA", "MAIN",
 		        "HEAPS", "SYSTEM", "IN USE", "FREE", "TOP", "RESIDENT", "TRIMMABLE", "PINNED");
 		for (size_t i = 0; i < m->narenas; i++) {
@@ -88,7 +116,14 @@ void hd_write_memory_json(FILE *f, const struct hd_snap *b, const struct hd_memo
 	for (int i = 0; i < HA_MT_COUNT; i++)
 		fprintf(f, "%s\"%s\": %.0f", i ? ", " : "", ha_mem_term_name(i), m->terms[i]);
 	fputs("}, \"arenas\": [", f);
-	for (size_t i = 0; i < m->narenas; i++) {
+	for (size_t i = 0; i < m->narenas && jemalloc(m); i++) {
+		const struct hd_arena *a = &m->arenas[i];
+		fprintf(f, "%s{\"arena\": %" PRId64 ", \"threads\": %" PRId64 ", \"held_bytes\": %.0f"
+		        ", \"allocated_bytes\": %.0f, \"pinned_bytes\": %.0f, \"dirty_bytes\": %.0f"
+		        ", \"muzzy_bytes\": %.0f, \"trimmable_bytes\": %.0f}", i ? ", " : "", a->arena,
+		        a->heaps, a->system, a->in_use, a->pinned, a->free, a->top, a->trimmable);
+	}
+	for (size_t i = 0; i < m->narenas && !jemalloc(m); i++) {
 		const struct hd_arena *a = &m->arenas[i];
 		fprintf(f, "%s{\"arena\": %" PRId64 ", \"main\": %s, \"heaps\": %" PRId64
 		        ", \"system_bytes\": %.0f, \"in_use_bytes\": %.0f, \"free_bytes\": %.0f"

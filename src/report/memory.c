@@ -132,7 +132,9 @@ static void make_hint(struct hd_memory *m, int exact)
 	double thread_free = 0, rss = m->rss_anon > 0 ? m->rss_anon : 1;
 	size_t threads = 0;
 	char b1[64], b2[64];
-	for (size_t i = 0; i < m->narenas; i++)
+	/* glibc's thread arenas (jemalloc's are rows of the table too) */
+	int glibc = strncmp(m->allocator, "glibc", 5) == 0;
+	for (size_t i = 0; glibc && i < m->narenas; i++)
 		if (!m->arenas[i].is_main) {
 			threads++;
 			thread_free += m->arenas[i].free + m->arenas[i].top;
@@ -149,8 +151,11 @@ static void make_hint(struct hd_memory *m, int exact)
 	else if (trim >= 64 * MiB && trim >= 0.2 * rss)
 		snprintf(m->hint, sizeof m->hint,
 		         "%s of RssAnon (%.0f%%) is free in whole pages the allocator keeps: "
-		         "malloc_trim(0) in the process gives it back",
-		         hd_fmt_bytes(b1, sizeof b1, trim, 0, exact), 100 * trim / rss);
+		         "%s in the process gives it back (heapattach --trim)",
+		         hd_fmt_bytes(b1, sizeof b1, trim, 0, exact), 100 * trim / rss,
+		         !strncmp(m->allocator, "jemalloc", 8)   ? "a purge of every arena"
+		         : !strncmp(m->allocator, "tcmalloc", 8) ? "ReleaseFreeMemory()"
+		                                                 : "malloc_trim(0)");
 	else if (pinned >= 64 * MiB && pinned >= 0.2 * rss)
 		snprintf(m->hint, sizeof m->hint,
 		         "%s of RssAnon (%.0f%%) is free bytes on pages that also hold live blocks "

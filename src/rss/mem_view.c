@@ -217,20 +217,23 @@ static const char *other_allocator(const struct vma *v, size_t n)
 
 struct sampled {
 	const struct ha_mem_glibc *g;
-	double in_heaps;
+	double in_heaps, outside;          /* sampled live bytes in glibc's heaps, elsewhere */
 	struct ha_mem_pin_acc pin;
 };
 
 static void each_live(void *ctx, uint64_t addr, uint64_t size, double weight, uint32_t bucket)
 {
 	struct sampled *s = ctx;
-	if (ha_mem_glibc_in_heap(s->g, addr)) {
+	if (s->g && ha_mem_glibc_in_heap(s->g, addr)) {
 		s->in_heaps += weight * (double)size;
 		ha_mem_pin_block(&s->pin, addr, size, weight, bucket);
+	} else {
+		s->outside += weight * (double)size;
 	}
 }
 
-int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_mem_view *out)
+int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg,
+                     const struct ha_mem_alloc *alloc, struct ha_mem_view *out)
 {
 	memset(out, 0, sizeof *out);
 	uint64_t t0 = now_ns();
@@ -261,6 +264,10 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
 	int pmfd = open(path, O_RDONLY | O_CLOEXEC), memfd = ha_mem_open(pid);
 	uint64_t budget = HEADER_BUDGET;
+	/* malloc's mmapped chunks are glibc's: with another allocator read
+	 * and no glibc heap, their search (a read of each resident page's
+	 * first bytes, most of a snapshot's time) is skipped. */
+	int scan_chunks = have_glibc || !alloc || alloc->kind == HA_ALLOC_NONE;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct ha_map *m = &v[i].m;
@@ -286,7 +293,7 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 			out->terms[HA_MT_THREAD_STACKS] += (int64_t)anon;
 			continue;
 		}
-		uint64_t chunks = private_anon && pmfd >= 0 && memfd >= 0
+		uint64_t chunks = private_anon && pmfd >= 0 && memfd >= 0 && scan_chunks
 		                  ? mmap_chunks_resident(memfd, pmfd, m, have_glibc ? &g : NULL, &budget)
 		                  : 0;
 		if (chunks > anon)
@@ -300,11 +307,15 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		close(memfd);
 
 	const char *other = other_allocator(v, n);
-	if (other)
+	const char *read = alloc ? ha_mem_alloc_name(alloc->kind) : NULL;
+	struct sampled s = { have_glibc ? &g : NULL, 0, 0, { .pages = g.pages, .npages = g.npages } };
+	if (live && (have_glibc || read))
+		live(live_arg, each_live, &s);
+	if (other && !read)
 		snprintf(out->allocator, sizeof out->allocator, "%s; its memory in other_anon)%s", other,
 		         have_glibc ? "; glibc" : "");
 	if (have_glibc) {
-		if (!other)
+		if (!other && !read)
 			snprintf(out->allocator, sizeof out->allocator, "glibc");
 		uint64_t in_use = 0;
 		for (size_t k = 0; k < g.n; k++) {
@@ -314,9 +325,6 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 			out->terms[HA_MT_FREE_PINNED] += (int64_t)a->pinned;
 			out->terms[HA_MT_OVERHEAD] += (int64_t)(a->overhead_resident + a->top_kept);
 		}
-		struct sampled s = { &g, 0, { .pages = g.pages, .npages = g.npages } };
-		if (live)
-			live(live_arg, each_live, &s);
 		out->npins = ha_mem_pin_take(&s.pin, &out->pins);
 		uint64_t sampled = s.in_heaps <= 0 ? 0 : s.in_heaps >= (double)in_use ? in_use
 		                   : (uint64_t)s.in_heaps;
@@ -327,8 +335,30 @@ int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_m
 		g.arenas = NULL;
 		out->walk_ns = g.walk_ns;
 		ha_mem_glibc_free(&g);
-	} else if (!other) {
+	} else if (!other && !read) {
 		snprintf(out->allocator, sizeof out->allocator, "unknown (no glibc heap found)");
+	}
+	if (read) {
+		/* Its memory is in other_anon: the allocator's figures say
+		 * what it is (mem_alloc.c). */
+		char name[sizeof out->allocator];
+		ha_mem_alloc_terms(alloc, s.outside, out->terms, name, sizeof name);
+		if (have_glibc)
+			snprintf(out->allocator, sizeof out->allocator, "%.150s; glibc", name);
+		else
+			snprintf(out->allocator, sizeof out->allocator, "%s", name);
+		struct ha_mem_arena rows[HA_ALLOC_ARENAS_MAX];
+		size_t nr = ha_mem_alloc_arenas(alloc, rows, HA_ALLOC_ARENAS_MAX);
+		struct ha_mem_arena *all = nr ? realloc(out->arenas, (out->narenas + nr) * sizeof *all)
+		                              : NULL;
+		if (all) {
+			memcpy(all + out->narenas, rows, nr * sizeof *rows);
+			out->arenas = all;
+			out->narenas += nr;
+			out->alloc_arenas = nr;
+		}
+		out->alloc_kind = alloc->kind;
+		out->alloc_ns = alloc->ns;
 	}
 	int64_t sum = 0;
 	for (int t = 0; t < HA_MT_UNEXPLAINED; t++)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mem_alloc.h"
 #include "mem_cpus.h"
 #include "mem_glibc.h"
 #include "mem_pin.h"
@@ -34,12 +35,18 @@ struct ha_mem_view {
 	struct ha_mem_cpus cpus;       /* the CPUs it may use (the arena hint) */
 	uint64_t cost_ns;              /* the whole reading */
 	uint64_t walk_ns;              /* ...of which the arenas' walk */
+	int alloc_kind;                /* another allocator's figures used (enum
+	                                * ha_alloc_kind; NONE: none) */
+	uint64_t alloc_ns;             /* their reading's agent-thread CPU time */
+	size_t alloc_arenas;           /* arenas[] of theirs (jemalloc's), after glibc's */
 };
 
-/* Read it now.  0, or -1 when the target cannot be read (gone): then *out
- * is empty.  An allocator that cannot be read is said in out->allocator,
- * and the other terms are kept. */
-int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg, struct ha_mem_view *out);
+/* Read it now.  alloc: another allocator's figures, read by the agent at
+ * this snapshot (mem_alloc.h), or NULL.  0, or -1 when the target cannot
+ * be read (gone): then *out is empty.  An allocator that cannot be read is
+ * said in out->allocator, and the other terms are kept. */
+int ha_mem_view_read(pid_t pid, ha_mem_live_fn live, void *live_arg,
+                     const struct ha_mem_alloc *alloc, struct ha_mem_view *out);
 void ha_mem_view_free(struct ha_mem_view *v);
 
 #endif
