@@ -66,7 +66,6 @@
 #include "resolve.h"
 #include "slices.h"
 #include "alloc_stats.h"
-#include "trim.h"
 #include "sampler.h"
 #include "tls.h"
 
@@ -527,10 +526,8 @@ static enum end_reason serve(void)
 			case HA_MSG_DETACH:
 				return END_DETACH;
 			case HA_MSG_TRIM:
-				ha_trim_reply(g_sock);
-				break;
 			case HA_MSG_ALLOC_ASK:
-				ha_alloc_stats_reply(g_sock, m.u.alloc_ask.seq);
+				ha_alloc_serve(g_sock, &m);
 				break;
 			default:
 				ha_msg_send_error(g_sock, EPROTO, "unexpected message", NULL);
