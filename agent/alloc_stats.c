@@ -308,7 +308,7 @@ void ha_alloc_stats_reply(int sock, uint32_t seq)
 		a->parts = parts;
 		unsigned first = (unsigned)(p - 1) * HA_ALLOC_ARENAS_PER_MSG;
 		for (unsigned k = 0; k < HA_ALLOC_ARENAS_PER_MSG && first + k < g_arenas.n; k++) {
-			memcpy(&a->v[k * HA_JA_VALUES], g_arenas.v[first + k], sizeof g_arenas.v[0]);
+			memcpy(&a->v[(size_t)k * HA_JA_VALUES], g_arenas.v[first + k], sizeof g_arenas.v[0]);
 			a->count++;
 		}
 		if (ha_msg_send(sock, &m) != 0)

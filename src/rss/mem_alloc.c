@@ -97,7 +97,7 @@ int ha_mem_alloc_take(struct ha_mem_alloc *a, const struct ha_msg *parts, size_t
 			return -1;
 		}
 		for (unsigned j = 0; j < p->count; j++) {
-			const uint64_t *v = &p->v[j * HA_JA_VALUES];
+			const uint64_t *v = &p->v[(size_t)j * HA_JA_VALUES];
 			if (a->nsent >= HA_ALLOC_ARENAS_MAX || v[HA_JA_INDEX] >= 4096 ||
 			    (int64_t)v[HA_JA_INDEX] <= last || v[HA_JA_INDEX] >= a->narenas ||
 			    v[HA_JA_THREADS] > (1u << 22) || !bytes_ok(v[HA_JA_ACTIVE]) ||
