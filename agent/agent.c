@@ -65,7 +65,7 @@
 #include "pywalk.h"
 #include "resolve.h"
 #include "slices.h"
-#include "alloc_stats.h"
+#include "trim.h"
 #include "sampler.h"
 #include "tls.h"
 

@@ -28,7 +28,6 @@
 #include "elfmod.h"
 #include "forklock.h"
 #include "msg.h"
-#include "trim.h"
 
 /* The entry points searched for, first definition in load order (what a
  * call from the program binds to), in the modules' own symbol tables
@@ -314,12 +313,4 @@ void ha_alloc_stats_reply(int sock, uint32_t seq)
 		if (ha_msg_send(sock, &m) != 0)
 			return;
 	}
-}
-
-void ha_alloc_serve(int sock, const struct ha_msg *m)
-{
-	if (m->type == HA_MSG_TRIM)
-		ha_trim_reply(sock);
-	else
-		ha_alloc_stats_reply(sock, m->u.alloc_ask.seq);
 }

@@ -33,7 +33,4 @@ HA_HIDDEN int ha_alloc_find(struct ha_alloc_fns *f);
  * parts), each carrying seq.  The agent's thread only. */
 HA_HIDDEN void ha_alloc_stats_reply(int sock, uint32_t seq);
 
-/* The attacher's TRIM (trim.h) or ALLOC_ASK, answered on sock. */
-HA_HIDDEN void ha_alloc_serve(int sock, const struct ha_msg *m);
-
 #endif

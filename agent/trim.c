@@ -47,3 +47,11 @@ void ha_trim_reply(int sock)
 	m.u.trimmed.ns = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
 	(void)ha_msg_send(sock, &m);
 }
+
+void ha_alloc_serve(int sock, const struct ha_msg *m)
+{
+	if (m->type == HA_MSG_TRIM)
+		ha_trim_reply(sock);
+	else
+		ha_alloc_stats_reply(sock, m->u.alloc_ask.seq);
+}

@@ -8,4 +8,8 @@
  * of ours held), then TRIMMED on sock with its result and time. */
 HA_HIDDEN void ha_trim_reply(int sock);
 
+/* The attacher's TRIM or ALLOC_ASK (alloc_stats.h), answered on sock. */
+struct ha_msg;
+HA_HIDDEN void ha_alloc_serve(int sock, const struct ha_msg *m);
+
 #endif
