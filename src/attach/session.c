@@ -395,7 +395,11 @@ static int recv_msg(struct ha_session *s, struct ha_msg *m, uint16_t want, doubl
 		if (want != HA_MSG_ALLOC_STATS && !trunc && ha_msg_valid(m, n) &&
 		    m->type == HA_MSG_ALLOC_STATS)
 			continue;
-		return ha_session_check_msg(m, n, trunc, want, err, errlen);
+		r = ha_session_check_msg(m, n, trunc, want, err, errlen);
+		if (r && want && !trunc && ha_msg_valid(m, n) && m->type == HA_MSG_ERROR &&
+		    !s->agent_err[0])
+			snprintf(s->agent_err, sizeof s->agent_err, "%s", err);
+		return r;
 	}
 }
 
@@ -670,10 +674,13 @@ int ha_session_last_word(struct ha_session *s, char *err, size_t errlen)
 	memset(&m, 0, sizeof m); /* a hang-up leaves it as it is */
 	pthread_mutex_lock(&s->io_mu);
 	int r = s->conn_fd < 0 ? 0 : recv_msg(s, &m, 0, -1, err, errlen);
+	int said = r == -1 && ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
+	if (!said && s->agent_err[0]) { /* read earlier by an exchange that wanted another answer */
+		snprintf(err, errlen, "%s", s->agent_err);
+		said = 1;
+	}
 	pthread_mutex_unlock(&s->io_mu);
-	if (r != -1)
-		return 0;
-	return ha_msg_valid(&m, sizeof m) && m.type == HA_MSG_ERROR;
+	return said;
 }
 
 void ha_session_close(struct ha_session *s)

@@ -40,6 +40,9 @@ struct ha_session {
 	struct ha_counters ready;  /* what READY said */
 	double t_ready;            /* ha_now_ms() when READY came */
 	char hs_err[512];          /* why it failed */
+	char agent_err[512];       /* an ERROR the agent sent while another
+	                            * answer was awaited (the collector's ask):
+	                            * kept for ha_session_last_word */
 	/* After the handshake the main thread (trim, detach, a hang-up) and
 	 * the collector (the allocator's stats at a snapshot) both talk to
 	 * the agent: one exchange, a request and its answer, at a time. */

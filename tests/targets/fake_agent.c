@@ -26,7 +26,8 @@
  *                            HELLO with our pid; then the honest session
  *   initret                  init returns 77
  * An honest session (fds, ready_huge, child_first) waits for DETACH and
- * answers DETACHED.  Nothing here touches the program's allocator hooks:
+ * answers DETACHED, answering the collector's ALLOC_ASKs on the way as
+ * a glibc agent does (allocator "none").  Nothing here touches the program's allocator hooks:
  * the program runs on unchanged. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -127,7 +128,7 @@ static void send_msg(int fd, const struct ha_msg *m)
 
 /* The next message (its type), closing any descriptor that came with it;
  * -1 on hang-up or after timeout_ms. */
-static int recv_type(int fd, int timeout_ms)
+static int recv_type_msg(int fd, int timeout_ms, struct ha_msg *out)
 {
 	struct ha_msg m;
 	char ctl[CMSG_SPACE(8 * sizeof(int))];
@@ -145,7 +146,31 @@ static int recv_type(int fd, int timeout_ms)
 				memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof x);
 				close(x);
 			}
+	if (out)
+		*out = m;
 	return n == (ssize_t)sizeof m ? m.type : -1;
+}
+
+static int recv_type(int fd, int timeout_ms)
+{
+	return recv_type_msg(fd, timeout_ms, NULL);
+}
+
+/* Wait for DETACH, answering the collector's allocator asks (ALLOC_ASK)
+ * as a glibc agent does: allocator "none", nothing read. */
+static int wait_detach(int fd, int timeout_ms)
+{
+	struct ha_msg m;
+	int t;
+	while ((t = recv_type_msg(fd, timeout_ms, &m)) == HA_MSG_ALLOC_ASK) {
+		struct ha_msg a;
+		ha_msg_init(&a, HA_MSG_ALLOC_STATS);
+		a.u.alloc.seq = m.u.alloc_ask.seq;
+		a.u.alloc.kind = HA_ALLOC_NONE;
+		a.u.alloc.parts = 1;
+		send_msg(fd, &a);
+	}
+	return t;
 }
 
 static void hello(int fd, pid_t pid)
@@ -233,7 +258,7 @@ static void *session(void *arg)
 		counters(fd, HA_MSG_READY);
 		if (is("unsolicited_error")) {
 			hostile_error(fd);
-		} else if (recv_type(fd, 60000) == HA_MSG_DETACH) {
+		} else if (wait_detach(fd, 60000) == HA_MSG_DETACH) {
 			counters(fd, HA_MSG_DETACHED);
 		}
 	}
