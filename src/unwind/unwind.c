@@ -79,6 +79,19 @@ void ha_unwinder_free(struct ha_unwinder *u)
 	free(u);
 }
 
+/* The bytes of the copied stack a walk may read: none without a copy,
+ * never past the end of the address space, and no byte that stands for a
+ * module's (uw_copy_len). */
+static inline size_t uw_stack_len(struct ha_unwinder *u, const struct ha_regs *regs,
+                                  const uint8_t *stack, size_t stack_len)
+{
+	if (!stack)
+		stack_len = 0;
+	if (stack_len > UINT64_MAX - regs->rsp)
+		stack_len = (size_t)(UINT64_MAX - regs->rsp);
+	return uw_copy_len(u, regs->rsp, stack_len);
+}
+
 int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *stack,
               size_t stack_len, uint64_t *pcs, int max)
 {
@@ -89,13 +102,8 @@ int ha_unwind(struct ha_unwinder *u, const struct ha_regs *regs, const uint8_t *
 		u->sc->last_ref = 0;
 	if (!u || !regs || !pcs || max <= 0 || regs->rip == 0)
 		return -1;
-	if (!stack)
-		stack_len = 0;
-	if (stack_len > UINT64_MAX - regs->rsp)
-		stack_len = (size_t)(UINT64_MAX - regs->rsp);
-	/* Before anything, the cache's key included: no byte of the copy
-	 * stands for a module's (uw_copy_len). */
-	stack_len = uw_copy_len(u, regs->rsp, stack_len);
+	/* Before anything, the cache's key included. */
+	stack_len = uw_stack_len(u, regs, stack, stack_len);
 
 	/* The whole-stack cache first: a hit reads no rules, no maps, no
 	 * clock. */
@@ -121,11 +129,7 @@ int ha_unwind_frames(struct ha_unwinder *u, const struct ha_regs *regs, const ui
 
 	if (!u || !regs || !pcs || !sps || max <= 0 || regs->rip == 0)
 		return -1;
-	if (!stack)
-		stack_len = 0;
-	if (stack_len > UINT64_MAX - regs->rsp)
-		stack_len = (size_t)(UINT64_MAX - regs->rsp);
-	stack_len = uw_copy_len(u, regs->rsp, stack_len);
+	stack_len = uw_stack_len(u, regs, stack, stack_len);
 	uctx_init(&c, u, regs, stack, stack_len);
 	c.sps = sps;
 	return uw_walk(u, &c, pcs, max, NULL);
