@@ -146,6 +146,7 @@ static int fill_holders(struct ha_db_reach *d, const struct gather *g,
 		o->pc_is_ret = rh->pc_is_ret;
 		o->addr = rh->addr;
 		o->module = rh->module;
+		o->tls = rh->tls;
 		o->at = rh->at;
 	}
 	free(h);

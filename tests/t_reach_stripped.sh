@@ -6,7 +6,10 @@
 # scan names it by module and offset; the writer's symbolizer finds the
 # debug file and names the variable and its definition's line from DWARF
 # ("g_held (reach_truth.c:34) [reach_truth+0x...]"); the blocked thread's
-# locals are held "in holder_thread" at its line, from the same file.
+# locals are held "in holder_thread" at its line, from the same file; its
+# TLS array, which no STT_TLS symbol names any more ("tls+0x10
+# [reach_truth] tid N"), by DWARF's TLS variable ("t_held (reach_truth.c:43)
+# [reach_truth] tid N").
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/profile_lib.sh"
 require_all reach_truth
@@ -40,10 +43,14 @@ g=$(holder global_site)
 log "global_site held by $g"
 [[ $g =~ ^global\|g_held\ \(reach_truth\.c:$l_held\)\ \[reach_truth\+0x[0-9a-f]+\]$ ]] ||
 	fail "global_site held by '$g', expected 'global|g_held (reach_truth.c:$l_held) [reach_truth+0x...]'"
-tid=$(q "SELECT h.name FROM reach_holders h JOIN stack_text t ON t.stack_id = h.stack_id
-         WHERE t.leaf_function = 'tls_site' LIMIT 1")
+l_tls=$(grep -n -F '__thread void *t_held[MAXN];' "$src" | cut -d: -f1)
+t=$(holder tls_site)
+log "tls_site held by $t"
+[[ $t =~ ^tls\|t_held\ \(reach_truth\.c:$l_tls\)\ \[reach_truth\]\ (tid\ [0-9]+)$ ]] ||
+	fail "tls_site held by '$t', expected 'tls|t_held (reach_truth.c:$l_tls) [reach_truth] tid N'"
+tid=${BASH_REMATCH[1]}
 s=$(holder thread_site)
 log "thread_site held by $s"
 [ "$s" = "stack|$tid in holder_thread (reach_truth.c:$l_read)" ] ||
 	fail "thread_site held by '$s', expected 'stack|$tid in holder_thread (reach_truth.c:$l_read)'"
-echo "ok: a stripped module's global named from its debug file (variable, definition's line), the holding frame too"
+echo "ok: a stripped module's global and TLS variable named from its debug file (variable, definition's line), the holding frame too"

@@ -9,7 +9,10 @@
 # middle of the blocks) named with their module, the blocked thread's stack
 # and its TLS.  Globals are named with the file:line of their definition
 # (DWARF), the stack by the function whose frame holds the blocks
-# (holder_thread) and the line it is at.  The target is unharmed (its own check of the held blocks
+# (holder_thread) and the line it is at, the TLS by its variable (t_held,
+# past t_round in the executable's TLS block: the block told from glibc's
+# link_map and the thread's dtv, the variable from the STT_TLS symbol and
+# DWARF's TLS location) and its thread.  The target is unharmed (its own check of the held blocks
 # answers as before), no child of it is left (the copies are reaped), and
 # each scan's figures are stored; heapdiff --reach shows them as text and JSON.
 # (--block: a ring that overflows on a
@@ -80,15 +83,16 @@ src=$HA_SRCDIR/tests/targets/reach_truth.c
 line_of() { grep -n -F -- "$1" "$src" | head -n 1 | cut -d: -f1; }
 l_held=$(line_of 'void *g_held[MAXN];') l_table=$(line_of 'void **g_table;')
 l_mid=$(line_of 'char *g_mid[MAXN];') l_read=$(line_of 'while (read(pipe_fds[0], &c, 1) < 0)')
-[ -n "$l_held" ] && [ -n "$l_table" ] && [ -n "$l_mid" ] && [ -n "$l_read" ] ||
+l_tls=$(line_of '__thread void *t_held[MAXN];')
+[ -n "$l_held" ] && [ -n "$l_table" ] && [ -n "$l_mid" ] && [ -n "$l_read" ] && [ -n "$l_tls" ] ||
 	fail "cannot find the definitions' lines in $src"
 check_site global_site reachable "global|g_held (reach_truth.c:$l_held) [reach_truth]|0"
 check_site table_site reachable "global|g_table (reach_truth.c:$l_table) [reach_truth]|1"
 check_site middle_site reachable "global|g_mid (reach_truth.c:$l_mid) [reach_truth]|0"
 tid=$(ls "/proc/$pid/task" | sort -n | sed -n 2p)
 check_site thread_site reachable "stack|tid $tid in holder_thread (reach_truth.c:$l_read)|0"
-check_site tls_site reachable "tls|tid $tid|0"
-echo "ok: every site within 25% of the truth, the holders named (definitions' lines, the holding frame)"
+check_site tls_site reachable "tls|t_held (reach_truth.c:$l_tls) [reach_truth] tid $tid|0"
+echo "ok: every site within 25% of the truth, the holders named (definitions' lines, the holding frame, the TLS variable)"
 
 # heapdiff --reach: the same, as text and as JSON.
 HD=$HA_BUILDDIR/src/heapdiff
@@ -98,7 +102,9 @@ grep -Eq '^ +LIVE +UNREACHABLE +REACHABLE +HELD BY$' "$W/reach.txt" || fail "hea
 grep -qF "global g_held (reach_truth.c:$l_held) [reach_truth]" "$W/reach.txt" ||
 	fail "heapdiff --reach names no g_held with its definition"
 "$HD" --reach -f json "$db" >"$W/reach.json" 2>&1 || fail "heapdiff --reach -f json failed: $(cat "$W/reach.json")"
-python3 - "$W/reach.json" "$l_held" "$tid" "$l_read" <<'PY' || fail "heapdiff --reach -f json: $(head -c 600 "$W/reach.json")"
+grep -qF "tls t_held (reach_truth.c:$l_tls) [reach_truth] tid $tid" "$W/reach.txt" ||
+	fail "heapdiff --reach names no t_held with its definition and thread"
+python3 - "$W/reach.json" "$l_held" "$tid" "$l_read" "$l_tls" <<'PY' || fail "heapdiff --reach -f json: $(head -c 600 "$W/reach.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))["reach"]
 rows = {r["frames"][0]["function"]: r for r in d["rows"] if r["frames"]}
@@ -109,6 +115,8 @@ h = rows["global_site"]["held_by"][0]
 assert (h["root"], h["name"], h["hops"]) == ("global", "g_held (reach_truth.c:%s) [reach_truth]" % sys.argv[2], 0), h
 h = rows["thread_site"]["held_by"][0]
 assert (h["root"], h["name"]) == ("stack", "tid %s in holder_thread (reach_truth.c:%s)" % (sys.argv[3], sys.argv[4])), h
+h = rows["tls_site"]["held_by"][0]
+assert (h["root"], h["name"], h["hops"]) == ("tls", "t_held (reach_truth.c:%s) [reach_truth] tid %s" % (sys.argv[5], sys.argv[3]), 0), h
 assert rows["table_site"]["held_by"][0]["hops"] == 1
 assert d["scan"]["pause_ms"] > 0 and d["scan"]["blocks"] > 0
 PY

@@ -184,9 +184,13 @@ struct ha_db_reach_holder {
 	 * before the row is written (src/record/reach_names.c): a stack's
 	 * frame (pc: "tid N in FUNCTION (FILE:LINE)"), a global's
 	 * definition (addr in the module at module: "g (FILE:LINE) [prog]"; at 0:
-	 * no ELF symbol named it, "g (FILE:LINE) [prog+0x4a10]"). */
+	 * no ELF symbol named it, "g (FILE:LINE) [prog+0x4a10]"), a TLS
+	 * variable's (tls: addr is the word's offset in the static TLS block
+	 * of the module at module: "t (FILE:LINE) [prog] tid N"; at 0: no ELF
+	 * symbol named it, "tls+0x40 [prog] tid N", DWARF's name replaces
+	 * its first word). */
 	uint64_t pc, addr, module;
-	int pc_is_ret;
+	int pc_is_ret, tls;
 	size_t at;
 };
 struct ha_db_reach {

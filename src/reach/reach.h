@@ -55,23 +55,29 @@ struct reach_block {
 };
 
 /* A holder: a root kind and its name ("g_cache [prog]", "tid 1234",
- * "tid 1234 rsp"...), at most 127 bytes, cleaned (no control bytes).
+ * "t_cache [prog] tid 1234", "tid 1234 rsp"...), at most 127 bytes,
+ * cleaned (no control bytes).
  * What a symbolizer may add to the name, at name[at] (the scan runs on
  * the collector's thread, which names nothing: the writer's symbolizer
  * does, reach_names.c in src/record): for a stack, the frame holding the
  * word (its pc; 0 when no frame could be told); for a global, the word's
  * address and an address of its module (where its definition is, from
- * DWARF). */
+ * DWARF); for TLS, the word's module and offset in the module's static
+ * TLS block (the TLS variable there, from DWARF). */
 struct reach_holder {
 	int kind;
 	char name[128];
 	uint64_t pc;          /* STACK: the holding frame's pc (0: none told) */
 	int pc_is_ret;        /* ...a return address (every frame but the innermost) */
-	uint64_t addr;        /* GLOBAL: the root word's address (0: none) */
-	uint64_t module;      /* GLOBAL: the start of its module's first mapping */
+	uint64_t addr;        /* GLOBAL: the root word's address (0: none);
+	                       * TLS (tls set): the word's offset in its module's block */
+	uint64_t module;      /* GLOBAL, TLS: the start of its module's first mapping */
+	int tls;              /* TLS: the module's static block holding the word was told */
 	size_t at;            /* where in name a detail goes (<= strlen(name));
 	                       * GLOBAL: 0 when no ELF symbol names it
-	                       * ("prog+0x4a10"), DWARF's name may then lead */
+	                       * ("prog+0x4a10"), DWARF's name may then lead;
+	                       * TLS: 0 when none does ("tls+0x40 [prog] tid N"),
+	                       * DWARF's name may then take the first word's place */
 };
 
 struct reach_result {

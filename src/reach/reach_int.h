@@ -196,6 +196,28 @@ void reach_frames_set(struct reach_frames *fr, const uint64_t *pcs, const uint64
  * at or past the last frame's SP: its end is not known). */
 int reach_frame_of(const struct reach_frames *fr, uint64_t at);
 
+/* ---- the modules' static TLS blocks (reach_tls.c) ---- */
+struct reach_tls_mod {
+	uint64_t module;   /* the start of the module's first mapping */
+	uint64_t offset;   /* its block is at tp - offset in every thread */
+	uint64_t size;     /* PT_TLS's memsz */
+	uint64_t modid;    /* its dtv index */
+};
+struct reach_tls {
+	int done;          /* reach_tls_find ran */
+	struct reach_tls_mod *v;
+	size_t n, cap;
+};
+/* The static TLS blocks of the copy's modules, from glibc's link_maps
+ * (none found: t->n == 0). */
+void reach_tls_find(struct reach_tls *t, struct reach_mem *m, const struct ha_maps *maps);
+/* The module (*module: its first mapping's start) and the offset in its
+ * TLS block (*off) of the word at, below the thread pointer tp of a
+ * thread, the thread's dtv agreeing: 0, or -1 (not a static TLS block's). */
+int reach_tls_locate(const struct reach_tls *t, struct reach_mem *m, uint64_t tp, uint64_t at,
+                     uint64_t *module, uint64_t *off);
+void reach_tls_free(struct reach_tls *t);
+
 /* ---- names of globals (reach_sym.c) ---- */
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from
  * the module's ELF symbols as pid's root sees them; *module: the start of
@@ -203,6 +225,13 @@ int reach_frame_of(const struct reach_frames *fr, uint64_t at);
  * (after the symbol, before " [module]"; 0 when no symbol names it). */
 void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen,
                     uint64_t *module, size_t *at);
+/* A TLS word's name: "SYMBOL [module] tid N" (an STT_TLS symbol of the
+ * module whose first mapping starts at module holds offset off of its
+ * block), "tls+0xOFF [module] tid N" when none does (*at 0: DWARF's name
+ * may take the first word's place), "tid N" when no module is there;
+ * *at: where a detail goes (after the symbol). */
+void reach_sym_tls_name(pid_t pid, const struct ha_maps *maps, uint64_t module, uint64_t off,
+                        pid_t tid, char *out, size_t outlen, size_t *at);
 /* Close the files reach_sym_name kept open during a scan. */
 void reach_sym_reset(void);
 

@@ -2,7 +2,8 @@
  * glibc's malloc; find the agent's memory (never a root); freeze and copy
  * (reach_freeze.c); walk the copy's chunks, mark from its roots; classify
  * each sampled block and name its holder (a stack's by the frame holding
- * the word, reach_frames.c); measure what the copy cost; end
+ * the word, reach_frames.c; a TLS word's by the module's block holding
+ * it, reach_tls.c); measure what the copy cost; end
  * the copy.  Every path out ends the copy (reach_copy_end). */
 #define _GNU_SOURCE
 #include "reach_int.h"
@@ -148,6 +149,7 @@ struct naming {
 	const struct reach_frozen *f;
 	const struct reach_opts *o;
 	struct reach_frames *frames;  /* f->nth of them, or NULL */
+	struct reach_tls *tls;        /* the modules' static TLS, found on a first TLS holder */
 };
 
 /* The frame of thread tid's stack holding the word at o->at: its pc in hd. */
@@ -165,6 +167,31 @@ static void stack_frame(const struct naming *nm, const struct reach_origin *o,
 			hd->pc = fr->pc[i];
 			hd->pc_is_ret = i > 0;
 		}
+		return;
+	}
+}
+
+/* A TLS word's holder: its variable where the module's static block
+ * holding it can be told (reach_tls.c), else its thread. */
+static void tls_holder(const struct naming *nm, const struct reach_origin *o,
+                       struct reach_holder *hd)
+{
+	snprintf(hd->name, sizeof hd->name, "tid %d", (int)o->tid);
+	hd->at = strlen(hd->name);
+	if (!nm->tls->done)
+		reach_tls_find(nm->tls, nm->m, nm->maps);
+	for (size_t t = 0; t < nm->f->nth; t++) {
+		if (nm->f->th[t].tid != o->tid)
+			continue;
+		uint64_t module, off;
+		if (reach_tls_locate(nm->tls, nm->m, nm->f->th[t].regs.fs_base, o->at, &module,
+		                     &off) != 0)
+			return;
+		reach_sym_tls_name(nm->copy, nm->maps, module, off, o->tid, hd->name,
+		                   sizeof hd->name, &hd->at);
+		hd->module = module;
+		hd->addr = off;
+		hd->tls = 1;
 		return;
 	}
 }
@@ -193,10 +220,13 @@ static uint32_t holder_of(struct reach_result *r, const struct reach_origin *o,
 		snprintf(hd.name, sizeof hd.name, "tid %d", (int)o->tid);
 		stack_frame(nm, o, &hd);
 		break;
+	case REACH_ROOT_TLS:
+		tls_holder(nm, o, &hd);
+		break;
 	default:
 		snprintf(hd.name, sizeof hd.name, "tid %d", (int)o->tid);
 	}
-	if (hd.kind != REACH_ROOT_GLOBAL)
+	if (hd.kind != REACH_ROOT_GLOBAL && hd.kind != REACH_ROOT_TLS)
 		hd.at = strlen(hd.name);
 	/* One holder per name, and per frame on a stack (the same global's
 	 * other words give the same definition). */
@@ -309,13 +339,16 @@ int reach_scan(pid_t pid, struct reach_block *blocks, size_t n, const struct rea
 		ha_err(err, errlen, "out of memory in the mark");
 		goto out;
 	}
-	struct naming nm = { f.copy, &cm, &m, &f, o, calloc(f.nth ? f.nth : 1, sizeof *nm.frames) };
+	struct reach_tls tls = { 0 };
+	struct naming nm = { f.copy, &cm, &m, &f, o, calloc(f.nth ? f.nth : 1, sizeof *nm.frames),
+	                     &tls };
 	double t_named = ha_now_ms();
 	classify(blocks, n, &k, r, &nm);
 	r->holders_ms = ha_now_ms() - t_named;
 	for (size_t t = 0; nm.frames && t < f.nth; t++)
 		r->stacks_walked += nm.frames[t].walked;
 	free(nm.frames);
+	reach_tls_free(&tls);
 	reach_sym_reset();
 	r->chunks = h.n;
 	r->bytes_scanned = k.bytes_scanned;

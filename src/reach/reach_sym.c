@@ -3,7 +3,12 @@
  * object symbol (.symtab, else .dynsym) whose [value, value + size) holds
  * it, read from the module's file as the target's root sees it
  * (/proc/PID/root).  "g_cache [prog]" (the symbol, whatever element of
- * it holds the address); "prog+0x4a10" when no symbol has it.  What the file says is untrusted: names are cut and cleaned.
+ * it holds the address); "prog+0x4a10" when no symbol has it.  A TLS
+ * word's (reach_tls.c: its module and offset in the module's block) by
+ * the STT_TLS symbol whose [value, value + size) holds the offset (a TLS
+ * symbol's value is its offset in the block): "t_cache [prog] tid 42";
+ * "tls+0x40 [prog] tid 42" when no symbol has it.  What the file says is
+ * untrusted: names are cut and cleaned.
  * The file:line of the variable's definition is the writer's to add
  * (reach.h: reach_holder's addr and module; the symbolizer's DWARF). */
 #define _GNU_SOURCE
@@ -17,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int find_symbol(Elf *elf, uint64_t off, char *out, size_t outlen)
+static int find_symbol(Elf *elf, uint64_t off, int type, char *out, size_t outlen)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		Elf_Scn *scn = NULL;
@@ -32,7 +37,7 @@ static int find_symbol(Elf *elf, uint64_t off, char *out, size_t outlen)
 			size_t n = sh.sh_size / sh.sh_entsize;
 			for (size_t i = 0; i < n; i++) {
 				GElf_Sym s;
-				if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
+				if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != type ||
 				    s.st_shndx == SHN_UNDEF)
 					continue;
 				uint64_t size = s.st_size ? s.st_size : 1;
@@ -131,13 +136,42 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	struct cached *c = module_elf(path);
 	uint64_t off = addr - mod->start + c->vaddr;
 	char sym[112];
-	if (c->elf && find_symbol(c->elf, off, sym, sizeof sym) == 0) {
+	if (c->elf && find_symbol(c->elf, off, STT_OBJECT, sym, sizeof sym) == 0) {
 		ha_clean_line(sym);
 		snprintf(out, outlen, "%s [%s]", sym, modname);
 		*at = strlen(sym);
 	} else {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
 		*at = 0;   /* no symbol: DWARF's name may come before it */
+	}
+	if (*at > strlen(out))
+		*at = strlen(out);
+}
+
+void reach_sym_tls_name(pid_t pid, const struct ha_maps *maps, uint64_t module, uint64_t off,
+                        pid_t tid, char *out, size_t outlen, size_t *at)
+{
+	snprintf(out, outlen, "tid %d", (int)tid);
+	*at = strlen(out);
+	const struct ha_map *e = ha_maps_find_addr(maps, module);
+	const struct ha_map *mod = e ? ha_maps_module_of(maps, e) : NULL;
+	if (!mod)
+		return;
+	char modname[64];
+	snprintf(modname, sizeof modname, "%.60s", ha_maps_module_name(mod->path));
+	ha_clean_line(modname);
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
+	struct cached *c = module_elf(path);
+	char sym[112];
+	if (c->elf && find_symbol(c->elf, off, STT_TLS, sym, sizeof sym) == 0) {
+		ha_clean_line(sym);
+		snprintf(out, outlen, "%s [%s] tid %d", sym, modname, (int)tid);
+		*at = strlen(sym);
+	} else {
+		snprintf(out, outlen, "tls+0x%llx [%s] tid %d", (unsigned long long)off, modname,
+		         (int)tid);
+		*at = 0;   /* no symbol: DWARF's name may take the first word's place */
 	}
 	if (*at > strlen(out))
 		*at = strlen(out);

@@ -12,7 +12,13 @@
  *             [reach_truth]", the file:line of the variable's definition
  *             from DWARF (ha_symbolize_var); a module whose own file has
  *             no symbol for it (stripped, its debug file found):
- *             "prog+0x4040" -> "g_held (reach_truth.c:34) [prog+0x4040]".
+ *             "prog+0x4040" -> "g_held (reach_truth.c:34) [prog+0x4040]";
+ *   TLS:      "t_held [reach_truth] tid 42" -> "t_held (reach_truth.c:41)
+ *             [reach_truth] tid 42", the TLS variable at the word's offset in
+ *             its module's static TLS block (ha_symbolize_tls_var; the scan
+ *             told the block, src/reach/reach_tls.c); without an ELF
+ *             symbol, "tls+0x40 [prog] tid 42" -> "t_held (reach_truth.c:41)
+ *             [prog] tid 42".
  * Files by their base name.  What the target's files say is untrusted:
  * cleaned (ha_clean_line) and cut to the name's 127 bytes, the detail
  * cut first, so that the module after it stays. */
@@ -75,6 +81,31 @@ static void global_detail(struct ha_symbolizer *sym, struct ha_db_reach_holder *
 	h->name[len] = '\0';
 }
 
+/* A TLS variable's definition; for a name no ELF symbol gave (h->at 0),
+ * DWARF's variable takes the first word's place ("tls+0x40"). */
+static void tls_detail(struct ha_symbolizer *sym, struct ha_db_reach_holder *h, char *out,
+                       size_t outlen)
+{
+	const char *name, *file;
+	int line;
+	if (ha_symbolize_tls_var(sym, h->module, h->addr, &name, &file, &line) != 0)
+		return;
+	char where[100] = "";
+	if (file[0] && line > 0)
+		snprintf(where, sizeof where, " (%.60s:%d)", base_name(file), line);
+	const char *rest = strchr(h->name, ' ');
+	if (h->at > 0 || !name[0] || !rest) {
+		snprintf(out, outlen, "%s", where);
+		return;
+	}
+	char whole[sizeof h->name + 200];
+	snprintf(whole, sizeof whole, "%.80s%s%s", name, where, rest);
+	ha_clean_line(whole);
+	size_t len = strlen(whole) < sizeof h->name ? strlen(whole) : sizeof h->name - 1;
+	memcpy(h->name, whole, len);
+	h->name[len] = '\0';
+}
+
 void ha_reach_name_holders(struct ha_symbolizer *sym, struct ha_db_reach *r)
 {
 	for (size_t i = 0; sym && r && i < r->nholders; i++) {
@@ -82,6 +113,8 @@ void ha_reach_name_holders(struct ha_symbolizer *sym, struct ha_db_reach *r)
 		char detail[200] = "";
 		if (h->pc)
 			stack_detail(sym, h, detail, sizeof detail);
+		else if (h->tls)
+			tls_detail(sym, h, detail, sizeof detail);
 		else if (h->addr)
 			global_detail(sym, h, detail, sizeof detail);
 		size_t len = strlen(h->name);

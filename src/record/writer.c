@@ -101,7 +101,11 @@ static void write_reach(struct ha_writer *w, struct ha_symbolizer *sym, struct i
 		}
 	}
 	r->nholders = k;
+	double t0 = ha_now_ms();
 	ha_reach_name_holders(sym, r);   /* frames and definitions: the symbolizer's */
+	if (w->verbose && r->nholders)
+		fprintf(stderr, "heapattach: reachability scan: %zu holders named in %.1f ms\n",
+		        r->nholders, ha_now_ms() - t0);
 	if (ha_db_reach(w->db, snap_id, r, err, sizeof err))
 		fail(w, "writing a reachability scan", err);
 }

@@ -719,7 +719,16 @@ int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_add
 	*name = *file = "";
 	*line = 0;
 	Dwfl_Module *mod = module_at(s, addr, module_addr);
-	return mod ? ha_sym_var_in(&s->vars, &s->pool, mod, addr, name, file, line) : -1;
+	return mod ? ha_sym_var_in(&s->vars, &s->pool, mod, addr, 0, name, file, line) : -1;
+}
+
+int ha_symbolize_tls_var(struct ha_symbolizer *s, uint64_t module_addr, uint64_t off,
+                         const char **name, const char **file, int *line)
+{
+	*name = *file = "";
+	*line = 0;
+	Dwfl_Module *mod = module_at(s, module_addr, 0);
+	return mod ? ha_sym_var_in(&s->vars, &s->pool, mod, off, 1, name, file, line) : -1;
 }
 
 int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,

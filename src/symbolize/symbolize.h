@@ -65,4 +65,11 @@ int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,
 int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_addr,
                      const char **name, const char **file, int *line);
 
+/* The TLS variable at offset off of the static TLS block of the module
+ * whose first mapping starts at module_addr (a TLS symbol's value: its
+ * offset in the module's PT_TLS template), from DWARF; as
+ * ha_symbolize_var. */
+int ha_symbolize_tls_var(struct ha_symbolizer *s, uint64_t module_addr, uint64_t off,
+                         const char **name, const char **file, int *line);
+
 #endif

@@ -16,12 +16,13 @@ int ha_sym_name_in(struct ha_strpool *pool, Dwfl_Module *mod, Dwarf_Addr addr,
                    struct ha_sym_frame *f, int max);
 
 /* The global variable of mod whose storage holds the runtime address
- * addr (symbolize_var.c): name, file, line as ha_symbolize_var gives them;
+ * addr, or (tls) the TLS variable at offset addr of mod's TLS block
+ * (symbolize_var.c): name, file, line as ha_symbolize_var gives them;
  * *vs: the index of the modules' variables, made on first use (NULL
  * before), freed by ha_sym_vars_free; strings interned in pool. */
 struct ha_sym_vars;
 int ha_sym_var_in(struct ha_sym_vars **vs, struct ha_strpool *pool, Dwfl_Module *mod,
-                  uint64_t addr, const char **name, const char **file, int *line);
+                  uint64_t addr, int tls, const char **name, const char **file, int *line);
 void ha_sym_vars_free(struct ha_sym_vars *vs);
 
 #endif

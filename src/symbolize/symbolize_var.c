@@ -9,8 +9,11 @@
  *
  * Per module, once: every DW_TAG_variable whose location is one address
  * (DW_OP_addr, or DW_OP_addrx through .debug_addr) with its size (its
- * type's), sorted; a TLS variable (an address then a TLS operation) is
- * not one.  Only scopes that hold variables are entered (units,
+ * type's), sorted; and apart, every TLS variable (an offset in the
+ * module's TLS block, DW_OP_const8u/const4u/constu/addr or constx, then
+ * DW_OP_form_tls_address or DW_OP_GNU_push_tls_address), sorted by that
+ * offset, for a block held only in TLS (reach_tls.c told the module's
+ * block and the offset in it).  Only scopes that hold variables are entered (units,
  * namespaces, functions and blocks for their static locals), at most
  * DEPTH_MAX deep and DIE_BUDGET DIEs a module: DWARF is the target's,
  * untrusted; libdw checks every read, and a unit it cannot read ends that
@@ -39,8 +42,10 @@ struct modvars {
 	Dwfl_Module *mod;
 	uint64_t start;          /* the module's, with mod: its identity */
 	Dwarf_Addr bias;         /* runtime address = DWARF address + bias */
-	struct var *v;
+	struct var *v;           /* static storage, by DWARF address */
 	size_t n, cap;
+	struct var *t;           /* TLS, by offset in the module's block */
+	size_t tn, tcap;
 };
 
 struct ha_sym_vars {
@@ -52,8 +57,10 @@ void ha_sym_vars_free(struct ha_sym_vars *vs)
 {
 	if (!vs)
 		return;
-	for (size_t i = 0; i < vs->n; i++)
+	for (size_t i = 0; i < vs->n; i++) {
 		free(vs->m[i].v);
+		free(vs->m[i].t);
+	}
 	free(vs);
 }
 
@@ -63,26 +70,51 @@ static int scope_holds_vars(int tag)
 	       tag == DW_TAG_lexical_block || tag == DW_TAG_module;
 }
 
-/* The static address of variable die's storage, if it is one address. */
-static int var_address(Dwarf_Die *die, uint64_t *addr)
+/* The value op pushes, if it is a constant or an address (an index into
+ * .debug_addr read there). */
+static int op_value(Dwarf_Attribute *a, Dwarf_Op *op, uint64_t *v)
+{
+	switch (op->atom) {
+	case DW_OP_addr: case DW_OP_const8u: case DW_OP_const4u: case DW_OP_constu:
+		*v = op->number;
+		return 0;
+	case DW_OP_addrx: case DW_OP_GNU_addr_index: case DW_OP_constx: case DW_OP_GNU_const_index: {
+		Dwarf_Attribute at;
+		Dwarf_Addr x;
+		if (dwarf_getlocation_attr(a, op, &at) == 0 && dwarf_formaddr(&at, &x) == 0) {
+			*v = x;
+			return 0;
+		}
+		Dwarf_Word w;
+		if (dwarf_getlocation_attr(a, op, &at) == 0 && dwarf_formudata(&at, &w) == 0) {
+			*v = w;
+			return 0;
+		}
+		return -1;
+	}
+	default:
+		return -1;
+	}
+}
+
+/* Variable die's storage: one static address (*tls 0), or an offset in
+ * the module's TLS block (*tls 1). */
+static int var_location(Dwarf_Die *die, uint64_t *addr, int *tls)
 {
 	Dwarf_Attribute a;
 	Dwarf_Op *ops;
 	size_t nops;
-	if (!dwarf_attr(die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &nops) != 0 ||
-	    nops != 1)
+	if (!dwarf_attr(die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &nops) != 0)
 		return -1;
-	if (ops[0].atom == DW_OP_addr) {
-		*addr = ops[0].number;
-		return 0;
+	if (nops == 1 && (ops[0].atom == DW_OP_addr || ops[0].atom == DW_OP_addrx ||
+	                  ops[0].atom == DW_OP_GNU_addr_index)) {
+		*tls = 0;
+		return op_value(&a, &ops[0], addr);
 	}
-	if (ops[0].atom == DW_OP_addrx || ops[0].atom == DW_OP_GNU_addr_index) {
-		Dwarf_Attribute at;
-		Dwarf_Addr v;
-		if (dwarf_getlocation_attr(&a, &ops[0], &at) == 0 && dwarf_formaddr(&at, &v) == 0) {
-			*addr = v;
-			return 0;
-		}
+	if (nops == 2 && (ops[1].atom == DW_OP_form_tls_address ||
+	                  ops[1].atom == DW_OP_GNU_push_tls_address)) {
+		*tls = 1;
+		return op_value(&a, &ops[0], addr);
 	}
 	return -1;
 }
@@ -90,7 +122,8 @@ static int var_address(Dwarf_Die *die, uint64_t *addr)
 static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 {
 	uint64_t lo;
-	if (var_address(die, &lo) != 0)
+	int tls;
+	if (var_location(die, &lo, &tls) != 0)
 		return;
 	Dwarf_Word size = 0;
 	Dwarf_Attribute a;
@@ -105,16 +138,18 @@ static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 	int line = 0;
 	if (dwarf_decl_line(die, &line) != 0 || line < 0)
 		line = 0;
-	if (mv->n == mv->cap) {
-		size_t cap = mv->cap ? mv->cap * 2 : 256;
-		struct var *v = realloc(mv->v, cap * sizeof *v);
+	struct var **vp = tls ? &mv->t : &mv->v;
+	size_t *n = tls ? &mv->tn : &mv->n, *cap = tls ? &mv->tcap : &mv->cap;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct var *v = realloc(*vp, c * sizeof *v);
 		if (!v)
 			return;
-		mv->v = v;
-		mv->cap = cap;
+		*vp = v;
+		*cap = c;
 	}
-	mv->v[mv->n++] = (struct var){ lo, lo + size, ha_strpool_intern(pool, name),
-	                               ha_strpool_intern(pool, file), line };
+	(*vp)[(*n)++] = (struct var){ lo, lo + size, ha_strpool_intern(pool, name),
+	                              ha_strpool_intern(pool, file), line };
 }
 
 /* The variables of one unit, depth first, within *budget DIEs. */
@@ -171,6 +206,8 @@ static void index_module(struct ha_strpool *pool, struct modvars *mv)
 			walk_unit(pool, mv, &cudie, &budget);
 	if (mv->n)
 		qsort(mv->v, mv->n, sizeof *mv->v, by_lo);
+	if (mv->tn)
+		qsort(mv->t, mv->tn, sizeof *mv->t, by_lo);
 }
 
 /* The module's index, made on first use. */
@@ -185,36 +222,39 @@ static struct modvars *vars_of(struct ha_sym_vars *vs, struct ha_strpool *pool, 
 	vs->next = (vs->next + 1) % VARS_MODULES;
 	if (vs->n < VARS_MODULES)
 		vs->n++;
-	else
+	else {
 		free(mv->v);
+		free(mv->t);
+	}
 	*mv = (struct modvars){ .mod = mod, .start = start };
 	index_module(pool, mv);
 	return mv;
 }
 
 int ha_sym_var_in(struct ha_sym_vars **vs, struct ha_strpool *pool, Dwfl_Module *mod,
-                  uint64_t addr, const char **name, const char **file, int *line)
+                  uint64_t addr, int tls, const char **name, const char **file, int *line)
 {
 	*name = *file = "";
 	*line = 0;
 	if (!*vs && !(*vs = calloc(1, sizeof **vs)))
 		return -1;
 	const struct modvars *mv = vars_of(*vs, pool, mod);
-	if (addr < mv->bias)
+	if (!tls && addr < mv->bias)
 		return -1;
-	uint64_t a = addr - mv->bias;
+	uint64_t a = tls ? addr : addr - mv->bias;
+	const struct var *vv = tls ? mv->t : mv->v;
 	/* the last variable starting at or before a, and a few before it
 	 * (one may lie inside another: a union's, a section's symbol) */
-	size_t lo = 0, hi = mv->n;
+	size_t lo = 0, hi = tls ? mv->tn : mv->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (mv->v[mid].lo <= a)
+		if (vv[mid].lo <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t k = lo, tries = 0; k > 0 && tries < 8; k--, tries++) {
-		const struct var *v = &mv->v[k - 1];
+		const struct var *v = &vv[k - 1];
 		if (a < v->hi) {
 			*name = v->name;
 			*file = v->file;

@@ -10,7 +10,8 @@
  *     thread_site    held only in a local array of a thread blocked in
  *                    read() on a pipe (reachable, stack);
  *     tls_site       held only in the thread-local array t_held of that
- *                    thread (reachable, tls);
+ *                    thread (reachable, tls; past t_round in the TLS
+ *                    block: not at its offset 0);
  *     middle_site    held by g_mid through pointers to their middle.
  *   addrs          one line "SITE ADDR" per block, then "done addrs";
  *   busy N         N threads that allocate and free without end (the
@@ -38,6 +39,7 @@
 void *g_held[MAXN];
 void **g_table;
 char *g_mid[MAXN];
+__thread int t_round = 1; /* .tdata: t_held (.tbss) lies past it in the TLS block */
 __thread void *t_held[MAXN];
 static int n_blocks;
 static size_t blk_size;
@@ -135,7 +137,7 @@ static void *holder_thread(void *arg)
 {
 	(void)arg;
 	void *locals[MAXN];
-	for (int i = 0; i < n_blocks; i++) {
+	for (int i = 0; i < n_blocks; i++, t_round++) {
 		locals[i] = thread_site(blk_size);
 		thread_blocks[i] = HIDE(locals[i]);
 		t_held[i] = tls_site(blk_size);
