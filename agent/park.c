@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "copy_stub.h"
 #include "ha_proto.h"
 #include "sampler.h"
 
@@ -97,6 +98,8 @@ void ha_park_publish(uint32_t *word)
 	if (!h)
 		return;
 	__atomic_store_n(&h->park_flag, (uint64_t)(uintptr_t)word, __ATOMIC_RELEASE);
+	/* the scan's system calls run there (copy_stub.c); never taken back */
+	__atomic_store_n(&h->copy_stub, ha_copy_stub_addr(), __ATOMIC_RELEASE);
 	ha_sampler_release();
 }
 

@@ -1,10 +1,13 @@
 #!/bin/bash
 # t_reach_safety: the reachability scan never harms its target.
 #  1. heapattach SIGKILLed at each step of a scan (HEAPATTACH_TEST_REACH_DIE_AT:
-#     with the threads stopped, with the copy alive, with the copy killed
-#     and not reaped): the target runs on, its own check of its blocks
-#     unchanged, none of its threads left stopped, and no child of it alive
-#     (the copy died with the attacher: at most a zombie).
+#     with the threads stopped; with a thread's registers set for the clone
+#     in the agent's copy stub, not yet run; with the clone under way; with
+#     the copy alive; with the copy killed and not reaped; with a thread set
+#     for the wait4 that reaps it): the target runs on, its own check of its
+#     blocks unchanged, none of its threads left stopped, and no child of it
+#     alive (the copy died with the attacher: at most a zombie, which exited
+#     0 (the stub's exit_group) or by SIGKILL, never by a fault).
 #  2. A target reaping with waitpid(-1) in a SIGCHLD handler never sees a
 #     copy, over several scans.
 #  3. 100 scans of a target with 8 threads allocating and freeing without
@@ -33,7 +36,14 @@ live_children() { ps -o stat=,pid= --ppid "$1" | awk '$1 !~ /^Z/ { print $2 }'; 
 stopped_threads() { ps -L -o stat= -p "$1" | grep -c '^[tT]'; }
 
 # ---- 1. kill -9 at every step
-for step in stopped copy killed; do
+# zombie_codes PID: the exit statuses (waitpid's form) of PID's zombie children
+zombie_codes() {
+	local c
+	for c in $(ps -o stat=,pid= --ppid "$1" | awk '$1 ~ /^Z/ { print $2 }'); do
+		awk '{ print $NF }' "/proc/$c/stat" 2>/dev/null
+	done
+}
+for step in stopped clone_set cloning copy killed reap_set; do
 	start_target "die_$step" reach_truth
 	pid=$TPID
 	target_cmd "build 50 4096"
@@ -46,14 +56,19 @@ for step in stopped copy killed; do
 	wait "$HAPID"
 	rc=$?
 	[ "$rc" = 137 ] || fail "$step: heapattach exited $rc, expected 137 (SIGKILL at the step)"
+	is_alive "$pid" || fail "$step: the target died with heapattach"
 	wait_for 10 '[ "$(stopped_threads "$pid")" = 0 ]' ||
 		fail "$step: threads of the target left stopped: $(ps -L -o tid,stat -p "$pid")"
 	wait_for 10 '[ -z "$(live_children "$pid")" ]' ||
 		fail "$step: a child of the target is alive: $(ps -o pid,stat,comm --ppid "$pid")"
+	for code in $(zombie_codes "$pid"); do
+		[ "$code" = 0 ] || [ "$code" = 9 ] ||
+			fail "$step: a copy ended with status $code (0: the stub's exit_group, 9: SIGKILL)"
+	done
 	target_cmd check
 	after=$(grep '^check ' "$TOUT" | tail -n 1)
 	[ "$after" = "$before" ] || fail "$step: the target's check changed: '$before' then '$after'"
-	log "killed at '$step': the target runs on ($after), children: $(ps -o stat= --ppid "$pid" | xargs)"
+	log "killed at '$step': the target runs on ($after), children: $(ps -o stat= --ppid "$pid" | xargs), their statuses: $(zombie_codes "$pid" | xargs)"
 done
 echo "ok: heapattach SIGKILLed at each step of a scan: the target unharmed, no copy alive"
 

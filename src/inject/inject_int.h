@@ -32,9 +32,10 @@
 #include "inject.h"
 #include "inject_safe.h"
 #include "procmaps.h"
+#include "sigframe.h"
 #include "target.h"
 
-#define PUSH_ROOM        (16 << 10) /* what we write below rsp ourselves, at most */
+#define PUSH_ROOM        HA_SIGFRAME_ROOM /* what we write below rsp ourselves, at most */
 #define ABORT_WAIT_MS    1000       /* waiting for a timed-out call to stop */
 #define MAX_PROBES       64         /* threads seized at once, at most */
 #define MAX_TRIED        256        /* blocked threads found unsafe, remembered */

@@ -17,6 +17,7 @@
  * does what the state says at the end, whatever happened. */
 #define _GNU_SOURCE
 #include "inject_int.h"
+#include "sigframe.h"
 #include "util.h"
 
 #include <elf.h>
@@ -26,9 +27,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#define STACK_GAP        256        /* below the saved rsp: red zone + margin */
-#define XSTATE_MAX       (64 << 10) /* any XSAVE layout (AMX is ~11 KiB) */
-#define FXSAVE_SIZE      512
 
 /* The steps a hijacked thread may take (the graph in inject_int.h): a bit
  * per state it may go to.  Any live state may end in RELEASED or GONE. */
@@ -65,41 +63,17 @@ void inj_hij_set(struct hijack *h, enum hij_state to)
  * h->regs); ask for syscall stops marked as such. */
 int inj_save_state(struct injection *j, struct hijack *h)
 {
-	struct iovec iov;
-
-	h->fp = malloc(XSTATE_MAX);
+	h->fp = malloc(HA_FPSTATE_MAX);
 	if (!h->fp) {
 		ha_err(j->err, j->errlen, "out of memory");
 		return -1;
 	}
-	iov.iov_base = h->fp;
-	iov.iov_len = XSTATE_MAX;
-	if (PT(j, PTRACE_GETREGSET, h->tid, NT_X86_XSTATE, &iov) == PT_OK &&
-	    iov.iov_len >= FXSAVE_SIZE && iov.iov_len < XSTATE_MAX) {
-		h->fptype = NT_X86_XSTATE;
-	} else {
-		iov.iov_base = h->fp;
-		iov.iov_len = FXSAVE_SIZE;
-		if (PT(j, PTRACE_GETREGSET, h->tid, NT_PRFPREG, &iov) != PT_OK) {
-			ha_err(j->err, j->errlen, "cannot read the FP state of thread %d: %s",
-			       (int)h->tid, j->pt_err);
-			return -1;
-		}
-		if (iov.iov_len != FXSAVE_SIZE) {
-			ha_err(j->err, j->errlen, "cannot read the FP state of thread %d: %zu bytes",
-			       (int)h->tid, iov.iov_len);
-			return -1;
-		}
-		h->fptype = NT_PRFPREG;
-	}
-	h->fplen = iov.iov_len;
-	/* returns the mask to restore even inside sigsuspend/ppoll (the
-	 * kernel's saved_sigmask) */
-	if (PT(j, PTRACE_GETSIGMASK, h->tid, sizeof h->sigmask, &h->sigmask) != PT_OK) {
-		ha_err(j->err, j->errlen, "cannot read the signal mask of thread %d: %s",
-		       (int)h->tid, j->pt_err);
+	struct ha_thread_ctx c = { .regs = h->regs, .fp = h->fp };
+	if (ha_thread_ctx_read(h->tid, &c, j->err, j->errlen) != 0)
 		return -1;
-	}
+	h->fplen = c.fplen;
+	h->fptype = c.fptype;
+	h->sigmask = c.sigmask;
 	/* syscall stops tell the end of a call (SIGTRAP | 0x80) */
 	if (PT(j, PTRACE_SETOPTIONS, h->tid, 0, PTRACE_O_TRACESYSGOOD) != PT_OK) {
 		ha_err(j->err, j->errlen, "cannot set ptrace options of thread %d: %s",
@@ -107,7 +81,7 @@ int inj_save_state(struct injection *j, struct hijack *h)
 		return -1;
 	}
 	inj_hij_set(h, HIJ_SAVED);
-	h->sp = h->regs.rsp - STACK_GAP;
+	h->sp = h->regs.rsp - HA_SIGFRAME_GAP;
 	inj_hijack_sched(j, h, 1);
 	return 0;
 }

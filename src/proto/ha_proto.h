@@ -354,7 +354,9 @@ struct ha_ring_hdr {
 	uint64_t park_flag;      /* the agent's: the address, in the target, of
 	                          * the word its hooks look at (the attacher
 	                          * writes 1 there to ask, 0 after); 0: no park */
-	uint8_t  pad0[8];
+	uint64_t copy_stub;      /* the agent's: the address, in the target, of
+	                          * its copy stub (ha_copy_stub.h), which the
+	                          * scan's system calls run in; 0: none */
 	uint64_t prod;           /* producers: next free position (CAS)  */
 	uint8_t  pad1[56];
 	uint64_t cons;           /* consumer: first unconsumed position  */
@@ -530,6 +532,7 @@ _Static_assert(sizeof(struct ha_msg) == 8 + 128, "message layout");
 _Static_assert(sizeof(struct ha_ring_hdr) == 256, "ring header layout");
 _Static_assert(offsetof(struct ha_ring_hdr, prod) == 64, "prod on its own line");
 _Static_assert(offsetof(struct ha_ring_hdr, park_flag) == 48, "the park in the first line");
+_Static_assert(offsetof(struct ha_ring_hdr, copy_stub) == 56, "the copy stub in the first line");
 _Static_assert(offsetof(struct ha_ring_hdr, cons) == 128, "cons on its own line");
 _Static_assert(sizeof(struct ha_rec_hdr) == 16, "record header layout");
 _Static_assert(sizeof(struct ha_regs) == 64, "regs layout");

@@ -13,32 +13,25 @@
  *    thread that allocates only through libc's own calls), and stopped
  *    again, up to safe_tries rounds: the copy's heap is then whole.  The
  *    park ends (a new generation, all woken) right after the clone.
- * 2. One thread stopped by the interrupt (not by a signal) runs a raw
- *    clone syscall: flags 0 and exit signal 0 (no SIGCHLD: a waitpid(-1)
- *    without __WALL or __WCLONE never sees the copy; no atfork handler
- *    runs, no lock is taken), at a `syscall` instruction of its own (the
- *    one it is stopped after) or of libc's code.  PTRACE_O_TRACECLONE and
- *    PTRACE_O_EXITKILL are set on that thread just before, so the copy is
- *    born ptrace-stopped under us and inherits EXITKILL: should the
- *    attacher die at any moment, the kernel SIGKILLs the copy before it
- *    runs one instruction.  EXITKILL is taken off the thread at the clone
- *    event.  Until then, from the registers set for the call, the
- *    attacher's death kills the target too: the clone syscall itself,
- *    10-15 ms per GB resident and ~200 ms with 28,672 mappings
- *    (bench/reach_pause).  Chosen over the other way: without it, a
- *    thread left with our registers runs the clone untraced, and the
- *    copy runs the target's code unseen.  (The injection's way out of
- *    this, calls that return through a signal frame of their own,
- *    src/inject/inject_frame.c, is not used here yet.)  The thread is driven
- *    syscall stop to syscall stop (never let run past the syscall), then
- *    its registers are put back (an interrupted system call restarts, as
- *    the kernel would have done it: rip - 2, rax = orig_rax) and every
- *    thread is detached, with any signal it had stopped for.
+ * 2. One thread not stopped by a signal runs a raw clone syscall: flags 0
+ *    and exit signal 0 (no SIGCHLD: a waitpid(-1) without __WALL or
+ *    __WCLONE never sees the copy; no atfork handler runs, no lock is
+ *    taken), in the agent's copy stub, under a signal frame of its own
+ *    context (reach_syscall.c): the copy is born ptrace-stopped under us
+ *    (PTRACE_O_TRACECLONE on that thread) and given EXITKILL at its first
+ *    stop.  Should the attacher die at any step, the thread returns
+ *    through the frame to where it was, and a copy made untraced runs
+ *    only the stub's exit_group -- never the target's code; the target is
+ *    never killed (the old way, EXITKILL on the thread during the clone,
+ *    killed it if we died in those 10-15 ms per GB).  The thread is driven
+ *    syscall stop to syscall stop, then its registers are put back and
+ *    every thread is detached, with any signal it had stopped for.
  * 3. reach_copy_end: SIGKILL to the copy, reaped as its tracer; it stays a
  *    zombie child of the target (exit signal 0 makes no autoreap), so one
  *    target thread is stopped again and made to run wait4(copy, __WALL |
  *    WNOHANG), then restored.  If the attacher dies between the two, the
- *    zombie stays until the target exits (ps shows it <defunct>). */
+ *    zombie stays until the target exits (ps shows it <defunct>); so it
+ *    does if the attacher died in the middle of step 2. */
 #define _GNU_SOURCE
 #include "reach_int.h"
 #include "inject_safe.h"
@@ -62,37 +55,12 @@
 
 #define RUN_ON_US 200
 
-/* Tests only: HEAPATTACH_TEST_REACH_DIE_AT=stopped|copy|killed makes the
- * attacher SIGKILL itself at that step of a scan (t_reach_safety: the
- * target must come out unharmed and the copy dead). */
-static void test_die_at(const char *step)
-{
-	const char *at = getenv("HEAPATTACH_TEST_REACH_DIE_AT");
-	if (at && strcmp(at, step) == 0)
-		(void)raise(SIGKILL);
-}
-
-static uint64_t sys_insn;  /* a syscall instruction in the target (for threads not in one) */
-
 static int known(const struct reach_frozen *f, pid_t tid)
 {
 	for (size_t i = 0; i < f->nth; i++)
 		if (f->th[i].tid == tid)
 			return 1;
 	return 0;
-}
-
-/* Wait for tid's next stop: 0 with *st, -1 if it is gone. */
-static int wait_stop(pid_t tid, int *st)
-{
-	for (;;) {
-		pid_t w = waitpid(tid, st, __WALL);
-		if (w == tid)
-			return WIFSTOPPED(*st) ? 0 : -1;
-		if (w < 0 && errno == EINTR)
-			continue;
-		return -1;
-	}
 }
 
 /* The signal a stop status stands for (0: an interrupt, group or event stop). */
@@ -108,7 +76,7 @@ static int stop_signal(int st)
 static int settle(struct reach_thread *t)
 {
 	int st;
-	if (wait_stop(t->tid, &st) != 0)
+	if (reach_wait_stop(t->tid, &st) != 0)
 		return -1;
 	int sig = stop_signal(st);
 	if (sig)
@@ -222,7 +190,7 @@ static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tri
 		}
 		if (pk->on) {
 			if (reach_park_wait(pk, parked + (uint32_t)unsafe, t0 + budget))
-				test_die_at("parked"); /* the ones let run wait in the park */
+				reach_test_die_at("parked"); /* the ones let run wait in the park */
 		} else {
 			struct timespec ts = { 0, (long)RUN_ON_US * 1000 };
 			nanosleep(&ts, NULL);
@@ -245,128 +213,13 @@ static int make_safe(struct reach_frozen *f, const struct ha_maps *maps, int tri
 	return safe;
 }
 
-static void restart_fixup(struct user_regs_struct *r)
-{
-	if ((long long)r->orig_rax < 0)
-		return;
-	switch ((long long)r->rax) {
-	case -512: /* ERESTARTSYS */
-	case -513: /* ERESTARTNOINTR */
-	case -514: /* ERESTARTNOHAND */
-		r->rax = r->orig_rax;
-		r->rip -= 2;
-		break;
-	case -516: /* ERESTART_RESTARTBLOCK */
-		r->rax = SYS_restart_syscall;
-		r->rip -= 2;
-		break;
-	}
-}
-
-/* Is there a syscall instruction just before rip? */
-static int after_syscall(pid_t pid, uint64_t rip)
-{
-	uint8_t b[2];
-	struct iovec l = { b, 2 }, r = { (void *)(uintptr_t)(rip - 2), 2 };
-	return process_vm_readv(pid, &l, 1, &r, 1, 0) == 2 && b[0] == 0x0f && b[1] == 0x05;
-}
-
-/* A syscall instruction in libc's code (found before anything stops). */
-static uint64_t find_syscall_insn(pid_t pid, const struct ha_maps *maps)
-{
-	const struct ha_map *libc = ha_maps_find_libc(maps, NULL);
-	if (!libc)
-		return 0;
-	static uint8_t buf[1 << 16];
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct ha_map *e = &maps->v[i];
-		if (!(e->prot & 4) || strcmp(e->path, libc->path) != 0)
-			continue;
-		for (uint64_t a = e->start; a < e->end; a += sizeof buf - 1) {
-			size_t len = e->end - a < sizeof buf ? e->end - a : sizeof buf;
-			struct iovec l = { buf, len }, r = { (void *)(uintptr_t)a, len };
-			ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-			for (ssize_t j = 0; j + 1 < n; j++)
-				if (buf[j] == 0x0f && buf[j + 1] == 0x05)
-					return a + (uint64_t)j;
-		}
-	}
-	return 0;
-}
-
-/* Make stopped thread t run syscall nr with args at insn, syscall stop to
- * syscall stop, and put it back as it was.  0 with *ret (and *child for a
- * clone), -1 if the thread is gone. */
-static int run_syscall(struct reach_thread *t, uint64_t insn, long nr, const uint64_t a[5],
-                       int clone, long *ret, pid_t *child)
-{
-	struct user_regs_struct r = t->regs;
-	r.rip = insn;
-	r.rax = (unsigned long long)nr;
-	r.orig_rax = (unsigned long long)-1;
-	r.rdi = a[0];
-	r.rsi = a[1];
-	r.rdx = a[2];
-	r.r10 = a[3];
-	r.r8 = a[4];
-	long opts = PTRACE_O_TRACESYSGOOD;
-	if (clone && ptrace(PTRACE_SETOPTIONS, t->tid, NULL,
-	                    (void *)(opts | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
-	                             PTRACE_O_TRACEVFORK | PTRACE_O_EXITKILL)) != 0)
-		return -1;
-	if (ptrace(PTRACE_SETREGS, t->tid, NULL, &r) != 0)
-		return -1;
-	int st, entered = 0, late_sig = 0;
-	*ret = -ENOSYS;
-	for (;;) {
-		if (ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL) != 0 || wait_stop(t->tid, &st) != 0)
-			return -1;
-		int ev = st >> 16;
-		if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
-			unsigned long msg = 0;
-			ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
-			*child = (pid_t)msg;
-			ptrace(PTRACE_SETOPTIONS, t->tid, NULL, (void *)opts);
-			continue;
-		}
-		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			if (!entered) {
-				entered = 1;
-				continue;
-			}
-			struct user_regs_struct out;
-			if (ptrace(PTRACE_GETREGS, t->tid, NULL, &out) == 0)
-				*ret = (long)out.rax;
-			break;
-		}
-		if (stop_signal(st))
-			late_sig = stop_signal(st); /* given back below */
-	}
-	if (clone)
-		ptrace(PTRACE_SETOPTIONS, t->tid, NULL, (void *)opts);
-	struct user_regs_struct back = t->regs;
-	restart_fixup(&back);
-	ptrace(PTRACE_SETREGS, t->tid, NULL, &back);
-	if (late_sig && !t->sig)
-		t->sig = late_sig;
-	return 0;
-}
-
-/* A thread to run a syscall on, and where: one stopped right after a
- * syscall instruction if any, else any not stopped by a signal. */
-static struct reach_thread *pick(struct reach_frozen *f, uint64_t *insn)
+/* A thread to run the clone on: one not stopped by a signal (if we died,
+ * the signal of a signal-delivery stop would be lost). */
+static struct reach_thread *pick(struct reach_frozen *f)
 {
 	for (size_t i = 0; i < f->nth; i++)
-		if (!f->th[i].sig && (long long)f->th[i].regs.orig_rax >= 0 &&
-		    after_syscall(f->pid, f->th[i].regs.rip)) {
-			*insn = f->th[i].regs.rip - 2;
+		if (!f->th[i].sig)
 			return &f->th[i];
-		}
-	for (size_t i = 0; i < f->nth; i++)
-		if (!f->th[i].sig && sys_insn) {
-			*insn = sys_insn;
-			return &f->th[i];
-		}
 	return NULL;
 }
 
@@ -379,8 +232,14 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 {
 	memset(f, 0, sizeof *f);
 	f->pid = pid;
-	/* The safe-point check's unwind tables and the syscall instruction
-	 * are found again only when the target's mappings changed. */
+	/* The clone runs in the agent's copy stub: no stub, no scan. */
+	f->stub = reach_stub_find(pid, maps, park);
+	if (!f->stub) {
+		ha_err(err, errlen, "the agent shows no copy stub to clone in (an older agent?): no scan");
+		return -1;
+	}
+	/* The safe-point check's unwind tables are read again only when the
+	 * target's mappings changed. */
 	static pid_t last_pid;
 	static uint64_t last_sig;
 	uint64_t sig = (uint64_t)pid;
@@ -388,7 +247,6 @@ int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verb
 		sig = ha_mix64(sig ^ maps->v[i].start ^ (maps->v[i].end << 1) ^ maps->v[i].inode);
 	if (pid != last_pid || sig != last_sig) {
 		static const char *const mods[] = { "libc.so.6", "ld-linux-x86-64.so.2" };
-		sys_insn = find_syscall_insn(pid, maps);
 		ha_thread_safe_reset();
 		ha_thread_safe_warm(pid, maps, mods, 2);
 		last_pid = pid;
@@ -440,18 +298,18 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 		ha_err(err, errlen, "no safe point: a thread stayed inside the allocator or the loader");
 		return -1;
 	}
-	test_die_at("stopped");
-	uint64_t insn = 0;
-	struct reach_thread *h = pick(f, &insn);
+	reach_test_die_at("stopped");
+	struct reach_thread *h = pick(f);
 	long ret = -ENOSYS;
 	pid_t child = 0;
 	const uint64_t args[5] = { 0, 0, 0, 0, 0 }; /* flags 0, exit signal 0; same stack */
 	double t_safe = ha_now_ms();
-	int cloned = h && run_syscall(h, insn, SYS_clone, args, 1, &ret, &child) == 0;
+	int cloned = h && reach_syscall(f->pid, h, f->stub, SYS_clone, args, &ret, &child) == 0;
 	reach_park_end(pk); /* the parked go on as soon as they are let run */
 	if (!cloned) {
 		detach_all(f);
 		f->pause_ms = ha_now_ms() - t0;
+		f->copy = child; /* if one was made: killed and reaped */
 		ha_err(err, errlen, "no thread could run the clone");
 		return -1;
 	}
@@ -469,12 +327,15 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 	}
 	f->copy = child;
 	int st;
-	if (wait_stop(child, &st) != 0) {
+	if (reach_wait_stop(child, &st) != 0) {
 		ha_err(err, errlen, "the copy %d did not stop", (int)child);
 		reach_copy_end(f);
 		return -1;
 	}
-	test_die_at("copy");
+	/* from now on the kernel kills it if we die (until now, it would have
+	 * run the stub's exit_group) */
+	ptrace(PTRACE_SETOPTIONS, child, NULL, (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL));
+	reach_test_die_at("copy");
 	return 0;
 }
 
@@ -492,15 +353,10 @@ static void reap_in_target(struct reach_frozen *f, pid_t copy)
 		ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
 		if (settle(&t) != 0)
 			continue;
-		uint64_t insn = 0;
-		if ((long long)t.regs.orig_rax >= 0 && after_syscall(f->pid, t.regs.rip))
-			insn = t.regs.rip - 2;
-		else
-			insn = sys_insn;
 		long ret = 0;
 		pid_t none = 0;
 		const uint64_t args[5] = { (uint64_t)copy, 0, (uint64_t)(__WALL | WNOHANG), 0, 0 };
-		int ok = insn && !t.sig && run_syscall(&t, insn, SYS_wait4, args, 0, &ret, &none) == 0;
+		int ok = !t.sig && reach_syscall(f->pid, &t, f->stub, SYS_wait4, args, &ret, &none) == 0;
 		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)t.sig);
 		if (ok)
 			return;
@@ -522,7 +378,7 @@ void reach_copy_end(struct reach_frozen *f)
 		if (w < 0 && errno != EINTR)
 			break;
 	}
-	test_die_at("killed");
+	reach_test_die_at("killed");
 	reap_in_target(f, copy);
 }
 

@@ -24,6 +24,7 @@ struct reach_frozen {
 	pid_t pid;        /* the target */
 	pid_t copy;       /* the frozen copy (0: none) */
 	pid_t reaper;     /* the target's thread that ran the clone */
+	uint64_t stub;    /* the agent's copy stub in the target (reach_syscall.c) */
 	struct reach_thread *th;
 	size_t nth;
 	double pause_ms;
@@ -31,14 +32,34 @@ struct reach_frozen {
 };
 
 /* Stop every thread of pid at a safe point, read their registers, make
- * one of them clone the process (the copy, stopped, EXITKILL), restore it
- * and resume them all.  0, or -1 with err (nothing left stopped, no copy). */
+ * one of them clone the process in the agent's copy stub (the copy born
+ * stopped under us, then EXITKILL), restore it and resume them all.  0, or
+ * -1 with err (nothing left stopped, no copy). */
 int reach_freeze(pid_t pid, const struct ha_maps *maps, int safe_tries, int verbose,
                  struct ha_ring_hdr *park, struct reach_frozen *f, char *err, size_t errlen);
 /* Kill the copy, reap it as its tracer, and have one of the target's
  * threads reap its zombie (a raw wait4 on it, the thread restored). */
 void reach_copy_end(struct reach_frozen *f);
 void reach_frozen_free(struct reach_frozen *f);
+
+/* ---- a system call made by a stopped thread (reach_syscall.c) ---- */
+struct ha_ring_hdr;
+/* The agent's copy stub (ha_copy_stub.h) that h publishes, if its bytes are
+ * there in an executable mapping of pid; 0 if not. */
+uint64_t reach_stub_find(pid_t pid, const struct ha_maps *maps, const struct ha_ring_hdr *h);
+/* Make the stopped thread t of pid run system call nr (SYS_clone: the
+ * stub's clone entry, the copy traced from birth) with args a, under a
+ * signal frame of its own context, syscall stop to syscall stop, and put
+ * its registers back as they were.  0 with *ret (and *child for a clone),
+ * -1 if it could not (the thread gone, no room for the frame). */
+int reach_syscall(pid_t pid, struct reach_thread *t, uint64_t stub, long nr, const uint64_t a[5],
+                  long *ret, pid_t *child);
+/* Wait for the next stop of tid, a tracee of ours: 0 with *st, -1 if it
+ * is gone. */
+int reach_wait_stop(pid_t tid, int *st);
+/* Tests only: HEAPATTACH_TEST_REACH_DIE_AT=STEP makes the attacher SIGKILL
+ * itself at that step of a scan (tests/t_reach_safety.sh). */
+void reach_test_die_at(const char *step);
 
 /* ---- the park: threads asked to wait at a hook's entry (reach_park.c) ---- */
 struct ha_ring_hdr;
