@@ -1,6 +1,6 @@
 /* symbolize_var.c -- where a global variable is defined: the name and
  * file:line (DW_AT_decl_file/decl_line, through DW_AT_specification and
- * abstract origins) of the DWARF variable whose static storage holds an
+ * abstract origins; DWARF 5's file 0, clang's, is the unit's name) of the DWARF variable whose static storage holds an
  * address, for the holders of a reachability scan (a word of .data or
  * .bss).  The module and its debug file are the symbolizer's own
  * (symbolize.c, modfiles.c: build-id, debug link, our and the target's
@@ -119,6 +119,23 @@ static int var_location(Dwarf_Die *die, uint64_t *addr, int *tls)
 	return -1;
 }
 
+/* The file of die's declaration.  DWARF 5 numbers the unit's primary
+ * source file 0, which clang gives its variables and libdw (0.188)
+ * answers with nothing: that file is the unit's name. */
+static const char *decl_file(Dwarf_Die *die)
+{
+	const char *file = dwarf_decl_file(die);
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Die cu;
+	Dwarf_Half version;
+	if (file || !dwarf_attr_integrate(die, DW_AT_decl_file, &a) || dwarf_formudata(&a, &idx) != 0 ||
+	    idx != 0 || !dwarf_cu_die(die->cu, &cu, &version, NULL, NULL, NULL, NULL, NULL) ||
+	    version < 5)
+		return file;
+	return dwarf_diename(&cu);
+}
+
 static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 {
 	uint64_t lo;
@@ -134,7 +151,7 @@ static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 	if (size == 0 || size > VAR_SIZE_MAX || lo > UINT64_MAX - size)
 		size = 1;
 	const char *name = dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
-	const char *file = dwarf_decl_file(die);
+	const char *file = decl_file(die);
 	int line = 0;
 	if (dwarf_decl_line(die, &line) != 0 || line < 0)
 		line = 0;
@@ -239,8 +256,8 @@ int ha_sym_var_in(struct ha_sym_vars **vs, struct ha_strpool *pool, Dwfl_Module 
 	if (!*vs && !(*vs = calloc(1, sizeof **vs)))
 		return -1;
 	const struct modvars *mv = vars_of(*vs, pool, mod);
-	if (!tls && addr < mv->bias)
-		return -1;
+	/* modulo 2^64: a module loaded below its link address (a bias that
+	 * wraps, as libdwfl gives for a first segment not page-aligned) too */
 	uint64_t a = tls ? addr : addr - mv->bias;
 	const struct var *vv = tls ? mv->t : mv->v;
 	/* the last variable starting at or before a, and a few before it
