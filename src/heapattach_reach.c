@@ -138,7 +138,7 @@ static int fill_holders(struct ha_db_reach *d, const struct gather *g,
 		o->stack_id = h[i].bucket;
 		o->kind = HA_KIND_HEAP;
 		o->root = reach_root_name(rh->kind);
-		snprintf(o->name, sizeof o->name, "%s", rh->name);
+		o->name = strdup(rh->name);   /* NULL (no memory): written as "" */
 		o->bytes = h[i].bytes;
 		o->count = h[i].count;
 		o->hops = h[i].hops;
@@ -191,6 +191,8 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *u
 	if (rc != 0) {
 		snprintf(d->error, sizeof d->error, "%s", err);
 		free(d->rows);
+		for (size_t i = 0; i < d->nholders; i++)
+			free(d->holders[i].name);
 		free(d->holders);
 		d->rows = NULL;
 		d->holders = NULL;

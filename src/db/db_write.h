@@ -173,11 +173,12 @@ struct ha_db_reach_row {
 	double reachable_bytes, reachable_count;
 	double unknown_bytes, unknown_count;
 };
+#define HA_DB_REACH_NAME_MAX 1024   /* a holder's name: at most 1,023 bytes */
 struct ha_db_reach_holder {
 	int64_t stack_id;
 	int kind;
 	const char *root;         /* "global", "tls", "stack", "register", "anon" */
-	char name[128];
+	char *name;               /* malloc'ed (the owner of the holders frees it); NULL: "" */
 	double bytes, count;
 	int hops;                 /* the fewest */
 	/* Not stored: what the writer's symbolizer adds to name at name[at]

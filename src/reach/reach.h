@@ -55,7 +55,7 @@ struct reach_block {
 };
 
 /* A holder: a root kind and its name ("g_cache [prog]", "tid 1234",
- * "t_cache [prog] tid 1234", "tid 1234 rsp"...), at most 127 bytes,
+ * "t_cache [prog] tid 1234", "tid 1234 rsp"...), at most 1,023 bytes,
  * cleaned (no control bytes).
  * What a symbolizer may add to the name, at name[at] (the scan runs on
  * the collector's thread, which names nothing: the writer's symbolizer
@@ -64,9 +64,10 @@ struct reach_block {
  * address and an address of its module (where its definition is, from
  * DWARF); for TLS, the word's module and offset in the module's static
  * TLS block (the TLS variable there, from DWARF). */
+#define REACH_NAME_MAX 1024
 struct reach_holder {
 	int kind;
-	char name[128];
+	char name[REACH_NAME_MAX];
 	uint64_t pc;          /* STACK: the holding frame's pc (0: none told) */
 	int pc_is_ret;        /* ...a return address (every frame but the innermost) */
 	uint64_t addr;        /* GLOBAL: the root word's address (0: none);

@@ -238,6 +238,9 @@ void reach_tls_find(struct reach_tls *t, struct reach_mem *m, const struct ha_ma
 int reach_tls_locate(const struct reach_tls *t, struct reach_mem *m, uint64_t tp, uint64_t at,
                      uint64_t *module, uint64_t *off);
 void reach_tls_free(struct reach_tls *t);
+/* The end (page-rounded) of the memory of the module whose ELF header is
+ * at start (its last PT_LOAD's vaddr + memsz, relocated), 0 if unknown. */
+uint64_t reach_module_end(struct reach_mem *m, uint64_t start);
 
 /* ---- names of globals (reach_sym.c) ---- */
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from

@@ -2,7 +2,9 @@
  * followed through the heap before the next (so a block's holder is the
  * first class that reaches it, in this order):
  *  1. globals: the private writable mappings of files (a module's .data)
- *     and the anonymous mapping right after one (its .bss);
+ *     and the anonymous mapping right after one (its .bss, up to the
+ *     module's end as its program headers say: the rest, merged by the
+ *     kernel, is another anonymous mapping, class 5);
  *  2. TLS: around each thread's thread pointer (fs_base), its static TLS
  *     below it (the PT_TLS segments of the modules, read from their
  *     program headers in memory, plus glibc's 1,664-byte surplus, rounded
@@ -14,7 +16,9 @@
  * Never roots: the heaps (reach_heap.c's areas), shared mappings (the
  * rings are memfds), mappings that are not readable and writable, and the
  * ranges the caller gives (the agent's own memory: its live set holds the
- * address of every sampled block). */
+ * address of every sampled block), cut out of the mappings they lie in (the
+ * agent's .bss shares a mapping with the main thread's TLS when the kernel
+ * merges them). */
 #include "reach_int.h"
 
 #include <stddef.h>
@@ -24,14 +28,6 @@
 #define TLS_SLACK  4096
 #define TLS_MAX    (1u << 20)
 #define TLS_ABOVE  2304
-
-static int overlaps(uint64_t lo, uint64_t hi, const uint64_t *skip, size_t nskip)
-{
-	for (size_t i = 0; i < nskip; i++)
-		if (lo < skip[2 * i + 1] && skip[2 * i] < hi)
-			return 1;
-	return 0;
-}
 
 static int is_rw_private(const struct ha_map *e)
 {
@@ -110,18 +106,46 @@ static uint64_t static_tls(struct reach_mem *m, const struct ha_maps *maps)
 	return sum;
 }
 
+/* Scan [lo, hi) less the skipped ranges (the agent's memory: whole
+ * mappings, or its .bss at the start of an anonymous mapping the kernel
+ * merged with what came after it, the main thread's TLS among it). */
+static void scan_roots(struct reach_marker *k, uint64_t lo, uint64_t hi, int kind, pid_t tid,
+                       const uint64_t *skip, size_t nskip)
+{
+	for (size_t i = 0; i < nskip; i++) {
+		uint64_t a = skip[2 * i], b = skip[2 * i + 1];
+		if (lo < b && a < hi) {
+			if (lo < a)
+				scan_roots(k, lo, a, kind, tid, skip + 2 * (i + 1), nskip - i - 1);
+			if (b < hi)
+				scan_roots(k, b, hi, kind, tid, skip + 2 * (i + 1), nskip - i - 1);
+			return;
+		}
+	}
+	scan_outside_heaps(k, lo, hi, kind, tid);
+}
+
 static void mark_globals(struct reach_marker *k, const struct ha_maps *maps, const uint64_t *skip,
                          size_t nskip)
 {
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct ha_map *e = &maps->v[i];
-		if (!is_rw_private(e) || overlaps(e->start, e->end, skip, nskip))
+		if (!is_rw_private(e))
 			continue;
 		int file = e->path[0] == '/';
 		int bss = e->path[0] == '\0' && i > 0 && maps->v[i - 1].path[0] == '/' &&
 		          maps->v[i - 1].end == e->start;
+		uint64_t hi = e->end;
+		if (bss) {
+			/* up to the module's end: the kernel may have merged its .bss
+			 * with an anonymous mapping after it (TLS, ld.so's memory) */
+			const struct ha_map *mod = ha_maps_module_of(maps, &maps->v[i - 1]);
+			uint64_t end = mod ? reach_module_end(k->m, mod->start) : 0;
+			if (end > e->start && end < e->end)
+				hi = end;
+		}
 		if (file || bss)
-			scan_outside_heaps(k, e->start, e->end, REACH_ROOT_GLOBAL, 0);
+			scan_roots(k, e->start, hi, REACH_ROOT_GLOBAL, 0, skip, nskip);
 	}
 }
 
@@ -135,11 +159,11 @@ static void mark_threads(struct reach_marker *k, const struct ha_maps *maps,
 		if (kind == REACH_ROOT_TLS) {
 			uint64_t tp = th->regs.fs_base;
 			const struct ha_map *e = map_of(maps, tp);
-			if (!e || !is_rw_private(e) || overlaps(e->start, e->end, skip, nskip))
+			if (!e || !is_rw_private(e))
 				continue;
 			uint64_t lo = tp - e->start > below ? tp - below : e->start;
 			uint64_t hi = e->end - tp > TLS_ABOVE ? tp + TLS_ABOVE : e->end;
-			scan_outside_heaps(k, lo, hi, kind, th->tid);
+			scan_roots(k, lo, hi, kind, th->tid, skip, nskip);
 		} else if (kind == REACH_ROOT_STACK) {
 			uint64_t sp = th->regs.rsp;
 			const struct ha_map *e = map_of(maps, sp);
@@ -169,10 +193,9 @@ static void mark_anon(struct reach_marker *k, const struct ha_maps *maps,
 {
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct ha_map *e = &maps->v[i];
-		if (!is_rw_private(e) || e->path[0] != '\0' || holds_sp(e, f) ||
-		    overlaps(e->start, e->end, skip, nskip))
+		if (!is_rw_private(e) || e->path[0] != '\0' || holds_sp(e, f))
 			continue;
-		scan_outside_heaps(k, e->start, e->end, REACH_ROOT_ANON, 0);
+		scan_roots(k, e->start, e->end, REACH_ROOT_ANON, 0, skip, nskip);
 	}
 }
 

@@ -73,9 +73,24 @@ static void skip_add(struct skips *s, uint64_t lo, uint64_t hi)
 	s->n++;
 }
 
-/* The agent's memory: its module's mappings, and every anonymous mapping
- * whose start one of the agent's writable words holds (the live set's
- * table, which it mmaps once). */
+/* Where the agent's .bss ends in the anonymous mapping e after its module
+ * (mod: the module's first mapping): the kernel merges an anonymous
+ * mapping that was there before (the main thread's TLS and what ld.so
+ * allocated sit right after it when the agent is mapped below them) with
+ * the agent's .bss, and only the .bss is the agent's.  e->end if the
+ * module's end cannot be read. */
+static uint64_t agent_bss_end(pid_t pid, const struct ha_map *mod, const struct ha_map *e)
+{
+	struct reach_range rg = { mod->start, mod->end, 0 };
+	struct reach_mem m = { .read = reach_mem_read_pid, .ctx = &pid, .ranges = &rg, .nranges = 1 };
+	uint64_t end = reach_module_end(&m, mod->start);
+	reach_mem_free(&m);
+	return end > e->start && end < e->end ? end : e->end;
+}
+
+/* The agent's memory: its module's mappings (its .bss up to the module's
+ * end only), and every anonymous mapping whose start one of the agent's
+ * writable words holds (the live set's table, which it mmaps once). */
 static void agent_memory(pid_t pid, const struct ha_maps *maps, struct skips *s)
 {
 	for (size_t i = 0; i < maps->n; i++) {
@@ -85,13 +100,17 @@ static void agent_memory(pid_t pid, const struct ha_maps *maps, struct skips *s)
 		          strstr(ha_maps_module_name(maps->v[i - 1].path), "heapattach_agent");
 		if (!agent && !bss)
 			continue;
-		skip_add(s, e->start, e->end);
+		uint64_t hi = e->end;
+		const struct ha_map *mod = bss ? ha_maps_module_of(maps, &maps->v[i - 1]) : NULL;
+		if (mod)
+			hi = agent_bss_end(pid, mod, e);
+		skip_add(s, e->start, hi);
 		if ((e->prot & 3) != 3)
 			continue;
-		struct reach_range rg = { e->start, e->end, 0 };
+		struct reach_range rg = { e->start, hi, 0 };
 		struct reach_mem m = { .read = reach_mem_read_pid, .ctx = &pid, .ranges = &rg,
 		                       .nranges = 1 };
-		for (uint64_t a = e->start; a + 8 <= e->end; a += 8) {
+		for (uint64_t a = e->start; a + 8 <= hi; a += 8) {
 			uint64_t v;
 			if (reach_mem_word(&m, a, &v) != 0 || v < 4096)
 				continue;

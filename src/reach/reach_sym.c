@@ -46,12 +46,29 @@ static int find_symbol(Elf *elf, uint64_t off, int type, char *out, size_t outle
 				const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
 				if (!name || !*name)
 					continue;
-				snprintf(out, outlen, "%.100s", name);
+				snprintf(out, outlen, "%s", name);
 				return 0;
 			}
 		}
 	}
 	return -1;
+}
+
+/* sym then tail into out[outlen], the symbol cut (a long C++ name) so
+ * that tail (the module) stays; the symbol's length in out. */
+static size_t sym_then(char *out, size_t outlen, const char *sym, const char *tail)
+{
+	size_t n = strlen(sym), t = strlen(tail);
+	if (outlen == 0)
+		return 0;
+	if (t >= outlen)
+		t = outlen - 1;
+	if (n > outlen - 1 - t)
+		n = outlen - 1 - t;
+	memcpy(out, sym, n);
+	memcpy(out + n, tail, t);
+	out[n + t] = '\0';
+	return n;
 }
 
 static uint64_t first_load_vaddr(Elf *elf)
@@ -135,11 +152,13 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
 	struct cached *c = module_elf(path);
 	uint64_t off = addr - mod->start + c->vaddr;
-	char sym[112];
+	char sym[REACH_NAME_MAX];
 	if (c->elf && find_symbol(c->elf, off, STT_OBJECT, sym, sizeof sym) == 0) {
 		ha_clean_line(sym);
-		snprintf(out, outlen, "%s [%s]", sym, modname);
-		*at = strlen(sym);
+		/* a long symbol cut, the module after it kept */
+		char tail[96];
+		snprintf(tail, sizeof tail, " [%s]", modname);
+		*at = sym_then(out, outlen, sym, tail);
 	} else {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
 		*at = 0;   /* no symbol: DWARF's name may come before it */
@@ -163,11 +182,12 @@ void reach_sym_tls_name(pid_t pid, const struct ha_maps *maps, uint64_t module, 
 	char path[4200];
 	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
 	struct cached *c = module_elf(path);
-	char sym[112];
+	char sym[REACH_NAME_MAX];
 	if (c->elf && find_symbol(c->elf, off, STT_TLS, sym, sizeof sym) == 0) {
 		ha_clean_line(sym);
-		snprintf(out, outlen, "%s [%s] tid %d", sym, modname, (int)tid);
-		*at = strlen(sym);
+		char tail[96];
+		snprintf(tail, sizeof tail, " [%s] tid %d", modname, (int)tid);
+		*at = sym_then(out, outlen, sym, tail);
 	} else {
 		snprintf(out, outlen, "tls+0x%llx [%s] tid %d", (unsigned long long)off, modname,
 		         (int)tid);

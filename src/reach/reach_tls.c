@@ -21,7 +21,11 @@
  * Not told (the holder keeps "tid N"): dynamic TLS (a dlopen'ed module's
  * block is malloc'ed when first used and reached through the dtv, a heap
  * block: hops >= 2), the thread block above tp, other libcs.  The copy's
- * memory is untrusted: every read checked, chains and searches bounded. */
+ * memory is untrusted: every read checked, chains and searches bounded.
+ * The same reading of a module's program headers in memory tells where a
+ * module's memory ends (reach_module_end): the agent's .bss, which the
+ * kernel may merge with the anonymous mapping after it (the main thread's
+ * TLS, ld.so's allocations), is never a root, the rest of that mapping is. */
 #include "reach_int.h"
 
 #include <stdlib.h>
@@ -39,6 +43,7 @@
 
 struct elf_info {
 	uint64_t bias;      /* runtime = vaddr + bias */
+	uint64_t load_end;  /* the end of its last PT_LOAD's memory (runtime) */
 	uint64_t dyn;       /* PT_DYNAMIC's runtime address (0: none) */
 	uint64_t dynsz;
 	int has_tls;
@@ -76,6 +81,8 @@ static int elf_info(struct reach_mem *m, uint64_t start, struct elf_info *ei)
 				have_load = 1;
 				ei->bias = etype == 3 /* ET_DYN */ ? start - (vaddr & ~0xfffull) : 0;
 			}
+			if (vaddr <= UINT64_MAX - memsz && vaddr + memsz + ei->bias > ei->load_end)
+				ei->load_end = vaddr + memsz + ei->bias;
 			break;
 		case PT_DYNAMIC_:
 			dyn_vaddr = vaddr;
@@ -193,6 +200,14 @@ int reach_tls_locate(const struct reach_tls *t, struct reach_mem *m, uint64_t tp
 		return 0;
 	}
 	return -1;
+}
+
+uint64_t reach_module_end(struct reach_mem *m, uint64_t start)
+{
+	struct elf_info ei;
+	if (elf_info(m, start, &ei) != 0 || ei.load_end <= start || ei.load_end > UINT64_MAX - 4095)
+		return 0;
+	return (ei.load_end + 4095) & ~4095ull;
 }
 
 void reach_tls_free(struct reach_tls *t)

@@ -72,6 +72,8 @@ static void reach_free(struct ha_db_reach *r)
 {
 	if (r) {
 		free(r->rows);
+		for (size_t i = 0; i < r->nholders; i++)
+			free(r->holders[i].name);
 		free(r->holders);
 		free(r);
 	}
@@ -98,6 +100,8 @@ static void write_reach(struct ha_writer *w, struct ha_symbolizer *sym, struct i
 		if (local < ids->cap && ids->v[local] > 0) {
 			r->holders[k] = r->holders[i];
 			r->holders[k++].stack_id = ids->v[local];
+		} else {
+			free(r->holders[i].name);
 		}
 	}
 	r->nholders = k;

@@ -722,6 +722,11 @@ int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_add
 	return mod ? ha_sym_var_in(&s->vars, &s->pool, mod, addr, 0, name, file, line) : -1;
 }
 
+const char *ha_symbolize_demangle(struct ha_symbolizer *s, const char *name)
+{
+	return s && name ? ha_demangled_name(&s->pool, name) : "";
+}
+
 int ha_symbolize_tls_var(struct ha_symbolizer *s, uint64_t module_addr, uint64_t off,
                          const char **name, const char **file, int *line)
 {

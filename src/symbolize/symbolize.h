@@ -65,6 +65,10 @@ int ha_symbolize(struct ha_symbolizer *s, uint64_t pc, int is_return_address,
 int ha_symbolize_var(struct ha_symbolizer *s, uint64_t addr, uint64_t module_addr,
                      const char **name, const char **file, int *line);
 
+/* name demangled (a C++ symbol, "_ZN2ns7g_cacheE": "ns::g_cache"; others
+ * as they are), interned in s; "" for NULL. */
+const char *ha_symbolize_demangle(struct ha_symbolizer *s, const char *name);
+
 /* The TLS variable at offset off of the static TLS block of the module
  * whose first mapping starts at module_addr (a TLS symbol's value: its
  * offset in the module's PT_TLS template), from DWARF; as

@@ -1,6 +1,8 @@
 /* symbolize_var.c -- where a global variable is defined: the name and
  * file:line (DW_AT_decl_file/decl_line, through DW_AT_specification and
- * abstract origins; DWARF 5's file 0, clang's, is the unit's name) of the DWARF variable whose static storage holds an
+ * abstract origins; DWARF 5's file 0, clang's, is the unit's name; a C++
+ * variable's name is its linkage name demangled, with its namespaces and
+ * template arguments) of the DWARF variable whose static storage holds an
  * address, for the holders of a reachability scan (a word of .data or
  * .bss).  The module and its debug file are the symbolizer's own
  * (symbolize.c, modfiles.c: build-id, debug link, our and the target's
@@ -19,6 +21,7 @@
  * untrusted; libdw checks every read, and a unit it cannot read ends that
  * unit's walk.  Strings are interned in the symbolizer's pool. */
 #define _GNU_SOURCE
+#include "dwarf_names.h"
 #include "symbolize_int.h"
 
 #include <dwarf.h>
@@ -150,7 +153,12 @@ static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 		size = 0;
 	if (size == 0 || size > VAR_SIZE_MAX || lo > UINT64_MAX - size)
 		size = 1;
+	/* C++: the linkage name demangled ("ns::cache<int>::g"), else the name */
+	const char *link = dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ? dwarf_formstring(&a) :
+	                   dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a) ?
+	                   dwarf_formstring(&a) : NULL;
 	const char *name = dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
+	const char *shown = link ? ha_demangled_name(pool, link) : ha_strpool_intern(pool, name);
 	const char *file = decl_file(die);
 	int line = 0;
 	if (dwarf_decl_line(die, &line) != 0 || line < 0)
@@ -165,8 +173,7 @@ static void add_var(struct ha_strpool *pool, struct modvars *mv, Dwarf_Die *die)
 		*vp = v;
 		*cap = c;
 	}
-	(*vp)[(*n)++] = (struct var){ lo, lo + size, ha_strpool_intern(pool, name),
-	                              ha_strpool_intern(pool, file), line };
+	(*vp)[(*n)++] = (struct var){ lo, lo + size, shown, ha_strpool_intern(pool, file), line };
 }
 
 /* The variables of one unit, depth first, within *budget DIEs. */

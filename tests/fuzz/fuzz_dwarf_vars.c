@@ -35,8 +35,8 @@
  * -nostdlib -Wl,-N -Wl,--build-id=none, .comment removed: 3-5 KiB.
  *
  * fuzz-sources: src/symbolize/symbolize_var.c src/symbolize/strpool.c
- * fuzz-sources: src/common/arena.c src/common/hashtab.c
- * fuzz-libs: -ldw -lelf
+ * fuzz-sources: src/common/arena.c src/common/hashtab.c src/symbolize/dwarf_names.c
+ * fuzz-libs: -ldw -lelf -lstdc++
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
