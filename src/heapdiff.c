@@ -172,13 +172,13 @@ static int memory_report(const struct options *o, const struct hd_snap *b, struc
 	struct hd_memory m;
 	struct hd_reach rm;
 	int top = o->top > INT_MAX ? INT_MAX : (int)o->top;
-	check(o->memory == 2 ? hd_reach_load(b, &rm) : hd_memory_load(b, o->exact_bytes, &m));
+	check(o->memory == 2 ? hd_reach_load(b, (size_t)top, &rm) : hd_memory_load(b, o->exact_bytes, &m));
 	check(o->memory == 1 && o->by_stack ? hd_memory_load_pins(b->src, &m) : HD_OK);
 	FILE *out = open_output(o);
 	if (o->memory == 2 && o->format == HD_JSON)
-		hd_write_reach_json(out, b, &rm, top);
+		check(hd_write_reach_json(out, b, &rm, top));
 	else if (o->memory == 2)
-		hd_write_reach_text(out, b, &rm, top, o->exact_bytes);
+		check(hd_write_reach_text(out, b, &rm, top, o->exact_bytes));
 	else if (o->format == HD_JSON)
 		hd_write_memory_json(out, b, &m, top);
 	else

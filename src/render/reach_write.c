@@ -3,7 +3,10 @@
  * {...}}, rows with unreachable_bytes, unreachable_objects,
  * reachable_bytes, reachable_objects, held_by: [{root, name, bytes,
  * objects, hops}]).  Every name is printed cleaned (report side) and
- * escaped for JSON here. */
+ * escaped for JSON here.  Rows come without their frames and holders
+ * (hd_reach_load): each row's are loaded as it is written and freed
+ * after, so that a scan of 100,000 call paths is written in the memory of
+ * its figures and one row's holders. */
 #include "render.h"
 
 #include <inttypes.h>
@@ -32,8 +35,14 @@ static void text_holders(FILE *f, const struct hd_reach_row *r, int exact)
 		fprintf(f, "; %zu more", r->nholders - 3);
 }
 
-void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top,
-                         int exact)
+/* Row i's frames and holders, loaded if they are not (1: free them after). */
+static int row_detail(struct hd_reach *m, size_t i, int *loaded)
+{
+	*loaded = i >= m->detailed;
+	return *loaded ? hd_reach_row_detail(m, &m->rows[i]) : HD_OK;
+}
+
+int hd_write_reach_text(FILE *f, const struct hd_snap *b, struct hd_reach *m, int top, int exact)
 {
 	char t[64], v[4][64];
 	fprintf(f, "reachability at snapshot %" PRId64 " (%s, %s) of pid %" PRId64 " (%s)\n",
@@ -47,7 +56,10 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 	fprintf(f, "%14s %14s %14s  %s\n", "LIVE", "UNREACHABLE", "REACHABLE", "HELD BY");
 	size_t n = top > 0 && (size_t)top < m->nrows ? (size_t)top : m->nrows;
 	for (size_t i = 0; i < n; i++) {
-		const struct hd_reach_row *r = &m->rows[i];
+		struct hd_reach_row *r = &m->rows[i];
+		int loaded;
+		if (row_detail(m, i, &loaded) < 0)
+			return HD_ERR;
 		double live = r->unreachable_bytes + r->reachable_bytes + r->unknown_bytes;
 		fprintf(f, "%14s %14s %14s  ", hd_fmt_bytes(v[0], sizeof v[0], live, 0, exact),
 		        hd_fmt_bytes(v[1], sizeof v[1], r->unreachable_bytes, 0, exact),
@@ -58,6 +70,8 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 		                                                              "to it)" : "");
 		for (int k = 0; k < r->st.n; k++)
 			hd_text_frame(f, r->st.f[k], INDENT);
+		if (loaded)
+			hd_reach_row_free(r);
 	}
 	double all = m->unreachable + m->reachable + m->unknown;
 	fprintf(f, "total: unreachable %s (%.0f%% of the sampled live heap), reachable %s, unknown %s;"
@@ -65,9 +79,10 @@ void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach
 	        all > 0 ? 100 * m->unreachable / all : 0.0,
 	        hd_fmt_bytes(v[1], sizeof v[1], m->reachable, 0, exact),
 	        hd_fmt_bytes(v[2], sizeof v[2], m->unknown, 0, exact), m->count, n);
+	return HD_OK;
 }
 
-void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top)
+int hd_write_reach_json(FILE *f, const struct hd_snap *b, struct hd_reach *m, int top)
 {
 	fprintf(f, "{\"reach\": {\"snapshot\": %" PRId64 ", \"asked\": %" PRId64 ", \"time\": %.3f"
 	        ", \"reason\": ", m->snapshot_id, m->asked_id, m->time);
@@ -81,7 +96,10 @@ void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach
 	        m->blocks, m->unreachable, m->reachable, m->unknown);
 	size_t n = top > 0 && (size_t)top < m->nrows ? (size_t)top : m->nrows;
 	for (size_t i = 0; i < n; i++) {
-		const struct hd_reach_row *r = &m->rows[i];
+		struct hd_reach_row *r = &m->rows[i];
+		int loaded;
+		if (row_detail(m, i, &loaded) < 0)
+			return HD_ERR;
 		fprintf(f, "%s\n  {\"stack_id\": %" PRId64 ", \"kind\": \"%s\", \"live_bytes\": %.0f, ",
 		        i ? "," : "", r->stack_id, hd_kind_name(r->kind),
 		        r->unreachable_bytes + r->reachable_bytes + r->unknown_bytes);
@@ -89,6 +107,9 @@ void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach
 		fputs(", \"frames\": ", f);
 		hd_json_frames(f, &r->st);
 		fputc('}', f);
+		if (loaded)
+			hd_reach_row_free(r);
 	}
 	fputs("]}}\n", f);
+	return HD_OK;
 }

@@ -123,10 +123,11 @@ void hd_func_text_name(FILE *f, const struct hd_frame *fr);
  * (heap_vs_rss_write.c). */
 struct hd_reach;
 struct hd_reach_row;
-/* heapdiff --reach (reach_write.c); top 0: every row. */
-void hd_write_reach_text(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top,
-                         int exact);
-void hd_write_reach_json(FILE *f, const struct hd_snap *b, const struct hd_reach *m, int top);
+/* heapdiff --reach (reach_write.c); top 0: every row.  A row without its
+ * frames and holders (past m->detailed) gets them as it is written and
+ * loses them after.  HD_OK, or HD_ERR (the file could not be read). */
+int hd_write_reach_text(FILE *f, const struct hd_snap *b, struct hd_reach *m, int top, int exact);
+int hd_write_reach_json(FILE *f, const struct hd_snap *b, struct hd_reach *m, int top);
 /* A row's reach fields, "unreachable_bytes": ... "held_by": [...] (--leaks too). */
 void hd_json_reach_row(FILE *f, const struct hd_reach_row *r);
 void hd_write_vs_text(FILE *f, const struct hd_report *r, const struct hd_vs *vs);

@@ -90,9 +90,18 @@ static int by_unreachable(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-/* Every row's figures; the first `detail` (0: all) in rank also their
- * frames and holders, the others dropped (their figures in the totals). */
-static int load_rows(struct hd_source *s, struct hd_reach *m, size_t detail)
+int hd_reach_row_detail(const struct hd_reach *m, struct hd_reach_row *r)
+{
+	const struct hd_stack *st;
+	if (hd_stack_get(m->src, r->stack_id, &st) < 0 || load_holders(m->src, m->snapshot_id, r) < 0)
+		return HD_ERR;
+	r->st = hd_fold(st, 0, &r->folded);
+	return HD_OK;
+}
+
+/* Every row's figures (in the totals); the first `keep` (0: all) in rank
+ * kept, the first `detail` of those with their frames and holders. */
+static int load_rows(struct hd_source *s, struct hd_reach *m, size_t keep, size_t detail)
 {
 	sqlite3_stmt *q;
 	if (hd_prepare(s, "SELECT stack_id, kind, unreachable_bytes, unreachable_count,"
@@ -121,15 +130,12 @@ static int load_rows(struct hd_source *s, struct hd_reach *m, size_t detail)
 	if (m->nrows)
 		qsort(m->rows, m->nrows, sizeof *m->rows, by_unreachable);
 	m->count = m->nrows;
-	if (detail && m->nrows > detail)
-		m->nrows = detail;
-	for (size_t i = 0; i < m->nrows; i++) {
-		struct hd_reach_row *r = &m->rows[i];
-		const struct hd_stack *st;
-		if (hd_stack_get(s, r->stack_id, &st) < 0 || load_holders(s, m->snapshot_id, r) < 0)
+	if (keep && m->nrows > keep)
+		m->nrows = keep;
+	m->src = s;
+	for (; m->detailed < m->nrows && m->detailed < detail; m->detailed++)
+		if (hd_reach_row_detail(m, &m->rows[m->detailed]) < 0)
 			return HD_ERR;
-		r->st = hd_fold(st, 0, &r->folded);
-	}
 	return HD_OK;
 }
 
@@ -138,7 +144,7 @@ static int has_scans(struct hd_source *s, int *has)
 	return hd_has_column(s, "reach_scans", "pause_ms", has);
 }
 
-int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m)
+static int reach_find(const struct hd_snap *b, size_t keep, size_t detail, struct hd_reach *m)
 {
 	struct hd_source *s = b->src;
 	int has;
@@ -151,10 +157,15 @@ int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m)
 	int rc = find_scan(b, m);
 	if (rc <= 0)
 		return rc;
-	return load_rows(s, m, detail) < 0 ? HD_ERR : 1;
+	return load_rows(s, m, keep, detail) < 0 ? HD_ERR : 1;
 }
 
-int hd_reach_load(const struct hd_snap *b, struct hd_reach *m)
+int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m)
+{
+	return reach_find(b, detail, detail ? detail : SIZE_MAX, m);
+}
+
+int hd_reach_load(const struct hd_snap *b, size_t top, struct hd_reach *m)
 {
 	struct hd_source *s = b->src;
 	int has;
@@ -163,7 +174,7 @@ int hd_reach_load(const struct hd_snap *b, struct hd_reach *m)
 	if (!has)
 		return hd_fail(s->err, "%s: no reachability scans: the file was written before schema "
 		               "version 11", s->path);
-	int rc = hd_reach_find(b, 0, m);
+	int rc = reach_find(b, top, 0, m);
 	if (rc == 0)
 		return hd_fail(s->err, "%s: session %" PRId64 " has no reachability scan up to snapshot %"
 		               PRId64 " (heapattach --reach, or SIGUSR2 to heapattach, makes one)",

@@ -35,15 +35,25 @@ struct hd_reach {
 	double pause_ms, duration_ms;
 	int64_t bytes_scanned, cow_bytes, chunks, blocks;
 	struct hd_reach_row *rows;  /* most unreachable bytes first, then reachable */
-	size_t nrows;               /* rows kept (with their frames and holders) */
+	size_t nrows;               /* rows kept */
+	size_t detailed;            /* rows [0, detailed) have their frames and holders; the
+	                             * others get them from hd_reach_row_detail, one at a time */
+	struct hd_source *src;
 	size_t count;               /* rows of the scan (in the totals) */
 	double unreachable, reachable, unknown; /* totals, bytes */
 };
 
-/* The latest scan that ran at or before snapshot b in its session.
- * HD_OK, or HD_ERR with the reason (a file before version 11, a session
- * without a scan). */
-int hd_reach_load(const struct hd_snap *b, struct hd_reach *m);
+/* The latest scan that ran at or before snapshot b in its session, its
+ * first `top` rows (0: all) kept with their figures only (detailed 0): the
+ * writer loads each row's frames and holders as it writes it
+ * (hd_reach_row_detail) and frees them after (hd_reach_row_free), so that
+ * memory holds one row's holders, not every row's (a day's scan: 100,000
+ * call paths, up to 64 holders each).  HD_OK, or HD_ERR with the reason (a
+ * file before version 11, a session without a scan). */
+int hd_reach_load(const struct hd_snap *b, size_t top, struct hd_reach *m);
+/* Row r of m: its frames (a view into the source's stack cache) and
+ * holders loaded.  HD_OK or HD_ERR. */
+int hd_reach_row_detail(const struct hd_reach *m, struct hd_reach_row *r);
 /* The same, quietly: 1 found, 0 none (no scan, a file before version 11),
  * HD_ERR; only the first `detail` rows (0: all) kept. */
 int hd_reach_find(const struct hd_snap *b, size_t detail, struct hd_reach *m);
