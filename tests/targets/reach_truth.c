@@ -19,6 +19,9 @@
  *   inhandler      one more busy thread, its loop inside a SIGUSR1 handler
  *                  it raised (never returns: a park there is under a
  *                  signal frame, which the scan's check refuses);
+ *   rewrite        every page of every block written again (with the byte
+ *                  it holds: check unchanged), as a busy heap is between
+ *                  two scans (bench/reach_pause REWRITE=1);
  *   check          "check SUM": a sum over every held block's bytes;
  *   progress       "progress N": the fewest rounds any busy thread made;
  *   reaper         a SIGCHLD handler that reaps with waitpid(-1, WNOHANG);
@@ -61,6 +64,16 @@ static void on_sigchld(int sig)
 
 /* Addresses kept for "addrs" are stored disguised (not as pointers). */
 #define HIDE(p) ((void *)((uintptr_t)(p) ^ 0xa5a5a5a5a5a5a5a5ull))
+
+/* Write every page of the n blocks of a (disguised: hidden) array again. */
+static void rewrite(void *const *a, int n, int hidden, size_t size)
+{
+	for (int i = 0; i < n; i++) {
+		volatile unsigned char *q = hidden ? HIDE(a[i]) : a[i];
+		for (size_t o = 0; q && o < size; o += 4096)
+			q[o] = q[o];
+	}
+}
 
 static void fill(void *p, size_t n, int v)
 {
@@ -262,6 +275,19 @@ int main(void)
 				least = r < least ? r : least;
 			}
 			printf("progress %lu\n", least);
+		} else if (strcmp(line, "rewrite") == 0 && n_blocks) {
+			rewrite(dropped, n_blocks, 1, blk_size);
+			rewrite(g_held, n_blocks, 0, blk_size);
+			rewrite(g_table, n_blocks, 0, blk_size);
+			rewrite(parents, n_blocks, 1, blk_size);
+			rewrite(children, n_blocks, 1, blk_size);
+			rewrite(thread_blocks, n_blocks, 1, blk_size);
+			rewrite(tls_blocks, n_blocks, 1, blk_size);
+			for (int i = 0; i < n_blocks; i++) {
+				volatile char *q = g_mid[i] - blk_size / 2;
+				for (size_t o = 0; o < blk_size; o += 4096)
+					q[o] = q[o];
+			}
 		} else if (strcmp(line, "check") == 0) {
 			unsigned long sum = 0;
 			for (int i = 0; i < n_blocks; i++)
