@@ -89,8 +89,8 @@ struct reach_result {
 	uint64_t chunks;        /* glibc chunks in use found */
 	double holders_ms;      /* classifying the blocks and naming their holders */
 	int stacks_walked;      /* threads' stacks walked for the frames of holders */
-	struct reach_holder *holders; /* malloc'ed, nholders of them */
-	size_t nholders;
+	struct reach_holder *holders; /* malloc'ed, nholders of them (room for capholders) */
+	size_t nholders, capholders;
 };
 
 void reach_result_free(struct reach_result *r);

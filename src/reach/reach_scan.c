@@ -37,7 +37,7 @@ void reach_result_free(struct reach_result *r)
 {
 	free(r->holders);
 	r->holders = NULL;
-	r->nholders = 0;
+	r->nholders = r->capholders = 0;
 }
 
 /* Another allocator than glibc's: its name, else NULL. */
@@ -253,10 +253,16 @@ static uint32_t holder_of(struct reach_result *r, const struct reach_origin *o,
 		if (r->holders[i].kind == hd.kind && r->holders[i].pc == hd.pc &&
 		    strcmp(r->holders[i].name, hd.name) == 0)
 			return (uint32_t)i;
-	struct reach_holder *v = realloc(r->holders, (r->nholders + 1) * sizeof *v);
-	if (!v)
-		return 0;
-	r->holders = v;
+	if (r->nholders == r->capholders) {
+		/* doubled: a holder is 1 KiB with its name, thousands of them
+		 * grown one at a time were copied n^2 / 2 times */
+		size_t cap = r->capholders ? 2 * r->capholders : 16;
+		struct reach_holder *v = realloc(r->holders, cap * sizeof *v);
+		if (!v)
+			return 0;
+		r->holders = v;
+		r->capholders = cap;
+	}
 	r->holders[r->nholders] = hd;
 	return (uint32_t)r->nholders++;
 }
