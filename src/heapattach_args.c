@@ -73,7 +73,7 @@ static void usage(FILE *f)
 	        "      --rss-period N    with --rss, sample every Nth page fault of each thread\n"
 	        "                        (default 251; 1 = every fault; implies --rss)\n"
 	        "      --reach[=SECS]    tell leaked from held: a reachability scan of the\n"
-	        "                        target at the last snapshot, and every SECS if given\n"
+	        "                        target before it detaches, and every SECS if given\n"
 	        "                        (SIGUSR2 to heapattach scans at once, with or\n"
 	        "                        without it): its threads stopped a few ms, a frozen\n"
 	        "                        copy marked from its roots (glibc's malloc only)\n"

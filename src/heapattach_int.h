@@ -104,6 +104,10 @@ struct cmd_reach {
 	int scans;                  /* scans that ran */
 	int pending;                /* a "reach" snapshot asked for and not yet taken */
 	char last_err[200];         /* the last reason none could ("": none) */
+	/* cmd_reach_last waits for every scan asked to be done */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned asked, done;       /* "reach" snapshots asked for, and scanned */
 };
 
 struct ha_book;
@@ -115,6 +119,11 @@ void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *u
 /* Ask the collector for a snapshot with a scan, unless one is asked already
  * (the main thread: the --reach timer, SIGUSR2). */
 void cmd_reach_ask(struct ha_collector *c);
+/* --reach: the session's last scan, before a detach (the agent's hooks
+ * still in, so its park works on a busy target): asked as a "reach"
+ * snapshot and waited for; the detach's snapshot scans no more.  The main
+ * thread, before cmd_detach. */
+void cmd_reach_last(struct ha_collector *c);
 
 /* ---- heapattach_session.c: the agent -------------------------------- */
 

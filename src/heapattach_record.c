@@ -139,7 +139,8 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	coll.to_writer = &writer.inbox;
 	cmd_py_collector(py, &coll, t->pid);
 	struct cmd_reach reach = { .pid = t->pid, .ring = s->ring, .at_end = o->reach,
-	                           .verbose = o->verbose };
+	                           .verbose = o->verbose, .lock = PTHREAD_MUTEX_INITIALIZER,
+	                           .cond = PTHREAD_COND_INITIALIZER };
 	coll.reach = cmd_reach_hook;
 	coll.reach_ctx = &reach;
 	static struct cmd_alloc alloc; /* 4 KiB of figures: not on this stack */
@@ -190,8 +191,10 @@ int cmd_profile(const struct options *o, const struct ha_target *t, struct ha_se
 	cmd_view_open(o, live, &view);
 	enum stop_reason why = cmd_stay_attached(o, s, sigfd, &coll, live, view.view, push, &signo);
 	cmd_view_close(&view);
-	if (why != STOP_TARGET_EXIT && why != STOP_AGENT_LOST && why != STOP_TARGET_EXEC)
+	if (why != STOP_TARGET_EXIT && why != STOP_AGENT_LOST && why != STOP_TARGET_EXEC) {
+		cmd_reach_last(&coll);
 		cmd_alloc_last(&alloc);
+	}
 	int status = cmd_detach(o, t, s, why, signo);
 
 	/* What the agent wrote before it left is still in our mapping of the

@@ -3,8 +3,9 @@
 # (tests/targets/reach_truth) in a real terminal (tmux): the view shows the
 # target's call paths while scans run every second; the scans are stored
 # without error (each stops the target's threads and copies it while the
-# view and the --rss sampler run); q detaches as usual and the detach
-# snapshot has its scan; the resident-memory rows are there; the target is
+# view and the --rss sampler run); q detaches as usual, the last scan
+# taken just before (reason 'reach', the hooks still in), none at the
+# detach snapshot itself; the resident-memory rows are there; the target is
 # unharmed (its own check of its blocks unchanged) and has no child left;
 # what the scans found is what t_reach_truth finds (the dropped blocks
 # unreachable, g_held's held), and the HTML report of the session shows it.
@@ -47,13 +48,16 @@ wait_for 30 '[ -s "$W/live.rc" ]' || { pane | sed 's/^/    | /'; fail "q did not
 sed 's/^/    err| /' "$W/live.err" | head -n 20
 grep -q 'reachability scan' "$W/live.err" && fail "a scan failed: $(grep 'reachability scan' "$W/live.err")"
 
-# the scans: several of reason 'reach' and the detach's, none failed
+# the scans: several of reason 'reach', the last just before the detach, none failed
 log "scans: $(q "SELECT s.reason, count(*), round(avg(r.pause_ms), 2) FROM reach_scans r JOIN snapshots s ON s.id = r.snapshot_id GROUP BY 1" | tr '\n' ';')"
 [ "$(q "SELECT count(*) FROM reach_scans WHERE error != ''")" = 0 ] ||
 	fail "failed scans: $(q "SELECT error FROM reach_scans WHERE error != ''")"
-[ "$(q "SELECT count(*) FROM reach_scans r JOIN snapshots s ON s.id = r.snapshot_id WHERE s.reason = 'detach'")" = 1 ] ||
-	fail "no scan at the detach snapshot"
+[ "$(q "SELECT count(*) FROM reach_scans r JOIN snapshots s ON s.id = r.snapshot_id WHERE s.reason != 'reach'")" = 0 ] ||
+	fail "a scan at a snapshot not of reason 'reach'"
 [ "$(q "SELECT s.reason FROM snapshots s ORDER BY s.id DESC LIMIT 1")" = detach ] || fail "the last snapshot is not the detach"
+gap=$(q "SELECT round(d.time - s.time, 1) FROM snapshots d, snapshots s
+         WHERE d.id = (SELECT max(id) FROM snapshots) AND s.id = (SELECT max(snapshot_id) FROM reach_scans)")
+awk -v g="$gap" 'BEGIN { exit !(g >= 0 && g < 10) }' || fail "the last scan came $gap s before the detach snapshot"
 [ "$(q "SELECT count(*) FROM buckets b JOIN kinds k ON k.id = b.kind WHERE k.name = 'rss'")" -ge 1 ] ||
 	grep -q 'perf events' "$W/live.err" || fail "--rss recorded no resident memory"
 
@@ -81,7 +85,7 @@ import json, re, sys
 s = open(sys.argv[1], encoding='utf-8').read()
 d = json.loads(re.search(r'<script type="application/json" id="hd-data">\n(.*?)\n</script>', s, re.S).group(1))
 R = d['reach']
-assert R and R['reason'] == 'detach', R and R['reason']
+assert R and R['reason'] == 'reach', R and R['reason']
 names = {d['frames'][r[2][0]][0]: r[1] for r in R['rows'] if r[2]}
 assert names['drop_site'][0] > 0 and names['drop_site'][2] == 0, names['drop_site']
 assert names['global_site'][5][0][:2] == ['global', 'g_held (reach_truth.c:%s) [reach_truth]' % sys.argv[2]], names['global_site']

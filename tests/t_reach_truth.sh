@@ -1,7 +1,9 @@
 #!/bin/bash
 # t_reach_truth: heapattach --reach on a target of known truth
 # (tests/targets/reach_truth: 400 blocks of 4 KiB at each of its sites).
-# After a scan on SIGUSR2 and the one at detach, per call path: the sites
+# After a scan on SIGUSR2 and the last one (taken just before the detach,
+# the hooks still in: reason 'reach', none at the detach snapshot itself),
+# per call path: the sites
 # that dropped their blocks (drop_site, and parent_site's parents with
 # child_site's children) are unreachable, the others reachable, each within
 # 25% of the truth, with their holders: the globals g_held, g_table (one
@@ -45,7 +47,9 @@ q() { sqlite3 -batch -separator ' ' "$db" "$1" || fail "sqlite3 failed on: $1"; 
 scans=$(q "SELECT s.reason, r.error FROM reach_scans r JOIN snapshots s ON s.id = r.snapshot_id ORDER BY s.id")
 log "scans: $(q "SELECT pause_ms, duration_ms, bytes_scanned, cow_bytes, chunks, blocks FROM reach_scans" | tr '\n' ';')"
 [ "$scans" = "reach 
-detach " ] || fail "scans stored: '$scans' (expected one of reason reach, one at detach, no error)"
+reach " ] || fail "scans stored: '$scans' (expected two of reason reach, the SIGUSR2's and the last, before the detach, no error)"
+[ "$(q "SELECT reason FROM snapshots WHERE id > $(q "SELECT max(snapshot_id) FROM reach_scans")")" = detach ] ||
+	fail "snapshots after the last scan: '$(q "SELECT reason FROM snapshots WHERE id > (SELECT max(snapshot_id) FROM reach_scans)")' (expected the detach's alone)"
 
 # per site at the last scan: unreachable, reachable bytes; the top holder.
 last=$(q "SELECT max(snapshot_id) FROM reach_scans")
