@@ -141,10 +141,34 @@ static int stop_new(struct reach_frozen *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* Detach every thread, last_tid last; *slow: the thread whose detach
+ * took longest, and how long.  A detach waits in the kernel until the
+ * thread is off its run queue (wait_task_inactive), and a thread that just
+ * ran long -- the clone's, 20-110 ms in the kernel copying page tables --
+ * may stay queued a while after it stopped (EEVDF's delayed dequeue, we
+ * believe: 10-57 ms seen, bench/reach_pause): so it goes last, and the
+ * other threads are not held behind it. */
+static void detach_all_timed(struct reach_frozen *f, pid_t last_tid, pid_t *slow, double *slow_ms)
+{
+	for (size_t i = 0; i < f->nth; i++) {
+		if (last_tid && f->th[i].tid == last_tid && i + 1 < f->nth) {
+			struct reach_thread last = f->th[i]; /* to the end: the rest move up */
+			memmove(&f->th[i], &f->th[i + 1], (f->nth - i - 1) * sizeof last);
+			f->th[f->nth - 1] = last;
+		}
+		double t = ha_now_ms();
+		ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
+		t = ha_now_ms() - t;
+		if (slow && t > *slow_ms) {
+			*slow_ms = t;
+			*slow = f->th[i].tid;
+		}
+	}
+}
+
 static void detach_all(struct reach_frozen *f)
 {
-	for (size_t i = 0; i < f->nth; i++)
-		ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
+	detach_all_timed(f, 0, NULL, NULL);
 }
 
 /* Let the unsafe threads run on until all are safe: each round looks only
@@ -314,13 +338,15 @@ static int freeze_copy(const struct ha_maps *maps, int safe_tries, int verbose,
 		return -1;
 	}
 	f->reaper = h->tid;
-	double t_clone = ha_now_ms();
-	detach_all(f);
+	double t_clone = ha_now_ms(), slow_ms = 0;
+	pid_t slow = 0;
+	detach_all_timed(f, h->tid, &slow, &slow_ms);
 	f->pause_ms = ha_now_ms() - t0;
 	if (verbose > 1)
 		fprintf(stderr, "heapattach: reach: safe point %.2f ms (%d of %zu threads in the "
-		        "park), clone %.2f ms, resumed in %.2f ms\n", t_safe - t0, f->parked, f->nth,
-		        t_clone - t_safe, ha_now_ms() - t_clone);
+		        "park), clone %.2f ms, resumed in %.2f ms (slowest: thread %d, %.2f ms)\n",
+		        t_safe - t0, f->parked, f->nth, t_clone - t_safe, ha_now_ms() - t_clone,
+		        (int)slow, slow_ms);
 	if (ret < 0 || child <= 0) {
 		ha_err(err, errlen, "the target's clone failed: %s", strerror((int)(ret < 0 ? -ret : EIO)));
 		return -1;
