@@ -15,6 +15,17 @@ start_profiled() {
 	wait_ready "$pid" "$target"
 }
 
+# reach_scanned LABEL TARGET DB: TARGET (reach_truth's command set) run
+# with 200 blocks of 4 KiB at each site under heapattach --reach into DB,
+# then detached (its last scan taken before the detach); fails if
+# heapattach said a scan failed.
+reach_scanned() {
+	start_profiled "$1" "$2" --reach -i 4096 --block -q -s 3600 -o "$3"
+	target_cmd "build 200 4096"
+	detach_by_signal INT "$pid"
+	! grep -q 'reachability scan' "$HA_ERR" || fail "heapattach said a scan failed: $(grep 'reachability scan' "$HA_ERR")"
+}
+
 # leak_paced SECS: leak_cmd (TFD, TOUT) keeps 10 blocks of 1000 bytes
 # about every 0.1 s for SECS seconds, each command answered before the next
 # (the sleep is the workload's own pace, not a wait for anything); the

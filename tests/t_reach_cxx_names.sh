@@ -19,11 +19,7 @@ command -v sqlite3 >/dev/null || skip "the sqlite3 command-line shell is not ins
 command -v c++filt >/dev/null || skip "c++filt (binutils) is not installed"
 
 db=$W/reach.db
-start_profiled cxx reach_cxx --reach -i 4096 --block -q -s 3600 -o "$db"
-target_cmd "build 200 4096"
-detach_by_signal INT "$pid"
-grep -q 'reachability scan' "$HA_ERR" && fail "heapattach said a scan failed: $(grep 'reachability scan' "$HA_ERR")"
-
+reach_scanned cxx reach_cxx "$db"
 q() { sqlite3 -batch -separator ' ' "$db" "$1" || fail "sqlite3 failed on: $1"; }
 holder() { # SITE: the root|name of its top holder at the last scan
 	q "SELECT h.root || '|' || h.name FROM reach_holders h JOIN stack_text t ON t.stack_id = h.stack_id

@@ -25,11 +25,7 @@ nm -D "$W/bin/reach_truth" 2>/dev/null | grep -q g_held && skip "g_held is a dyn
 TARGETS=$W/bin
 
 db=$W/reach.db
-start_profiled truth reach_truth --reach -i 4096 --block -q -s 3600 -o "$db"
-target_cmd "build 200 4096"
-detach_by_signal INT "$pid"
-grep -q 'reachability scan' "$HA_ERR" && fail "heapattach said a scan failed: $(grep 'reachability scan' "$HA_ERR")"
-
+reach_scanned truth reach_truth "$db"
 q() { sqlite3 -batch -separator ' ' "$db" "$1" || fail "sqlite3 failed on: $1"; }
 holder() { # SITE: the root|name of its top holder at the scan
 	q "SELECT h.root || '|' || h.name FROM reach_holders h JOIN stack_text t ON t.stack_id = h.stack_id
