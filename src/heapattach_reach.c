@@ -3,17 +3,18 @@
  * on its own thread (collector.h): at a snapshot of reason "reach" (the
  * --reach period, SIGUSR2, and with --reach the last one, which the main
  * thread asks for and waits for before a detach: cmd_reach_last; the
- * hooks are still in, so the agent's park works) it hands the live sampled heap blocks to src/reach, and turns what comes
- * back into the database's rows (per call path the estimate unreachable,
- * reachable and unknown, and the holders of the reachable part), hung on
- * the snapshot's message for the writer.  A stack's holder is told by its
- * frame, walked with the collector's unwinder (this is its thread), and
- * named by the writer (src/record/reach_names.c), as a global's
- * definition is.  A scan is asked for only when
- * the last one asked is done (cmd_reach_ask): scans slower than the
- * period never queue up.  A scan that cannot run (another
- * allocator, no safe point, a refused clone) says why in one line, once
- * per distinct reason, is stored with its error, and the session goes on. */
+ * hooks are still in, so the agent's park works) it hands the live
+ * sampled heap blocks to src/reach, and turns what comes back into the
+ * database's rows (per call path the estimate unreachable, reachable and
+ * unknown, and the holders of the reachable part), hung on the snapshot's
+ * message for the writer.  A stack's holder is told by its frame, walked
+ * with the collector's unwinder (this is its thread), and named by the
+ * writer (src/record/reach_names.c), as a global's definition is.  A scan
+ * is asked for only when the last one asked is done (cmd_reach_ask):
+ * scans slower than the period never queue up.  A scan that cannot run
+ * (another allocator, no safe point, a refused clone) says why in one
+ * line, once per distinct reason, is stored with its error, and the
+ * session goes on. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,26 +168,6 @@ static int walk_stack(void *ctx, const struct user_regs_struct *regs, const uint
 	return ha_unwind_frames(ctx, &r, stack, len, pcs, sps, max);
 }
 
-static void scan_at(struct cmd_reach *r, const struct ha_book *book, struct ha_unwinder *unw,
-                    struct ha_wmsg_snapshot *m);
-
-void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
-                    struct ha_wmsg_snapshot *m)
-{
-	struct cmd_reach *r = ctx;
-	const char *why = m->info.reason;
-	if (strcmp(why, "reach") == 0) {
-		__atomic_store_n(&r->pending, 0, __ATOMIC_RELEASE); /* cmd_reach_ask may ask again */
-		scan_at(r, book, unw, m);
-		pthread_mutex_lock(&r->lock);
-		r->done++;
-		pthread_cond_broadcast(&r->cond);
-		pthread_mutex_unlock(&r->lock);
-	} else if (__atomic_load_n(&r->at_end, __ATOMIC_ACQUIRE) && strcmp(why, "detach") == 0) {
-		scan_at(r, book, unw, m);
-	}
-}
-
 /* One scan, its rows or its error hung on the snapshot's message. */
 static void scan_at(struct cmd_reach *r, const struct ha_book *book, struct ha_unwinder *unw,
                     struct ha_wmsg_snapshot *m)
@@ -238,6 +219,23 @@ static void scan_at(struct cmd_reach *r, const struct ha_book *book, struct ha_u
 	free(g.v);
 	free(g.weight);
 	m->reach = d;
+}
+
+void cmd_reach_hook(void *ctx, const struct ha_book *book, struct ha_unwinder *unw,
+                    struct ha_wmsg_snapshot *m)
+{
+	struct cmd_reach *r = ctx;
+	const char *why = m->info.reason;
+	if (strcmp(why, "reach") == 0) {
+		__atomic_store_n(&r->pending, 0, __ATOMIC_RELEASE); /* cmd_reach_ask may ask again */
+		scan_at(r, book, unw, m);
+		pthread_mutex_lock(&r->lock);
+		r->done++;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+	} else if (__atomic_load_n(&r->at_end, __ATOMIC_ACQUIRE) && strcmp(why, "detach") == 0) {
+		scan_at(r, book, unw, m);
+	}
 }
 
 void cmd_reach_ask(struct ha_collector *c)

@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-
 /* The steps a hijacked thread may take (the graph in inject_int.h): a bit
  * per state it may go to.  Any live state may end in RELEASED or GONE. */
 #define TO(s) (1u << (s))

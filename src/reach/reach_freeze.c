@@ -63,22 +63,13 @@ static int known(const struct reach_frozen *f, pid_t tid)
 	return 0;
 }
 
-/* The signal a stop status stands for (0: an interrupt, group or event stop). */
-static int stop_signal(int st)
-{
-	int sig = WSTOPSIG(st);
-	if ((st >> 16) != 0 || sig == (SIGTRAP | 0x80))
-		return 0;
-	return sig;
-}
-
 /* After PTRACE_INTERRUPT: wait for the stop, read the registers. */
 static int settle(struct reach_thread *t)
 {
 	int st;
 	if (reach_wait_stop(t->tid, &st) != 0)
 		return -1;
-	int sig = stop_signal(st);
+	int sig = reach_stop_signal(st);
 	if (sig)
 		t->sig = sig;
 	return ptrace(PTRACE_GETREGS, t->tid, NULL, &t->regs) == 0 ? 0 : -1;
@@ -150,20 +141,18 @@ static int stop_new(struct reach_frozen *f, char *err, size_t errlen)
  * other threads are not held behind it. */
 static void detach_all_timed(struct reach_frozen *f, pid_t last_tid, pid_t *slow, double *slow_ms)
 {
-	for (size_t i = 0; i < f->nth; i++) {
-		if (last_tid && f->th[i].tid == last_tid && i + 1 < f->nth) {
-			struct reach_thread last = f->th[i]; /* to the end: the rest move up */
-			memmove(&f->th[i], &f->th[i + 1], (f->nth - i - 1) * sizeof last);
-			f->th[f->nth - 1] = last;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < f->nth; i++) {
+			if ((f->th[i].tid == last_tid) != pass)
+				continue; /* the others first, then last_tid */
+			double t = ha_now_ms();
+			ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
+			t = ha_now_ms() - t;
+			if (slow && t > *slow_ms) {
+				*slow_ms = t;
+				*slow = f->th[i].tid;
+			}
 		}
-		double t = ha_now_ms();
-		ptrace(PTRACE_DETACH, f->th[i].tid, NULL, (void *)(long)f->th[i].sig);
-		t = ha_now_ms() - t;
-		if (slow && t > *slow_ms) {
-			*slow_ms = t;
-			*slow = f->th[i].tid;
-		}
-	}
 }
 
 static void detach_all(struct reach_frozen *f)

@@ -57,12 +57,14 @@ int reach_syscall(pid_t pid, struct reach_thread *t, uint64_t stub, long nr, con
 /* Wait for the next stop of tid, a tracee of ours: 0 with *st, -1 if it
  * is gone. */
 int reach_wait_stop(pid_t tid, int *st);
+/* The signal a stop status stands for (0: an interrupt, group, event or
+ * syscall stop). */
+int reach_stop_signal(int st);
 /* Tests only: HEAPATTACH_TEST_REACH_DIE_AT=STEP makes the attacher SIGKILL
  * itself at that step of a scan (tests/t_reach_safety.sh). */
 void reach_test_die_at(const char *step);
 
 /* ---- the park: threads asked to wait at a hook's entry (reach_park.c) ---- */
-struct ha_ring_hdr;
 struct reach_park {
 	struct ha_ring_hdr *h;  /* the ring header we map (NULL: no park) */
 	pid_t pid;
@@ -238,9 +240,12 @@ void reach_tls_find(struct reach_tls *t, struct reach_mem *m, const struct ha_ma
 int reach_tls_locate(const struct reach_tls *t, struct reach_mem *m, uint64_t tp, uint64_t at,
                      uint64_t *module, uint64_t *off);
 void reach_tls_free(struct reach_tls *t);
-/* The end (page-rounded) of the memory of the module whose ELF header is
- * at start (its last PT_LOAD's vaddr + memsz, relocated), 0 if unknown. */
-uint64_t reach_module_end(struct reach_mem *m, uint64_t start);
+/* Where the .bss maps->v[i] (an anonymous mapping right after a module's
+ * file mapping) ends: at its module's end (the last PT_LOAD's vaddr +
+ * memsz, relocated, page-rounded, read through m) when that lies inside
+ * it -- the kernel may have merged the .bss with the anonymous mapping
+ * after it (a thread's TLS, ld.so's memory) -- else at the mapping's end. */
+uint64_t reach_bss_end(struct reach_mem *m, const struct ha_maps *maps, size_t i);
 
 /* ---- names of globals (reach_sym.c) ---- */
 /* "SYMBOL [module]" or "module+0xOFF" for a global's address, read from

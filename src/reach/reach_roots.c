@@ -135,15 +135,7 @@ static void mark_globals(struct reach_marker *k, const struct ha_maps *maps, con
 		int file = e->path[0] == '/';
 		int bss = e->path[0] == '\0' && i > 0 && maps->v[i - 1].path[0] == '/' &&
 		          maps->v[i - 1].end == e->start;
-		uint64_t hi = e->end;
-		if (bss) {
-			/* up to the module's end: the kernel may have merged its .bss
-			 * with an anonymous mapping after it (TLS, ld.so's memory) */
-			const struct ha_map *mod = ha_maps_module_of(maps, &maps->v[i - 1]);
-			uint64_t end = mod ? reach_module_end(k->m, mod->start) : 0;
-			if (end > e->start && end < e->end)
-				hi = end;
-		}
+		uint64_t hi = bss ? reach_bss_end(k->m, maps, i) : e->end;
 		if (file || bss)
 			scan_roots(k, e->start, hi, REACH_ROOT_GLOBAL, 0, skip, nskip);
 	}

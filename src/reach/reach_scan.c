@@ -73,19 +73,21 @@ static void skip_add(struct skips *s, uint64_t lo, uint64_t hi)
 	s->n++;
 }
 
-/* Where the agent's .bss ends in the anonymous mapping e after its module
- * (mod: the module's first mapping): the kernel merges an anonymous
- * mapping that was there before (the main thread's TLS and what ld.so
- * allocated sit right after it when the agent is mapped below them) with
- * the agent's .bss, and only the .bss is the agent's.  e->end if the
- * module's end cannot be read. */
-static uint64_t agent_bss_end(pid_t pid, const struct ha_map *mod, const struct ha_map *e)
+/* Where the agent's .bss, maps->v[i], ends: the kernel merges an
+ * anonymous mapping that was there before (the main thread's TLS and what
+ * ld.so allocated sit right after it when the agent is mapped below them)
+ * with the agent's .bss, and only the .bss is the agent's (reach_bss_end,
+ * its module's headers read from the target). */
+static uint64_t agent_bss_end(pid_t pid, const struct ha_maps *maps, size_t i)
 {
+	const struct ha_map *mod = ha_maps_module_of(maps, &maps->v[i - 1]);
+	if (!mod)
+		return maps->v[i].end;
 	struct reach_range rg = { mod->start, mod->end, 0 };
 	struct reach_mem m = { .read = reach_mem_read_pid, .ctx = &pid, .ranges = &rg, .nranges = 1 };
-	uint64_t end = reach_module_end(&m, mod->start);
+	uint64_t end = reach_bss_end(&m, maps, i);
 	reach_mem_free(&m);
-	return end > e->start && end < e->end ? end : e->end;
+	return end;
 }
 
 /* The agent's memory: its module's mappings (its .bss up to the module's
@@ -100,10 +102,7 @@ static void agent_memory(pid_t pid, const struct ha_maps *maps, struct skips *s)
 		          strstr(ha_maps_module_name(maps->v[i - 1].path), "heapattach_agent");
 		if (!agent && !bss)
 			continue;
-		uint64_t hi = e->end;
-		const struct ha_map *mod = bss ? ha_maps_module_of(maps, &maps->v[i - 1]) : NULL;
-		if (mod)
-			hi = agent_bss_end(pid, mod, e);
+		uint64_t hi = bss ? agent_bss_end(pid, maps, i) : e->end;
 		skip_add(s, e->start, hi);
 		if ((e->prot & 3) != 3)
 			continue;

@@ -129,6 +129,32 @@ void reach_sym_reset(void)
 	ncached = next_slot = 0;
 }
 
+/* mod's name in a holder's, cut and cleaned; its file (cached), as pid's
+ * root sees it. */
+static struct cached *module_of_holder(pid_t pid, const struct ha_map *mod, char *modname,
+                                       size_t modlen)
+{
+	snprintf(modname, modlen, "%.60s", ha_maps_module_name(mod->path));
+	ha_clean_line(modname);
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
+	return module_elf(path);
+}
+
+/* The symbol of type (STT_OBJECT, STT_TLS) in c's file whose range holds
+ * off, then tail, into out (the symbol cut so that tail stays; *at: its
+ * length).  0, or -1 if none has it (out untouched). */
+static int symbol_then(struct cached *c, uint64_t off, int type, const char *tail, char *out,
+                       size_t outlen, size_t *at)
+{
+	char sym[REACH_NAME_MAX];
+	if (!c->elf || find_symbol(c->elf, off, type, sym, sizeof sym) != 0)
+		return -1;
+	ha_clean_line(sym);
+	*at = sym_then(out, outlen, sym, tail);
+	return 0;
+}
+
 void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *out, size_t outlen,
                     uint64_t *module, size_t *at)
 {
@@ -144,27 +170,14 @@ void reach_sym_name(pid_t pid, const struct ha_maps *maps, uint64_t addr, char *
 	if (!mod)
 		return;
 	*module = mod->start;
-	const char *base = ha_maps_module_name(mod->path);
-	char modname[64];
-	snprintf(modname, sizeof modname, "%.60s", base);
-	ha_clean_line(modname);
-	char path[4200];
-	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-	struct cached *c = module_elf(path);
+	char modname[64], tail[96];
+	struct cached *c = module_of_holder(pid, mod, modname, sizeof modname);
 	uint64_t off = addr - mod->start + c->vaddr;
-	char sym[REACH_NAME_MAX];
-	if (c->elf && find_symbol(c->elf, off, STT_OBJECT, sym, sizeof sym) == 0) {
-		ha_clean_line(sym);
-		/* a long symbol cut, the module after it kept */
-		char tail[96];
-		snprintf(tail, sizeof tail, " [%s]", modname);
-		*at = sym_then(out, outlen, sym, tail);
-	} else {
+	snprintf(tail, sizeof tail, " [%s]", modname);
+	if (symbol_then(c, off, STT_OBJECT, tail, out, outlen, at) != 0) {
 		snprintf(out, outlen, "%s+0x%llx", modname, (unsigned long long)off);
 		*at = 0;   /* no symbol: DWARF's name may come before it */
 	}
-	if (*at > strlen(out))
-		*at = strlen(out);
 }
 
 void reach_sym_tls_name(pid_t pid, const struct ha_maps *maps, uint64_t module, uint64_t off,
@@ -176,23 +189,12 @@ void reach_sym_tls_name(pid_t pid, const struct ha_maps *maps, uint64_t module, 
 	const struct ha_map *mod = e ? ha_maps_module_of(maps, e) : NULL;
 	if (!mod)
 		return;
-	char modname[64];
-	snprintf(modname, sizeof modname, "%.60s", ha_maps_module_name(mod->path));
-	ha_clean_line(modname);
-	char path[4200];
-	snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, mod->path);
-	struct cached *c = module_elf(path);
-	char sym[REACH_NAME_MAX];
-	if (c->elf && find_symbol(c->elf, off, STT_TLS, sym, sizeof sym) == 0) {
-		ha_clean_line(sym);
-		char tail[96];
-		snprintf(tail, sizeof tail, " [%s] tid %d", modname, (int)tid);
-		*at = sym_then(out, outlen, sym, tail);
-	} else {
+	char modname[64], tail[96];
+	struct cached *c = module_of_holder(pid, mod, modname, sizeof modname);
+	snprintf(tail, sizeof tail, " [%s] tid %d", modname, (int)tid);
+	if (symbol_then(c, off, STT_TLS, tail, out, outlen, at) != 0) {
 		snprintf(out, outlen, "tls+0x%llx [%s] tid %d", (unsigned long long)off, modname,
 		         (int)tid);
 		*at = 0;   /* no symbol: DWARF's name may take the first word's place */
 	}
-	if (*at > strlen(out))
-		*at = strlen(out);
 }

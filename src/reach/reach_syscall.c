@@ -65,6 +65,14 @@ uint64_t reach_stub_find(pid_t pid, const struct ha_maps *maps, const struct ha_
 	return at;
 }
 
+int reach_stop_signal(int st)
+{
+	int sig = WSTOPSIG(st);
+	if ((st >> 16) != 0 || sig == (SIGTRAP | 0x80))
+		return 0;
+	return sig;
+}
+
 int reach_wait_stop(pid_t tid, int *st)
 {
 	for (;;) {
@@ -162,8 +170,8 @@ int reach_syscall(pid_t pid, struct reach_thread *t, uint64_t stub, long nr, con
 				*ret = (long)out.rax;
 			break;
 		}
-		if (ev == 0)
-			late_sig = WSTOPSIG(st); /* a signal for it meanwhile: given back */
+		if (reach_stop_signal(st))
+			late_sig = reach_stop_signal(st); /* a signal for it meanwhile: given back */
 	}
 	if (clone)
 		ptrace(PTRACE_SETOPTIONS, t->tid, NULL, (void *)opts);

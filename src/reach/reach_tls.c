@@ -23,7 +23,7 @@
  * block: hops >= 2), the thread block above tp, other libcs.  The copy's
  * memory is untrusted: every read checked, chains and searches bounded.
  * The same reading of a module's program headers in memory tells where a
- * module's memory ends (reach_module_end): the agent's .bss, which the
+ * module's memory ends (reach_bss_end): the agent's .bss, which the
  * kernel may merge with the anonymous mapping after it (the main thread's
  * TLS, ld.so's allocations), is never a root, the rest of that mapping is. */
 #include "reach_int.h"
@@ -202,12 +202,16 @@ int reach_tls_locate(const struct reach_tls *t, struct reach_mem *m, uint64_t tp
 	return -1;
 }
 
-uint64_t reach_module_end(struct reach_mem *m, uint64_t start)
+uint64_t reach_bss_end(struct reach_mem *m, const struct ha_maps *maps, size_t i)
 {
+	const struct ha_map *e = &maps->v[i];
+	const struct ha_map *mod = i > 0 ? ha_maps_module_of(maps, &maps->v[i - 1]) : NULL;
 	struct elf_info ei;
-	if (elf_info(m, start, &ei) != 0 || ei.load_end <= start || ei.load_end > UINT64_MAX - 4095)
-		return 0;
-	return (ei.load_end + 4095) & ~4095ull;
+	if (!mod || elf_info(m, mod->start, &ei) != 0 || ei.load_end <= mod->start ||
+	    ei.load_end > UINT64_MAX - 4095)
+		return e->end;
+	uint64_t end = (ei.load_end + 4095) & ~4095ull;
+	return end > e->start && end < e->end ? end : e->end;
 }
 
 void reach_tls_free(struct reach_tls *t)
